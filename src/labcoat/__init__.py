@@ -1,0 +1,41 @@
+"""labcoat: lab discipline for machine-learning experiments.
+
+The heavy parts (torch for the doctor and the watch) load on first use, so ``import labcoat``
+and ``labcoat --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from labcoat.errors import InputError, LabcoatError
+from labcoat.findings import Check, Finding, Outcome
+
+__version__ = "0.1.0"
+
+#: public name -> "module:attribute", imported on first access
+_LAZY: dict[str, str] = {
+    "diagnose": "labcoat.doctor:diagnose",
+    "Experiment": "labcoat.doctor:Experiment",
+    "Report": "labcoat.doctor:Report",
+    "permutation_test": "labcoat.doctor.permutation:permutation_test",
+    "Ledger": "labcoat.ledger:Ledger",
+    "watch": "labcoat.watch:watch",
+    "Alert": "labcoat.watch:Alert",
+}
+
+__all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name].split(":")
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'labcoat' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,1 @@
+"""The ``labcoat`` command line. Each command group lives in its own module, loaded lazily."""

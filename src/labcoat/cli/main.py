@@ -1,0 +1,91 @@
+"""Entry point of the ``labcoat`` command.
+
+Commands are loaded lazily (``labcoat --help`` does not import torch). Errors caused by the
+user's input become one line on stderr and exit code 2; ``--debug`` (anywhere before ``--``)
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from typing import Sequence
+
+import click
+
+from labcoat.errors import LabcoatError
+
+#: command name -> "module:attribute" of its click command; a new command is one line here.
+COMMANDS: dict[str, str] = {
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in COMMANDS:
+            module, attr = COMMANDS[name].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="labcoat", prog_name="labcoat")
+def cli() -> None:
+    """labcoat: lab discipline for machine-learning experiments.
+
+    Add --debug anywhere to see a full traceback on errors.
+    """
+
+
+def _split_debug(args: list[str]) -> tuple[list[str], bool]:
+    """Remove ``--debug`` from the arguments before ``--`` (what follows ``--`` is not ours)."""
+    if "--" in args:
+        cut = args.index("--")
+        head, tail = args[:cut], args[cut:]
+    else:
+        head, tail = args, []
+    debug = "--debug" in head
+    return [a for a in head if a != "--debug"] + tail, debug
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
+    debug = debug or os.environ.get("LABCOAT_DEBUG", "") not in ("", "0")
+    try:
+        cli.main(args=args, prog_name="labcoat", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("labcoat: aborted", err=True)
+        return 130
+    except click.ClickException as exc:  # usage errors: bad options, missing arguments
+        exc.show()
+        return 2
+    except LabcoatError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"labcoat: error: {exc}", err=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("labcoat: interrupted", err=True)
+        return 130
+    except Exception as exc:  # a labcoat bug: still one line unless --debug
+        if debug:
+            traceback.print_exc()
+        click.echo(
+            f"labcoat: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            err=True,
+        )
+        return 3
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Shared output helpers for commands: one JSON object with --json, rich otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+
+from labcoat._jsonable import jsonable
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+
+
+def console(*, stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as one line of strict JSON on stdout."""
+    sys.stdout.write(json.dumps(jsonable(obj), allow_nan=False) + "\n")
+    sys.stdout.flush()

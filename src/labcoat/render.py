@@ -1,0 +1,83 @@
+"""Rich views of findings. Data classes stay free of formatting; they point here via ``__rich__``."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from labcoat.findings import Finding
+
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "–"}
+
+
+def status_text(status: str) -> Text:
+    return Text(f"{STATUS_MARK.get(status, '?')} {status}", style=STATUS_STYLE.get(status, ""))
+
+
+def evidence_text(evidence: dict[str, Any], *, limit: int = 8, width: int = 100) -> Text:
+    """Evidence as ``key: value`` lines, long values shortened, at most ``limit`` keys."""
+    out = Text(style="dim")
+    for i, (key, value) in enumerate(evidence.items()):
+        if i == limit:
+            out.append(f"… {len(evidence) - limit} more\n")
+            break
+        shown = _short(value, width)
+        out.append(f"{key}: {shown}\n")
+    out.rstrip()
+    return out
+
+
+def _short(value: Any, width: int) -> str:
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+    elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
+        text = "[" + ", ".join(f"{v:.4g}" for v in value[:12]) + (", …]" if len(value) > 12 else "]")
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def finding_view(finding: Finding, *, show_evidence: bool | None = None) -> RenderableType:
+    """One line for the finding; its evidence underneath when it warned or failed."""
+    line = Text.assemble(
+        status_text(finding.status), "  ", (finding.check, "bold"), "  ", finding.message
+    )
+    if show_evidence is None:
+        show_evidence = finding.status in ("fail", "warn")
+    if show_evidence and finding.evidence:
+        ev = evidence_text(finding.evidence)
+        ev.pad_left(6)
+        return Group(line, _indent(ev, 6))
+    return line
+
+
+def _indent(text: Text, n: int) -> Text:
+    lines = text.split("\n")
+    out = Text()
+    for i, line in enumerate(lines):
+        if i:
+            out.append("\n")
+        out.append(" " * n)
+        out.append_text(line)
+    return out
+
+
+def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> Table:
+    """A table with one row per finding; used for watch alerts and stored findings."""
+    table = Table(title=title, show_lines=False, expand=False)
+    for col in ("status", "layer", "check", "step", "rank", "message"):
+        table.add_column(col, overflow="fold")
+    for f in findings:
+        table.add_row(
+            status_text(f.status),
+            f.layer,
+            f.check,
+            "" if f.step is None else str(f.step),
+            "" if f.rank is None else str(f.rank),
+            f.message,
+        )
+    return table
