@@ -50,7 +50,6 @@ def finding_view(finding: Finding, *, show_evidence: bool | None = None) -> Rend
         show_evidence = finding.status in ("fail", "warn")
     if show_evidence and finding.evidence:
         ev = evidence_text(finding.evidence)
-        ev.pad_left(6)
         return Group(line, _indent(ev, 6))
     return line
 

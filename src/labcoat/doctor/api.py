@@ -1,0 +1,143 @@
+"""``labcoat.diagnose``: run the check ladder on copies of a PyTorch setup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Iterable
+
+import torch
+from torch import nn
+
+from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
+from labcoat.doctor.case import TASKS, Case
+from labcoat.doctor.inputs import split_off, to_examples
+from labcoat.doctor.ladder import run_ladder
+from labcoat.doctor.registry import LAYERS
+from labcoat.doctor.report import Report
+from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
+from labcoat.errors import InputError
+from labcoat.findings import Finding
+
+BUDGETS = ("fast", "full")
+#: examples materialised from the user's data, per budget
+EXAMPLE_LIMIT = {"fast": 4096, "full": 16384}
+VAL_FRACTION = 0.2
+
+
+def diagnose(
+    model: nn.Module,
+    data: Any,
+    loss_fn: Callable[[Any, Any], torch.Tensor],
+    optimizer: OptimizerLike,
+    *,
+    val_data: Any = None,
+    step: Callable | None = None,
+    metric: Callable[[Any, Any], float] | None = None,
+    task: str | None = None,
+    expect_frozen: Iterable[str] | str = (),
+    seed: int = 0,
+    budget: str = "fast",
+    ledger: Any = None,
+    run_all: bool = False,
+    layers: Iterable[str] | None = None,
+    on_finding: Callable[[Finding], None] | None = None,
+) -> Report:
+    """Falsify whole categories of training bugs, layer by layer, on copies of your setup.
+
+    Layers run in order (data, model, update, then the controls) and stop at the first layer
+    with a failing check unless ``run_all``. Your model and optimizer are left bit-identical.
+    ``ledger``: a :class:`labcoat.Ledger` or path to record findings in; ``None`` records in the
+    default ledger only if one already exists; ``False`` records nowhere.
+    """
+    _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
+    patterns = (expect_frozen,) if isinstance(expect_frozen, str) else tuple(expect_frozen)
+    if not all(isinstance(p, str) for p in patterns):
+        raise InputError(f"expect_frozen: expected glob patterns of parameter names (str); got {patterns!r}")
+    chosen = LAYERS if layers is None else tuple(layers)
+    unknown = [layer for layer in chosen if layer not in LAYERS]
+    if unknown:
+        raise InputError(f"layers: unknown layer(s) {unknown}; choose from {list(LAYERS)}")
+
+    user_state = UserState(model, optimizer) if isinstance(model, nn.Module) else None
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):  # the caller's RNG streams stay where they were
+        torch.manual_seed(seed)
+        blueprint = Blueprint(model, optimizer)
+        examples = to_examples(data, name="data", limit=EXAMPLE_LIMIT[budget])
+        if val_data is None:
+            train, val = split_off(examples, VAL_FRACTION, seed)
+        else:
+            train, val = examples, to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
+        case = Case(
+            blueprint=blueprint,
+            train=train,
+            val=val,
+            loss_fn=loss_fn,
+            step=step,
+            metric=metric,
+            task=task,
+            expect_frozen=patterns,
+            seed=seed,
+            budget=budget,
+            user_state=user_state,
+        )
+        findings, ran, not_run, timings = run_ladder(case, layers=chosen, run_all=run_all, on_finding=on_finding)
+        if user_state is not None and user_state.changed():  # last line of defence
+            user_state.restore()
+        inferred = _task_or_none(case)
+    return Report(
+        findings=findings,
+        layers_run=ran,
+        layers_not_run=not_run,
+        task=inferred,
+        seed=seed,
+        budget=budget,
+        timings=timings,
+        examples={"train": len(train), "val": len(val)},
+    )
+
+
+def _task_or_none(case: Case) -> str | None:
+    try:
+        return case.inferred_task
+    except Exception:  # noqa: BLE001 - the task is informational only
+        return case.task
+
+
+def _validate(*, loss_fn, step, metric, task, seed, budget) -> None:
+    if not callable(loss_fn):
+        raise InputError(f"loss_fn: expected a callable(output, target) -> loss tensor; got {type(loss_fn).__name__}")
+    for name, fn in (("step", step), ("metric", metric)):
+        if fn is not None and not callable(fn):
+            raise InputError(f"{name}: expected a callable or None; got {type(fn).__name__}")
+    if task is not None and task not in TASKS:
+        raise InputError(f"task: expected one of {list(TASKS)} or None; got {task!r}")
+    if budget not in BUDGETS:
+        raise InputError(f"budget: expected one of {list(BUDGETS)}; got {budget!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed: expected an int; got {type(seed).__name__}")
+
+
+@dataclass
+class Experiment:
+    """A setup to diagnose, as a file for ``labcoat doctor FILE.py[:NAME]`` returns it."""
+
+    model: nn.Module
+    data: Any
+    loss_fn: Callable[[Any, Any], torch.Tensor]
+    optimizer: OptimizerLike
+    val_data: Any = None
+    step: Callable | None = None
+    metric: Callable[[Any, Any], float] | None = None
+    task: str | None = None
+    expect_frozen: Iterable[str] | str = ()
+    seed: int = 0
+    budget: str = "fast"
+    ledger: Any = None
+    name: str = field(default="", compare=False)
+
+    def diagnose(self, **overrides: Any) -> Report:
+        """Run :func:`diagnose` on this setup; keyword arguments override its fields."""
+        kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
+        kwargs.update(overrides)
+        return diagnose(**kwargs)

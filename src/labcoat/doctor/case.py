@@ -1,0 +1,238 @@
+"""The context every doctor check receives: the user's setup on copies, fixed examples and the
+results of shared probes (one forward pass, one backward pass), each computed once.
+
+A probe that raises inside the user's code is remembered as :class:`ProbeFailed`; the first
+check that needs it reports the failure and later ones skip, naming what they depended on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from labcoat.doctor.inputs import Examples
+from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, matches_any
+
+Task = str  # "classification" | "regression" | "sequence"
+TASKS = ("classification", "regression", "sequence")
+
+
+class ProbeFailed(Exception):
+    """A shared probe raised inside the user's code (forward, loss, backward or step)."""
+
+    def __init__(self, probe: str, error: BaseException):
+        super().__init__(f"{probe} raised {type(error).__name__}: {error}")
+        self.probe = probe
+        self.error = error
+
+
+def standard_step(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], optimizer: torch.optim.Optimizer, loss_fn: Callable) -> torch.Tensor:
+    """The textbook train step used when the user gives none."""
+    x, y = batch
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@dataclass
+class Case:
+    blueprint: Blueprint
+    train: Examples
+    val: Examples
+    loss_fn: Callable[[Any, Any], torch.Tensor]
+    step: Callable | None = None
+    metric: Callable[[Any, Any], float] | None = None
+    task: Task | None = None
+    expect_frozen: tuple[str, ...] = ()
+    seed: int = 0
+    budget: str = "fast"
+    probe_size: int = 32
+    user_state: UserState | None = None  # the caller's objects, to prove they stay untouched
+    _failed_probes: dict[str, ProbeFailed] = field(default_factory=dict, repr=False)
+    _reported_probes: set[str] = field(default_factory=set, repr=False)
+
+    # -- data ---------------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return device_of(self.blueprint.model)
+
+    def on_device(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = batch
+        return x.to(self.device), y.to(self.device)
+
+    @cached_property
+    def probe_batch(self) -> Examples:
+        """A small fixed batch from the training data, classes mixed where possible."""
+        return self.train.take(slice(0, min(self.probe_size, len(self.train))))
+
+    @property
+    def train_step(self) -> Callable:
+        return self.step or standard_step
+
+    # -- probes (each runs once) --------------------------------------------------------------
+    def _probe(self, name: str, fn: Callable[[], Any]) -> Any:
+        if name in self._failed_probes:
+            raise self._failed_probes[name]
+        try:
+            return fn()
+        except ProbeFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's code failed; that is the finding
+            failure = ProbeFailed(name, exc)
+            self._failed_probes[name] = failure
+            raise failure from exc
+
+    def first_report_of(self, failure: ProbeFailed) -> bool:
+        """True the first time a probe's failure is reported (later checks skip instead)."""
+        if failure.probe in self._reported_probes:
+            return False
+        self._reported_probes.add(failure.probe)
+        return True
+
+    @cached_property
+    def eval_model(self) -> nn.Module:
+        """A copy in eval mode for read-only probes; never stepped."""
+        model = self.blueprint.fresh().model
+        model.eval()
+        return model
+
+    def forward(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """``model(x)`` without gradients, insisting on a tensor output."""
+        with torch.no_grad():
+            out = model(x.to(self.device))
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"the model returned a {type(out).__name__}; the doctor needs a tensor")
+        return out.detach()
+
+    @cached_property
+    def output(self) -> torch.Tensor:
+        """Eval-mode output of the pristine copy on the probe batch."""
+        return self._probe("forward", lambda: self.forward(self.eval_model, self.probe_batch.x))
+
+    @cached_property
+    def inferred_task(self) -> Task:
+        if self.task is not None:
+            return self.task
+        y = self.train.y
+        try:
+            out = self.output
+        except ProbeFailed:
+            out = None
+        if torch.is_floating_point(y):
+            binary = bool(((y == 0) | (y == 1)).all())
+            single_logit = out is not None and (out.ndim == 1 or (out.ndim == 2 and out.shape[1] == 1))
+            return "classification" if binary and single_logit and y.numel() == len(y) else "regression"
+        if out is None:
+            return "classification" if y.ndim == 1 else "sequence"
+        if y.ndim >= 2 and out.ndim == y.ndim + 1:
+            return "sequence"
+        return "classification"
+
+    @cached_property
+    def n_outputs(self) -> int | None:
+        """Classes (classification) or vocabulary size (sequence): the output's last dimension."""
+        if self.inferred_task == "regression":
+            return None
+        out = self.output
+        return 1 if out.ndim == 1 else int(out.shape[-1])
+
+    @cached_property
+    def chance_loss(self) -> float | None:
+        """The loss a healthy, untrained classifier should start near: ln C (or ln V)."""
+        c = self.n_outputs
+        if c == 1:
+            return math.log(2)
+        return math.log(c) if c else None
+
+    @cached_property
+    def stepped(self) -> "StepProbe":
+        """Three calls of the user's step on one fresh copy (a zero-initialised layer needs two)."""
+        return self._probe("train step", lambda: run_steps(self, 3))
+
+    @cached_property
+    def backward(self) -> "BackwardProbe":
+        """Gradients of one train-mode forward/backward pass on a fresh copy."""
+
+        def run() -> BackwardProbe:
+            torch.manual_seed(self.seed)
+            setup = self.blueprint.fresh()
+            setup.model.train()
+            x, y = self.on_device(self.probe_batch.batch())
+            loss = self.loss_fn(setup.model(x), y)
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                raise TypeError("the loss is not a scalar tensor (see model.loss.scalar)")
+            loss.backward()
+            grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in setup.model.named_parameters() if p.requires_grad}
+            return BackwardProbe(setup, float(loss.detach()), grads)
+
+        return self._probe("backward", run)
+
+    def is_declared_frozen(self, name: str) -> bool:
+        return matches_any(name, self.expect_frozen)
+
+
+@dataclass
+class BackwardProbe:
+    setup: Setup
+    loss: float
+    grads: dict[str, torch.Tensor | None]
+
+
+@dataclass
+class StepProbe:
+    """Parameters before and after calls of the user's train step on a fresh copy."""
+
+    setup: Setup
+    before: dict[str, torch.Tensor]
+    after: list[dict[str, torch.Tensor]]  # after each call
+    losses: list[Any]
+    optimizer_steps: list[int]  # optimizer.step() calls seen during each call
+    grads_at_step: list[dict[str, torch.Tensor | None]]  # gradients when optimizer.step() ran
+
+    def moved(self, call: int = 0) -> dict[str, bool]:
+        after = self.after[call]
+        return {n: not torch.equal(self.before[n], after[n]) for n in self.before if not n.startswith("buffer:")}
+
+
+def run_steps(case: Case, calls: int, *, lr_zero: bool = False, seeds: list[int] | None = None) -> StepProbe:
+    """Call the user's step ``calls`` times on one fresh copy and record what happened."""
+    setup = case.blueprint.fresh()
+    if lr_zero:
+        for group in setup.optimizer.param_groups:
+            if "lr" in group:
+                group["lr"] = 0.0 if not isinstance(group["lr"], torch.Tensor) else torch.zeros_like(group["lr"])
+    names = {id(p): n for n, p in setup.model.named_parameters()}
+    counter = {"steps": 0, "grads": {}}
+
+    def pre_hook(optimizer, _args, _kwargs):
+        counter["steps"] += 1
+        counter["grads"] = {
+            names.get(id(p), f"<foreign {g}.{i}>"): (None if p.grad is None else p.grad.detach().clone())
+            for g, group in enumerate(optimizer.param_groups)
+            for i, p in enumerate(group["params"])
+        }
+
+    handle = setup.optimizer.register_step_pre_hook(pre_hook)
+    setup.model.train()
+    before = setup.snapshot()
+    afters, losses, steps, grads = [], [], [], []
+    batch = case.on_device(case.probe_batch.batch())
+    try:
+        for call in range(calls):
+            counter["steps"], counter["grads"] = 0, {}
+            torch.manual_seed(case.seed if seeds is None else seeds[call])
+            loss = case.train_step(setup.model, batch, setup.optimizer, case.loss_fn)
+            losses.append(loss.detach().clone() if isinstance(loss, torch.Tensor) else loss)
+            afters.append(setup.snapshot())
+            steps.append(counter["steps"])
+            grads.append(counter["grads"])
+    finally:
+        handle.remove()
+    return StepProbe(setup, before, afters, losses, steps, grads)

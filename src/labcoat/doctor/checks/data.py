@@ -1,0 +1,287 @@
+"""The data layer: are the labels, inputs and splits usable, and do inputs carry signal at all?"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy import stats
+
+from labcoat.doctor.case import Case, ProbeFailed
+from labcoat.doctor.features import flat, not_features, row_hashes
+from labcoat.doctor.registry import check
+from labcoat.findings import Outcome, failed, passed, skipped, warned
+
+#: features scanned one by one for a leak; wider inputs are images or embeddings
+LEAK_SCAN_MAX_FEATURES = 4096
+
+
+def _labelled(case: Case) -> str | None:
+    return "regression targets have no label range" if case.inferred_task == "regression" else None
+
+
+@check(
+    "data.finite",
+    layer="data",
+    falsifies="inputs or targets contain NaN or Inf",
+    predicts="every input and target value is finite",
+)
+def finite(case: Case) -> Outcome:
+    problems = {}
+    for name, ex in (("train", case.train), ("val", case.val)):
+        for what, t in (("inputs", ex.x), ("targets", ex.y)):
+            if not torch.is_floating_point(t):
+                continue
+            bad = ~torch.isfinite(t.reshape(len(t), -1))
+            rows = torch.nonzero(bad.any(dim=1)).flatten()
+            if len(rows):
+                problems[f"{name} {what}"] = {
+                    "examples": len(rows),
+                    "values": int(bad.sum()),
+                    "first_rows": ex.index[rows[:10]].tolist(),
+                    "nan": int(torch.isnan(t).sum()),
+                }
+    if problems:
+        where = ", ".join(f"{k} ({v['examples']} examples)" for k, v in problems.items())
+        return failed(f"non-finite values in {where}", **problems)
+    return passed("all inputs and targets are finite")
+
+
+@check(
+    "data.labels.range",
+    layer="data",
+    falsifies="labels fall outside what the model can output",
+    predicts="0 <= label < number of model outputs",
+    applies=_labelled,
+)
+def label_range(case: Case) -> Outcome:
+    try:
+        n_out = case.n_outputs
+    except ProbeFailed as exc:
+        return skipped(f"needs the model's output size, but {exc}; see the model layer")
+    y = torch.cat([case.train.y.reshape(-1), case.val.y.reshape(-1)])
+    if torch.is_floating_point(y):
+        if n_out == 1 and bool(((y == 0) | (y == 1)).all()):
+            return passed("binary targets are 0/1 for a single-logit output")
+        if n_out == 1:
+            odd = torch.unique(y[(y != 0) & (y != 1)])[:10].tolist()
+            return failed("a single-logit output needs 0/1 targets", other_values=odd)
+        return failed(f"targets are floating point but the model has {n_out} outputs; class labels must be integers")
+    lo, hi = int(y.min()), int(y.max())
+    limit = 2 if n_out == 1 else n_out
+    evidence = {"min_label": lo, "max_label": hi, "model_outputs": n_out}
+    if lo < 0 or hi >= limit:
+        rows = torch.nonzero((case.train.y.reshape(len(case.train), -1) < 0).any(1) | (case.train.y.reshape(len(case.train), -1) >= limit).any(1)).flatten()
+        return failed(
+            f"labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})",
+            first_bad_rows=case.train.index[rows[:10]].tolist(),
+            **evidence,
+        )
+    used = int(torch.unique(y).numel())
+    if n_out > 2 and hi + 1 < n_out / 2 and case.inferred_task == "classification":
+        return warned(f"the model has {n_out} outputs but labels only reach {hi} ({used} classes used)", **evidence)
+    return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs", **evidence)
+
+
+@check(
+    "data.labels.degenerate",
+    layer="data",
+    falsifies="targets carry no variation to learn from",
+    predicts="more than one class (or non-constant targets), none overwhelming",
+)
+def labels_degenerate(case: Case) -> Outcome:
+    y = case.train.y
+    if case.inferred_task == "regression":
+        std = float(y.double().std()) if len(y) > 1 else 0.0
+        if not std > 0:
+            return failed(f"all {len(y)} training targets are equal ({float(y.reshape(-1)[0]):.4g})", std=std)
+        return passed(f"targets vary (std {std:.4g})", mean=float(y.double().mean()), std=std)
+    labels = y.reshape(-1)
+    values, counts = torch.unique(labels, return_counts=True)
+    share = counts.double() / counts.sum()
+    evidence = {
+        "class_counts": {int(v): int(c) for v, c in zip(values, counts)},
+        "examples_per_class": _examples_per_class(case) if y.ndim == 1 else {},
+    }
+    if len(values) == 1:
+        return failed(f"every training target is {int(values[0])}: a single class", **evidence)
+    top = float(share.max())
+    if top > 0.95:
+        return warned(f"class {int(values[share.argmax()])} is {top:.1%} of the targets", **evidence)
+    return passed(f"{len(values)} classes, largest {top:.1%}", **evidence)
+
+
+def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]:
+    """A few raw examples of each class: the first thing a person checks by eye."""
+    out: dict[int, list[dict]] = {}
+    y = case.train.y
+    for label in torch.unique(y)[:20].tolist():
+        rows = torch.nonzero(y == label).flatten()[:per_class]
+        out[int(label)] = [
+            {"row": int(case.train.index[r]), "x": [round(v, 3) if isinstance(v, float) else v for v in case.train.x[r].reshape(-1)[:16].tolist()]}
+            for r in rows
+        ]
+    return out
+
+
+@check(
+    "data.inputs.duplicates",
+    layer="data",
+    falsifies="examples are copies of one input (a loader returning the same item)",
+    predicts="most training inputs are distinct",
+)
+def inputs_duplicates(case: Case) -> Outcome:
+    hashes = row_hashes(case.train.x)
+    unique = len(set(hashes))
+    n = len(hashes)
+    evidence = {"examples": n, "distinct_inputs": unique}
+    if unique == 1 and n > 1:
+        return failed(f"all {n} training inputs are identical", **evidence)
+    if unique < 0.5 * n:
+        return warned(f"only {unique} of {n} training inputs are distinct", **evidence)
+    return passed(f"{unique} of {n} training inputs are distinct", **evidence)
+
+
+@check(
+    "data.features.constant",
+    layer="data",
+    falsifies="input features do not vary across examples",
+    predicts="features vary across training examples",
+    applies=not_features,
+)
+def features_constant(case: Case) -> Outcome:
+    x = flat(case.train.x)
+    constant = np.flatnonzero(np.ptp(x, axis=0) == 0)
+    d = x.shape[1]
+    evidence = {"features": d, "constant": len(constant), "constant_columns": constant[:20].tolist()}
+    if len(constant) == d:
+        return failed(f"none of the {d} features varies across {len(x)} examples", **evidence)
+    # constant borders are normal in images; in tables a constant column is worth a look
+    if len(constant) and case.train.x.ndim == 2:
+        return warned(f"{len(constant)} of {d} features never vary", **evidence)
+    return passed(f"{d - len(constant)} of {d} features vary", **evidence)
+
+
+@check(
+    "data.split.overlap",
+    layer="data",
+    falsifies="held-out examples also appear in the training data",
+    predicts="no validation input is an exact copy of a training input",
+)
+def split_overlap(case: Case) -> Outcome:
+    train = set(row_hashes(case.train.x))
+    val = row_hashes(case.val.x)
+    shared = [i for i, h in enumerate(val) if h in train]
+    frac = len(shared) / max(1, len(val))
+    evidence = {"val_examples": len(val), "in_train": len(shared), "first_val_rows": case.val.index[shared[:10]].tolist() if shared else []}
+    if frac >= 0.1:
+        return failed(f"{len(shared)} of {len(val)} validation inputs ({frac:.0%}) are also in training", **evidence)
+    if shared:
+        return warned(f"{len(shared)} validation inputs are exact copies of training inputs", **evidence)
+    return passed(f"none of {len(val)} validation inputs appears in training", **evidence)
+
+
+@check(
+    "data.leak.feature",
+    layer="data",
+    falsifies="a single feature gives the label away (target leakage)",
+    predicts="no one feature alone predicts held-out labels almost perfectly",
+    applies=lambda case: not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets"),
+)
+def leak_feature(case: Case) -> Outcome:
+    xtr, xva = flat(case.train.x), flat(case.val.x)
+    if xtr.shape[1] > LEAK_SCAN_MAX_FEATURES:
+        return skipped(f"{xtr.shape[1]} features is too many for a per-feature scan (limit {LEAK_SCAN_MAX_FEATURES})")
+    ytr, yva = case.train.y.reshape(len(xtr), -1)[:, 0].numpy(), case.val.y.reshape(len(xva), -1)[:, 0].numpy()
+    if case.inferred_task == "regression":
+        scores = np.array([_abs_spearman(xva[:, j], yva) for j in range(xtr.shape[1])])
+        threshold, what = 0.99, "|Spearman rho| with the target"
+    else:
+        scores = np.array([_single_feature_accuracy(xtr[:, j], ytr, xva[:, j], yva) for j in range(xtr.shape[1])])
+        chance = _majority_rate(yva)
+        threshold, what = max(0.98, chance + 0.2), "held-out accuracy from that feature alone"
+    best = int(np.nanargmax(scores)) if np.isfinite(scores).any() else 0
+    evidence = {"feature": best, "score": float(scores[best]), "measure": what, "threshold": threshold}
+    suspects = np.flatnonzero(scores >= threshold)
+    if len(suspects):
+        return warned(f"feature {best} alone reaches {scores[best]:.3f} ({what})", suspects=suspects[:10].tolist(), **evidence)
+    return passed(f"best single feature reaches {scores[best]:.3f} ({what})", **evidence)
+
+
+def _abs_spearman(a: np.ndarray, b: np.ndarray) -> float:
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    return float(abs(stats.spearmanr(a, b).statistic))
+
+
+def _single_feature_accuracy(xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, bins: int = 16) -> float:
+    """Held-out accuracy of 'majority label of the feature's bin' (a one-feature lookup table)."""
+    if np.ptp(xtr) == 0:
+        return 0.0
+    edges = np.unique(np.quantile(xtr, np.linspace(0, 1, bins + 1)[1:-1]))
+    btr, bva = np.searchsorted(edges, xtr), np.searchsorted(edges, xva)
+    labels, ytr_codes = np.unique(ytr, return_inverse=True)
+    table = np.zeros((len(edges) + 1, len(labels)))
+    np.add.at(table, (btr, ytr_codes), 1)
+    predicted = labels[table.argmax(axis=1)][bva]
+    return float((predicted == yva).mean())
+
+
+def _majority_rate(y: np.ndarray) -> float:
+    _, counts = np.unique(y, return_counts=True)
+    return float(counts.max() / counts.sum())
+
+
+@check(
+    "data.signal.baseline",
+    layer="data",
+    falsifies="inputs carry no information about the labels (misaligned examples, wrong label file)",
+    predicts="a simple baseline (kNN or linear) beats chance on held-out data",
+    applies=lambda case: not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets"),
+)
+def signal_baseline(case: Case) -> Outcome:
+    from sklearn.linear_model import RidgeClassifier, Ridge
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    limit = 2000 if case.budget == "fast" else 10000
+    xtr, xva = flat(case.train.x[:limit]), flat(case.val.x[: limit // 2])
+    ytr = case.train.y[:limit].reshape(len(xtr), -1)[:, 0].numpy()
+    yva = case.val.y[: limit // 2].reshape(len(xva), -1)[:, 0].numpy()
+    if len(yva) < 20:
+        return skipped(f"only {len(yva)} held-out examples; a baseline needs at least 20 to be judged")
+    classification = case.inferred_task == "classification"
+    if classification:
+        models = {
+            "knn": KNeighborsClassifier(n_neighbors=min(5, len(xtr))),
+            "linear": RidgeClassifier(alpha=1.0),
+        }
+    else:
+        models = {"knn": KNeighborsRegressor(n_neighbors=min(5, len(xtr))), "linear": Ridge(alpha=1.0)}
+    if classification and len(np.unique(ytr)) < 2:
+        return skipped("a single training class leaves nothing to predict (see data.labels.degenerate)")
+    results = {}
+    for name, est in models.items():
+        pred = make_pipeline(StandardScaler(), est).fit(xtr, ytr).predict(xva)
+        if classification:
+            correct = int((pred == yva).sum())
+            chance = _majority_rate(yva)
+            p = stats.binomtest(correct, len(yva), chance, alternative="greater").pvalue
+            results[name] = {"accuracy": correct / len(yva), "chance": chance, "p_value": float(p)}
+        else:
+            r = 0.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, yva).statistic)
+            p = 1.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, yva, alternative="greater").pvalue)
+            r2 = 1 - float(((pred - yva) ** 2).mean() / max(yva.var(), 1e-300))
+            results[name] = {"r2": r2, "correlation": r, "p_value": p}
+    best = min(results, key=lambda k: results[k]["p_value"])
+    p_best = min(1.0, results[best]["p_value"] * len(results))  # Bonferroni over the baselines
+    key = "accuracy" if classification else "r2"
+    summary = f"best baseline ({best}) scores {results[best][key]:.3f}"
+    if classification:
+        summary += f" vs chance {results[best]['chance']:.3f}"
+    evidence = {"baselines": results, "p_value": p_best, "val_examples": len(yva)}
+    if p_best < 1e-3:
+        return passed(f"{summary} (p={p_best:.2g})", **evidence)
+    if p_best < 0.05:
+        return warned(f"{summary}: weak signal (p={p_best:.2g})", **evidence)
+    return failed(f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?", **evidence)

@@ -1,0 +1,383 @@
+"""The model layer: forward, loss and gradients wired the way a healthy model's are."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from labcoat.doctor.case import Case, ProbeFailed
+from labcoat.doctor.registry import check
+from labcoat.doctor.setup import perturb_zero_tensors
+from labcoat.findings import Outcome, failed, passed, skipped, warned
+
+#: losses documented to take probabilities rather than logits
+PROBABILITY_LOSSES = (nn.BCELoss, F.binary_cross_entropy)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    scale = max(1.0, float(a.abs().max()) if a.numel() else 1.0)
+    return bool(torch.allclose(a, b, rtol=0, atol=1e-5 * scale))
+
+
+def _loss_on(case: Case, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return case.loss_fn(out, y.to(out.device))
+
+
+@check(
+    "model.forward",
+    layer="model",
+    falsifies="the forward pass fails or gives output the targets cannot be compared with",
+    predicts="a finite output with one row per example and a shape that fits the targets",
+)
+def forward(case: Case) -> Outcome:
+    out = case.output
+    y = case.probe_batch.y
+    evidence = {"output_shape": list(out.shape), "target_shape": list(y.shape), "task": case.inferred_task}
+    if not torch.isfinite(out).all():
+        return failed(f"the output holds {int((~torch.isfinite(out)).sum())} non-finite values", **evidence)
+    if out.ndim == 0 or out.shape[0] != y.shape[0]:
+        return failed(f"output has shape {tuple(out.shape)} for {y.shape[0]} examples; the first dimension must be the batch", **evidence)
+    task = case.inferred_task
+    if task == "regression" or (task == "classification" and case.n_outputs == 1):
+        if tuple(out.shape) != tuple(y.shape):
+            try:
+                spread = tuple(torch.broadcast_shapes(out.shape, y.shape))
+            except RuntimeError:
+                spread = None
+            if spread is not None and spread != tuple(y.shape) or out.numel() != y.numel():
+                return failed(
+                    f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape"
+                    + (f"; an elementwise loss broadcasts them to {spread}" if spread else ""),
+                    **evidence,
+                )
+            return warned(f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape but hold as many values; reshape one to match", **evidence)
+    else:
+        if task == "sequence":
+            fits, expected = tuple(out.shape[:-1]) == tuple(y.shape), "(N, T, V) for (N, T) targets"
+        else:  # cross-entropy layout: (N, C, d1, ...) for (N, d1, ...)
+            fits = out.ndim == y.ndim + 1 and tuple(out.shape[2:]) == tuple(y.shape[1:])
+            expected = "(N, C) for (N,) targets"
+        if not fits:
+            return failed(f"output {tuple(out.shape)} does not fit targets {tuple(y.shape)}: expected {expected}", **evidence)
+    return passed(f"output {tuple(out.shape)} is finite and fits targets {tuple(y.shape)}", **evidence)
+
+
+@check(
+    "model.loss.scalar",
+    layer="model",
+    falsifies="the loss is not one finite number (reduction='none', NaN from the start)",
+    predicts="loss_fn(output, target) is a finite scalar tensor",
+)
+def loss_scalar(case: Case) -> Outcome:
+    try:
+        loss = _loss_on(case, case.output, case.probe_batch.y)
+    except Exception as exc:  # noqa: BLE001 - the user's loss failed: that is the finding
+        return failed(f"loss_fn raised {type(exc).__name__}: {exc}")
+    if not isinstance(loss, torch.Tensor):
+        return failed(f"loss_fn returned a {type(loss).__name__}; it must return a tensor to backpropagate")
+    if loss.numel() != 1:
+        return failed(
+            f"loss has shape {tuple(loss.shape)}, not a scalar: reduce it (reduction='mean') before backward",
+            loss_shape=list(loss.shape),
+        )
+    if not torch.isfinite(loss):
+        return failed(f"the initial loss is {float(loss)}", loss=float(loss))
+    return passed(f"loss is a finite scalar ({float(loss):.4g})", loss=float(loss))
+
+
+@check(
+    "model.loss.batch_scaling",
+    layer="model",
+    falsifies="the loss grows with batch size (a sum where a mean was meant)",
+    predicts="the loss of a batch repeated twice equals the loss of the batch",
+)
+def loss_batch_scaling(case: Case) -> Outcome:
+    x, y = case.probe_batch.batch()
+    try:
+        single = float(_loss_on(case, case.output, y))
+        out2 = case.forward(case.eval_model, torch.cat([x, x]))
+        double = float(_loss_on(case, out2, torch.cat([y, y])))
+    except Exception as exc:  # noqa: BLE001
+        return skipped(f"loss on a doubled batch could not be computed ({type(exc).__name__}: {exc})")
+    ratio = double / single if single else float("nan")
+    evidence = {"loss": single, "loss_doubled_batch": double, "ratio": ratio}
+    if single and abs(ratio - 2.0) < 0.05:
+        return warned("the loss doubles when the batch doubles: reduction='sum'? the learning rate then depends on batch size", **evidence)
+    return passed(f"loss is independent of batch size (ratio {ratio:.3f})", **evidence)
+
+
+@check(
+    "model.loss.initial",
+    layer="model",
+    falsifies="the untrained model starts far from where a healthy initialisation does",
+    predicts="initial loss near ln C for C classes (near the constant-prediction loss for regression)",
+)
+def loss_initial(case: Case) -> Outcome:
+    y = case.probe_batch.y
+    try:
+        loss = float(_loss_on(case, case.output, y))
+    except Exception as exc:  # noqa: BLE001
+        return skipped(f"needs the loss, which raised {type(exc).__name__} (see model.loss.scalar)")
+    if case.inferred_task == "regression":
+        const = torch.full_like(case.output, float(y.double().mean()))
+        try:
+            reference = float(_loss_on(case, const, y))
+        except Exception:  # noqa: BLE001
+            return skipped("the loss of a constant prediction could not be computed")
+        evidence = {"initial_loss": loss, "constant_prediction_loss": reference}
+        if loss > 10 * reference + 1e-8:
+            return warned(f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}): output or target scale?", **evidence)
+        return passed(f"initial loss {loss:.4g} vs {reference:.4g} for predicting the mean", **evidence)
+    expected = case.chance_loss
+    if expected is None:
+        return skipped("a single class has no chance-level loss")
+    evidence = {"initial_loss": loss, "expected": expected, "classes": case.n_outputs}
+    if loss > expected + max(1.0, 0.5 * expected):
+        return warned(f"initial loss {loss:.3f} is far above ln C = {expected:.3f}: over-confident initialisation or unscaled inputs", **evidence)
+    return passed(f"initial loss {loss:.3f} near ln C = {expected:.3f}", **evidence)
+
+
+@check(
+    "model.loss.logits",
+    layer="model",
+    falsifies="probabilities are fed to a loss that expects logits (softmax applied twice)",
+    predicts="outputs are unnormalised logits unless the loss takes probabilities",
+    applies=lambda case: None if case.inferred_task != "regression" else "regression outputs are not logits",
+)
+def loss_logits(case: Case) -> Outcome:
+    out = case.output
+    takes_probabilities = isinstance(case.loss_fn, nn.BCELoss) or case.loss_fn is F.binary_cross_entropy
+    if case.n_outputs == 1:
+        looks = bool((out > 0).all() and (out < 1).all() and out.std() > 0)
+        shape = "lie in (0, 1)"
+    else:
+        looks = bool((out >= 0).all() and torch.allclose(out.sum(-1), torch.ones_like(out.sum(-1)), atol=1e-3))
+        shape = "are non-negative and sum to 1"
+    if looks and not takes_probabilities:
+        return warned(f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the softmax/sigmoid)", min=float(out.min()), max=float(out.max()))
+    return passed("outputs look like logits" if not looks else "probabilities go to a loss that takes probabilities")
+
+
+@check(
+    "model.grad.coverage",
+    layer="model",
+    falsifies="some trainable parameters get no gradient (detached graph, unused branch, loss cut off)",
+    predicts="every trainable parameter gets a finite, non-zero gradient (or is explained by a zero-initialised layer)",
+)
+def grad_coverage(case: Case) -> Outcome:
+    probe = case.backward
+    grads = {n: g for n, g in probe.grads.items() if not case.is_declared_frozen(n)}
+    if not grads:
+        return skipped("no trainable parameters (see model.params.frozen)")
+    missing = [n for n, g in grads.items() if g is None]
+    nonfinite = [n for n, g in grads.items() if g is not None and not torch.isfinite(g).all()]
+    zero = [n for n, g in grads.items() if g is not None and not bool(g.any())]
+    evidence = {"trainable": len(grads), "no_grad": missing, "nonfinite": nonfinite, "zero_grad": zero}
+    if nonfinite:
+        return failed(f"{len(nonfinite)} parameters got non-finite gradients: {', '.join(nonfinite[:5])}", **evidence)
+    if missing:
+        return failed(f"{len(missing)} of {len(grads)} trainable parameters get no gradient: {', '.join(missing[:5])}", **evidence)
+    if zero and len(zero) == len(grads):
+        return failed(f"every gradient is exactly zero (loss {probe.loss:.4g}): the loss does not depend on the parameters", **evidence)
+    if zero:
+        explained = _explained_by_zero_init(case, zero)
+        evidence["explained_by_zero_init"] = explained
+        rest = [n for n in zero if n not in explained]
+        if rest:
+            return warned(f"{len(rest)} parameters get an all-zero gradient: {', '.join(rest[:5])}", **evidence)
+        return passed(f"all {len(grads)} trainable parameters get gradients (zeros upstream of a zero-initialised layer)", **evidence)
+    return passed(f"all {len(grads)} trainable parameters get finite non-zero gradients", **evidence)
+
+
+def _explained_by_zero_init(case: Case, zero: list[str]) -> list[str]:
+    """Names among ``zero`` whose gradient becomes non-zero once zero-initialised layers are perturbed."""
+    setup = case.blueprint.fresh()
+    if not perturb_zero_tensors(setup.model, seed=case.seed):
+        return []
+    setup.model.train()
+    torch.manual_seed(case.seed)
+    x, y = case.on_device(case.probe_batch.batch())
+    case.loss_fn(setup.model(x), y).backward()
+    params = dict(setup.model.named_parameters())
+    return [n for n in zero if params[n].grad is not None and bool(params[n].grad.any())]
+
+
+@check(
+    "model.params.frozen",
+    layer="model",
+    falsifies="parameters are frozen by accident (requires_grad=False left over)",
+    predicts="only parameters declared in expect_frozen have requires_grad=False",
+)
+def params_frozen(case: Case) -> Outcome:
+    named = list(case.blueprint.model.named_parameters())
+    frozen = [n for n, p in named if not p.requires_grad]
+    undeclared = [n for n in frozen if not case.is_declared_frozen(n)]
+    unmatched = [pat for pat in case.expect_frozen if not any(case.is_declared_frozen(n) and _match(n, pat) for n, _ in named)]
+    evidence = {"parameters": len(named), "frozen": frozen[:50], "undeclared_frozen": undeclared[:50], "patterns_matching_nothing": unmatched}
+    if not named:
+        return failed("the model has no parameters", **evidence)
+    if len(frozen) == len(named):
+        return failed(f"all {len(named)} parameter tensors have requires_grad=False: nothing can learn", **evidence)
+    if undeclared:
+        return warned(f"{len(undeclared)} parameters are frozen but not declared in expect_frozen: {', '.join(undeclared[:5])}", **evidence)
+    if unmatched:
+        return warned(f"expect_frozen patterns match no parameter: {', '.join(unmatched)}", **evidence)
+    return passed(f"{len(named) - len(frozen)} trainable, {len(frozen)} frozen as declared", **evidence)
+
+
+def _match(name: str, pattern: str) -> bool:
+    from fnmatch import fnmatchcase
+
+    return fnmatchcase(name, pattern)
+
+
+def _changed_copy(x: torch.Tensor, row: int) -> torch.Tensor | None:
+    """``x`` with row ``row`` replaced by a different example, or None if all rows are equal."""
+    for other in range(len(x)):
+        if not torch.equal(x[other], x[row]):
+            x2 = x.clone()
+            x2[row] = x[other]
+            return x2
+    return None
+
+
+@check(
+    "model.batch_independence",
+    layer="model",
+    falsifies="examples leak into each other's outputs (a reshape or normalisation across the batch)",
+    predicts="in eval mode, changing example j changes no other example's output",
+)
+def batch_independence(case: Case) -> Outcome:
+    x = case.probe_batch.x[:8]
+    if len(x) < 2:
+        return skipped("needs at least two examples")
+    x2 = _changed_copy(x, 0)
+    if x2 is None:
+        return skipped("all probe inputs are identical")
+    out1, out2 = case.forward(case.eval_model, x), case.forward(case.eval_model, x2)
+    diff = (out1[1:] - out2[1:]).abs().reshape(len(x) - 1, -1).amax(dim=1)
+    scale = max(1.0, float(out1.abs().max()))
+    leaked = torch.nonzero(diff > 1e-5 * scale).flatten() + 1
+    if len(leaked):
+        return failed(
+            f"changing example 0 changed the outputs of {len(leaked)} other examples: the batch dimension is mixed",
+            changed_rows=leaked.tolist(),
+            max_change=float(diff.max()),
+        )
+    return passed("changing one example leaves the others' outputs untouched", max_change=float(diff.max()))
+
+
+@check(
+    "model.input_dependence",
+    layer="model",
+    falsifies="the output ignores the input",
+    predicts="different inputs give different outputs (after perturbing zero-initialised layers)",
+)
+def input_dependence(case: Case) -> Outcome:
+    x = case.probe_batch.x[:8]
+    x2 = _changed_copy(x, 0)
+    if x2 is None:
+        return skipped("all probe inputs are identical")
+    model = case.eval_model
+    perturbed: list[str] = []
+    for attempt in range(2):
+        out1, out2 = case.forward(model, x), case.forward(model, x2)
+        change = float((out1[0] - out2[0]).abs().max())
+        if change > 0:
+            note = f" once zero-initialised {', '.join(perturbed[:3])} were perturbed" if perturbed else ""
+            return passed(f"changing the input changes the output{note}", change=change, perturbed=perturbed)
+        if attempt == 0:
+            model = copy.deepcopy(case.eval_model)
+            perturbed = perturb_zero_tensors(model, seed=case.seed)
+            if not perturbed:
+                break
+    return failed("the output does not change when the input changes", perturbed=perturbed)
+
+
+@check(
+    "model.causality",
+    layer="model",
+    falsifies="a sequence model sees the future (missing causal mask)",
+    predicts="outputs at position t do not change when tokens after t change",
+    applies=lambda case: None if case.inferred_task == "sequence" else "only sequence models are causal",
+)
+def causality(case: Case) -> Outcome:
+    x = case.probe_batch.x[:8]
+    if x.ndim < 2 or x.shape[1] < 3:
+        return skipped(f"inputs of shape {tuple(x.shape)} have no time axis to test")
+    t = x.shape[1] // 2
+    x2 = x.clone()
+    x2[:, t + 1 :] = x.roll(1, dims=0)[:, t + 1 :]
+    if torch.equal(x2, x):
+        x2[:, t + 1 :] = x.flip(1)[:, t + 1 :]
+    out1, out2 = case.forward(case.eval_model, x), case.forward(case.eval_model, x2)
+    diff = (out1[:, : t + 1] - out2[:, : t + 1]).abs()
+    per_pos = diff.reshape(len(x), t + 1, -1).amax(dim=(0, 2))
+    scale = max(1.0, float(out1.abs().max()))
+    leaked = torch.nonzero(per_pos > 1e-5 * scale).flatten()
+    if len(leaked):
+        return failed(
+            f"outputs at positions {leaked[:5].tolist()} (<= {t}) changed when only tokens after {t} changed: the model sees the future",
+            split_position=t,
+            max_change=float(per_pos.max()),
+        )
+    return passed(f"positions 0..{t} ignore tokens after {t}", split_position=t)
+
+
+@check(
+    "model.dead_units",
+    layer="model",
+    falsifies="ReLU units are dead from the start (output zero for every example)",
+    predicts="each ReLU layer has most units active on some example of the first batch",
+)
+def dead_units(case: Case) -> Outcome:
+    acts = (nn.ReLU, nn.ReLU6)
+    layers = {n: m for n, m in case.eval_model.named_modules() if isinstance(m, acts)}
+    if not layers:
+        return skipped("no nn.ReLU modules to observe (functional relu calls are invisible)")
+    dead: dict[str, float] = {}
+
+    def hook(name):
+        def record(_module, _inp, out):
+            o = out.detach()
+            unit = o.transpose(0, 1).reshape(o.shape[1], -1) if o.ndim > 2 else o.T
+            frac = float((unit <= 0).all(dim=1).double().mean()) if o.ndim > 1 else float((o <= 0).all())
+            dead[name] = max(frac, dead.get(name, 0.0))
+
+        return record
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in layers.items()]
+    try:
+        case.forward(case.eval_model, case.probe_batch.x)
+    finally:
+        for h in handles:
+            h.remove()
+    all_dead = [n for n, f in dead.items() if f == 1.0]
+    mostly = {n: f for n, f in dead.items() if 0.5 < f < 1.0}
+    evidence = {"dead_fraction": dead}
+    if all_dead:
+        return failed(f"every unit of {', '.join(all_dead[:3])} is zero for every example: no gradient passes", **evidence)
+    if mostly:
+        return warned(f"over half the units are dead in {', '.join(mostly)}", **evidence)
+    return passed(f"{len(dead)} ReLU layers, at most {max(dead.values()):.0%} dead", **evidence)
+
+
+@check(
+    "model.eval_deterministic",
+    layer="model",
+    falsifies="eval mode is still random (dropout or noise left on)",
+    predicts="two eval-mode forward passes on the same input agree exactly",
+)
+def eval_deterministic(case: Case) -> Outcome:
+    x = case.probe_batch.x
+    torch.manual_seed(case.seed + 1)
+    a = case.forward(case.eval_model, x)
+    torch.manual_seed(case.seed + 2)
+    b = case.forward(case.eval_model, x)
+    if not _close(a, b):
+        return failed("two eval-mode passes on the same input differ: dropout or sampling ignores model.eval()", max_difference=float((a - b).abs().max()))
+    return passed("eval-mode output is deterministic")

@@ -1,0 +1,230 @@
+"""The update layer: one optimizer step moves what should move and nothing else."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from labcoat.doctor.case import Case, run_steps
+from labcoat.doctor.registry import check
+from labcoat.doctor.setup import optimizer_tensors
+from labcoat.findings import Outcome, failed, passed, skipped, warned
+
+#: the usual range of |update| / |weight| for one step (around 1e-3 for a healthy run)
+RATIO_TOO_LARGE = 0.1
+RATIO_TOO_SMALL = 1e-7
+
+
+def _in_optimizer(case: Case) -> set[int]:
+    return {id(p) for _, _, p in optimizer_tensors(case.blueprint.optimizer)}
+
+
+@check(
+    "update.optimizer.coverage",
+    layer="update",
+    falsifies="trainable parameters are missing from the optimizer",
+    predicts="every trainable parameter not declared frozen is in some param group",
+)
+def optimizer_coverage(case: Case) -> Outcome:
+    held = _in_optimizer(case)
+    trainable = [(n, p) for n, p in case.blueprint.model.named_parameters() if p.requires_grad and not case.is_declared_frozen(n)]
+    missing = [n for n, p in trainable if id(p) not in held]
+    evidence = {"trainable": len(trainable), "missing": missing[:50], "param_groups": len(case.blueprint.optimizer.param_groups)}
+    if missing:
+        return failed(f"{len(missing)} of {len(trainable)} trainable parameters are in no optimizer group: {', '.join(missing[:5])}", **evidence)
+    return passed(f"all {len(trainable)} trainable parameters are in the optimizer", **evidence)
+
+
+@check(
+    "update.optimizer.foreign",
+    layer="update",
+    falsifies="the optimizer updates tensors the model does not own (built on another model instance)",
+    predicts="every tensor in the optimizer is a parameter of the model",
+)
+def optimizer_foreign(case: Case) -> Outcome:
+    owned = {id(p) for p in case.blueprint.model.parameters()}
+    tensors = optimizer_tensors(case.blueprint.optimizer)
+    foreign = [{"group": g, "position": i, "shape": list(p.shape)} for g, i, p in tensors if id(p) not in owned]
+    evidence = {"optimizer_tensors": len(tensors), "foreign": foreign[:20]}
+    if foreign:
+        where = "none" if len(foreign) == len(tensors) else f"{len(tensors) - len(foreign)}"
+        return failed(f"{len(foreign)} optimizer tensors are not parameters of the model ({where} of {len(tensors)} are): was it built on another instance?", **evidence)
+    return passed(f"all {len(tensors)} optimizer tensors belong to the model", **evidence)
+
+
+@check(
+    "update.lr",
+    layer="update",
+    falsifies="a learning rate of zero (or a non-finite one) stops learning",
+    predicts="every param group has a finite, positive learning rate",
+)
+def learning_rate(case: Case) -> Outcome:
+    lrs = [float(g["lr"]) for g in case.blueprint.optimizer.param_groups if "lr" in g]
+    if not lrs:
+        return skipped("the optimizer's param groups have no 'lr'")
+    bad = [i for i, lr in enumerate(lrs) if not (math.isfinite(lr) and lr > 0)]
+    if bad:
+        return failed(f"param groups {bad} have learning rate {[lrs[i] for i in bad]}", lr=lrs)
+    return passed(f"learning rates {sorted(set(lrs))}", lr=lrs)
+
+
+@check(
+    "update.step.runs",
+    layer="update",
+    falsifies="the train step never updates (optimizer.step() not called) or returns no usable loss",
+    predicts="each call runs optimizer.step() once and returns a finite loss",
+)
+def step_runs(case: Case) -> Outcome:
+    probe = case.stepped
+    steps = probe.optimizer_steps
+    loss = probe.losses[0]
+    evidence = {"optimizer_steps_per_call": steps}
+    if not any(steps):
+        return failed("the train step never called optimizer.step() on the optimizer it was given", **evidence)
+    if isinstance(loss, torch.Tensor):
+        loss = float(loss.detach().reshape(-1)[0]) if loss.numel() == 1 else None
+    elif isinstance(loss, (int, float)):
+        loss = float(loss)
+    else:
+        loss = None
+    if loss is None:
+        return warned("the train step did not return the loss as a scalar; later layers read it to follow training", **evidence)
+    evidence["loss"] = loss
+    if not math.isfinite(loss):
+        return failed(f"the train step returned loss {loss}", **evidence)
+    return passed(f"optimizer.step() ran {steps[0]}x per call; loss {loss:.4g}", **evidence)
+
+
+@check(
+    "update.params.moved",
+    layer="update",
+    falsifies="parameters in the optimizer do not change when it steps",
+    predicts="every trainable parameter in the optimizer moves within a few steps",
+)
+def params_moved(case: Case) -> Outcome:
+    probe = case.stepped
+    if not any(probe.optimizer_steps):
+        return skipped("the step never called optimizer.step() (see update.step.runs)")
+    held = {id(p) for _, _, p in optimizer_tensors(probe.setup.optimizer)}
+    expected = [n for n, p in probe.setup.model.named_parameters() if p.requires_grad and id(p) in held and not case.is_declared_frozen(n)]
+    moved_first = probe.moved(0)
+    moved_any = {n: any(probe.moved(c)[n] for c in range(len(probe.after))) for n in expected}
+    still = [n for n in expected if not moved_any[n]]
+    late = [n for n in expected if moved_any[n] and not moved_first[n]]
+    evidence = {"expected_to_move": len(expected), "did_not_move": still[:50], "moved_only_after_first_step": late[:50]}
+    if not expected:
+        return skipped("no trainable parameters are in the optimizer (see update.optimizer.coverage)")
+    if still:
+        return failed(f"{len(still)} of {len(expected)} parameters did not move in {len(probe.after)} steps: {', '.join(still[:5])}", **evidence)
+    note = f" ({len(late)} only after the first step, as behind a zero-initialised layer)" if late else ""
+    return passed(f"all {len(expected)} parameters moved{note}", **evidence)
+
+
+@check(
+    "update.frozen.moved",
+    layer="update",
+    falsifies="parameters meant to stay fixed change during training",
+    predicts="declared-frozen and requires_grad=False parameters are bit-identical after steps",
+)
+def frozen_moved(case: Case) -> Outcome:
+    probe = case.stepped
+    fixed = [n for n, p in probe.setup.model.named_parameters() if not p.requires_grad or case.is_declared_frozen(n)]
+    if not fixed:
+        return skipped("no parameter is frozen or declared frozen")
+    moved = [n for n in fixed if any(probe.moved(c)[n] for c in range(len(probe.after)))]
+    evidence = {"fixed": len(fixed), "moved": moved[:50]}
+    if moved:
+        return failed(f"{len(moved)} frozen parameters moved: {', '.join(moved[:5])} (weight decay or a stray param group?)", **evidence)
+    return passed(f"{len(fixed)} frozen parameters stayed fixed", **evidence)
+
+
+@check(
+    "update.finite",
+    layer="update",
+    falsifies="a step produces NaN or Inf in parameters or loss",
+    predicts="parameters and loss stay finite over the first steps",
+)
+def finite_after_step(case: Case) -> Outcome:
+    probe = case.stepped
+    for call, after in enumerate(probe.after):
+        bad = [n for n, t in after.items() if torch.is_floating_point(t) and not torch.isfinite(t).all()]
+        if bad:
+            return failed(f"after step {call + 1}, {len(bad)} tensors are non-finite: {', '.join(bad[:5])}", step=call + 1, tensors=bad[:50])
+    losses = [float(l) for l in probe.losses if isinstance(l, torch.Tensor) and l.numel() == 1]
+    if any(not math.isfinite(l) for l in losses):
+        return failed(f"losses over {len(losses)} steps: {losses}", losses=losses)
+    return passed(f"parameters and loss finite over {len(probe.after)} steps", losses=losses)
+
+
+@check(
+    "update.ratio",
+    layer="update",
+    falsifies="the step size is wildly off (updates as large as the weights, or vanishingly small)",
+    predicts=f"median |update|/|weight| per tensor between {RATIO_TOO_SMALL:g} and {RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
+)
+def update_ratio(case: Case) -> Outcome:
+    probe = case.stepped
+    after = probe.after[0]
+    ratios = {}
+    for n, moved in probe.moved(0).items():
+        w = probe.before[n]
+        if moved and torch.is_floating_point(w) and float(w.norm()) > 0:
+            ratios[n] = float((after[n] - w).norm() / w.norm())
+    if not ratios:
+        return skipped("no parameter moved on the first step")
+    values = sorted(ratios.values())
+    median = values[len(values) // 2]
+    evidence = {"median_ratio": median, "max_ratio": values[-1], "ratios": dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:10])}
+    if median > RATIO_TOO_LARGE:
+        return warned(f"median update/weight ratio {median:.2g}: the learning rate looks too large", **evidence)
+    if median < RATIO_TOO_SMALL:
+        return warned(f"median update/weight ratio {median:.2g}: the learning rate looks too small", **evidence)
+    return passed(f"median update/weight ratio {median:.2g}", **evidence)
+
+
+@check(
+    "update.grad.zeroed",
+    layer="update",
+    falsifies="gradients accumulate across train steps (zero_grad missing)",
+    predicts="with parameters held fixed, two calls of the step see the same gradient",
+)
+def grad_zeroed(case: Case) -> Outcome:
+    if not any(case.stepped.optimizer_steps):
+        return skipped("the step never called optimizer.step() (see update.step.runs)")
+    if not all("lr" in g for g in case.blueprint.optimizer.param_groups):
+        return skipped("the optimizer has no 'lr' to hold the parameters fixed with")
+    probe = run_steps(case, 2, lr_zero=True, seeds=[case.seed, case.seed])
+    g1, g2 = probe.grads_at_step
+    names = [n for n in g1 if g1[n] is not None and g2.get(n) is not None and bool(g1[n].any())]
+    if not names:
+        return skipped("no non-zero gradient to compare")
+    ratio = {n: float(g2[n].norm() / g1[n].norm()) for n in names}
+    accumulated = [n for n in names if torch.allclose(g2[n], 2 * g1[n], rtol=1e-3, atol=1e-8)]
+    same = [n for n in names if torch.allclose(g2[n], g1[n], rtol=1e-3, atol=1e-8)]
+    evidence = {"compared": len(names), "norm_ratio_second_to_first": dict(list(ratio.items())[:10])}
+    if accumulated:
+        return failed(f"the second call's gradient is twice the first for {len(accumulated)} tensors: gradients are never zeroed", accumulated=accumulated[:10], **evidence)
+    if len(same) < len(names):
+        return warned(f"{len(names) - len(same)} gradients differ between identical calls (randomness not tied to torch's seed?)", **evidence)
+    return passed(f"gradients are fresh on each call ({len(names)} tensors compared)", **evidence)
+
+
+@check(
+    "update.step.isolated",
+    layer="update",
+    falsifies="the train step updates objects other than the ones it is given (a global model or optimizer)",
+    predicts="stepping the doctor's copies leaves the caller's model and optimizer bit-identical",
+)
+def step_isolated(case: Case) -> Outcome:
+    if case.user_state is None:
+        return skipped("the caller's objects were not snapshotted")
+    case.stepped  # noqa: B018 - make sure the user's step has run
+    changed = case.user_state.changed()
+    if changed:
+        case.user_state.restore()
+        return failed(
+            f"calling the step on copies changed the caller's {', '.join(changed[:5])}: the step uses a global model or optimizer instead of its arguments (restored)",
+            changed=changed[:50],
+        )
+    return passed("the step only touched the copies it was given")

@@ -1,0 +1,98 @@
+"""The doctor's report: plain data (findings in ladder order), rendered elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from labcoat.doctor.registry import LAYERS, RULES_OUT
+from labcoat.findings import Finding, worst
+from labcoat.render import STATUS_MARK
+
+
+@dataclass
+class Report:
+    """What :func:`labcoat.diagnose` found.
+
+    ``findings`` are in the order the checks ran; ``failed_layer`` is the first layer with a
+    failing check; layers after it are listed in ``layers_not_run`` unless ``run_all`` was set.
+    """
+
+    findings: list[Finding]
+    layers_run: list[str]
+    layers_not_run: list[str] = field(default_factory=list)
+    task: str | None = None
+    seed: int = 0
+    budget: str = "fast"
+    timings: dict[str, float] = field(default_factory=dict)
+    examples: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed."""
+        return not any(f.failed for f in self.findings)
+
+    @property
+    def failed_layer(self) -> str | None:
+        for layer in LAYERS:
+            if any(f.failed for f in self.layer(layer)):
+                return layer
+        return None
+
+    def layer(self, name: str) -> list[Finding]:
+        return [f for f in self.findings if f.layer == name]
+
+    def __getitem__(self, check_id: str) -> Finding:
+        for f in self.findings:
+            if f.check == check_id:
+                return f
+        raise KeyError(check_id)
+
+    def __contains__(self, check_id: object) -> bool:
+        return any(f.check == check_id for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        from labcoat._jsonable import jsonable
+
+        return jsonable(
+            {
+                "ok": self.ok,
+                "failed_layer": self.failed_layer,
+                "task": self.task,
+                "seed": self.seed,
+                "budget": self.budget,
+                "layers_run": self.layers_run,
+                "layers_not_run": self.layers_not_run,
+                "timings": self.timings,
+                "examples": self.examples,
+                "findings": [f.to_dict() for f in self.findings],
+                **self.extras,
+            }
+        )
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"healthy: no check failed in {', '.join(self.layers_run)}"
+        f = next(f for f in self.findings if f.failed)
+        return f"broken at the {self.failed_layer} layer: {f.check}: {f.message}"
+
+    def __str__(self) -> str:
+        lines = []
+        for layer in self.layers_run:
+            found = self.layer(layer)
+            status = worst(found) or "skip"
+            lines.append(f"[{STATUS_MARK[status]}] {layer} ({self.timings.get(layer, 0.0):.2f}s)")
+            for f in found:
+                lines.append(f"    {STATUS_MARK[f.status]} {f.status:<4} {f.check}: {f.message}")
+        for layer in self.layers_not_run:
+            lines.append(f"[ ] {layer}: not run (an earlier layer failed)")
+        for line in self.extras.get("notes", []):
+            lines.append(line)
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def __rich_console__(self, console, options):
+        from labcoat.doctor.view import ladder_view
+
+        yield ladder_view(self)

@@ -1,0 +1,183 @@
+"""Copies of the user's model and optimizer, so the doctor never changes what the user owns.
+
+The model and optimizer are deep-copied *together*: one memo maps every parameter the optimizer
+holds to the copy's parameter by identity, so the copy keeps the optimizer's class,
+hyper-parameters, param-group structure and state, and also keeps its mistakes (a parameter left
+out, a tensor from another model) for the update layer to find.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import torch
+from torch import nn
+
+from labcoat.errors import InputError
+
+OptimizerLike = torch.optim.Optimizer | Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
+
+
+@dataclass
+class Setup:
+    """One working copy: a model and the optimizer built on it."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+
+    def named_trainable(self) -> dict[str, torch.nn.Parameter]:
+        return {n: p for n, p in self.model.named_parameters() if p.requires_grad}
+
+    def snapshot(self) -> dict[str, torch.Tensor]:
+        """Every parameter and buffer, cloned: the baseline for 'did it move?' comparisons."""
+        state = {n: p.detach().clone() for n, p in self.model.named_parameters()}
+        state.update({f"buffer:{n}": b.detach().clone() for n, b in self.model.named_buffers()})
+        return state
+
+
+class Blueprint:
+    """A pristine copy of the user's setup from which fresh working copies are made."""
+
+    def __init__(self, model: nn.Module, optimizer: OptimizerLike):
+        if not isinstance(model, nn.Module):
+            raise InputError(f"model: expected a torch.nn.Module; got {type(model).__name__}")
+        self.factory: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer] | None = None
+        if isinstance(optimizer, torch.optim.Optimizer):
+            try:
+                self._model, self._optimizer = copy.deepcopy((model, optimizer))
+            except Exception as exc:  # noqa: BLE001 - any failure means we cannot work on copies
+                raise InputError(
+                    f"model/optimizer: could not be deep-copied ({type(exc).__name__}: {exc}); "
+                    "the doctor works on copies and never on your objects"
+                ) from exc
+        elif callable(optimizer):
+            self.factory = optimizer
+            self._model = _copy_model(model)
+            self._optimizer = self._build(self._model)
+        else:
+            raise InputError(
+                "optimizer: expected a torch.optim.Optimizer built on the model's parameters, or a "
+                f"callable(params) -> Optimizer; got {type(optimizer).__name__}"
+            )
+
+    def _build(self, model: nn.Module) -> torch.optim.Optimizer:
+        assert self.factory is not None
+        try:
+            opt = self.factory(model.parameters())
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"optimizer: the factory raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise InputError(f"optimizer: the factory returned {type(opt).__name__}, not a torch.optim.Optimizer")
+        return opt
+
+    @property
+    def model(self) -> nn.Module:
+        """The pristine copy; read it, never train it (use :meth:`fresh`)."""
+        return self._model
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        return self._optimizer
+
+    def fresh(self, *, model_wrapper: Callable[[nn.Module], nn.Module] | None = None) -> Setup:
+        """A new working copy of model and optimizer, identity mapping preserved."""
+        model, opt = copy.deepcopy((self._model, self._optimizer))
+        if model_wrapper is not None:
+            model = model_wrapper(model)
+        return Setup(model, opt)
+
+
+def _copy_model(model: nn.Module) -> nn.Module:
+    try:
+        return copy.deepcopy(model)
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"model: could not be deep-copied ({type(exc).__name__}: {exc})") from exc
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def device_of(model: nn.Module) -> torch.device:
+    for tensor in list(model.parameters()) + list(model.buffers()):
+        return tensor.device
+    return torch.device("cpu")
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[tuple[int, int, torch.Tensor]]:
+    """(group index, position, tensor) for every tensor the optimizer updates."""
+    return [(g, i, p) for g, group in enumerate(optimizer.param_groups) for i, p in enumerate(group["params"])]
+
+
+def describe_group(group: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in group.items() if k != "params" and isinstance(v, (int, float, bool, str, tuple))}
+
+
+def perturb_zero_tensors(model: nn.Module, *, scale: float = 0.01, seed: int = 0) -> list[str]:
+    """Give every all-zero parameter small random values; returns their names.
+
+    A zero-initialised layer legitimately blocks gradients to everything before it and makes the
+    output constant at step 0. Re-running a probe after this tells such a layer apart from a
+    broken graph.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    names = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.numel() and not bool(p.any()):
+                p.copy_((torch.randn(p.shape, generator=gen) * scale).to(p))
+                names.append(name)
+    return names
+
+
+class UserState:
+    """A snapshot of the caller's model and optimizer, to prove (and if need be restore) that the
+    doctor left them bit-identical. A train step that reaches for a global model or optimizer
+    instead of its arguments is the usual way they would change."""
+
+    def __init__(self, model: nn.Module, optimizer: Any):
+        self.model = model
+        self.optimizer = optimizer if isinstance(optimizer, torch.optim.Optimizer) else None
+        self.tensors = {n: t.detach().clone() for n, t in _named_tensors(model)}
+        self.grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in model.named_parameters()}
+        self.optimizer_state = copy.deepcopy(self.optimizer.state_dict()) if self.optimizer is not None else None
+
+    def changed(self) -> list[str]:
+        """Names of the caller's tensors that differ from the snapshot."""
+        out = [n for n, t in _named_tensors(self.model) if n not in self.tensors or not torch.equal(self.tensors[n], t.detach())]
+        for n, p in self.model.named_parameters():
+            g = self.grads.get(n)
+            if (g is None) != (p.grad is None) or (g is not None and not torch.equal(g, p.grad)):
+                out.append(f"{n}.grad")
+        if self.optimizer is not None and _state_differs(self.optimizer_state, self.optimizer.state_dict()):
+            out.append("optimizer state")
+        return out
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for n, t in _named_tensors(self.model):
+                if n in self.tensors:
+                    t.copy_(self.tensors[n])
+        for n, p in self.model.named_parameters():
+            p.grad = None if self.grads.get(n) is None else self.grads[n].clone()
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(copy.deepcopy(self.optimizer_state))
+
+
+def _named_tensors(model: nn.Module):
+    yield from model.named_parameters()
+    for n, b in model.named_buffers():
+        yield f"buffer:{n}", b
+
+
+def _state_differs(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() != b.keys() or any(_state_differs(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) != len(b) or any(_state_differs(x, y) for x, y in zip(a, b))
+    return a != b
