@@ -51,3 +51,13 @@ def test_debug_after_double_dash_is_not_ours():
 def test_python_dash_m_matches_script(subprocess_env):
     out = subprocess.run([sys.executable, "-m", "labcoat", "--help"], capture_output=True, text=True, env=subprocess_env)
     assert out.returncode == 0 and "labcoat" in out.stdout
+
+
+def test_command_exit_codes_pass_through(monkeypatch):
+    @click.command()
+    def verdict():
+        raise click.exceptions.Exit(1)
+
+    monkeypatch.setitem(cli_main.COMMANDS, "verdict", "tests.test_cli_main:_VERDICT")
+    monkeypatch.setattr(sys.modules[__name__], "_VERDICT", verdict, raising=False)
+    assert cli_main.main(["verdict"]) == 1

@@ -1,0 +1,100 @@
+"""Small real setups for doctor tests: digits (classification), diabetes (regression), tokens."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from sklearn.datasets import load_diabetes, load_digits
+from torch import nn
+
+import labcoat
+
+
+@functools.lru_cache(maxsize=None)
+def _digits():
+    x, y = load_digits(return_X_y=True)
+    return torch.tensor(x[:800] / 16.0, dtype=torch.float32), torch.tensor(y[:800])
+
+
+def digits():
+    x, y = _digits()
+    return x.clone(), y.clone()
+
+
+@functools.lru_cache(maxsize=None)
+def _diabetes():
+    x, y = load_diabetes(return_X_y=True)
+    x = (x - x.mean(0)) / x.std(0)
+    y = (y - y.mean()) / y.std()
+    return torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
+
+
+def diabetes():
+    x, y = _diabetes()
+    return x.clone(), y.clone()
+
+
+def mlp(d_in=64, d_out=10, hidden=32, seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+
+
+class Squeeze(nn.Module):
+    def forward(self, x):
+        return x.squeeze(-1)
+
+
+def regressor(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
+
+
+def diagnose(model, data=None, loss_fn=None, optimizer=None, **kw):
+    data = digits() if data is None else data
+    loss_fn = nn.CrossEntropyLoss() if loss_fn is None else loss_fn
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3) if optimizer is None else optimizer
+    kw.setdefault("run_all", True)
+    kw.setdefault("layers", ("data", "model", "update"))
+    kw.setdefault("ledger", False)
+    return labcoat.diagnose(model, data, loss_fn, optimizer, **kw)
+
+
+def status(report, check_id):
+    return report[check_id].status
+
+
+class TinyLM(nn.Module):
+    """A one-block transformer language model; ``causal=False`` plants a missing mask."""
+
+    def __init__(self, vocab=16, d=32, length=12, causal=True, seed=0):
+        torch.manual_seed(seed)
+        super().__init__()
+        self.causal = causal
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
+        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        h = self.embed(tokens) + self.pos[:t]
+        mask = nn.Transformer.generate_square_subsequent_mask(t) if self.causal else None
+        return self.out(self.block(h, src_mask=mask, is_causal=self.causal))
+
+
+def token_data(n=256, length=12, vocab=16, seed=0):
+    """Next-token data from a deterministic rule (each token is the previous plus one, mod V)."""
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, vocab, (n, 1), generator=g)
+    seq = (start + torch.arange(length + 1)) % vocab
+    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
+def lm_loss(out, y):
+    return nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def as_numpy(data):
+    return tuple(np.asarray(t) for t in data)

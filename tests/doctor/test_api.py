@@ -1,0 +1,137 @@
+"""diagnose(): the contract other parts and users rely on."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import labcoat
+from labcoat.doctor.setup import Blueprint
+from tests.doctor.helpers import diagnose, digits, mlp
+
+
+def _state(model, opt):
+    return (
+        {k: v.clone() for k, v in model.state_dict().items()},
+        {id(p): (None if p.grad is None else p.grad.clone()) for p in model.parameters()},
+        json.dumps(opt.state_dict(), default=lambda t: t.tolist()),
+    )
+
+
+def test_callers_model_optimizer_and_rng_are_bit_identical_after_full_ladder():
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = digits()
+    nn.CrossEntropyLoss()(model(x[:16]), y[:16]).backward()
+    opt.step()  # give the optimizer real state to preserve
+    model.train()
+    before = _state(model, opt)
+    rng = torch.get_rng_state()
+    report = labcoat.diagnose(model, (x, y), nn.CrossEntropyLoss(), opt, run_all=True, ledger=False)
+    assert report.findings
+    after = _state(model, opt)
+    assert all(torch.equal(before[0][k], after[0][k]) for k in before[0])
+    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(before[1].values(), after[1].values()))
+    assert before[2] == after[2]
+    assert torch.equal(rng, torch.get_rng_state())
+    assert model.training  # mode flags untouched
+
+
+def test_copies_keep_optimizer_class_groups_and_mapping():
+    model = mlp()
+    opt = torch.optim.SGD([{"params": model[0].parameters(), "lr": 0.1}, {"params": model[2].parameters(), "lr": 0.01, "momentum": 0.9}], lr=0.5)
+    setup = Blueprint(model, opt).fresh()
+    assert type(setup.optimizer) is torch.optim.SGD
+    assert [g["lr"] for g in setup.optimizer.param_groups] == [0.1, 0.01]
+    assert setup.optimizer.param_groups[1]["momentum"] == 0.9
+    copied = {id(p) for p in setup.model.parameters()}
+    assert all(id(p) in copied for g in setup.optimizer.param_groups for p in g["params"])
+    assert not any(p is q for p in model.parameters() for q in setup.model.parameters())
+
+
+def test_optimizer_factory_is_accepted():
+    report = diagnose(mlp(), optimizer=lambda params: torch.optim.Adam(params, lr=1e-3))
+    assert report.ok
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["tensors", "numpy", "dataset", "loader", "batches"],
+)
+def test_every_data_form_gives_the_same_examples(form):
+    x, y = digits()
+    data = {
+        "tensors": (x, y),
+        "numpy": (x.numpy(), y.numpy()),
+        "dataset": TensorDataset(x, y),
+        "loader": DataLoader(TensorDataset(x, y), batch_size=64),
+        "batches": [(x[i : i + 100], y[i : i + 100]) for i in range(0, len(x), 100)],
+    }[form]
+    report = diagnose(mlp(), data, layers=("data", "model", "update"))
+    assert report.ok and report.examples == {"train": 640, "val": 160}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("a string", "expected (X, y) tensors"),
+        ((torch.zeros(5, 3), torch.zeros(4)), "X has 5 rows but y has 4"),
+        ([(torch.zeros(4, 3),)], "must be an (x, y) pair"),
+        ([], "yielded no batches"),
+    ],
+)
+def test_unsupported_data_is_a_clear_input_error(data, message):
+    with pytest.raises(labcoat.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        diagnose(mlp(), data)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"budget": "slow"}, "budget"),
+        ({"task": "ranking"}, "task"),
+        ({"seed": "0"}, "seed"),
+        ({"layers": ["data", "vibes"]}, "unknown layer"),
+        ({"expect_frozen": [3]}, "expect_frozen"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, message):
+    with pytest.raises(labcoat.InputError, match=message):
+        diagnose(mlp(), **kwargs)
+
+
+def test_bad_model_and_optimizer_are_input_errors():
+    with pytest.raises(labcoat.InputError, match="model"):
+        labcoat.diagnose("not a model", digits(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=0.1), ledger=False)
+    with pytest.raises(labcoat.InputError, match="optimizer"):
+        labcoat.diagnose(mlp(), digits(), nn.CrossEntropyLoss(), 0.1, ledger=False)
+
+
+def test_stops_at_first_failing_layer_unless_run_all():
+    x, y = digits()
+    y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))]
+    stopped = diagnose(mlp(), (x, y), run_all=False)
+    assert stopped.failed_layer == "data" and stopped.layers_run == ["data"]
+    assert stopped.layers_not_run == ["model", "update"]
+    everything = diagnose(mlp(), (x, y), run_all=True)
+    assert everything.layers_run == ["data", "model", "update"] and everything.failed_layer == "data"
+
+
+def test_report_is_json_and_readable():
+    report = diagnose(mlp(), expect_frozen=())
+    d = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert d["ok"] is True and d["failed_layer"] is None
+    assert {"check", "layer", "status", "message", "evidence", "falsifies", "predicts"} <= set(d["findings"][0])
+    text = str(report)
+    assert "update.optimizer.coverage" in text and text.splitlines()[-1].startswith("healthy")
+
+
+def test_every_registered_check_declares_what_it_falsifies():
+    from labcoat.doctor import REGISTRY
+
+    for check in REGISTRY:
+        assert check.falsifies and check.predicts, check.id
+        assert check.id.startswith(check.layer + "."), check.id

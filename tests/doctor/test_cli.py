@@ -1,0 +1,117 @@
+"""`labcoat doctor FILE.py[:NAME]`: exit codes, JSON, one-line errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+EXPERIMENT = '''
+import torch
+from torch import nn
+import labcoat
+from sklearn.datasets import load_digits
+
+def _data():
+    x, y = load_digits(return_X_y=True)
+    return torch.tensor(x[:400] / 16, dtype=torch.float32), torch.tensor(y[:400])
+
+def _model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+def experiment():
+    m = _model()
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), 1e-3))
+
+def broken():
+    m = _model()
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m[0].parameters(), 1e-3))
+
+def raises():
+    raise RuntimeError("cannot find the data directory")
+
+def not_an_experiment():
+    return 42
+
+def bad_data():
+    m = _model()
+    return labcoat.Experiment(m, "data.csv", nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), 1e-3))
+'''
+
+
+@pytest.fixture
+def exp_file(tmp_path):
+    path = tmp_path / "exp.py"
+    path.write_text(EXPERIMENT)
+    return path
+
+
+def test_healthy_exits_0_and_broken_exits_1_with_json(cli, exp_file):
+    res = cli("doctor", exp_file, "--json", "--all")
+    assert res.code == 0, res.err
+    body = json.loads(res.out)
+    assert body["ok"] and body["layers_run"][:3] == ["data", "model", "update"]
+    res = cli("doctor", f"{exp_file}:broken", "--json")
+    assert res.code == 1
+    body = json.loads(res.out)
+    assert body["failed_layer"] == "update"
+    assert any(f["check"] == "update.optimizer.coverage" and f["status"] == "fail" for f in body["findings"])
+
+
+def test_rich_ladder_highlights_failing_layer(cli, exp_file):
+    res = cli("doctor", f"{exp_file}:broken", "--quiet")
+    assert res.code == 1
+    assert "BROKEN HERE" in res.out and "update.optimizer.coverage" in res.out and "2.weight" in res.out
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("missing.py", "no such file"),
+        ("{exp}:nope", "no function 'nope'; functions defined there: bad_data, broken, experiment"),
+        ("{exp}:raises", "raises() raised RuntimeError: cannot find the data directory"),
+        ("{exp}:not_an_experiment", "returned int; it must return labcoat.Experiment"),
+        ("{exp}:bad_data", "data: expected (X, y) tensors"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(cli, exp_file, target, message):
+    res = cli("doctor", target.format(exp=exp_file))
+    assert res.code == 2
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("labcoat: error:") and message in lines[0], res.err
+
+
+def test_debug_shows_the_traceback(cli, exp_file):
+    res = cli("doctor", f"{exp_file}:raises", "--debug")
+    assert res.code == 2 and "Traceback" in res.err
+
+
+def test_syntax_error_in_file_is_one_line(cli, tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text("def experiment(:\n")
+    res = cli("doctor", path)
+    assert res.code == 2 and "syntax error" in res.err and "Traceback" not in res.err
+
+
+def test_shipped_examples_behave_as_documented(cli):
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import digits_bugs
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    assert cli("doctor", EXAMPLES / "digits.py", "--json").code == 0
+    for name, layer in digits_bugs.EXPECTED_LAYER.items():
+        res = cli("doctor", f"{EXAMPLES / 'digits_bugs.py'}:{name}", "--json")
+        assert res.code == 1 and json.loads(res.out)["failed_layer"] == layer, name
+
+
+def test_python_m_labcoat_doctor_matches_script(exp_file, subprocess_env):
+    out = subprocess.run(
+        [sys.executable, "-m", "labcoat", "doctor", f"{exp_file}:broken", "--json"],
+        capture_output=True, text=True, env=subprocess_env, timeout=120,
+    )
+    assert out.returncode == 1 and json.loads(out.stdout)["failed_layer"] == "update"

@@ -1,0 +1,134 @@
+"""Data layer: each check catches its planted bug and passes the healthy twin."""
+
+import torch
+from torch import nn
+
+from tests.doctor.helpers import diabetes, diagnose, digits, mlp, regressor, status
+
+
+def data_report(model=None, data=None, **kw):
+    return diagnose(model or mlp(), data, layers=("data",), **kw)
+
+
+def test_healthy_digits_pass_every_data_check():
+    report = data_report()
+    bad = [f for f in report.findings if f.status == "fail"]
+    assert not bad, bad
+    for check in ("data.finite", "data.labels.range", "data.labels.degenerate", "data.inputs.duplicates",
+                  "data.split.overlap", "data.leak.feature", "data.signal.baseline"):
+        assert status(report, check) == "pass", report[check]
+
+
+def test_nan_inputs_fail_and_name_rows():
+    x, y = digits()
+    x[5, 3] = float("nan")
+    report = data_report(data=(x, y), val_data=(x[:50].clone().nan_to_num(), y[:50]))
+    f = report["data.finite"]
+    assert f.status == "fail" and f.evidence["train inputs"]["first_rows"] == [5]
+
+
+def test_label_beyond_output_size_fails():
+    x, y = digits()
+    y[7] = 10  # 11 classes, 10 outputs
+    f = data_report(data=(x, y))["data.labels.range"]
+    assert f.status == "fail" and f.evidence["max_label"] == 10
+
+
+def test_negative_label_fails():
+    x, y = digits()
+    y[0] = -1
+    assert status(data_report(data=(x, y)), "data.labels.range") == "fail"
+
+
+def test_output_far_wider_than_labels_warns():
+    assert status(data_report(model=mlp(d_out=100)), "data.labels.range") == "warn"
+
+
+def test_binary_single_logit_accepts_01_float_targets():
+    x, y = digits()
+    yb = (y >= 5).float()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 1), nn.Flatten(0))
+    report = diagnose(model, (x, yb), nn.BCEWithLogitsLoss(), layers=("data", "model"))
+    assert report.task == "classification"
+    assert status(report, "data.labels.range") == "pass"
+    assert report.ok, str(report)
+
+
+def test_single_class_fails():
+    x, y = digits()
+    f = data_report(data=(x, torch.zeros_like(y)))["data.labels.degenerate"]
+    assert f.status == "fail"
+
+
+def test_constant_regression_target_fails_and_varied_passes():
+    x, y = diabetes()
+    assert status(data_report(regressor(), (x, torch.ones_like(y)), loss_fn=nn.MSELoss()), "data.labels.degenerate") == "fail"
+    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.labels.degenerate") == "pass"
+
+
+def test_degenerate_evidence_shows_raw_examples_per_class():
+    f = data_report()["data.labels.degenerate"]
+    assert set(f.evidence["examples_per_class"]) == set(range(10))
+    assert len(f.evidence["examples_per_class"][3][0]["x"]) == 16
+
+
+def test_identical_inputs_fail():
+    x, y = digits()
+    x[:] = x[0]
+    assert status(data_report(data=(x, y)), "data.inputs.duplicates") == "fail"
+
+
+def test_nothing_varies_fails_and_a_few_constant_columns_warn():
+    x, y = digits()
+    assert status(data_report(data=(torch.zeros_like(x), y)), "data.features.constant") == "fail"
+    # digits has three pixels that are blank in every image: a table with constant columns
+    f = data_report()["data.features.constant"]
+    assert f.status == "warn" and f.evidence["constant"] >= 3
+    x, y = diabetes()
+    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.features.constant") == "pass"
+
+
+def test_validation_equal_to_training_fails():
+    x, y = digits()
+    f = data_report(data=(x, y), val_data=(x[:200], y[:200]))["data.split.overlap"]
+    assert f.status == "fail" and f.evidence["in_train"] == 200
+
+
+def test_label_copied_into_a_feature_warns_as_leak():
+    x, y = digits()
+    x = torch.cat([x, y[:, None].float() / 9], dim=1)
+    f = data_report(model=mlp(d_in=65), data=(x, y))["data.leak.feature"]
+    assert f.status == "warn" and f.evidence["feature"] == 64
+
+
+def test_regression_leak_warns():
+    x, y = diabetes()
+    x = torch.cat([x, y[:, None]], dim=1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(11, 8), nn.ReLU(), nn.Linear(8, 1), nn.Flatten(0))
+    assert status(data_report(model, (x, y), loss_fn=nn.MSELoss()), "data.leak.feature") == "warn"
+
+
+def test_misaligned_labels_fail_baseline():
+    x, y = digits()
+    y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(3))]
+    f = data_report(data=(x, y))["data.signal.baseline"]
+    assert f.status == "fail" and f.evidence["p_value"] > 0.05
+
+
+def test_regression_baseline_passes_and_fails_when_shuffled():
+    x, y = diabetes()
+    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.signal.baseline") == "pass"
+    y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))]
+    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.signal.baseline") == "fail"
+
+
+def test_feature_checks_skip_token_ids_and_say_why():
+    from tests.doctor.helpers import TinyLM, lm_loss, token_data
+
+    model = TinyLM()
+    report = diagnose(model, token_data(), lm_loss, layers=("data",))
+    f = report["data.signal.baseline"]
+    assert f.status == "skip" and "token ids" in f.message
+    assert report.task == "sequence"

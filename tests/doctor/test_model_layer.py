@@ -1,0 +1,232 @@
+"""Model layer: each check catches its planted bug and passes the healthy twin."""
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from tests.doctor.helpers import TinyLM, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, token_data
+
+
+def model_report(model, data=None, loss_fn=None, **kw):
+    return diagnose(model, data, loss_fn, layers=("model",), **kw)
+
+
+class ZeroHead(nn.Module):
+    """Healthy twin: a zero-initialised last layer (common for residual nets and fine-tuning)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class BatchNormDropout(nn.Module):
+    """Healthy twin: BatchNorm and dropout, which behave differently in train and eval."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.fc(self.conv(x.view(-1, 1, 8, 8)).flatten(1))
+
+
+@pytest.mark.parametrize("make", [lambda: mlp(), ZeroHead, BatchNormDropout, SmallCNN], ids=["mlp", "zero_head", "bn_dropout", "cnn"])
+def test_healthy_models_pass_every_model_check(make):
+    report = model_report(make())
+    bad = [f for f in report.findings if f.status in ("fail", "warn")]
+    assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+
+
+def test_regression_output_that_broadcasts_fails():
+    x, y = diabetes()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 1))  # (N, 1) vs targets (N,)
+    f = model_report(model, (x, y), nn.MSELoss())["model.forward"]
+    assert f.status == "fail" and "broadcasts" in f.message
+    assert status(model_report(regressor(), (x, y), nn.MSELoss()), "model.forward") == "pass"
+
+
+class Exploding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(x) / 0.0
+
+
+def test_nonfinite_output_fails():
+    assert status(model_report(Exploding()), "model.forward") == "fail"
+
+
+def test_forward_that_raises_fails_once_and_dependents_skip():
+    model = mlp(d_in=63)  # wrong input width
+    report = model_report(model)
+    assert report["model.forward"].status == "fail" and "RuntimeError" in report["model.forward"].message
+    assert report["model.batch_independence"].status == "skip"
+
+
+def test_unreduced_loss_fails():
+    f = model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="none"))["model.loss.scalar"]
+    assert f.status == "fail" and "reduction" in f.message
+
+
+def test_summed_loss_warns():
+    assert status(model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="sum")), "model.loss.batch_scaling") == "warn"
+    assert status(model_report(mlp()), "model.loss.batch_scaling") == "pass"
+
+
+class Overconfident(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return 100 * self.net(x)
+
+
+def test_overconfident_init_warns():
+    f = model_report(Overconfident())["model.loss.initial"]
+    assert f.status == "warn" and f.evidence["initial_loss"] > 5
+
+
+class SoftmaxOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(x).softmax(-1)
+
+
+def test_probabilities_into_cross_entropy_warn():
+    assert status(model_report(SoftmaxOut()), "model.loss.logits") == "warn"
+
+
+class Detached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x).detach())
+
+
+def test_detached_graph_fails_grad_coverage():
+    f = model_report(Detached())["model.grad.coverage"]
+    assert f.status == "fail" and "body.0.weight" in f.evidence["no_grad"]
+
+
+def test_zero_loss_fails_and_zero_head_is_explained():
+    f = model_report(mlp(), loss_fn=lambda out, y: 0 * F.cross_entropy(out, y))["model.grad.coverage"]
+    assert f.status == "fail"
+    f = model_report(ZeroHead())["model.grad.coverage"]
+    assert f.status == "pass" and "body.0.weight" in f.evidence["explained_by_zero_init"]
+
+
+def test_accidentally_frozen_warns_declared_passes_all_frozen_fails():
+    model = mlp()
+    model[0].weight.requires_grad_(False)
+    assert status(model_report(model), "model.params.frozen") == "warn"
+    assert status(model_report(model, expect_frozen=["0.weight"]), "model.params.frozen") == "pass"
+    for p in model.parameters():
+        p.requires_grad_(False)
+    assert status(model_report(model), "model.params.frozen") == "fail"
+
+
+def test_expect_frozen_pattern_matching_nothing_warns():
+    assert status(model_report(mlp(), expect_frozen=["backbone.*"]), "model.params.frozen") == "warn"
+
+
+class BatchMixer(nn.Module):
+    """Planted bug: centres activations over the batch, in eval mode too."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        h = self.net(x)
+        return h - h.mean(0, keepdim=True)
+
+
+def test_mixing_examples_across_the_batch_fails():
+    f = model_report(BatchMixer())["model.batch_independence"]
+    assert f.status == "fail" and f.evidence["changed_rows"]
+
+
+class IgnoresInput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(10))
+
+    def forward(self, x):
+        return self.bias.expand(len(x), 10)
+
+
+def test_output_that_ignores_input_fails_zero_head_passes():
+    assert status(model_report(IgnoresInput()), "model.input_dependence") == "fail"
+    f = model_report(ZeroHead())["model.input_dependence"]
+    assert f.status == "pass" and "head.weight" in f.evidence["perturbed"]
+
+
+def test_missing_causal_mask_fails_and_masked_passes():
+    data = token_data()
+    bad = model_report(TinyLM(causal=False), data, lm_loss)
+    assert bad["model.causality"].status == "fail"
+    good = model_report(TinyLM(causal=True), data, lm_loss)
+    assert good["model.causality"].status == "pass", good["model.causality"].message
+
+
+class DeadLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(64, 32)
+        self.relu = nn.ReLU()
+        self.out = nn.Linear(32, 10)
+        with torch.no_grad():
+            self.fc.bias.fill_(-100.0)  # every pre-activation negative
+
+    def forward(self, x):
+        return self.out(self.relu(self.fc(x)))
+
+
+def test_dead_relu_layer_fails():
+    f = model_report(DeadLayer())["model.dead_units"]
+    assert f.status == "fail" and f.evidence["dead_fraction"]["relu"] == 1.0
+
+
+class AlwaysDropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(F.dropout(x, 0.5, training=True))  # ignores model.eval()
+
+
+def test_dropout_left_on_in_eval_fails_module_dropout_passes():
+    assert status(model_report(AlwaysDropout()), "model.eval_deterministic") == "fail"
+    assert status(model_report(BatchNormDropout()), "model.eval_deterministic") == "pass"

@@ -1,0 +1,159 @@
+"""Update layer: each check catches its planted bug and passes the healthy twin."""
+
+import torch
+from torch import nn
+
+from tests.doctor.helpers import diagnose, digits, mlp, status
+from tests.doctor.test_model_layer import BatchNormDropout, ZeroHead
+
+
+def update_report(model, optimizer=None, **kw):
+    return diagnose(model, optimizer=optimizer, layers=("update",), **kw)
+
+
+def test_healthy_setups_pass_every_update_check():
+    for model in (mlp(), ZeroHead(), BatchNormDropout()):
+        report = update_report(model)
+        bad = [f for f in report.findings if f.status in ("fail", "warn")]
+        assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+
+
+def test_zero_initialised_head_moves_upstream_only_after_first_step():
+    model = ZeroHead()
+    f = update_report(model, torch.optim.SGD(model.parameters(), lr=0.1))["update.params.moved"]
+    assert f.status == "pass" and "body.0.weight" in f.evidence["moved_only_after_first_step"]
+
+
+def test_parameter_missing_from_optimizer_fails():
+    model = mlp()
+    opt = torch.optim.Adam(model[0].parameters(), lr=1e-3)
+    f = update_report(model, opt)["update.optimizer.coverage"]
+    assert f.status == "fail" and f.evidence["missing"] == ["2.weight", "2.bias"]
+
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.backbone = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+        for p in self.backbone.parameters():
+            p.requires_grad_(False)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+def test_declared_frozen_backbone_passes_every_layer():
+    model = Backbone()
+    opt = torch.optim.Adam(model.head.parameters(), lr=1e-3)
+    report = diagnose(model, optimizer=opt, expect_frozen=["backbone.*"])
+    bad = [f for f in report.findings if f.status in ("fail", "warn") and f.check != "data.features.constant"]
+    assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+    assert report["update.frozen.moved"].status == "pass"
+
+
+def test_declared_frozen_but_trained_fails():
+    model = mlp()
+    f = update_report(model, expect_frozen=["0.*"])["update.frozen.moved"]
+    assert f.status == "fail" and "0.weight" in f.evidence["moved"]
+
+
+def test_optimizer_on_another_instance_fails():
+    model = mlp()
+    opt = torch.optim.Adam(mlp().parameters(), lr=1e-3)
+    report = update_report(model, opt)
+    assert report["update.optimizer.foreign"].status == "fail"
+    assert report["update.params.moved"].status in ("fail", "skip")
+
+
+def test_zero_learning_rate_fails():
+    model = mlp()
+    report = update_report(model, torch.optim.SGD(model.parameters(), lr=0.0))
+    assert report["update.lr"].status == "fail"
+    assert report["update.params.moved"].status == "fail"
+
+
+def test_step_without_optimizer_step_fails():
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        return loss  # forgot optimizer.step()
+
+    report = update_report(mlp(), step=step)
+    assert report["update.step.runs"].status == "fail"
+    assert report["update.params.moved"].status == "skip"
+
+
+def test_step_that_drops_a_gradient_leaves_parameter_unmoved():
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        model[2].bias.grad = None  # e.g. a clipping helper that rebuilds grads for weights only
+        optimizer.step()
+        return loss
+
+    f = update_report(mlp(), step=step)["update.params.moved"]
+    assert f.status == "fail" and f.evidence["did_not_move"] == ["2.bias"]
+
+
+def test_exploding_step_goes_nonfinite():
+    model = mlp()
+    f = update_report(model, torch.optim.SGD(model.parameters(), lr=1e38))["update.finite"]
+    assert f.status == "fail"
+
+
+def test_huge_learning_rate_warns_on_ratio():
+    model = mlp()
+    assert status(update_report(model, torch.optim.SGD(model.parameters(), lr=50.0)), "update.ratio") == "warn"
+    model = mlp()
+    assert status(update_report(model, torch.optim.SGD(model.parameters(), lr=0.05)), "update.ratio") == "pass"
+
+
+def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
+    def no_zero_grad(model, batch, optimizer, loss_fn):
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    assert status(update_report(mlp(), step=no_zero_grad), "update.grad.zeroed") == "fail"
+
+    def accumulate(model, batch, optimizer, loss_fn, micro=4):
+        x, y = batch
+        optimizer.zero_grad()
+        total = 0.0
+        for xs, ys in zip(x.chunk(micro), y.chunk(micro)):
+            loss = loss_fn(model(xs), ys) / micro
+            loss.backward()
+            total += loss.detach()
+        optimizer.step()
+        return total
+
+    report = update_report(mlp(), step=accumulate)
+    bad = [f for f in report.findings if f.status in ("fail", "warn")]
+    assert not bad, bad
+
+
+def test_step_using_a_global_optimizer_is_caught_and_caller_restored():
+    model = mlp()
+    user_opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def step(m, batch, optimizer, loss_fn):  # uses the global model/optimizer, not its arguments
+        x, y = batch
+        user_opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        user_opt.step()
+        return loss
+
+    report = update_report(model, user_opt, step=step)
+    assert report["update.step.isolated"].status == "fail"
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
