@@ -54,6 +54,19 @@ def finding_view(finding: Finding, *, show_evidence: bool | None = None) -> Rend
     return line
 
 
+def findings_grid(findings: Iterable[Finding], *, evidence_for: tuple[str, ...] = ("fail", "warn")) -> Table:
+    """Aligned rows (status, check, message) with evidence under the findings that need it."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for f in findings:
+        grid.add_row(status_text(f.status), f.check, f.message)
+        if f.status in evidence_for and f.evidence:
+            grid.add_row("", "", evidence_text(f.evidence))
+    return grid
+
+
 def _indent(text: Text, n: int) -> Text:
     lines = text.split("\n")
     out = Text()

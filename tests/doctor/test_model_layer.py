@@ -230,3 +230,11 @@ class AlwaysDropout(nn.Module):
 def test_dropout_left_on_in_eval_fails_module_dropout_passes():
     assert status(model_report(AlwaysDropout()), "model.eval_deterministic") == "fail"
     assert status(model_report(BatchNormDropout()), "model.eval_deterministic") == "pass"
+
+
+def test_warnings_raised_by_user_code_become_evidence():
+    x, y = diabetes()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 1))
+    f = model_report(model, (x, y), nn.MSELoss())["model.loss.scalar"]
+    assert any("target size" in w for w in f.evidence["warnings"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Callable, Iterable
 
 from labcoat.doctor.case import Case, ProbeFailed
@@ -13,9 +14,12 @@ from labcoat.findings import Check, Finding, failed, skipped
 def run_check(check: Check, case: Case) -> Finding:
     """Run one check; map what it raises to a finding, never to an exception."""
     start = time.perf_counter()
+    caught: list[warnings.WarningMessage] = []
     try:
-        reason = check.applies(case) if check.applies else None
-        outcome = skipped(reason) if reason else check.run(case)
+        with warnings.catch_warnings(record=True) as caught:  # the user's code warning is evidence
+            warnings.simplefilter("always")
+            reason = check.applies(case) if check.applies else None
+            outcome = skipped(reason) if reason else check.run(case)
     except ProbeFailed as exc:
         if case.first_report_of(exc):
             outcome = failed(str(exc), probe=exc.probe, error=f"{type(exc.error).__name__}: {exc.error}")
@@ -27,7 +31,11 @@ def run_check(check: Check, case: Case) -> Finding:
             outcome = skipped(f"needs the {probe}, which failed ({type(exc).__name__})")
         else:
             outcome = failed(f"check crashed: {type(exc).__name__}: {exc}", error=repr(exc))
-    return check.finding(outcome, duration_s=time.perf_counter() - start)
+    finding = check.finding(outcome, duration_s=time.perf_counter() - start)
+    messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    if messages:
+        finding.evidence["warnings"] = messages[:5]
+    return finding
 
 
 def run_ladder(

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from labcoat.doctor.registry import RULES_OUT
 from labcoat.findings import worst
-from labcoat.render import STATUS_MARK, STATUS_STYLE, finding_view
+from labcoat.render import STATUS_MARK, STATUS_STYLE, findings_grid
 
 
 def ladder_view(report) -> RenderableType:
@@ -22,7 +22,7 @@ def ladder_view(report) -> RenderableType:
             (f" {report.timings.get(layer, 0.0):5.2f}s  ", "dim"),
             (RULES_OUT[layer] if status in ("pass", "warn") else ("BROKEN HERE" if layer == failed_layer else ""), "dim" if status != "fail" else "bold red"),
         )
-        body = Group(*(finding_view(f) for f in found))
+        body = findings_grid(found)
         if layer == failed_layer:
             parts.append(Panel(Group(head, body), border_style="red", padding=(0, 1)))
         else:
