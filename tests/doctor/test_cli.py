@@ -115,3 +115,13 @@ def test_python_m_labcoat_doctor_matches_script(exp_file, subprocess_env):
         capture_output=True, text=True, env=subprocess_env, timeout=120,
     )
     assert out.returncode == 1 and json.loads(out.stdout)["failed_layer"] == "update"
+
+
+def test_checks_lists_every_registered_check(cli):
+    from labcoat.doctor import REGISTRY
+
+    res = cli("checks", "--json")
+    assert res.code == 0
+    listed = json.loads(res.out)["checks"]
+    assert [c["id"] for c in listed] == [c.id for c in REGISTRY]
+    assert all(c["falsifies"] and c["predicts"] for c in listed)

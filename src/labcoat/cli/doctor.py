@@ -49,3 +49,25 @@ def _supported(overrides: dict) -> dict:
 
     params = inspect.signature(diagnose).parameters
     return {k: v for k, v in overrides.items() if k in params}
+
+
+@click.command()
+@json_option
+def checks(as_json: bool) -> None:
+    """List the doctor's checks: what each falsifies and what a healthy setup predicts."""
+    from labcoat.doctor import REGISTRY
+
+    rows = [{"id": c.id, "layer": c.layer, "falsifies": c.falsifies, "predicts": c.predicts} for c in REGISTRY]
+    if as_json:
+        emit_json({"checks": rows})
+        return
+    from rich.table import Table
+
+    table = Table(title="labcoat doctor checks")
+    table.add_column("layer")
+    table.add_column("check", no_wrap=True, min_width=max(len(r["id"]) for r in rows))
+    table.add_column("falsifies")
+    table.add_column("a healthy setup predicts")
+    for r in rows:
+        table.add_row(r["layer"], r["id"], r["falsifies"], r["predicts"])
+    console().print(table)

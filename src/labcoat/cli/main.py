@@ -20,6 +20,7 @@ from labcoat.errors import LabcoatError
 #: command name -> "module:attribute" of its click command; a new command is one line here.
 COMMANDS: dict[str, str] = {
     "doctor": "labcoat.cli.doctor:doctor",
+    "checks": "labcoat.cli.doctor:checks",
 }
 
 
