@@ -8,7 +8,17 @@ stop once they know enough. Everything here needs only numpy and scipy.
 
 from __future__ import annotations
 
-from labcoat.stats._results import ConfidenceInterval
+from labcoat.stats._results import BootstrapResult, ConfidenceInterval
+from labcoat.stats.bootstrap import (
+    METRICS,
+    SufficientMetric,
+    bleu_statistics,
+    bootstrap_difference,
+    bootstrap_metric,
+    classification_statistics,
+    corpus_bleu,
+    perplexity_statistics,
+)
 from labcoat.stats.compare import CompareResult, compare
 from labcoat.stats.mean import MeanResult, mean
 from labcoat.stats.multiple import AdjustedPValues, adjust_pvalues
@@ -20,25 +30,43 @@ from labcoat.stats.power import (
     variance_components,
 )
 from labcoat.stats.proportions import McNemarResult, ProportionResult, mcnemar, proportion, proportion_from_scores
+from labcoat.stats.readers import Table, read_table
+from labcoat.stats.seeds import SeedsSummary, aggregate, iqm, optimality_gap, probability_of_improvement
 from labcoat.stats.sequential import ConfidenceSequence
 
 __all__ = [
     "AdjustedPValues",
-    "McNemarResult",
-    "ProportionResult",
-    "adjust_pvalues",
-    "mcnemar",
-    "proportion",
-    "proportion_from_scores",
+    "BootstrapResult",
     "CompareResult",
     "ConfidenceInterval",
     "ConfidenceSequence",
+    "METRICS",
+    "McNemarResult",
     "MeanResult",
     "PowerResult",
+    "ProportionResult",
+    "SeedsSummary",
+    "SufficientMetric",
+    "Table",
     "VarianceComponents",
+    "adjust_pvalues",
+    "aggregate",
+    "bleu_statistics",
+    "bootstrap_difference",
+    "bootstrap_metric",
+    "classification_statistics",
     "compare",
+    "corpus_bleu",
+    "iqm",
+    "mcnemar",
     "mean",
     "minimum_detectable_effect",
+    "optimality_gap",
+    "perplexity_statistics",
+    "probability_of_improvement",
+    "proportion",
+    "proportion_from_scores",
+    "read_table",
     "sample_size",
     "variance_components",
 ]
