@@ -21,6 +21,7 @@ from labcoat.errors import LabcoatError
 COMMANDS: dict[str, str] = {
     "doctor": "labcoat.cli.doctor:doctor",
     "checks": "labcoat.cli.doctor:checks",
+    "stats": "labcoat.cli.stats:stats",
 }
 
 
