@@ -19,6 +19,8 @@ from labcoat.errors import LabcoatError
 
 #: command name -> "module:attribute" of its click command; a new command is one line here.
 COMMANDS: dict[str, str] = {
+    "ledger": "labcoat.cli.ledger:ledger",
+    "run": "labcoat.cli.ledger:run_command",
 }
 
 
@@ -59,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     debug = debug or os.environ.get("LABCOAT_DEBUG", "") not in ("", "0")
     try:
-        cli.main(args=args, prog_name="labcoat", standalone_mode=False)
+        # without standalone mode click returns ctx.exit(N)'s code instead of raising Exit
+        code = cli.main(args=args, prog_name="labcoat", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort:
@@ -84,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             err=True,
         )
         return 3
-    return 0
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
 def run() -> None:

@@ -25,8 +25,8 @@ class SqlResult:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
     def to_dict(self) -> dict[str, Any]:
-        rows = [[_plain(v) for v in row] for row in self.rows]
-        return {"columns": list(self.columns), "rows": jsonable(rows, max_items=len(rows) + 1)}
+        rows = [[jsonable(_plain(v)) for v in row] for row in self.rows]
+        return {"columns": list(self.columns), "rows": rows}
 
     def __rich__(self):
         from labcoat.ledger.views import sql_table

@@ -127,6 +127,8 @@ class Store(ABC):
     dialect: Dialect
     #: where the ledger lives, safe to print (a PostgreSQL password is masked)
     location: str
+    #: what opens this store again, e.g. from a child process (may hold a password: never print)
+    target: str
 
     @abstractmethod
     def write(self) -> "contextmanager[Tx]":
@@ -186,7 +188,7 @@ class SQLiteStore(Store):
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
         self.path = Path(path).expanduser().resolve()
-        self.location = str(self.path)
+        self.location = self.target = str(self.path)
         self.busy_timeout_s = float(busy_timeout_s)
         if self.path.is_dir():
             raise InputError(
@@ -377,6 +379,11 @@ def _deny_attach(action: int, *_: Any) -> int:
 # PostgreSQL
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def redact_url(url: str) -> str:
     """The URL with any password replaced by ``***``, for messages."""
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
@@ -399,7 +406,7 @@ class PostgresStore(Store):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
-        self.url = url
+        self.url = self.target = url
         self.location = redact_url(url)
         self.busy_timeout_s = float(busy_timeout_s)
         self._lock = threading.RLock()
@@ -416,14 +423,13 @@ class PostgresStore(Store):
             yield
         except psycopg.errors.ReadOnlySqlTransaction as exc:
             raise ReadOnlyError(
-                f"ledger sql is read-only: the statement was refused ({exc}); change the ledger "
+                f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
                 "through labcoat's commands, which keep its hash chains"
             ) from exc
         except psycopg.errors.IntegrityError:
             raise
         except psycopg.OperationalError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise LedgerError(f"ledger {self.location}: {first}") from exc
+            raise LedgerError(f"ledger {self.location}: {_first_line(exc)}") from exc
 
     def _connect(self, *, read_only: bool) -> Any:
         psycopg = _psycopg()
@@ -482,20 +488,28 @@ class PostgresStore(Store):
         psycopg = _psycopg()
         conn = self._reader()
         try:
-            with self._errors(), conn.transaction(force_rollback=True):
+            with conn.transaction(force_rollback=True):
                 cur = conn.cursor(binary=True)  # binary: the extended protocol, one statement only
                 cur.execute("SET TRANSACTION READ ONLY")
                 cur.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
                 cur.execute("SELECT 1")  # takes the snapshot: read-write mode can no longer be set
-                cur.execute(sql, tuple(params) if params else None)
+                if params:  # our placeholders are ?; psycopg's are %s, and a literal % is %%
+                    cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+                else:
+                    cur.execute(sql)
                 columns = [d.name for d in cur.description or ()]
                 rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
         except psycopg.errors.QueryCanceled as exc:
             raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
-        except psycopg.errors.InsufficientPrivilege as exc:
-            raise ReadOnlyError(f"ledger sql is read-only: the statement was refused ({exc})") from exc
+        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+            raise ReadOnlyError(
+                f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
+                "through labcoat's commands, which keep its hash chains"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise LedgerError(f"ledger {self.location}: {_first_line(exc)}") from exc
         except psycopg.Error as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            text = _first_line(exc)
             if "read-only" in text or "read only" in text:
                 raise ReadOnlyError(f"ledger sql is read-only: the statement was refused ({text})") from exc
             raise InputError(f"ledger sql: {text}") from exc
