@@ -258,14 +258,13 @@ class ActiveRun:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         error = None if exc is None else f"{exc_type.__name__}: {exc}"
-        seeds = automatic_seeds()
         self.ledger._finish_run(
             self.id,
             status=status_of(exc_type),
             exit_status=0 if exc_type is None else (130 if issubclass(exc_type, KeyboardInterrupt) else 1),
             error=error,
             duration_s=time.monotonic() - self._t0,
-            seeds=seeds if seeds != (self.provenance.seeds if self.provenance else None) else None,
+            seeds=automatic_seeds(),  # a seed set inside the block shows up here
         )
 
     def _started(self) -> int:
