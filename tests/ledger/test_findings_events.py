@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -130,6 +131,23 @@ def test_events_in_bulk_with_nan_and_filters(ledger):
         ledger.record_events([{"step": 1}])
     with pytest.raises(InputError, match="value must be a number"):
         ledger.record_events([{"kind": "loss", "value": "high"}])
+
+
+def test_events_may_be_dataclasses_like_watch_alerts(ledger):
+    @dataclasses.dataclass
+    class Alert:
+        kind: str
+        step: int
+        rank: int
+        severity: str
+        message: str
+        evidence: dict
+
+    ledger.record_events([Alert("desync", 50, 2, "fail", "rank 2 differs", {"tensor": "fc.weight"})])
+    [event] = ledger.events(kind="desync")
+    assert (event.step, event.rank, event.severity, event.data) == (50, 2, "fail", {"evidence": {"tensor": "fc.weight"}})
+    with pytest.raises(InputError, match="must be a mapping, a dataclass"):
+        ledger.record_events([object()])
 
 
 def test_existing_ledger_is_found_for_diagnose(isolated):

@@ -23,18 +23,22 @@ def git(repo, *args):
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "repo"
+def make_repo(root, files: dict[str, str]):
+    """A git repository at ``root`` with ``files`` committed on branch main."""
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.email", "lab@example.org")
     git(root, "config", "user.name", "Lab")
-    (root / "train.py").write_text("lr = 0.1\n")
-    (root / ".gitignore").write_text("*.ckpt\n")
+    for name, text in files.items():
+        (root / name).write_text(text)
     git(root, "add", ".")
     git(root, "commit", "-q", "-m", "first")
     return root
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(tmp_path / "repo", {"train.py": "lr = 0.1\n", ".gitignore": "*.ckpt\n"})
 
 
 def test_clean_repository(repo):

@@ -11,7 +11,7 @@ from labcoat.errors import InputError
 from labcoat.ledger import Ledger
 from labcoat.ledger.diff import compare, flatten, split_patch
 
-from .test_provenance import git
+from .test_provenance import git, make_repo
 
 
 def test_run_records_provenance_on_entry_and_end_on_exit(ledger, tmp_path):
@@ -112,15 +112,7 @@ def test_diff_of_identical_runs_is_empty_apart_from_command(ledger):
 
 
 def test_diff_shows_code_changes_and_the_diff_is_stored_once(tmp_path, monkeypatch):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "lab@example.org")
-    git(repo, "config", "user.name", "Lab")
-    (repo / "model.py").write_text("width = 64\n")
-    (repo / "data.py").write_text("shuffle = True\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "first")
+    repo = make_repo(tmp_path / "repo", {"model.py": "width = 64\n", "data.py": "shuffle = True\n"})
     monkeypatch.chdir(repo)
     ledger = Ledger(str(tmp_path / "ledger.db"))
     (repo / "model.py").write_text("width = 128\n")

@@ -108,6 +108,19 @@ def test_prediction_order_is_reported(ledger):
     assert (p.predicted_revision, p.result_revision) == (1, 2) and p.predicted_at <= p.resolved_at
 
 
+def test_values_are_stored_as_their_column_type_so_hashes_read_back(ledger):
+    """SQLite would turn 3.0 into 3 in an INTEGER column (and 1 into 1.0 in a REAL one) after
+    the hash was taken; coercing first keeps verify quiet on honest data."""
+    import numpy as np
+
+    odd = Finding(check=7, layer="model", status="pass", message="ok", step=3.0, rank=np.int64(1), duration_s=1)
+    ledger.record_findings([odd], as_hypotheses=False)
+    ledger.record_events([{"kind": "loss", "step": np.int32(4), "value": np.float32(0.5), "time": 10}])
+    assert ledger.verify().ok
+    [back] = ledger.findings()
+    assert (back.check, back.step, back.rank, back.duration_s) == ("7", 3, 1, 1.0)
+
+
 def test_canonical_form_is_stable():
     assert canonical({"b": 1, "a": "é"}) == '{"a":"é","b":1}'.encode()
     with pytest.raises(ValueError):

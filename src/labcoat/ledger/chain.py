@@ -25,10 +25,22 @@ GENESIS = "0" * 64
 
 @dataclass(frozen=True)
 class ChainSpec:
-    """A chained table: its name and the content columns that are hashed (``id`` first)."""
+    """A chained table: its name and the hashed content columns with their types (``id`` first).
+
+    The types matter: SQLite converts a value to its column's affinity (3.0 into an INTEGER
+    column reads back as 3), so every value is coerced to its column's type before it is hashed.
+    """
 
     table: str
-    columns: tuple[str, ...]
+    fields: tuple[tuple[str, type], ...]
+
+    @classmethod
+    def of(cls, table: str, **types: type) -> "ChainSpec":
+        return cls(table, tuple(types.items()))
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.fields)
 
     def insert_sql(self) -> str:
         names = (*self.columns, "prev_hash", "hash")
@@ -64,27 +76,32 @@ def link_hash(table: str, prev_hash: str, content: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def storable(value: Any) -> Any:
-    """A value as both databases store and return it, so the hash reads back identically.
+def storable(value: Any, kind: type = str) -> Any:
+    """``value`` as a column of type ``kind`` (int, float or str) stores and returns it, so
+    the hash reads back identically on both databases.
 
-    Booleans become 0/1, numpy scalars plain numbers, NUL characters (which PostgreSQL text
-    cannot hold) ``\\ufffd``. Non-finite floats are refused: callers keep them as text.
+    Booleans and numpy scalars become plain numbers, an integral float an int, other scalars
+    their text; NUL characters (which PostgreSQL text cannot hold) become ``\ufffd``.
+    Non-finite floats are refused: callers keep them as text.
     """
-    if value is None or isinstance(value, str):
-        return None if value is None else value.replace("\x00", "\ufffd")
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"non-finite float {value!r} cannot be stored in a chained column")
-        return value
-    try:
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy / torch scalars
+    if kind is int:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
         return operator.index(value)
-    except TypeError:
-        pass
-    if hasattr(value, "item"):
-        return storable(value.item())
-    raise TypeError(f"cannot store a {type(value).__name__} in a chained column")
+    if kind is float:
+        if isinstance(value, str):
+            raise TypeError(f"expected a number for a float column; got {value!r}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"non-finite float {value!r} cannot be stored in a chained column")
+        return number
+    if isinstance(value, (dict, list, tuple, set, bytes)):
+        raise TypeError(f"cannot store a {type(value).__name__} in a text column; encode it first")
+    return str(value).replace("\x00", "\ufffd")
 
 
 def append(tx: Tx, spec: ChainSpec, rows: Sequence[Mapping[str, Any]]) -> list[int]:
@@ -97,7 +114,7 @@ def append(tx: Tx, spec: ChainSpec, rows: Sequence[Mapping[str, Any]]) -> list[i
     ids: list[int] = []
     for row in rows:
         last_id += 1
-        content = {"id": last_id, **{c: storable(row.get(c)) for c in spec.columns[1:]}}
+        content = {"id": last_id, **{c: storable(row.get(c), kind) for c, kind in spec.fields[1:]}}
         digest = link_hash(spec.table, prev, content)
         values.append([content[c] for c in spec.columns] + [prev, digest])
         ids.append(last_id)

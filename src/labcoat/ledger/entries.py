@@ -321,7 +321,7 @@ class EntryFilter:
         def many(value: Any) -> tuple:
             if value is None:
                 return ()
-            return (value,) if isinstance(value, (str, int)) else tuple(value)
+            return (value,) if isinstance(value, (str, int)) or hasattr(value, "id") else tuple(value)
 
         if match not in ("all", "any"):
             raise InputError(f"match: must be 'all' (AND) or 'any' (OR); got {match!r}")

@@ -8,6 +8,7 @@ on SQLite, so it is kept as text in ``data["value"]`` and read back as a float.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time as _time
@@ -52,8 +53,10 @@ def _as_mapping(event: Any) -> Mapping[str, Any]:
     to_dict = getattr(event, "to_dict", None)
     if callable(to_dict):
         return to_dict()
+    if dataclasses.is_dataclass(event) and not isinstance(event, type):
+        return {f.name: getattr(event, f.name) for f in fields(event)}
     raise InputError(
-        f"events: each event must be a mapping or an object with to_dict(); got a {type(event).__name__}"
+        f"events: each event must be a mapping, a dataclass or an object with to_dict(); got a {type(event).__name__}"
     )
 
 

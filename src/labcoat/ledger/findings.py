@@ -58,6 +58,10 @@ def as_finding(item: Any) -> Finding:
         )
     if finding.status not in STATUSES:
         raise InputError(f"findings: status must be one of {', '.join(STATUSES)}; got {finding.status!r}")
+    for name in ("step", "rank"):
+        value = getattr(finding, name)
+        if value is not None and not float(value).is_integer():
+            raise InputError(f"findings: {name} must be a whole number; got {value!r} in check {finding.check!r}")
     return finding
 
 

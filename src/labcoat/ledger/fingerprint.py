@@ -125,8 +125,8 @@ def _is_tensor(obj: Any) -> bool:
 
 
 def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fingerprint:
-    """Fingerprint a path (file or directory), bytes, a numpy array, a torch tensor, or a
-    ``TensorDataset``-like object with a ``tensors`` tuple.
+    """Fingerprint a path (file or directory), bytes, an array (anything with ``__array__``),
+    a torch tensor, or a ``TensorDataset``-like object with a ``tensors`` tuple.
 
     Arrays and tensors are hashed over their raw bytes together with dtype and shape.
     """
@@ -151,10 +151,10 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
             memoryview(raw.numpy()), kind="tensor", name=name or "tensor", full=full,
             shape=tuple(t.shape), dtype=str(t.dtype),
         )
-    if type(obj).__module__.split(".")[0] == "numpy" and hasattr(obj, "dtype") and hasattr(obj, "shape"):
+    if hasattr(obj, "__array__") and not isinstance(obj, (str, bytes)):  # numpy, pandas, …
         import numpy as np
 
-        a = np.ascontiguousarray(obj)
+        a = np.ascontiguousarray(np.asarray(obj))
         if a.dtype.hasobject:
             raise InputError(
                 f"data: {name or 'array'} has dtype object, whose bytes are pointers, not data; "

@@ -12,38 +12,32 @@ from labcoat.ledger.chain import GENESIS, ChainSpec
 from labcoat.ledger.migrations import Migrations
 from labcoat.ledger.storage import Tx
 
-ENTRY_REVISIONS = ChainSpec(
+ENTRY_REVISIONS = ChainSpec.of(
     "entry_revisions",
-    (
-        "id", "entry_id", "revision", "recorded_at", "change", "title", "prediction", "experiment",
-        "result", "verdict", "conclusion", "tags", "parents", "runs", "author",
-    ),
+    id=int, entry_id=int, revision=int, recorded_at=str, change=str, title=str, prediction=str,
+    experiment=str, result=str, verdict=str, conclusion=str, tags=str, parents=str, runs=str, author=str,
 )
-RUNS = ChainSpec(
+RUNS = ChainSpec.of(
     "runs",
-    (
-        "id", "name", "started_at", "command", "cwd", "host", "user_name", "pid",
-        "git_root", "git_commit", "git_branch", "git_dirty", "diff_hash", "untracked_skipped",
-        "config", "config_hash", "data", "data_hash", "env", "env_hash", "seeds",
-    ),
+    id=int, name=str, started_at=str, command=str, cwd=str, host=str, user_name=str, pid=int,
+    git_root=str, git_commit=str, git_branch=str, git_dirty=int, diff_hash=str, untracked_skipped=str,
+    config=str, config_hash=str, data=str, data_hash=str, env=str, env_hash=str, seeds=str,
 )
-RUN_ENDS = ChainSpec(
+RUN_ENDS = ChainSpec.of(
     "run_ends",
-    (
-        "id", "run_id", "ended_at", "status", "exit_status", "error", "output_hash", "output_bytes",
-        "duration_s", "seeds",
-    ),
+    id=int, run_id=int, ended_at=str, status=str, exit_status=int, error=str, output_hash=str,
+    output_bytes=int, duration_s=float, seeds=str,
 )
-FINDINGS = ChainSpec(
+FINDINGS = ChainSpec.of(
     "findings",
-    (
-        "id", "run_id", "entry_id", "source", "recorded_at", "check_id", "layer", "status", "severity",
-        "message", "evidence", "falsifies", "predicts", "step", "rank", "duration_s",
-    ),
+    id=int, run_id=int, entry_id=int, source=str, recorded_at=str, check_id=str, layer=str, status=str,
+    severity=int, message=str, evidence=str, falsifies=str, predicts=str, step=int, rank=int,
+    duration_s=float,
 )
-EVENTS = ChainSpec(
+EVENTS = ChainSpec.of(
     "events",
-    ("id", "run_id", "source", "recorded_at", "time", "step", "rank", "kind", "severity", "value", "message", "data"),
+    id=int, run_id=int, source=str, recorded_at=str, time=float, step=int, rank=int, kind=str,
+    severity=str, value=float, message=str, data=str,
 )
 CHAINS: tuple[ChainSpec, ...] = (ENTRY_REVISIONS, RUNS, RUN_ENDS, FINDINGS, EVENTS)
 

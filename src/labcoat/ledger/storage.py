@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from labcoat.errors import InputError, LabcoatError
 
@@ -155,6 +155,19 @@ class Store(ABC):
     def exists(self) -> bool:
         return True
 
+    def _thread_reader(self, connect: Callable[[], Any], *, usable: Callable[[Any], bool] = lambda conn: True) -> Any:
+        """This thread's read-only connection, opened on first use and again after fork()."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid() and usable(conn):
+            return conn
+        if conn is not None:
+            _INHERITED.append(conn)
+        conn = connect()
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._lock:
+            self._readers.append(conn)
+        return conn
+
     def check_integrity(self) -> list[str]:
         """The database engine's own consistency check; an empty list means healthy."""
         return []
@@ -277,12 +290,9 @@ class SQLiteStore(Store):
                 self._depth = 0
 
     def _reader(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        pid = getattr(self._local, "pid", None)
-        if conn is not None and pid == os.getpid():
-            return conn
-        if conn is not None:
-            _INHERITED.append(conn)
+        return self._thread_reader(self._connect_reader)
+
+    def _connect_reader(self) -> sqlite3.Connection:
         if not self.path.exists():
             raise LedgerError(f"ledger {self.location}: no such file")
         with self._errors():
@@ -295,9 +305,6 @@ class SQLiteStore(Store):
             )
             conn.execute("PRAGMA query_only = ON")
             conn.set_authorizer(_deny_attach)
-        self._local.conn, self._local.pid = conn, os.getpid()
-        with self._lock:
-            self._readers.append(conn)
         return conn
 
     @contextmanager
@@ -465,16 +472,7 @@ class PostgresStore(Store):
                 self._depth -= 1
 
     def _reader(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid() and not conn.closed:
-            return conn
-        if conn is not None:
-            _INHERITED.append(conn)
-        conn = self._connect(read_only=True)
-        self._local.conn, self._local.pid = conn, os.getpid()
-        with self._lock:
-            self._readers.append(conn)
-        return conn
+        return self._thread_reader(lambda: self._connect(read_only=True), usable=lambda conn: not conn.closed)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
