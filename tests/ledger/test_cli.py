@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 
@@ -189,6 +191,28 @@ def test_run_config_from_files(cli, tmp_path, child_env):
         assert ledger.get_run(2).config == {"file": str(yaml_like), "text": "lr: 0.1\n"}
     bad = cli("run", "--ledger", location, "--config", "{lr: 0.1}", "--", sys.executable, "-c", "pass")
     assert bad.code == 2 and "--config: inline JSON does not parse" in bad.err
+
+
+SLEEPER = "import time; print('started', flush=True); time.sleep(30)"
+
+
+@pytest.mark.parametrize("how", ["ctrl-c to the process group", "sigterm to labcoat"])
+def test_signals_reach_the_command_and_are_recorded(tmp_path, subprocess_env, how):
+    location = str(tmp_path / "ledger.db")
+    cmd = [sys.executable, "-m", "labcoat", "run", "--ledger", location, "--", sys.executable, "-c", SLEEPER]
+    proc = subprocess.Popen(cmd, env=subprocess_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline() == "started\n"
+    if how == "ctrl-c to the process group":  # what a terminal does: labcoat and the command both get it
+        os.killpg(proc.pid, signal.SIGINT)
+        expected = ("interrupted", 130)
+    else:
+        proc.send_signal(signal.SIGTERM)
+        expected = ("killed", 128 + signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == expected[1]
+    with Ledger(location, create=False) as ledger:
+        run = ledger.get_run(1)
+        assert (run.status, run.exit_status) == expected and run.duration_s < 20
 
 
 def test_the_real_command_line(tmp_path, subprocess_env):

@@ -130,6 +130,15 @@ class Store(ABC):
     #: what opens this store again, e.g. from a child process (may hold a password: never print)
     target: str
 
+    def __init__(self, *, busy_timeout_s: float) -> None:
+        self.busy_timeout_s = float(busy_timeout_s)
+        self._lock = threading.RLock()  # one writer per process at a time; guards the lists
+        self._writer: Any = None
+        self._writer_pid = -1
+        self._depth = 0  # nesting of write() blocks in the writing thread
+        self._local = threading.local()
+        self._readers: list[Any] = []
+
     @abstractmethod
     def write(self) -> "contextmanager[Tx]":
         """A transaction holding the ledger's write lock; commits at the end, rolls back on error."""
@@ -200,20 +209,14 @@ class SQLiteStore(Store):
     dialect = SQLITE
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+        super().__init__(busy_timeout_s=busy_timeout_s)
         self.path = Path(path).expanduser().resolve()
         self.location = self.target = str(self.path)
-        self.busy_timeout_s = float(busy_timeout_s)
         if self.path.is_dir():
             raise InputError(
                 f"ledger {self.location}: is a directory; give the path of a database file, "
                 "e.g. .labcoat/ledger.db"
             )
-        self._lock = threading.RLock()
-        self._writer: sqlite3.Connection | None = None
-        self._writer_pid = -1
-        self._depth = 0
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -232,8 +235,11 @@ class SQLiteStore(Store):
             return self._writer
         if self._writer is not None:  # inherited through fork
             _INHERITED.append(self._writer)
-        with self._errors():
+        try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"ledger {self.location}: cannot create its folder ({exc.strerror or exc})") from exc
+        with self._errors():
             new = not self.path.exists() or self.path.stat().st_size == 0
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -413,15 +419,9 @@ class PostgresStore(Store):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+        super().__init__(busy_timeout_s=busy_timeout_s)
         self.url = self.target = url
         self.location = redact_url(url)
-        self.busy_timeout_s = float(busy_timeout_s)
-        self._lock = threading.RLock()
-        self._writer: Any = None
-        self._writer_pid = -1
-        self._depth = 0
-        self._local = threading.local()
-        self._readers: list[Any] = []
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

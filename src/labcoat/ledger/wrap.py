@@ -4,7 +4,7 @@ The run and its provenance are written before the command starts, so a crash of 
 including labcoat, still leaves the start on record. The command's stdout and stderr are passed
 through as they arrive (tee) and the last part is kept in the ledger with the exit status.
 Ctrl-C reaches the command (it shares the terminal's process group) and labcoat waits for it to
-finish; SIGTERM sent to labcoat is forwarded. The child learns its run through
+finish (a second Ctrl-C kills it); SIGTERM sent to labcoat is forwarded. The child learns its run through
 ``LABCOAT_RUN_ID`` and ``LABCOAT_LEDGER``, so findings it records join the same run.
 """
 
@@ -102,6 +102,44 @@ def _pump(source: IO[bytes], sink: Any, tail: _Tail) -> None:
     source.close()
 
 
+class _Signals:
+    """While the child runs: Ctrl-C (which the child receives too, from the terminal) lets it
+    finish, a second Ctrl-C kills it; SIGTERM sent to labcoat is passed on to the child."""
+
+    def __init__(self) -> None:
+        self.interrupts = 0
+        self.proc: subprocess.Popen | None = None
+        self.pending: list[int] = []
+        self.previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():  # only it may set handlers
+            for sig, handler in ((signal.SIGINT, self._on_sigint), (signal.SIGTERM, self._on_sigterm)):
+                self.previous[sig] = signal.signal(sig, handler)
+
+    def attach(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        for sig in self.pending:
+            proc.send_signal(sig)
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.interrupts += 1
+        if self.proc is None:  # arrived before the child existed: it is meant for the child
+            self.pending.append(signum)
+        elif self.interrupts > 1:
+            self.proc.kill()
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        if self.proc is None:
+            self.pending.append(signum)
+        else:
+            self.proc.send_signal(signum)
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
 def _ending(returncode: int, interrupted: bool) -> tuple[str, int]:
     """(status, shell-style exit code) for a child's return code."""
     if returncode == 0:
@@ -135,43 +173,33 @@ def run_wrapped(
     env[ENV_LEDGER] = ledger.storage.target
     env[ENV_RUN_ID] = str(run_id)
     env.setdefault("PYTHONUNBUFFERED", "1")  # live output through the pipe
-    t0 = time.monotonic()
+    signals = _Signals()
+    signals.install()  # before the child exists, so no signal slips between start and wait
     try:
-        proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    except OSError as exc:
-        code = 127 if isinstance(exc, FileNotFoundError) else 126
-        ledger._finish_run(run_id, status="failed", exit_status=code, error=f"{type(exc).__name__}: {exc}", duration_s=0.0)
-        raise CommandNotStarted(f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)", code) from exc
-
-    tail = _Tail(max_output_bytes)
-    pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, stdout, tail), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, stderr, tail), daemon=True),
-    ]
-    for t in pumps:
-        t.start()
-    interrupted = False
-
-    def on_sigint(signum, frame):  # the child got it too; wait for it to finish
-        nonlocal interrupted
-        interrupted = True
-
-    def on_sigterm(signum, frame):
-        proc.send_signal(signum)
-
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = {}
-    if in_main:
-        previous = {signal.SIGINT: signal.signal(signal.SIGINT, on_sigint), signal.SIGTERM: signal.signal(signal.SIGTERM, on_sigterm)}
-    try:
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        except OSError as exc:
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            ledger._finish_run(run_id, status="failed", exit_status=code, error=f"{type(exc).__name__}: {exc}", duration_s=0.0)
+            raise CommandNotStarted(
+                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)", code
+            ) from exc
+        signals.attach(proc)
+        tail = _Tail(max_output_bytes)
+        pumps = [
+            threading.Thread(target=_pump, args=(proc.stdout, stdout, tail), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, stderr, tail), daemon=True),
+        ]
+        for t in pumps:
+            t.start()
         returncode = proc.wait()
         for t in pumps:
             t.join()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.restore()
     duration = time.monotonic() - t0
-    status, exit_status = _ending(returncode, interrupted)
+    status, exit_status = _ending(returncode, signals.interrupts > 0)
     output = tail.value()
     ledger._finish_run(
         run_id,
