@@ -187,6 +187,24 @@ def test_environment_describes_torch_when_it_is_imported():
     assert env["python"]["version"].count(".") == 2
 
 
+def test_gpus_are_described_when_cuda_is_available(monkeypatch):
+    """No GPU here: stand in for torch.cuda's answers to exercise the GPU branch."""
+    import types
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: f"Lab GPU {i}")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i: (9, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(total_memory=80 << 30))
+    details = capture_environment()["torch"]
+    assert details["cuda_available"] is True and "tf32_matmul" in details
+    assert details["gpus"] == [
+        {"name": f"Lab GPU {i}", "capability": [9, 0], "memory_bytes": 80 << 30} for i in range(2)
+    ]
+
+
 def test_relevant_variables_keep_numerics_and_drop_secrets():
     kept = relevant_variables(
         {"CUDA_VISIBLE_DEVICES": "0", "PYTHONHASHSEED": "0", "HF_TOKEN": "x", "NCCL_SECRET_KEY": "y", "HOME": "/root"}
