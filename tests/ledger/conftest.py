@@ -76,17 +76,31 @@ def postgres_server():
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_url(postgres_server):
-    """A fresh, empty database on the session's server, dropped afterwards."""
+@pytest.fixture(scope="session")
+def pg_database(postgres_server):
+    """One database for the session; each test gets the ledger schema fresh (see pg_url)."""
     import psycopg
 
     name = f"t_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(f"{postgres_server}/postgres", autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
-    yield f"{postgres_server}/{name}"
-    with psycopg.connect(f"{postgres_server}/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    return f"{postgres_server}/{name}"
+
+
+@pytest.fixture
+def pg_url(pg_database):
+    """A PostgreSQL ledger location with no ledger in it yet; emptied again afterwards."""
+    import psycopg
+
+    from labcoat.ledger.storage import PG_SCHEMA
+
+    def drop():
+        with psycopg.connect(pg_database, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE")
+
+    drop()
+    yield pg_database
+    drop()
 
 
 @pytest.fixture
