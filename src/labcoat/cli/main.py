@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "doctor": "labcoat.cli.doctor:doctor",
     "checks": "labcoat.cli.doctor:checks",
     "stats": "labcoat.cli.stats:stats",
+    "ledger": "labcoat.cli.ledger:ledger",
+    "run": "labcoat.cli.ledger:run_command",
 }
 
 
@@ -87,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             err=True,
         )
         return 3
-    # without standalone mode click returns a command's Exit code instead of raising it
-    return code if isinstance(code, int) else 0
+    # without standalone mode click returns a command's exit code instead of raising Exit
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
 
 
 def run() -> None:

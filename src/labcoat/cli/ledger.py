@@ -1,0 +1,343 @@
+"""``labcoat ledger …`` and ``labcoat run -- CMD …``: the lab notebook from the shell.
+
+Every command takes ``--ledger PATH_OR_URL`` (default: ``$LABCOAT_LEDGER`` or
+``.labcoat/ledger.db`` at the project root) and ``--json``. Only ``add`` and ``run`` create a
+ledger; reading commands on a missing ledger say so instead of leaving an empty file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from labcoat.cli.output import console, emit_json, json_option
+from labcoat.errors import InputError
+from labcoat.ledger import Ledger
+from labcoat.ledger.entries import CLOSING_VERDICTS, VERDICTS
+
+ledger_option = click.option(
+    "--ledger",
+    "location",
+    metavar="PATH_OR_URL",
+    default=None,
+    help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db at the project root).",
+)
+
+
+def _open(location: str | None, *, create: bool = False) -> Ledger:
+    return Ledger(location, create=create)
+
+
+def _entry_json(entry) -> dict[str, Any]:
+    return entry.to_dict()
+
+
+@click.group("ledger")
+def ledger() -> None:
+    """A lab notebook: hypotheses, predictions, results, runs and their provenance."""
+
+
+@ledger.command("add")
+@click.argument("title")
+@click.option("--predict", "prediction", required=True, help="What you expect to observe, written before the experiment.")
+@click.option("--experiment", default=None, help="How the prediction will be tested.")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--parent", "parents", type=int, multiple=True, help="Id of an entry this follows from (repeatable).")
+@click.option("--run", "runs", type=int, multiple=True, help="Id of a run this entry is about (repeatable).")
+@ledger_option
+@json_option
+def add_command(title, prediction, experiment, tags, parents, runs, location, as_json):
+    """Record a hypothesis TITLE and its prediction now."""
+    with _open(location, create=True) as book:
+        entry = book.hypothesis(title, predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs)
+        if as_json:
+            emit_json({"id": entry.id, "entry": _entry_json(entry), "ledger": book.location})
+        else:
+            console().print(f"recorded entry #{entry.id} in {book.location}")
+
+
+@ledger.command("resolve")
+@click.argument("entry_id", type=int)
+@click.option("--result", required=True, help="What was observed.")
+@click.option("--verdict", required=True, type=click.Choice(CLOSING_VERDICTS), help="The hypothesis was confirmed, refuted or neither.")
+@click.option("--conclusion", default=None, help="What follows, and the next step.")
+@click.option("--experiment", default=None, help="How it was tested, if not recorded before.")
+@ledger_option
+@json_option
+def resolve_command(entry_id, result, verdict, conclusion, experiment, location, as_json):
+    """Record the result and verdict of entry ENTRY_ID (a new revision)."""
+    with _open(location) as book:
+        entry = book.resolve(entry_id, result=result, verdict=verdict, conclusion=conclusion, experiment=experiment)
+        if as_json:
+            emit_json({"id": entry.id, "revision": entry.revision, "verdict": entry.verdict, "entry": _entry_json(entry)})
+        else:
+            console().print(f"entry #{entry.id} is now {entry.verdict} (revision {entry.revision})")
+
+
+@ledger.command("list")
+@click.option("--verdict", "verdicts", multiple=True, type=click.Choice(VERDICTS), help="Keep this verdict (repeat for OR).")
+@click.option("--tag", "tags", multiple=True, help="Keep entries with this tag (repeat for OR).")
+@click.option("--text", "texts", multiple=True, help="Keep entries containing this text, any case (repeat for OR).")
+@click.option("--since", default=None, help="Created on or after this date/time (YYYY-MM-DD or ISO time).")
+@click.option("--until", default=None, help="Created on or before this date (or before this ISO time).")
+@click.option("--run", "runs", type=int, multiple=True, help="Keep entries linked to this run (repeat for OR).")
+@click.option("--any", "match_any", is_flag=True, help="Combine the different filters with OR instead of AND.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many entries.")
+@ledger_option
+@json_option
+def list_command(verdicts, tags, texts, since, until, runs, match_any, limit, location, as_json):
+    """List entries. Repeating a filter means OR; different filters are ANDed unless --any."""
+    with _open(location) as book:
+        found = book.entries(
+            verdict=verdicts or None, tag=tags or None, text=texts or None, since=since, until=until,
+            run=runs or None, match="any" if match_any else "all", limit=limit,
+        )
+        if as_json:
+            emit_json({"count": len(found), "entries": [_entry_json(e) for e in found]})
+        else:
+            from labcoat.ledger.views import entries_table
+
+            console().print(entries_table(found, title=f"{len(found)} entries"))
+
+
+@ledger.command("show")
+@click.argument("entry_id", type=int, required=False)
+@click.option("--run", "run_id", type=int, default=None, help="Show this run (provenance, findings) instead of an entry.")
+@click.option("--diff", "show_diff", is_flag=True, help="With --run: print the run's uncommitted diff.")
+@click.option("--output", "show_output", is_flag=True, help="With --run: print the output labcoat run captured.")
+@ledger_option
+@json_option
+def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
+    """Show entry ENTRY_ID with its revisions and findings, or a run with --run ID."""
+    if (entry_id is None) == (run_id is None):
+        raise InputError("show: give an entry id, or --run RUN_ID, but not both")
+    with _open(location) as book:
+        if run_id is not None:
+            _show_run(book, run_id, show_diff, show_output, as_json)
+            return
+        entry = book.entry(entry_id)
+        history = book.history(entry_id)
+        found = book.findings(entry=entry_id)
+        if as_json:
+            emit_json({"entry": _entry_json(entry), "history": [_entry_json(h) for h in history],
+                       "findings": [f.to_dict() for f in found]})
+        else:
+            from labcoat.ledger.views import entry_view
+
+            console().print(entry_view(entry, history, found))
+
+
+def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_json: bool) -> None:
+    run = book.get_run(run_id)
+    found = book.findings(run=run_id)
+    entries = book.entries(run=run_id)
+    if as_json:
+        payload = {"run": run.to_dict(), "findings": [f.to_dict() for f in found], "entries": [e.id for e in entries],
+                   "events": len(book.events(run=run_id))}
+        if show_diff:
+            payload["diff"] = book.run_diff_text(run_id)
+        if show_output:
+            payload["output"] = book.run_output(run_id)
+        emit_json(payload)
+        return
+    from labcoat.ledger.views import run_view
+
+    out = console()
+    out.print(run_view(run, found))
+    if entries:
+        out.print(f"entries: {', '.join(f'#{e.id}' for e in entries)}")
+    if show_diff:
+        click.echo(book.run_diff_text(run_id), nl=False)
+    if show_output:
+        click.echo(book.run_output(run_id), nl=False)
+
+
+@ledger.command("runs")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the latest N runs.")
+@click.option("--status", type=click.Choice(("running", "ok", "failed", "interrupted", "killed")), default=None)
+@ledger_option
+@json_option
+def runs_command(limit, status, location, as_json):
+    """List recorded runs, oldest first."""
+    with _open(location) as book:
+        found = book.runs(limit=limit, status=status)
+        if as_json:
+            keys = ("id", "name", "started_at", "ended_at", "status", "exit_status", "command", "git_commit",
+                    "git_dirty", "config_hash", "data_hash", "env_hash")
+            emit_json({"count": len(found), "runs": [{k: getattr(r, k) for k in keys} for r in found]})
+        else:
+            from labcoat.ledger.views import runs_table
+
+            console().print(runs_table(found))
+
+
+@ledger.command("diff")
+@click.argument("run_a", type=int)
+@click.argument("run_b", type=int)
+@ledger_option
+@json_option
+def diff_command(run_a, run_b, location, as_json):
+    """What changed in code, config, data, environment and seeds from RUN_A to RUN_B."""
+    with _open(location) as book:
+        result = book.diff(run_a, run_b)
+        if as_json:
+            emit_json(result.to_dict())
+        else:
+            console().print(result)
+
+
+@ledger.command("verify")
+@ledger_option
+@json_option
+@click.pass_context
+def verify_command(ctx, location, as_json):
+    """Check that no row was changed behind the ledger's back; exit 1 when something was."""
+    with _open(location) as book:
+        result = book.verify()
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        console().print(result)
+    if not result.ok:
+        ctx.exit(1)
+
+
+@ledger.command("export")
+@click.option("--format", "fmt", type=click.Choice(("md", "json")), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to this file instead of stdout.")
+@click.option("--since", default=None, help="Only entries created on or after this date.")
+@click.option("--until", default=None, help="Only entries created on or before this date.")
+@ledger_option
+@json_option
+def export_command(fmt, output, since, until, location, as_json):
+    """Export a dated Markdown chronicle (md) or everything as JSON."""
+    with _open(location) as book:
+        text = book.export(fmt, since=since, until=until)
+        where = book.location
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    if as_json:
+        payload: dict[str, Any] = {"format": fmt, "ledger": where, "output": output, "bytes": len(text.encode())}
+        if not output:
+            payload["content"] = json.loads(text) if fmt == "json" else text
+        emit_json(payload)
+    elif output:
+        click.echo(f"wrote {output} ({fmt})", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@ledger.command("sql")
+@click.argument("query")
+@click.option("--param", "params", multiple=True, help="A value for a ? placeholder (repeatable, in order).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.001), default=30.0, show_default=True, help="Seconds before the query is stopped.")
+@ledger_option
+@json_option
+def sql_command(query, params, timeout_s, location, as_json):
+    """Run one read-only SQL statement on the ledger (writes are refused)."""
+    with _open(location) as book:
+        result = book.sql(query, params, timeout_s=timeout_s)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        console().print(result)
+
+
+# ---- labcoat run -- CMD ----------------------------------------------------------------
+
+
+def _load_config(value: str | None) -> Any:
+    """``--config``: inline JSON, or a JSON/TOML file; any other file is kept as text."""
+    if value is None:
+        return None
+    if value.lstrip().startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--config: inline JSON does not parse ({exc.msg} at column {exc.colno})") from None
+    path = Path(value)
+    if not path.is_file():
+        raise InputError(f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or '{{\"lr\": 0.1}}'")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    loaders: dict[str, Callable[[str], Any]] = {".json": json.loads}
+    try:
+        import tomllib
+
+        loaders[".toml"] = tomllib.loads
+    except ImportError:  # Python 3.10
+        pass
+    loader = loaders.get(path.suffix.lower())
+    if loader is None:
+        return {"file": str(path), "text": text}
+    try:
+        return loader(text)
+    except ValueError as exc:
+        raise InputError(f"--config: {value} does not parse as {path.suffix[1:]} ({exc})") from None
+
+
+def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
+    seeds: dict[str, Any] = {}
+    for item in values:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise InputError(f"--seed: expected NAME=VALUE (e.g. --seed torch=0); got {item!r}")
+        seeds[name] = int(raw) if raw.lstrip("-").isdigit() else raw
+    return seeds
+
+
+@click.command(
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.option("--config", default=None, help="Config to record: a JSON/TOML file or inline JSON.")
+@click.option("--data", "data", multiple=True, type=click.Path(exists=True), help="Data file or directory to fingerprint (repeatable).")
+@click.option("--seed", "seeds", multiple=True, help="NAME=VALUE seed to record (repeatable).")
+@click.option("--name", default=None, help="A short name for the run.")
+@click.option("--full-hash", is_flag=True, help="Hash data files in full instead of sampling large ones.")
+@click.option("--no-git", is_flag=True, help="Do not record the git state.")
+@click.option("--max-output-mb", type=click.FloatRange(min=0), default=16.0, show_default=True, help="Keep at most this much of the end of the output.")
+@ledger_option
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb, location, as_json, command):
+    """Run COMMAND as a recorded run: provenance, teed output, exit status.
+
+    labcoat exits with the command's exit code. With --json the command's stdout goes to
+    stderr and stdout carries one JSON object about the run.
+
+    \b
+    Example:
+      labcoat run --config cfg.json --data data/ -- python train.py --lr 0.1
+    """
+    from labcoat.ledger.wrap import run_wrapped
+
+    with _open(location, create=True) as book:
+        result = run_wrapped(
+            book,
+            list(command),
+            stdout=sys.stderr if as_json else sys.stdout,
+            stderr=sys.stderr,
+            config=_load_config(config),
+            data=list(data) or None,
+            seeds=_parse_seeds(seeds) or None,
+            name=name,
+            full_hash=full_hash,
+            git=not no_git,
+            max_output_bytes=int(max_output_mb * (1 << 20)),
+        )
+        where = book.location
+    if as_json:
+        emit_json({**result.to_dict(), "ledger": where})
+    else:
+        click.echo(
+            f"labcoat: run {result.run_id} recorded ({result.status}, exit {result.exit_status}, "
+            f"{result.duration_s:.2f} s) in {where}",
+            err=True,
+        )
+    ctx.exit(result.exit_status)
+

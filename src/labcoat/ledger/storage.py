@@ -1,0 +1,550 @@
+"""One storage layer for the ledger: a SQLite file or a PostgreSQL server behind the same calls.
+
+Everything above this module writes SQL once, with ``?`` placeholders and portable types, and
+goes through two doors:
+
+- :meth:`Store.write` is the only write path. SQLite takes the write lock up front with
+  ``BEGIN IMMEDIATE`` (WAL mode, a busy timeout), so concurrent writers queue instead of failing
+  half-way; PostgreSQL takes a transaction-scoped advisory lock, so appends to the hash chains are
+  serial there too. The transaction commits when the block ends and rolls back on any exception.
+- :meth:`Store.read` hands out a read-only connection per thread (SQLite ``mode=ro``; a
+  read-only session on PostgreSQL). In WAL mode readers never wait for writers.
+
+Storage failures (a corrupt file, a server that cannot be reached, a lock held too long) become
+:class:`LedgerError`, which the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from labcoat.errors import InputError, LabcoatError
+
+#: ``PRAGMA application_id`` of a labcoat ledger ("LBCT"), so a foreign SQLite file is recognised
+APPLICATION_ID = 0x4C424354
+#: the PostgreSQL schema that holds the ledger's tables, apart from anything else on the server
+PG_SCHEMA = "labcoat"
+#: key of the PostgreSQL advisory lock that serialises writers (any fixed 64-bit number)
+PG_WRITE_LOCK = 0x4C424354_4C454447
+DEFAULT_BUSY_TIMEOUT_S = 60.0
+
+# Connections inherited through fork() must never be used or closed by the child: SQLite's
+# locks are per process. The child opens its own and parks the inherited ones here.
+_INHERITED: list[Any] = []
+
+
+class LedgerError(LabcoatError):
+    """The ledger's storage cannot be used: corrupt or foreign file, unreachable server, lock timeout."""
+
+
+class ReadOnlyError(LedgerError):
+    """A statement tried to change the ledger through a read-only door (``labcoat ledger sql``)."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the two databases: types and placeholder syntax."""
+
+    name: str
+    int: str
+    real: str
+    blob: str
+    text: str = "TEXT"
+
+    def ddl(self, template: str) -> str:
+        """Fill ``{int}``, ``{real}``, ``{blob}``, ``{text}`` in a CREATE statement."""
+        return template.format(int=self.int, real=self.real, blob=self.blob, text=self.text)
+
+
+SQLITE = Dialect("sqlite", int="INTEGER", real="REAL", blob="BLOB")
+POSTGRES = Dialect("postgresql", int="BIGINT", real="DOUBLE PRECISION", blob="BYTEA")
+
+
+@lru_cache(maxsize=512)
+def _pg_sql(sql: str) -> str:
+    """``?`` placeholders to psycopg's ``%s``. Our own SQL never has a literal ``?`` or ``%``."""
+    return sql.replace("?", "%s")
+
+
+class Tx:
+    """A cursor inside one transaction, with the same calls on both databases."""
+
+    def __init__(self, cursor: Any, dialect: Dialect):
+        self._cur = cursor
+        self.dialect = dialect
+
+    def _sql(self, sql: str) -> str:
+        return _pg_sql(sql) if self.dialect is POSTGRES else sql
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> "Tx":
+        self._cur.execute(self._sql(sql), tuple(params))
+        return self
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            self._cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
+        return self.execute(sql, params)._cur.fetchone()
+
+    def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.execute(sql, params)._cur.fetchall()
+
+    def dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        rows = self.all(sql, params)
+        names = [d[0] for d in self._cur.description]
+        return [dict(zip(names, row)) for row in rows]
+
+    def iter_dicts(self, sql: str, params: Sequence[Any] = (), *, batch: int = 2000) -> Iterator[dict[str, Any]]:
+        """Stream rows as dicts without holding the whole result in memory."""
+        self.execute(sql, params)
+        names = [d[0] for d in self._cur.description]
+        while True:
+            rows = self._cur.fetchmany(batch)
+            if not rows:
+                return
+            for row in rows:
+                yield dict(zip(names, row))
+
+
+class Store(ABC):
+    """A ledger database: one write path, read-only readers, and a read-only SQL door."""
+
+    dialect: Dialect
+    #: where the ledger lives, safe to print (a PostgreSQL password is masked)
+    location: str
+    #: what opens this store again, e.g. from a child process (may hold a password: never print)
+    target: str
+
+    def __init__(self, *, busy_timeout_s: float) -> None:
+        self.busy_timeout_s = float(busy_timeout_s)
+        self._lock = threading.RLock()  # one writer per process at a time; guards the lists
+        self._writer: Any = None
+        self._writer_pid = -1
+        self._depth = 0  # nesting of write() blocks in the writing thread
+        self._local = threading.local()
+        self._readers: list[Any] = []
+
+    @abstractmethod
+    def write(self) -> "contextmanager[Tx]":
+        """A transaction holding the ledger's write lock; commits at the end, rolls back on error."""
+
+    @abstractmethod
+    def read(self) -> "contextmanager[Tx]":
+        """A read-only transaction (one consistent snapshot) on this thread's reader."""
+
+    @abstractmethod
+    def readonly_sql(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+    ) -> tuple[list[str], list[tuple]]:
+        """Run one statement that must not change anything; returns (column names, rows)."""
+
+    @abstractmethod
+    def table_names(self) -> set[str]:
+        """Tables in the ledger's namespace (the file, or the ``labcoat`` schema)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close every connection this process opened."""
+
+    def exists(self) -> bool:
+        return True
+
+    def _thread_reader(self, connect: Callable[[], Any], *, usable: Callable[[Any], bool] = lambda conn: True) -> Any:
+        """This thread's read-only connection, opened on first use and again after fork()."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid() and usable(conn):
+            return conn
+        if conn is not None:
+            _INHERITED.append(conn)
+        conn = connect()
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._lock:
+            self._readers.append(conn)
+        return conn
+
+    def check_integrity(self) -> list[str]:
+        """The database engine's own consistency check; an empty list means healthy."""
+        return []
+
+
+# --------------------------------------------------------------------------------------------
+# SQLite
+
+
+def _sqlite_message(exc: sqlite3.Error, location: str, busy_timeout_s: float) -> str:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return (
+            f"ledger {location}: the write lock stayed busy for more than {busy_timeout_s:g} s "
+            "(another process holds it); retry, or raise the busy timeout"
+        )
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return (
+            f"ledger {location}: the file is not a readable SQLite database ({text}); "
+            "point --ledger or LABCOAT_LEDGER at a labcoat ledger, or move this file away"
+        )
+    if "unable to open" in text or "readonly" in text:
+        return f"ledger {location}: cannot open the file ({text}); check the path and its permissions"
+    return f"ledger {location}: {text}"
+
+
+class SQLiteStore(Store):
+    """A ledger in one SQLite file, in WAL mode, safe for many writer processes."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+        super().__init__(busy_timeout_s=busy_timeout_s)
+        self.path = Path(path).expanduser().resolve()
+        self.location = self.target = str(self.path)
+        if self.path.is_dir():
+            raise InputError(
+                f"ledger {self.location}: is a directory; give the path of a database file, "
+                "e.g. .labcoat/ledger.db"
+            )
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise  # a constraint we declared: a labcoat bug or a race we must see
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(_sqlite_message(exc, self.location, self.busy_timeout_s)) from exc
+
+    def _connect_writer(self) -> sqlite3.Connection:
+        if self._writer is not None and self._writer_pid == os.getpid():
+            return self._writer
+        if self._writer is not None:  # inherited through fork
+            _INHERITED.append(self._writer)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"ledger {self.location}: cannot create its folder ({exc.strerror or exc})") from exc
+        with self._errors():
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            if new:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise LedgerError(
+                    f"ledger {self.location}: SQLite refused WAL mode (journal_mode={mode}); "
+                    "put the ledger on a local file system"
+                )
+            # WAL + NORMAL: a commit survives the process being killed; only an OS crash or
+            # power loss can drop the last commits, and never corrupts the file.
+            conn.execute("PRAGMA synchronous = NORMAL")
+        self._writer, self._writer_pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        with self._lock:
+            conn = self._connect_writer()
+            cur = conn.cursor()
+            if self._depth:  # nested: a savepoint inside the open transaction
+                name = f"labcoat_{self._depth}"
+                self._depth += 1
+                try:
+                    with self._errors():
+                        cur.execute(f"SAVEPOINT {name}")
+                    yield Tx(cur, SQLITE)
+                    with self._errors():
+                        cur.execute(f"RELEASE {name}")
+                except BaseException:
+                    if conn.in_transaction:
+                        cur.execute(f"ROLLBACK TO {name}")
+                        cur.execute(f"RELEASE {name}")
+                    raise
+                finally:
+                    self._depth -= 1
+                return
+            with self._errors():
+                cur.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                with self._errors():
+                    yield Tx(cur, SQLITE)
+                    cur.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._depth = 0
+
+    def _reader(self) -> sqlite3.Connection:
+        return self._thread_reader(self._connect_reader)
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            raise LedgerError(f"ledger {self.location}: no such file")
+        with self._errors():
+            conn = sqlite3.connect(
+                f"{self.path.as_uri()}?mode=ro",
+                uri=True,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA query_only = ON")
+            conn.set_authorizer(_deny_attach)
+        return conn
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        conn = self._reader()
+        cur = conn.cursor()
+        with self._errors():
+            cur.execute("BEGIN")
+            try:
+                yield Tx(cur, SQLITE)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def readonly_sql(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+    ) -> tuple[list[str], list[tuple]]:
+        conn = self._reader()
+        deadline = time.monotonic() + timeout_s
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            cur = conn.execute(sql, tuple(params))
+            rows = cur.fetchall()
+            columns = [d[0] for d in cur.description or ()]
+        except sqlite3.Error as exc:
+            text = str(exc)
+            if "readonly" in text or "read-only" in text or "not authorized" in text or "query_only" in text:
+                raise ReadOnlyError(
+                    f"ledger sql is read-only: the statement was refused ({text}); "
+                    "change the ledger through labcoat's commands, which keep its hash chains"
+                ) from exc
+            if "interrupted" in text:
+                raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                raise LedgerError(_sqlite_message(exc, self.location, self.busy_timeout_s)) from exc
+            raise InputError(f"ledger sql: {text}") from exc
+        finally:
+            conn.set_progress_handler(None, 0)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        return columns, rows
+
+    def table_names(self) -> set[str]:
+        with self.read() as tx:
+            rows = tx.all("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {r[0] for r in rows} - {"sqlite_sequence"}
+
+    def application_id(self) -> int:
+        with self.read() as tx:
+            return int(tx.value("PRAGMA application_id") or 0)
+
+    def check_integrity(self) -> list[str]:
+        with self.read() as tx:
+            rows = [r[0] for r in tx.all("PRAGMA integrity_check")]
+        return [] if rows == ["ok"] else rows
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None and self._writer_pid == os.getpid():
+                self._writer.close()
+            self._writer = None
+            for conn in self._readers:
+                try:
+                    conn.close()
+                except sqlite3.ProgrammingError:  # owned by a finished thread
+                    pass
+            self._readers.clear()
+            self._local = threading.local()
+
+
+def _deny_attach(action: int, *_: Any) -> int:
+    """Authorizer for readers: ATTACH could open (and create) another, writable file."""
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by ``***``, for messages."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise InputError(
+            "ledger: a postgresql:// ledger needs psycopg 3, which is not installed; "
+            "install it with `pip install 'labcoat[postgres]'`"
+        ) from exc
+    return psycopg
+
+
+class PostgresStore(Store):
+    """A team ledger on a PostgreSQL server, in its own ``labcoat`` schema."""
+
+    dialect = POSTGRES
+
+    def __init__(self, url: str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+        super().__init__(busy_timeout_s=busy_timeout_s)
+        self.url = self.target = url
+        self.location = redact_url(url)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        psycopg = _psycopg()
+        try:
+            yield
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise ReadOnlyError(
+                f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
+                "through labcoat's commands, which keep its hash chains"
+            ) from exc
+        except psycopg.errors.IntegrityError:
+            raise
+        except psycopg.OperationalError as exc:
+            raise LedgerError(f"ledger {self.location}: {_first_line(exc)}") from exc
+
+    def _connect(self, *, read_only: bool) -> Any:
+        psycopg = _psycopg()
+        with self._errors():
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        conn.execute(f"SET search_path TO {PG_SCHEMA}, public")
+        conn.execute(f"SET lock_timeout = {int(self.busy_timeout_s * 1000)}")
+        if read_only:
+            conn.execute("SET default_transaction_read_only = on")
+        return conn
+
+    def _writer_conn(self) -> Any:
+        if self._writer is not None and self._writer_pid == os.getpid() and not self._writer.closed:
+            return self._writer
+        if self._writer is not None:
+            _INHERITED.append(self._writer)
+        self._writer, self._writer_pid = self._connect(read_only=False), os.getpid()
+        return self._writer
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        with self._lock:
+            conn = self._writer_conn()
+            outermost = self._depth == 0
+            self._depth += 1
+            try:
+                with self._errors(), conn.transaction():  # nested blocks become savepoints
+                    cur = conn.cursor()
+                    if outermost:
+                        cur.execute("SELECT pg_advisory_xact_lock(%s)", (PG_WRITE_LOCK,))
+                    yield Tx(cur, POSTGRES)
+            finally:
+                self._depth -= 1
+
+    def _reader(self) -> Any:
+        return self._thread_reader(lambda: self._connect(read_only=True), usable=lambda conn: not conn.closed)
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        conn = self._reader()
+        with self._errors(), conn.transaction():
+            yield Tx(conn.cursor(), POSTGRES)
+
+    def readonly_sql(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+    ) -> tuple[list[str], list[tuple]]:
+        psycopg = _psycopg()
+        conn = self._reader()
+        try:
+            with conn.transaction(force_rollback=True):
+                cur = conn.cursor(binary=True)  # binary: the extended protocol, one statement only
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute(f"SET LOCAL statement_timeout = {max(1, int(timeout_s * 1000))}")
+                cur.execute("SELECT 1")  # takes the snapshot: read-write mode can no longer be set
+                if params:  # our placeholders are ?; psycopg's are %s, and a literal % is %%
+                    cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+                else:
+                    cur.execute(sql)
+                columns = [d.name for d in cur.description or ()]
+                rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+        except psycopg.errors.QueryCanceled as exc:
+            raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
+        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+            raise ReadOnlyError(
+                f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
+                "through labcoat's commands, which keep its hash chains"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise LedgerError(f"ledger {self.location}: {_first_line(exc)}") from exc
+        except psycopg.Error as exc:
+            text = _first_line(exc)
+            if "read-only" in text or "read only" in text:
+                raise ReadOnlyError(f"ledger sql is read-only: the statement was refused ({text})") from exc
+            raise InputError(f"ledger sql: {text}") from exc
+        return columns, rows
+
+    def table_names(self) -> set[str]:
+        with self.read() as tx:
+            rows = tx.all("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (PG_SCHEMA,))
+        return {r[0] for r in rows}
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None and self._writer_pid == os.getpid():
+                self._writer.close()
+            self._writer = None
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self._local = threading.local()
+
+
+def is_postgres_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(location: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> Store:
+    """The store for a file path, ``sqlite:///path`` or ``postgresql://…`` URL."""
+    text = os.fspath(location)
+    if is_postgres_url(text):
+        return PostgresStore(text, busy_timeout_s=busy_timeout_s)
+    if text.startswith("sqlite:///"):
+        return SQLiteStore(text[len("sqlite:///") :], busy_timeout_s=busy_timeout_s)
+    if "://" in text:
+        raise InputError(
+            f"ledger: {redact_url(text)!r} is not a location labcoat can open; give a file path, "
+            "sqlite:///PATH or postgresql://USER@HOST/DB"
+        )
+    if not text.strip():
+        raise InputError("ledger: the location is empty; give a file path or a postgresql:// URL")
+    return SQLiteStore(text, busy_timeout_s=busy_timeout_s)
