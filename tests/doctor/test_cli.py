@@ -125,3 +125,13 @@ def test_checks_lists_every_registered_check(cli):
     listed = json.loads(res.out)["checks"]
     assert [c["id"] for c in listed] == [c.id for c in REGISTRY]
     assert all(c["falsifies"] and c["predicts"] for c in listed)
+
+
+def test_ledger_option_records_findings(cli, exp_file, tmp_path):
+    import labcoat
+
+    path = tmp_path / "notebook.db"
+    res = cli("doctor", f"{exp_file}:broken", "--json", "--ledger", path)
+    assert res.code == 1
+    assert json.loads(res.out)["ledger"]["findings"]
+    assert labcoat.Ledger(path).findings(status="fail")[0].check == "update.optimizer.coverage"

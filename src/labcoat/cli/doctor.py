@@ -16,7 +16,9 @@ from labcoat.cli.output import console, emit_json, json_option
 @click.option("--all", "run_all", is_flag=True, help="Run every layer even after one fails.")
 @click.option("--seed", type=int, default=None, help="Seed for splits, copies and controls (default: the experiment's).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool) -> None:
+@click.option("--ledger", "ledger", default=None, metavar="PATH_OR_URL", help="Record the findings in this ledger (default: the project's ledger, if one exists).")
+@click.option("--no-ledger", is_flag=True, help="Record nothing.")
+def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool) -> None:
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
 
     Exit status: 0 healthy, 1 a check failed, 2 bad input.
@@ -29,6 +31,10 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
         overrides["budget"] = budget
     if seed is not None:
         overrides["seed"] = seed
+    if no_ledger:
+        overrides["ledger"] = False
+    elif ledger is not None:
+        overrides["ledger"] = ledger
     if quiet or as_json or not sys.stdout.isatty():
         overrides["progress"] = False
     report = experiment.diagnose(**_supported(overrides))

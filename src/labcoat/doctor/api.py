@@ -58,6 +58,9 @@ def diagnose(
     if unknown:
         raise InputError(f"layers: unknown layer(s) {unknown}; choose from {list(LAYERS)}")
 
+    from labcoat.ledger import Ledger
+
+    notebook = Ledger.for_recording(ledger)
     user_state = UserState(model, optimizer) if isinstance(model, nn.Module) else None
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=devices):  # the caller's RNG streams stay where they were
@@ -85,7 +88,7 @@ def diagnose(
         if user_state is not None and user_state.changed():  # last line of defence
             user_state.restore()
         inferred = _task_or_none(case)
-    return Report(
+    report = Report(
         findings=findings,
         layers_run=ran,
         layers_not_run=not_run,
@@ -95,6 +98,10 @@ def diagnose(
         timings=timings,
         examples={"train": len(train), "val": len(val)},
     )
+    if notebook is not None:  # each check becomes a resolved hypothesis with its evidence
+        ids = notebook.record_findings(report.findings, source="doctor")
+        report.extras["ledger"] = {"location": notebook.location, "findings": ids}
+    return report
 
 
 def _task_or_none(case: Case) -> str | None:

@@ -72,6 +72,27 @@ class Ledger:
             return None
         return cls(target, create=False)
 
+    @classmethod
+    def for_recording(cls, ledger: "Ledger | str | os.PathLike[str] | bool | None") -> "Ledger | None":
+        """Resolve the ``ledger=`` argument the doctor and the watch take.
+
+        ``False``: record nowhere. ``None``: the default ledger only if it already exists (never
+        create files the user did not ask for). A :class:`Ledger`: itself. A path or URL: that
+        ledger, created if needed.
+        """
+        if ledger is False:
+            return None
+        if ledger is None:
+            return cls.existing()
+        if isinstance(ledger, cls):
+            return ledger
+        if isinstance(ledger, (str, os.PathLike)):
+            return cls(ledger)
+        raise InputError(
+            f"ledger: expected a labcoat.Ledger, a path or URL, None (the default ledger if it exists) "
+            f"or False (nowhere); got {type(ledger).__name__}"
+        )
+
     # ---- opening ----------------------------------------------------------------------
 
     def _open(self, create: bool) -> None:

@@ -1,0 +1,52 @@
+"""diagnose(ledger=...) records each check in the lab notebook, and only where asked."""
+
+import pytest
+
+import labcoat
+from tests.doctor.helpers import diagnose, mlp
+
+
+def test_findings_recorded_as_resolved_hypotheses(tmp_path):
+    path = tmp_path / "ledger.db"
+    report = diagnose(mlp(), ledger=str(path))
+    ledger = labcoat.Ledger(path)
+    stored = ledger.findings(source="doctor")
+    assert [f.check for f in stored] == [f.check for f in report.findings]
+    assert report.extras["ledger"]["findings"]
+    coverage = next(e for e in ledger.entries() if e.title == report["update.optimizer.coverage"].falsifies)
+    assert coverage.verdict == "refuted"  # the failure mode was ruled out
+    assert ledger.verify()
+
+
+def test_failed_check_is_a_confirmed_hypothesis(tmp_path):
+    model = mlp()
+    import torch
+
+    opt = torch.optim.Adam(model[0].parameters(), lr=1e-3)
+    ledger = labcoat.Ledger(tmp_path / "l.db")
+    report = diagnose(model, optimizer=opt, ledger=ledger)
+    assert report.failed_layer == "update"
+    failed = ledger.findings(status="fail")
+    assert [f.check for f in failed] == ["update.optimizer.coverage"]
+    assert "confirmed" in {e.verdict for e in ledger.entries(verdict="confirmed")}
+
+
+def test_default_none_creates_nothing_when_no_ledger_exists(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LABCOAT_LEDGER", raising=False)
+    report = diagnose(mlp(), ledger=None)
+    assert "ledger" not in report.extras
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_default_none_records_in_an_existing_default_ledger(tmp_path, monkeypatch):
+    path = tmp_path / "team.db"
+    labcoat.Ledger(path)  # the user keeps a ledger
+    monkeypatch.setenv("LABCOAT_LEDGER", str(path))
+    report = diagnose(mlp(), ledger=None)
+    assert report.extras["ledger"]["findings"]
+
+
+def test_bad_ledger_argument_is_an_input_error():
+    with pytest.raises(labcoat.InputError, match="ledger"):
+        diagnose(mlp(), ledger=3.5)
