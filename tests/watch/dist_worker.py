@@ -4,13 +4,14 @@ straggler tests.
 Run as ``python dist_worker.py SCENARIO RANK WORLD INIT_FILE EVENTS_PATTERN``. Every rank
 trains the same MLP on its own shard of data and averages gradients with an all-reduce after
 backward, as DistributedDataParallel does (DDP itself is left out only because constructing
-it imports torch._dynamo, seconds per process). The scenario plants a bug on one rank:
+it imports torch._dynamo, seconds per process). Ranks compare every 5 steps. With SCENARIO
+``planted`` two bugs are planted, one after the other, after a healthy start:
 
-- ``desync``: at step 20 the last rank nudges ``fc2.bias`` (a replicated parameter);
-- ``straggler``: from step 20 rank 1 sleeps 30 ms before each forward (a slow data loader);
-- ``healthy``: nothing.
+- from step 20 (``DESYNC_STEP``) the last rank holds a nudged copy of ``fc2.bias``;
+- from step 30 (``STRAGGLER_STEP``) rank 1 sleeps 30 ms before each forward (a slow loader).
 
-Each rank writes its alerts as JSON lines to EVENTS_PATTERN with ``{rank}`` filled in.
+With SCENARIO ``healthy`` nothing is planted. Each rank writes its alerts as JSON lines to
+EVENTS_PATTERN with ``{rank}`` filled in.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import torch.nn.functional as F
 
 import labcoat
 
-PLANT_STEP = 20
-STEPS = 40
+DESYNC_STEP = 20
+STRAGGLER_STEP = 30
+STEPS = 45
 
 
 def main(scenario: str, rank: int, world: int, init_file: str, events: str) -> None:
@@ -47,10 +49,10 @@ def main(scenario: str, rank: int, world: int, init_file: str, events: str) -> N
     gen = torch.Generator().manual_seed(100 + rank)  # each rank its own shard of data
     with labcoat.watch(model, opt, every=1, sync_every=5, events=events) as w:
         for step in range(STEPS):
-            if scenario == "desync" and rank == world - 1 and step == PLANT_STEP:
+            if scenario == "planted" and rank == world - 1 and step == DESYNC_STEP:
                 with torch.no_grad():
                     model.fc2.bias.add_(1e-3)
-            if scenario == "straggler" and rank == 1 and step >= PLANT_STEP:
+            if scenario == "planted" and rank == 1 and step >= STRAGGLER_STEP:
                 time.sleep(0.03)
             x = torch.randn(16, 16, generator=gen)
             y = x[:, :4].argmax(dim=1)
