@@ -4,13 +4,14 @@ and reports to the ledger and the events file."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 import torch
 
 import labcoat
 from labcoat.errors import InputError
-from labcoat.watch import Alert, Watcher, read_alerts
+from labcoat.watch import Alert, Invariant, Watcher, read_alerts
 from tests.watch._training import MLP, train
 
 
@@ -68,7 +69,7 @@ def test_every_n_samples_tensors_but_sees_every_loss():
     model, opt = mlp_adam()
     seen = []
 
-    class Spy(labcoat.watch.Invariant):
+    class Spy(Invariant):
         kind, falsifies, predicts = "spy", "nothing", "nothing"
         needs = frozenset({"losses", "grad_norms"})
 
@@ -89,7 +90,7 @@ def test_closure_optimizers_read_gradients_after_the_closure_ran():
     x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
     got = []
 
-    class Spy(labcoat.watch.Invariant):
+    class Spy(Invariant):
         kind, falsifies, predicts = "spy", "nothing", "nothing"
         needs = frozenset({"grad_norms"})
 
@@ -158,12 +159,20 @@ def test_events_are_json_lines_that_read_back_as_alerts(tmp_path):
     assert read_alerts([path])[0].subject == "head.bias"
 
 
-def test_labcoat_watch_stays_callable_after_importing_the_package():
-    import labcoat.watch.alerts  # noqa: F401  makes labcoat.watch the package object
-
-    model, opt = mlp_adam()
-    with labcoat.watch(model, opt) as w:
-        assert isinstance(w, Watcher)
+def test_labcoat_watch_is_both_the_function_and_the_package(subprocess_env, python):
+    # in a fresh interpreter, whichever is touched first, labcoat.watch(...) and
+    # labcoat.watch.<name> must both keep working
+    code = (
+        "import torch, labcoat\n"
+        "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "w = labcoat.watch(m, o)\n"
+        "import labcoat.watch.alerts\n"
+        "assert labcoat.watch.Invariant and labcoat.watch(m, o).every == w.every\n"
+        "print(type(w).__name__)\n"
+    )
+    out = subprocess.run([python, "-c", code], env=subprocess_env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Watcher"
 
 
 def test_a_data_parallel_wrapper_is_unwrapped_so_names_are_the_users():

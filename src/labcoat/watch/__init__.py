@@ -4,37 +4,50 @@
 :class:`Watcher`; see :mod:`labcoat.watch.watcher`. Alerts are :class:`Alert` objects, each
 invariant lives in :mod:`labcoat.watch.invariants`, events are JSON lines
 (:mod:`labcoat.watch.events`) and ranks are compared in :mod:`labcoat.watch.distributed`.
+
+Names load on first use, so ``labcoat watch report`` and ``labcoat --help`` do not import torch.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import types
 from typing import Any
 
-from labcoat.watch.alerts import Alert, merge_alerts
-from labcoat.watch.events import EventLog, read_alerts, read_events
-from labcoat.watch.invariants import INVARIANTS, Invariant, Violation
-from labcoat.watch.sample import CrossRank, Sample, WatchContext
-from labcoat.watch.watcher import DEFAULT_EVERY, DEFAULT_SYNC_EVERY, Watcher, watch
+#: public name -> "module:attribute", imported on first access
+_LAZY: dict[str, str] = {
+    "Alert": "labcoat.watch.alerts:Alert",
+    "merge_alerts": "labcoat.watch.alerts:merge_alerts",
+    "EventLog": "labcoat.watch.events:EventLog",
+    "read_alerts": "labcoat.watch.events:read_alerts",
+    "read_events": "labcoat.watch.events:read_events",
+    "INVARIANTS": "labcoat.watch.invariants:INVARIANTS",
+    "Invariant": "labcoat.watch.invariants:Invariant",
+    "Violation": "labcoat.watch.invariants:Violation",
+    "CrossRank": "labcoat.watch.sample:CrossRank",
+    "Sample": "labcoat.watch.sample:Sample",
+    "WatchContext": "labcoat.watch.sample:WatchContext",
+    "DEFAULT_EVERY": "labcoat.watch.watcher:DEFAULT_EVERY",
+    "DEFAULT_SYNC_EVERY": "labcoat.watch.watcher:DEFAULT_SYNC_EVERY",
+    "Watcher": "labcoat.watch.watcher:Watcher",
+    "watch": "labcoat.watch.watcher:watch",
+}
 
-__all__ = [
-    "Alert",
-    "CrossRank",
-    "DEFAULT_EVERY",
-    "DEFAULT_SYNC_EVERY",
-    "EventLog",
-    "INVARIANTS",
-    "Invariant",
-    "Sample",
-    "Violation",
-    "WatchContext",
-    "Watcher",
-    "merge_alerts",
-    "read_alerts",
-    "read_events",
-    "watch",
-]
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name].split(":")
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'labcoat.watch' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 class _CallableModule(types.ModuleType):
@@ -45,8 +58,8 @@ class _CallableModule(types.ModuleType):
     ``labcoat.watch(model, optimizer)`` working either way.
     """
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Watcher:
-        return watch(*args, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return __getattr__("watch")(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule
