@@ -19,6 +19,7 @@ from labcoat.errors import LabcoatError
 
 #: command name -> "module:attribute" of its click command; a new command is one line here.
 COMMANDS: dict[str, str] = {
+    "stats": "labcoat.cli.stats:stats",
     "watch": "labcoat.watch.cli:watch_group",
 }
 

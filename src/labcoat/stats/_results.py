@@ -1,0 +1,70 @@
+"""Result types shared by every function in :mod:`labcoat.stats`.
+
+Results are plain data with named fields, in the manner of ``scipy.stats``: the numbers a
+report needs are attributes, the level of an interval is chosen after the fact through
+``confidence_interval(confidence_level)``, and resampling results keep their resamples.
+Rendering lives in :mod:`labcoat.stats.render`; ``to_dict`` gives the JSON shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from labcoat.stats._validation import check_probability
+
+
+class ConfidenceInterval(NamedTuple):
+    """A two-sided interval ``(low, high)``; the one interval type across ``labcoat.stats``."""
+
+    low: float
+    high: float
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def excludes(self, value: float) -> bool:
+        """True when ``value`` lies outside the interval."""
+        return value < self.low or value > self.high
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A statistic on all the data, its bootstrap standard error and percentile interval.
+
+    ``bootstrap_distribution`` keeps every resample's value, so other levels come from
+    :meth:`confidence_interval` without resampling again. ``n`` counts the units resampled
+    (items, or runs for seed summaries).
+    """
+
+    statistic: float
+    standard_error: float
+    bootstrap_distribution: np.ndarray
+    metric: str
+    n: int
+    confidence: float
+
+    @property
+    def ci(self) -> ConfidenceInterval:
+        return self.confidence_interval(self.confidence)
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """Percentile interval of the kept resamples."""
+        level = check_probability(confidence_level, "confidence_level")
+        low, high = np.quantile(self.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2])
+        return ConfidenceInterval(float(low), float(high))
+
+    def to_dict(self) -> dict[str, Any]:
+        ci = self.ci
+        return {
+            "metric": self.metric,
+            "statistic": self.statistic,
+            "se": self.standard_error,
+            "ci": [ci.low, ci.high],
+            "n": self.n,
+            "n_resamples": int(self.bootstrap_distribution.size),
+            "confidence": self.confidence,
+        }

@@ -1,0 +1,137 @@
+"""Sufficient-statistic bootstrap: same metric and same SE as resampling and recomputing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score, matthews_corrcoef, precision_score, recall_score
+
+from labcoat.errors import InputError
+from labcoat.stats import (
+    METRICS,
+    bleu_statistics,
+    bootstrap_difference,
+    bootstrap_metric,
+    classification_statistics,
+    corpus_bleu,
+    perplexity_statistics,
+)
+
+VOCAB = [f"w{i}" for i in range(40)]
+
+
+def _labels(rng, n=600, accuracy=0.8):
+    y = rng.integers(0, 2, size=n)
+    return y, np.where(rng.uniform(size=n) < accuracy, y, 1 - y)
+
+
+def _sentences(rng, n=200):
+    refs = [" ".join(rng.choice(VOCAB, rng.integers(6, 16))) for _ in range(n)]
+    hyps = [" ".join(w if rng.uniform() < 0.7 else rng.choice(VOCAB) for w in r.split()[: len(r.split()) - rng.integers(0, 3)]) for r in refs]
+    return hyps, refs
+
+
+@pytest.mark.parametrize(
+    "name, reference",
+    [("f1", f1_score), ("precision", precision_score), ("recall", recall_score), ("mcc", matthews_corrcoef)],
+)
+def test_classification_metrics_match_scikit_learn(name, reference):
+    y, p = _labels(np.random.default_rng(0))
+    assert METRICS[name](classification_statistics(y, p)) == pytest.approx(reference(y, p))
+
+
+def test_bleu_matches_sacrebleu():
+    sacrebleu = pytest.importorskip("sacrebleu")
+    hyps, refs = _sentences(np.random.default_rng(1))
+    other = _sentences(np.random.default_rng(2))[1]
+    assert corpus_bleu(hyps, refs) == pytest.approx(
+        sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", smooth_method="none").score
+    )
+    assert corpus_bleu(hyps, list(zip(refs, other))) == pytest.approx(
+        sacrebleu.corpus_bleu(hyps, [refs, other], tokenize="none", smooth_method="none").score
+    )
+
+
+def test_perplexity_is_exp_of_token_weighted_nll():
+    nll, tokens = np.array([10.0, 30.0]), np.array([5.0, 15.0])
+    assert METRICS["perplexity"](perplexity_statistics(nll, tokens)) == pytest.approx(np.exp(2.0))
+
+
+def _naive_se(rng, n, recompute, reps):
+    return np.std([recompute(rng.integers(0, n, size=n)) for _ in range(reps)], ddof=1)
+
+
+def test_f1_se_equals_the_naive_resample_and_recompute_loop():
+    rng = np.random.default_rng(3)
+    y, p = _labels(rng, n=800)
+    reps = 1500
+
+    def f1_from_labels(i):  # recomputed from the resampled items' labels, as a naive loop does
+        t, g = y[i] == 1, p[i] == 1
+        return 2 * np.sum(t & g) / (2 * np.sum(t & g) + np.sum(~t & g) + np.sum(t & ~g))
+
+    fast = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=reps, random_state=4)
+    naive = _naive_se(rng, y.size, f1_from_labels, reps)
+    # SEs estimated from 1500 resamples each agree to a few percent (MC error ~ 1/sqrt(2 reps))
+    assert fast.standard_error == pytest.approx(naive, rel=0.1)
+    assert fast.statistic == pytest.approx(f1_score(y, p))
+
+
+def test_bleu_se_equals_recomputing_from_the_texts():
+    rng = np.random.default_rng(5)
+    hyps, refs = _sentences(rng, n=100)
+    reps = 300
+    fast = bootstrap_metric(bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6)
+    naive = _naive_se(rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps)
+    assert fast.standard_error == pytest.approx(naive, rel=0.15)
+
+
+def test_resampling_is_the_bootstrap_not_a_permutation():
+    """A planted bug (resampling without replacement) would give SE 0; the real one does not."""
+    y, p = _labels(np.random.default_rng(7))
+    res = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=500, random_state=0)
+    assert res.standard_error > 0.005
+    lo, hi = res.ci
+    assert lo < res.statistic < hi
+    assert res.confidence_interval(0.5).width < res.ci.width
+    assert res.bootstrap_distribution.shape == (500,)
+
+
+def test_seed_makes_it_reproducible():
+    stats = classification_statistics(*_labels(np.random.default_rng(8)))
+    a = bootstrap_metric(stats, "f1", n_resamples=200, random_state=1)
+    b = bootstrap_metric(stats, "f1", n_resamples=200, random_state=1)
+    np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
+
+
+def test_paired_difference_is_tighter_than_independent_errors():
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 2, size=1000)
+    hard = rng.uniform(size=1000) < 0.25  # both models fail the same hard items
+    pa = np.where(hard, 1 - y, y)
+    pb = np.where(hard | (rng.uniform(size=1000) < 0.05), 1 - y, y)
+    sa, sb = classification_statistics(y, pa), classification_statistics(y, pb)
+    diff = bootstrap_difference(sa, sb, "f1", n_resamples=1000, random_state=0)
+    assert diff.statistic == pytest.approx(f1_score(y, pa) - f1_score(y, pb))
+    one = bootstrap_metric(sa, "f1", n_resamples=1000, random_state=1).standard_error
+    two = bootstrap_metric(sb, "f1", n_resamples=1000, random_state=2).standard_error
+    assert diff.standard_error < 0.5 * np.hypot(one, two)
+    assert diff.ci.low > 0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: bootstrap_metric(np.ones((10, 3)), "f1"), "columns tp, fp, fn, tn"),
+        (lambda: bootstrap_metric(np.ones((10, 4)), "f2"), "`metric` must be one of"),
+        (lambda: bootstrap_metric(np.full((10, 2), np.nan), "perplexity"), "NaN"),
+        (lambda: bootstrap_metric(np.ones((10, 2)), "mean", n_resamples=1), "`n_resamples`"),
+        (lambda: classification_statistics([0, 1], [0, 1, 1]), "one entry per item"),
+        (lambda: classification_statistics(["a", "b"], ["a", "a"], pos_label="c"), "`pos_label`"),
+        (lambda: perplexity_statistics([1.0, 2.0], [3, 0]), "`tokens` must be positive"),
+        (lambda: bleu_statistics(["a b"], ["a", "b"]), "must pair up"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(InputError, match=match):
+        call()

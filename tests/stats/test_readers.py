@@ -1,0 +1,113 @@
+"""Readers: plain tables, lm-eval-harness samples and Inspect logs, with one-line errors."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from labcoat.errors import InputError
+from labcoat.stats import read_table
+
+
+def _lm_eval_record(doc_id, acc, filt="none", metric="acc"):
+    return {
+        "doc_id": doc_id,
+        "doc": {"question": f"q{doc_id}"},
+        "target": "A",
+        "arguments": [["ctx", " A"]],
+        "resps": [[["-1.2", "True"]]],
+        "filtered_resps": [["-1.2", "True"]],
+        "filter": filt,
+        "metrics": [metric],
+        metric: acc,
+        "doc_hash": "x",
+    }
+
+
+def _inspect_sample(sid, epoch, grade, subject):
+    return {
+        "id": sid,
+        "epoch": epoch,
+        "input": "question",
+        "target": "A",
+        "scores": {"choice": {"value": grade, "answer": "A"}, "judge": {"value": {"accuracy": 1, "f1": 0.5}}},
+        "metadata": {"subject": subject, "nested": {"skip": True}},
+    }
+
+
+def test_csv_and_jsonl_give_the_same_columns(tmp_path):
+    (tmp_path / "r.csv").write_text("id,acc\n1,1\n2,0\n3,true\n")
+    (tmp_path / "r.jsonl").write_text("\n".join(json.dumps({"id": i, "acc": a}) for i, a in [(1, 1), (2, 0), (3, True)]) + "\n")
+    for name in ("r.csv", "r.jsonl"):
+        table = read_table(tmp_path / name)
+        np.testing.assert_array_equal(table.scores("acc"), [1.0, 0.0, 1.0])
+        assert table.labels("id").tolist() == ["1", "2", "3"]
+
+
+def test_parquet(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a", "b"], "score": [0.5, 1.0]}), tmp_path / "r.parquet")
+    table = read_table(tmp_path / "r.parquet")
+    np.testing.assert_array_equal(table.scores("score"), [0.5, 1.0])
+
+
+def test_lm_eval_samples_single_and_multiple_filters(tmp_path):
+    one = tmp_path / "samples_arc_easy_2024-01-01T00-00-00.jsonl"
+    one.write_text("\n".join(json.dumps(_lm_eval_record(i, float(i % 2))) for i in range(4)))
+    table = read_table(one)
+    np.testing.assert_array_equal(table.scores("acc"), [0, 1, 0, 1])
+    np.testing.assert_array_equal(table.scores("acc,none"), [0, 1, 0, 1])
+    assert table.labels("doc_id").tolist() == ["0", "1", "2", "3"]
+
+    two = tmp_path / "samples_gsm8k_2024.jsonl"
+    rows = [_lm_eval_record(i, 1.0, f, "exact_match") for i in range(3) for f in ("strict-match", "flexible-extract")]
+    two.write_text("\n".join(json.dumps(r) for r in rows))
+    table = read_table(two)
+    assert len(table) == 3  # one row per document, not per filter
+    assert "exact_match,strict-match" in table.names and "exact_match" not in table.names
+
+
+def test_inspect_json_and_eval_logs(tmp_path):
+    samples = [_inspect_sample(s, e, g, "bio" if s < 2 else "chem") for s, e, g in [(1, 1, "C"), (1, 2, "I"), (2, 1, "P"), (3, 1, "C")]]
+    log = {"version": 2, "status": "success", "eval": {"task": "mmlu", "model": "m"}, "samples": samples}
+    (tmp_path / "log.json").write_text(json.dumps(log))
+    with zipfile.ZipFile(tmp_path / "log.eval", "w") as zf:
+        zf.writestr("header.json", json.dumps({"eval": log["eval"]}))
+        for s in samples:
+            zf.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+    for name in ("log.json", "log.eval"):
+        table = read_table(tmp_path / name)
+        assert sorted(zip(table.labels("id"), table.scores("choice"))) == [("1", 0.0), ("1", 1.0), ("2", 0.5), ("3", 1.0)]
+        assert set(table.labels("metadata.subject")) == {"bio", "chem"}
+        assert "judge.f1" in table.names and "metadata.nested" not in table.names
+
+
+@pytest.mark.parametrize(
+    "name, text, call, match",
+    [
+        ("r.csv", "id,acc\n1,1\n2,\n", lambda t: t.scores("acc"), r"column 'acc' row 2 is missing"),
+        ("r.csv", "id,acc\n1,1\n2,nan\n", lambda t: t.scores("acc"), r"row 2 is 'nan'"),
+        ("r.csv", "id,acc\n1,1\n", lambda t: t.scores("accuracy"), r"no column 'accuracy'; columns are: id, acc"),
+        ("r.jsonl", '{"a": 1}\nnot json\n', None, "line 2 is not valid JSON"),
+        ("r.txt", "x", None, "unknown file type .txt"),
+        ("r.csv", "", None, "no header row"),
+        ("r.json", '{"a": 1}', None, "Inspect eval log"),
+        ("r.eval", "not a zip", None, "could not be read"),
+    ],
+)
+def test_bad_files_are_one_line_errors(tmp_path, name, text, call, match):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=match):
+        table = read_table(path)
+        call(table)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_table(tmp_path / "nope.csv")
