@@ -28,6 +28,8 @@ _LAZY: dict[str, str] = {
     "CrossRank": "labcoat.watch.sample:CrossRank",
     "Sample": "labcoat.watch.sample:Sample",
     "WatchContext": "labcoat.watch.sample:WatchContext",
+    "Evaluation": "labcoat.watch.evaluation:Evaluation",
+    "EvalResult": "labcoat.watch.evaluation:EvalResult",
     "DEFAULT_EVERY": "labcoat.watch.watcher:DEFAULT_EVERY",
     "DEFAULT_SYNC_EVERY": "labcoat.watch.watcher:DEFAULT_SYNC_EVERY",
     "Watcher": "labcoat.watch.watcher:Watcher",

@@ -27,6 +27,7 @@ from labcoat.findings import Finding
 from labcoat.watch._resolve import as_items, resolve_tensors, select_replicated
 from labcoat.watch.alerts import Alert
 from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
+from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
 from labcoat.watch.invariants import INVARIANTS, Invariant
 from labcoat.watch.probes import fused_norms, stack_scalars, to_host
@@ -64,6 +65,7 @@ class Watcher:
         replicated: Any = None,
         group: Any = None,
         on_alert: Callable[[Alert], None] | Sequence[Callable[[Alert], None]] | None = None,
+        evaluation: Evaluation | Sequence[Evaluation] | None = None,
     ):
         self.model = _check_model(model)
         self.optimizer = _check_optimizer(optimizer)
@@ -80,6 +82,14 @@ class Watcher:
             if not callable(cb):
                 raise InputError(f"`on_alert` must be callable or a list of callables; got {cb!r}.")
         self._callbacks = callbacks
+        evals = [] if evaluation is None else [evaluation] if isinstance(evaluation, Evaluation) else list(evaluation)
+        for ev in evals:
+            if not isinstance(ev, Evaluation):
+                raise InputError(
+                    f"`evaluation` must be a labcoat.watch.Evaluation or a list of them; got {type(ev).__name__}."
+                )
+        self._periodic = evals
+        self._evaluating = False
         self._invariants = INVARIANTS.create(invariants, options)
         self._declared_frozen = resolve_tensors(
             self.model, as_items(expect_frozen), "expect_frozen", with_buffers=True
@@ -90,11 +100,14 @@ class Watcher:
 
         self._alerts: list[Alert] = []
         self._events: list[dict[str, Any]] = []
+        self._evaluations: list[EvalResult] = []
         self._started = False
         self._closed = False
         self._handles: list[Any] = []
+        self._log: EventLog | None = None
         self.observed = 0
         self.samples = 0
+        self._last_step: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Watcher":
@@ -203,11 +216,11 @@ class Watcher:
             self._measure_grads()
 
     def _forward_start(self, module: nn.Module, args: Any) -> None:
-        if self._clock is not None:
+        if self._clock is not None and not self._evaluating:
             self._clock.forward_start()
 
     def _forward_end(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._clock is not None:
+        if self._clock is not None and not self._evaluating:
             self._clock.forward_end()
 
     def _measure_params(self) -> None:
@@ -246,6 +259,7 @@ class Watcher:
         if isinstance(step, bool) or not isinstance(step, numbers.Integral):
             raise InputError(f"`step` must be an int (the training step); got {step!r}.")
         step = int(step)
+        self._last_step = step
         if loss is not None:
             self.record_loss(step, loss)
         index = self.observed
@@ -258,9 +272,47 @@ class Watcher:
         if sampled or synced:
             new = self._judge(self._collect(step, sampled, synced))
         self._sample_next = self.observed % self.every == 0
+        for ev in self._periodic:
+            if self.observed % ev.every == 0:
+                self.evaluate(
+                    ev.batches, ev.score, width=ev.width, threshold=ev.threshold, lower=ev.lower,
+                    upper=ev.upper, confidence=ev.confidence, name=ev.name, step=step,
+                )
         if self._clock is not None:
             self._clock.restart()
         return new
+
+    def evaluate(
+        self,
+        batches: Iterable[Any] | Callable[[], Iterable[Any]],
+        score: ScoreFn,
+        *,
+        width: float | None = 0.05,
+        threshold: float | None = None,
+        lower: float = 0.0,
+        upper: float = 1.0,
+        confidence: float = 0.95,
+        name: str = "eval",
+        step: int | None = None,
+    ) -> EvalResult:
+        """Evaluate the model now, stopping once the interval is tight; recorded as an event.
+
+        ``score(batch)`` returns one score per item in ``[lower, upper]``; scores stream into
+        an anytime-valid confidence sequence (:mod:`labcoat.watch.evaluation`), so stopping
+        at ``width`` (or once ``threshold`` is excluded) keeps its ``confidence``.
+        """
+        self._evaluating = True
+        try:
+            result = evaluate(
+                self.model, batches, score, width=width, threshold=threshold, lower=lower,
+                upper=upper, confidence=confidence, name=name,
+                step=self._last_step if step is None else step,
+            )
+        finally:
+            self._evaluating = False
+        self._evaluations.append(result)
+        self._emit(result.to_event(self.info.rank if self._started else None))
+        return result
 
     def record_loss(self, step: int, loss: Any) -> None:
         """Add a loss that arrives apart from :meth:`observe` (e.g. from a trainer's logs)."""
@@ -370,6 +422,11 @@ class Watcher:
         return list(self._alerts)
 
     @property
+    def evaluations(self) -> list[EvalResult]:
+        """Every evaluation run through this watch, in order."""
+        return list(self._evaluations)
+
+    @property
     def events(self) -> list[dict[str, Any]]:
         """Every event this rank recorded (alerts and evaluations), as JSON-able dicts."""
         return list(self._events)
@@ -438,8 +495,9 @@ def watch(
         ``sync_every`` (compare ranks every N steps), ``events`` (JSON-lines path; ``{rank}``
         is filled in), ``invariants`` (kinds or :class:`Invariant` objects to run),
         ``options`` (per-kind invariant options, e.g. ``{"spike": {"z": 8}}``),
-        ``replicated`` (what every rank holds a copy of), ``group`` (process group) and
-        ``on_alert`` (callbacks).
+        ``replicated`` (what every rank holds a copy of), ``group`` (process group),
+        ``on_alert`` (callbacks) and ``evaluation`` (an :class:`Evaluation` to run every N
+        steps, with error bars and early stopping).
     """
     return Watcher(model, optimizer, expect_frozen=expect_frozen, ledger=ledger, every=every, **options)
 
