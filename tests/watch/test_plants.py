@@ -92,6 +92,21 @@ def test_frozen_moved_when_a_declared_frozen_layer_is_unfrozen_by_mistake():
     assert set(alert.evidence["moved"]) == {"fc1.weight", "fc1.bias"}
 
 
+def test_frozen_moved_warns_when_a_requires_grad_false_parameter_is_written_to():
+    model, opt = mlp_sgd()
+    model.fc1.requires_grad_(False)  # frozen by requires_grad alone, not declared
+
+    def plant(step, m, o, x, y):
+        if step == PLANT:
+            with torch.no_grad():  # e.g. a hand-written weight decay that forgot the frozen layer
+                m.fc1.weight.mul_(0.99)
+        return x, y
+
+    alert = only(train(model, opt, steps=PLANT + 5, plant=plant, every=1).alerts, "frozen_moved")
+    assert alert.step == PLANT and alert.subject == "fc1.weight" and alert.severity == "warn"
+    assert "requires_grad=False" in alert.message
+
+
 def frozen_backbone_cnn():
     torch.manual_seed(0)
     model = CNN()

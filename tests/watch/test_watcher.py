@@ -11,7 +11,7 @@ import torch
 
 import labcoat
 from labcoat.errors import InputError
-from labcoat.watch import Alert, Invariant, Watcher, read_alerts
+from labcoat.watch import Invariant, read_alerts
 from tests.watch._training import MLP, train
 
 
@@ -241,3 +241,33 @@ def test_on_alert_callbacks_get_each_new_alert_once():
 
     w = train(model, opt, steps=10, plant=plant, every=1, on_alert=got.append)
     assert got == w.alerts and len(got) == 1  # a persisting NaN is one alert, not one per step
+
+
+def test_a_broken_invariant_is_turned_off_with_a_warning_not_a_crash():
+    class Broken(Invariant):
+        kind, falsifies, predicts = "broken", "nothing", "nothing"
+        needs = frozenset({"losses"})
+
+        def update(self, sample):
+            raise ZeroDivisionError("oops")
+
+        def compute(self):
+            return []
+
+    model, opt = mlp_adam()
+    with pytest.warns(RuntimeWarning, match="'broken' invariant raised ZeroDivisionError"):
+        w = train(model, opt, steps=5, every=1, invariants=[Broken(), "nonfinite"])
+    by_check = {f.check: f for f in w.findings()}
+    assert by_check["broken"].status == "skip" and "internal error" in by_check["broken"].message
+    assert by_check["nonfinite"].status == "pass"
+
+
+def test_replicated_tensors_can_be_narrowed_by_predicate_or_names():
+    from labcoat.watch._resolve import select_replicated
+
+    model = MLP()
+    assert list(select_replicated(model, None)) == [n for n, _ in model.named_parameters()]
+    assert list(select_replicated(model, lambda name, p: name.endswith("bias"))) == [
+        "fc1.bias", "fc2.bias", "head.bias"
+    ]
+    assert list(select_replicated(model, ["head", model.fc1.weight])) == ["head.weight", "head.bias", "fc1.weight"]
