@@ -29,7 +29,7 @@ from labcoat.watch.alerts import Alert
 from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
 from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
-from labcoat.watch.invariants import INVARIANTS, Invariant
+from labcoat.watch.invariants import INVARIANTS, Invariant, Violation
 from labcoat.watch.probes import fused_norms, stack_scalars, to_host
 from labcoat.watch.sample import FrozenReason, Sample, WatchContext
 
@@ -391,7 +391,7 @@ class Watcher:
             self._violated[inv.kind] = now
         return new
 
-    def _raise(self, inv: Invariant, v: Any, sample: Sample) -> Alert:
+    def _raise(self, inv: Invariant, v: Violation, sample: Sample) -> Alert:
         alert = Alert(
             kind=inv.kind,
             step=sample.step,
