@@ -14,14 +14,14 @@ from labcoat.findings import Check, Finding, Outcome
 
 __version__ = "0.1.0"
 
-#: public name -> "module:attribute", imported on first access
+#: public name -> "module:attribute" (or just "module"), imported on first access
 _LAZY: dict[str, str] = {
     "diagnose": "labcoat.doctor:diagnose",
     "Experiment": "labcoat.doctor:Experiment",
     "Report": "labcoat.doctor:Report",
     "permutation_test": "labcoat.doctor.permutation:permutation_test",
     "Ledger": "labcoat.ledger:Ledger",
-    "watch": "labcoat.watch:watch",
+    "watch": "labcoat.watch",  # the package itself: callable, and it holds Invariant, Alert, ...
     "Alert": "labcoat.watch:Alert",
 }
 
@@ -30,8 +30,10 @@ __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__versi
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        module, attr = _LAZY[name].split(":")
-        value = getattr(importlib.import_module(module), attr)
+        module, _, attr = _LAZY[name].partition(":")
+        value = importlib.import_module(module)
+        if attr:
+            value = getattr(value, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'labcoat' has no attribute {name!r}")

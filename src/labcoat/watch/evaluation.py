@@ -1,0 +1,173 @@
+"""Evaluation during training, with error bars, that stops as soon as it knows enough.
+
+Per-item scores stream into an anytime-valid :class:`labcoat.stats.ConfidenceSequence`, so the
+evaluation may look at its interval after every batch and stop once it is narrower than
+``width`` (or excludes ``threshold``) without the optional-stopping bias of re-checking a
+fixed-n interval. A periodic eval over a large held-out set then costs only as many batches
+as the current model's score needs. The model is put in eval mode, without gradients, for
+the duration, and every module's own train/eval flag is restored afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from labcoat.errors import InputError
+
+#: a score function takes one batch and returns one score per item (tensor, array or list)
+ScoreFn = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What to evaluate every ``every`` steps when passed to ``labcoat.watch(evaluation=...)``.
+
+    ``batches`` is re-iterated at each evaluation (a DataLoader, a list) or is a function that
+    returns a fresh iterable. ``score`` maps a batch to per-item scores in ``[lower, upper]``
+    (accuracy: 0/1 per item). The evaluation stops once the interval is narrower than
+    ``width`` or excludes ``threshold``, whichever comes first, or when the batches run out.
+    """
+
+    batches: Iterable[Any] | Callable[[], Iterable[Any]]
+    score: ScoreFn
+    every: int
+    width: float | None = 0.05
+    threshold: float | None = None
+    lower: float = 0.0
+    upper: float = 1.0
+    confidence: float = 0.95
+    name: str = "eval"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.every, bool) or not isinstance(self.every, numbers.Integral) or self.every < 1:
+            raise InputError(f"Evaluation `every` must be a positive int (steps); got {self.every!r}.")
+        if not callable(self.score):
+            raise InputError(
+                f"Evaluation `score` must be a function batch -> per-item scores; got {type(self.score).__name__}."
+            )
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """One evaluation: the mean per-item score and its anytime-valid confidence interval."""
+
+    name: str
+    step: int | None
+    n: int
+    mean: float
+    low: float
+    high: float
+    confidence: float
+    #: True when the interval became tight enough before the batches ran out
+    stopped_early: bool
+    batches: int
+    seconds: float
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def to_event(self, rank: int | None) -> dict[str, Any]:
+        early = ", stopped early" if self.stopped_early else ""
+        return {
+            "step": self.step,
+            "rank": rank,
+            "time": time.time(),
+            "kind": "eval",
+            "value": self.mean,
+            "message": (
+                f"{self.name}: {self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] "
+                f"({self.confidence:.0%} anytime interval, n={self.n}{early})"
+            ),
+            "evidence": {
+                "name": self.name,
+                "n": self.n,
+                "interval": [self.low, self.high],
+                "confidence": self.confidence,
+                "stopped_early": self.stopped_early,
+                "batches": self.batches,
+                "seconds": self.seconds,
+            },
+        }
+
+
+def evaluate(
+    model: nn.Module,
+    batches: Iterable[Any] | Callable[[], Iterable[Any]],
+    score: ScoreFn,
+    *,
+    width: float | None = 0.05,
+    threshold: float | None = None,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    confidence: float = 0.95,
+    name: str = "eval",
+    step: int | None = None,
+) -> EvalResult:
+    """Score ``batches`` with ``score`` until the interval is tight enough; see the module doc."""
+    from labcoat.stats import ConfidenceSequence
+
+    if width is None and threshold is None:
+        raise InputError("evaluate needs `width`, `threshold` or both to know when to stop; got neither.")
+    cs = ConfidenceSequence(lower, upper, confidence)
+    start = time.perf_counter()
+    seen = 0
+    stopped = False
+    iterable = batches() if callable(batches) else batches
+    with torch.no_grad(), eval_mode(model):
+        for batch in iterable:
+            seen += 1
+            cs.update(_scores(score(batch), seen))
+            if cs.done(width=width, threshold=threshold):
+                stopped = True
+                break
+    if cs.n == 0:
+        raise InputError(
+            f"evaluation {name!r} got no scores: `batches` yielded {seen} batches and `score` "
+            "returned no items; pass a non-empty iterable (re-iterable, or a function returning one)."
+        )
+    ci = cs.interval
+    return EvalResult(
+        name=name,
+        step=step,
+        n=cs.n,
+        mean=cs.mean,
+        low=float(ci.low),
+        high=float(ci.high),
+        confidence=cs.confidence,
+        stopped_early=stopped,
+        batches=seen,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _scores(values: Any, batch: int) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().to(torch.float64).cpu().numpy()
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim > 1:
+        raise InputError(
+            f"`score` must return one score per item; batch {batch} gave shape {arr.shape}. "
+            "Return e.g. (logits.argmax(1) == y).float(), not a matrix."
+        )
+    return arr.reshape(-1)
+
+
+@contextlib.contextmanager
+def eval_mode(model: nn.Module) -> Iterator[None]:
+    """``model.eval()`` for the block, then every module's own ``training`` flag restored."""
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, training in flags:
+            module.training = training

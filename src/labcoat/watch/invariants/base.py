@@ -1,0 +1,222 @@
+"""The invariant contract and its registry.
+
+An invariant is declared once, as a small class: its alert ``kind``, what a violation
+falsifies, what a healthy run predicts, the sample fields it ``needs`` and its options. Like a
+torchmetrics ``Metric`` it declares its running state with :meth:`Invariant.add_state`, folds
+each :class:`~labcoat.watch.sample.Sample` in with :meth:`Invariant.update` and says what is
+violated *now* with :meth:`Invariant.compute`. The watcher turns a violation that starts into
+an alert and stays quiet until it clears, so a NaN that persists is one alert, not thousands.
+
+New invariants register with ``@INVARIANTS.register``; duplicate kinds are refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Iterator, Mapping
+
+from labcoat.errors import InputError
+from labcoat.watch.alerts import Severity
+from labcoat.watch.sample import Sample, WatchContext
+
+#: the sample fields an invariant may ask for
+SAMPLE_FIELDS = frozenset(
+    {"losses", "lrs", "grad_norms", "param_norms", "frozen_norms", "cross_rank"}
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """An invariant broken at the current sample, about one ``subject``."""
+
+    subject: str
+    message: str
+    value: float | None = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    #: overrides the invariant's declared severity for this violation
+    severity: Severity | None = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A numeric option constraint that validates and explains itself (sklearn's ``Interval``)."""
+
+    type: type
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        if self.type is int and not isinstance(value, int):
+            return False
+        if self.type is float and not isinstance(value, (int, float)):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+    def __str__(self) -> str:
+        kind = "an int" if self.type is int else "a finite number"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {self.low:g}")
+        if self.high is not None:
+            parts.append(f"<= {self.high:g}")
+        return kind + (" " + " and ".join(parts) if parts else "")
+
+
+class Invariant(ABC):
+    """Base class of every watch invariant (see the module docstring)."""
+
+    kind: ClassVar[str]
+    falsifies: ClassVar[str]
+    predicts: ClassVar[str]
+    severity: ClassVar[Severity] = "fail"
+    needs: ClassVar[frozenset[str]] = frozenset()
+    #: option name -> (default, constraint); options are keyword arguments of the constructor
+    options: ClassVar[Mapping[str, tuple[Any, Bound]]] = {}
+
+    def __init__(self, **options: Any):
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            known = ", ".join(sorted(self.options)) or "none"
+            raise InputError(
+                f"the {self.kind!r} invariant has no option {unknown[0]!r}; its options are: {known}."
+            )
+        for name, (default, bound) in self.options.items():
+            value = options.get(name, default)
+            if not bound.is_satisfied_by(value):
+                raise InputError(
+                    f"the {name!r} option of the {self.kind!r} invariant must be {bound}; "
+                    f"got {value!r}."
+                )
+            setattr(self, name, value)
+        self._state_defaults: dict[str, Any] = {}
+        self.context: WatchContext | None = None
+
+    # -- declared state ----------------------------------------------------------------------
+    def add_state(self, name: str, default: Any) -> None:
+        """Declare running state; :meth:`reset` restores every declared state to its default."""
+        if name in self.options or name in ("context", "kind"):
+            raise ValueError(f"state {name!r} of {type(self).__name__} shadows an option")
+        self._state_defaults[name] = default
+        setattr(self, name, copy.deepcopy(default))
+
+    def reset(self) -> None:
+        for name, default in self._state_defaults.items():
+            setattr(self, name, copy.deepcopy(default))
+
+    def state(self) -> dict[str, Any]:
+        """The declared state, for inspection and tests."""
+        return {name: getattr(self, name) for name in self._state_defaults}
+
+    # -- the contract ------------------------------------------------------------------------
+    def applies(self, context: WatchContext) -> str | None:
+        """A reason this invariant cannot say anything about the run, or ``None``."""
+        return None
+
+    def setup(self, context: WatchContext) -> None:
+        """Called once when the watch starts; declare state here."""
+        self.context = context
+
+    @abstractmethod
+    def update(self, sample: Sample) -> None:
+        """Fold one sample into the declared state."""
+
+    @abstractmethod
+    def compute(self) -> list[Violation]:
+        """What is violated now, given everything folded in so far."""
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.options)
+        return f"{type(self).__name__}({opts})"
+
+
+class InvariantRegistry:
+    """The invariant classes by alert kind, in registration order."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[Invariant]] = {}
+
+    def register(self, cls: type[Invariant]) -> type[Invariant]:
+        """Class decorator; checks the declaration once, when the class is defined."""
+        for attr in ("kind", "falsifies", "predicts"):
+            if not isinstance(getattr(cls, attr, None), str) or not getattr(cls, attr):
+                raise ValueError(f"{cls.__name__} must declare a non-empty {attr!r}")
+        if getattr(cls, "__abstractmethods__", None):
+            missing = ", ".join(sorted(cls.__abstractmethods__))
+            raise ValueError(f"{cls.__name__} must implement {missing}")
+        unknown = set(cls.needs) - SAMPLE_FIELDS
+        if unknown:
+            raise ValueError(f"{cls.__name__} needs unknown sample fields {sorted(unknown)}")
+        if cls.kind in self._classes:
+            raise ValueError(f"an invariant of kind {cls.kind!r} is already registered")
+        self._classes[cls.kind] = cls
+        return cls
+
+    def get(self, kind: str) -> type[Invariant] | None:
+        return self._classes.get(kind)
+
+    def __getitem__(self, kind: str) -> type[Invariant]:
+        return self._classes[kind]
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._classes
+
+    def __iter__(self) -> Iterator[type[Invariant]]:
+        return iter(self._classes.values())
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self._classes)
+
+    def create(
+        self,
+        selection: Iterable[str | Invariant] | None = None,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[Invariant]:
+        """Fresh invariant objects: every registered kind, or the given kinds and instances.
+
+        ``options`` maps a kind to the keyword options of its constructor.
+        """
+        options = dict(options or {})
+        for kind in options:
+            self._known(kind, "options")
+        chosen: list[Invariant] = []
+        for item in self.kinds() if selection is None else selection:
+            if isinstance(item, Invariant):
+                chosen.append(item)
+            elif isinstance(item, str):
+                chosen.append(self._known(item, "invariants")(**options.get(item, {})))
+            else:
+                raise InputError(
+                    f"`invariants` must hold alert kinds (str) or Invariant objects; got "
+                    f"{type(item).__name__}. Known kinds: {', '.join(self.kinds())}."
+                )
+        kinds = [inv.kind for inv in chosen]
+        repeated = sorted({k for k in kinds if kinds.count(k) > 1})
+        if repeated:
+            raise InputError(f"`invariants` lists the kind {repeated[0]!r} more than once; keep one.")
+        return chosen
+
+    def _known(self, kind: str, argument: str) -> type[Invariant]:
+        cls = self._classes.get(kind)
+        if cls is None:
+            raise InputError(
+                f"`{argument}` names the unknown alert kind {kind!r}; known kinds: "
+                f"{', '.join(self.kinds())}."
+            )
+        return cls
+
+
+#: every built-in invariant registers here (see :mod:`labcoat.watch.invariants`)
+INVARIANTS = InvariantRegistry()

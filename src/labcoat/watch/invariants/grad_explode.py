@@ -1,0 +1,85 @@
+"""``grad_explode``: the total gradient norm jumps far above the run's own recent history.
+
+Judged on a log scale against the median and MAD of the last ``window`` samples rather than a
+fixed constant: a norm must be ``factor`` times the recent median *and* ``z`` robust standard
+deviations above it. The parameter whose own norm rose most, relative to its history, is named.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from labcoat.watch.invariants._grad_history import GradHistory
+from labcoat.watch.invariants._robust import center_scale
+from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
+from labcoat.watch.sample import Sample, WatchContext
+
+
+@INVARIANTS.register
+class GradExplode(Invariant):
+    kind = "grad_explode"
+    falsifies = "the optimisation is stable"
+    predicts = "the total gradient norm stays below `factor` times its recent median"
+    needs = frozenset({"grad_norms"})
+    options = {
+        "window": (50, Bound(int, 5)),
+        "min_history": (10, Bound(int, 3)),
+        "factor": (10.0, Bound(float, 1.0, low_open=True)),
+        "z": (6.0, Bound(float, 0.0, low_open=True)),
+    }
+
+    def setup(self, context: WatchContext) -> None:
+        super().setup(context)
+        self.add_state("history", GradHistory(context.param_names, self.window))
+        self.add_state("found", None)
+
+    def update(self, sample: Sample) -> None:
+        if sample.grad_norms is None:
+            return  # no optimizer step at this sample (e.g. skipped by a GradScaler)
+        row, total = self.history.row(sample.grad_norms)
+        if math.isnan(total):
+            return
+        self.found = None
+        if self.history.filled >= self.min_history and math.isfinite(total):
+            self.found = self._judge(row, total, sample.step)
+        self.history.push(row, total)
+
+    def _judge(self, row: np.ndarray, total: float, step: int) -> Violation | None:
+        past = self.history.past_total()
+        # a rise of `factor` above the median is also one above the smallest value: cheap screen
+        if not total >= np.fmin.reduce(past) + math.log10(self.factor):
+            return None
+        center, scale = center_scale(past)
+        c, s = float(center), float(scale)
+        if not math.isfinite(c):
+            return None
+        rise = total - c  # log10 units
+        z = rise / s
+        if rise < math.log10(self.factor) or z < self.z:
+            return None
+        with np.errstate(all="ignore"):
+            per_param = row - np.nanmedian(self.history.past_logs(), axis=0)
+        per_param = np.where(np.isfinite(per_param), per_param, -np.inf)
+        culprit = self.history.names[int(np.argmax(per_param))]
+        culprit_ratio = 10 ** float(per_param.max())
+        return Violation(
+            subject="gradients",
+            message=(
+                f"total gradient norm {10**total:.3g} at step {step} is {10**rise:.3g}x its "
+                f"recent median {10**c:.3g}; {culprit!r} rose most ({culprit_ratio:.3g}x its own)"
+            ),
+            value=10**total,
+            evidence={
+                "culprit": culprit,
+                "ratio": 10**rise,
+                "culprit_ratio": culprit_ratio,
+                "median": 10**c,
+                "z_log10": z,
+                "history": self.history.filled,
+            },
+        )
+
+    def compute(self) -> list[Violation]:
+        return [] if self.found is None else [self.found]

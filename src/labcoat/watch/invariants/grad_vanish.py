@@ -1,0 +1,92 @@
+"""``grad_vanish``: a parameter's gradient collapses far below its own recent history.
+
+Judged per parameter, on a log scale, against the median and MAD of its last ``window``
+gradient norms: a drop by ``factor`` that is also ``z`` robust standard deviations deep. A
+parameter that had a gradient at every recent sample and now has none (a graph detached
+mid-run) counts as a collapse to zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from labcoat.watch.invariants._grad_history import GradHistory
+from labcoat.watch.invariants._robust import center_scale
+from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
+from labcoat.watch.sample import Sample, WatchContext
+
+
+@INVARIANTS.register
+class GradVanish(Invariant):
+    kind = "grad_vanish"
+    falsifies = "gradient still reaches every trained parameter"
+    predicts = "no parameter's gradient norm drops below 1/`factor` of its recent median"
+    severity = "warn"
+    needs = frozenset({"grad_norms"})
+    options = {
+        "window": (50, Bound(int, 5)),
+        "min_history": (10, Bound(int, 3)),
+        "factor": (1000.0, Bound(float, 1.0, low_open=True)),
+        "z": (6.0, Bound(float, 0.0, low_open=True)),
+    }
+
+    def setup(self, context: WatchContext) -> None:
+        super().setup(context)
+        self.add_state("history", GradHistory(context.param_names, self.window))
+        self.add_state("found", None)
+
+    def update(self, sample: Sample) -> None:
+        if sample.grad_norms is None:
+            return
+        row, total = self.history.row(sample.grad_norms)
+        if math.isnan(total) and sample.grad_norms:
+            return  # non-finite gradients: the nonfinite invariant's business
+        self.found = None
+        if self.history.filled >= self.min_history:
+            self.found = self._judge(row, sample.step)
+        self.history.push(row, total)
+
+    def _judge(self, row: np.ndarray, step: int) -> Violation | None:
+        past = self.history.past_logs()
+        seen = np.isfinite(past).sum(axis=0)
+        now = row.copy()
+        lost = np.isnan(now) & (seen == self.history.filled)  # always had one, now has none
+        now[lost] = -np.inf
+        # a drop of `factor` below the median is also one below the largest value: screen with
+        # that cheap bound and take medians only where it passes
+        with np.errstate(all="ignore"):
+            possible = now <= np.fmax.reduce(past, axis=0) - math.log10(self.factor)
+        enough = (seen >= self.min_history) & possible
+        if not enough.any():
+            return None
+        center, scale = center_scale(past[:, enough], axis=0)
+        drop = np.full(len(now), -np.inf)
+        z = np.full(len(now), -np.inf)
+        with np.errstate(all="ignore"):
+            drop[enough] = center - now[enough]
+            z[enough] = drop[enough] / scale
+        hit = enough & (drop >= math.log10(self.factor)) & (z >= self.z)
+        if not hit.any():
+            return None
+        names = [self.history.names[i] for i in np.flatnonzero(hit)]
+        first = int(np.flatnonzero(hit)[0])
+        name = self.history.names[first]
+        more = f" ({len(names) - 1} more parameters likewise)" if len(names) > 1 else ""
+        if lost[first]:
+            what = "has no gradient any more"
+            value = 0.0
+        else:
+            value = 10 ** float(now[first])
+            what = f"has gradient norm {value:.3g}" if value > 0 else "has an all-zero gradient"
+        median = 10 ** float(center[np.flatnonzero(enough).tolist().index(first)])
+        return Violation(
+            subject=name,
+            message=f"{name!r} {what} at step {step}, against a recent median of {median:.3g}{more}",
+            value=value,
+            evidence={"vanished": names[:50], "median": median, "drop_log10": float(drop[first])},
+        )
+
+    def compute(self) -> list[Violation]:
+        return [] if self.found is None else [self.found]

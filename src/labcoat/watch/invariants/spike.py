@@ -1,0 +1,84 @@
+"""``spike``: one loss far above the recent distribution of losses.
+
+"Far" is measured against the run itself: the median and MAD of the last ``window`` losses,
+taken on a log scale while the losses are positive (per-batch losses are right-skewed, and
+near convergence a plain MAD would call every hard batch a spike). A loss must be ``z``
+robust standard deviations above the median *and* exceed it by a fraction ``rel``, so a
+converged run whose loss barely moves is not alarmed by rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+
+from labcoat.watch.invariants._robust import center_scale
+from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
+from labcoat.watch.sample import Sample, WatchContext
+
+
+@INVARIANTS.register
+class Spike(Invariant):
+    kind = "spike"
+    falsifies = "every batch belongs to the same healthy run"
+    predicts = "each loss stays within `z` robust standard deviations of the recent median"
+    severity = "warn"
+    needs = frozenset({"losses"})
+    options = {
+        "window": (50, Bound(int, 5)),
+        "min_history": (20, Bound(int, 5)),
+        "z": (6.0, Bound(float, 0.0, low_open=True)),
+        "rel": (0.2, Bound(float, 0.0)),
+    }
+
+    def setup(self, context: WatchContext) -> None:
+        super().setup(context)
+        self.add_state("history", deque(maxlen=self.window))
+        self.add_state("spikes", [])
+
+    def update(self, sample: Sample) -> None:
+        finite = [(s, v) for s, v in sample.losses if math.isfinite(v)]
+        self.spikes = []
+        if finite and len(self.history) >= min(self.min_history, self.window):
+            self.spikes = self._judge(finite)
+        self.history.extend(v for _, v in finite)
+
+    def _judge(self, losses: list[tuple[int, float]]) -> list[tuple[int, float, float, float, str]]:
+        past = np.fromiter(self.history, dtype=float)
+        log = bool((past > 0).all())
+        center, scale = center_scale(np.log(past) if log else past)
+        c, sigma = float(center), float(scale)
+        median = math.exp(c) if log else c
+        out = []
+        for step, loss in losses:
+            if log and loss <= 0:
+                continue
+            z = ((math.log(loss) if log else loss) - c) / sigma
+            if z >= self.z and loss > median + self.rel * abs(median):
+                out.append((step, loss, median, z, "log" if log else "linear"))
+        return out
+
+    def compute(self) -> list[Violation]:
+        if not self.spikes:
+            return []
+        step, loss, median, z, scale = max(self.spikes, key=lambda t: t[3])
+        times = f"{loss / median:.3g}x" if median > 0 else f"{loss - median:+.3g} over"
+        return [
+            Violation(
+                subject="loss",
+                message=(
+                    f"loss {loss:.4g} at step {step} is {times} the median {median:.4g} of the "
+                    f"last {len(self.history)} losses ({z:.0f} robust SDs, {scale} scale)"
+                ),
+                value=loss,
+                evidence={
+                    "spike_step": step,
+                    "median": median,
+                    "z": z,
+                    "scale": scale,
+                    "spike_steps": [s for s, *_ in self.spikes],
+                },
+            )
+        ]

@@ -1,0 +1,72 @@
+"""What the watcher hands to invariants: the static :class:`WatchContext` of a run and one
+:class:`Sample` per sampled step.
+
+Samples hold plain Python numbers. The watcher computes them on the device and moves them to
+the host in one transfer per sampled step, so invariants never touch a tensor and can be
+tested with hand-made samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+
+#: why a tensor is expected not to change: declared by the user, or requires_grad=False
+FrozenReason = Literal["declared", "requires_grad=False"]
+
+
+@dataclass(frozen=True)
+class WatchContext:
+    """Facts about the watched run that do not change from step to step."""
+
+    #: trainable and frozen parameter names, in ``model.named_parameters()`` order
+    param_names: tuple[str, ...]
+    #: tensors (parameters and, for declared modules, floating-point buffers) expected to stay put
+    frozen: Mapping[str, FrozenReason]
+    #: parameter names of each optimizer param group, in group order
+    group_params: tuple[tuple[str, ...], ...]
+    #: norms of the frozen tensors when the watch started
+    frozen_baseline: Mapping[str, float]
+    rank: int | None = None
+    world_size: int = 1
+    every: int = 1
+
+
+@dataclass(frozen=True)
+class CrossRank:
+    """What one synchronisation gathered from every rank of the group."""
+
+    #: global rank of each row, in group order
+    ranks: tuple[int, ...]
+    #: names of the replicated tensors compared
+    names: tuple[str, ...]
+    #: ``[rank, tensor, (L1, L2)]`` norms of the replicated tensors
+    checksums: np.ndarray
+    #: each rank's median own step time (seconds) since the previous synchronisation
+    step_times: np.ndarray
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sampled step.
+
+    ``losses`` holds every loss observed since the previous sample (not only this step's),
+    so loss invariants see the whole curve even when tensors are sampled every N steps.
+    ``grad_norms`` has an entry for each parameter that had a gradient when the optimizer
+    stepped; ``param_norms`` and ``param_versions`` were taken just before that step, so a
+    non-finite parameter is seen before the update spreads it. ``applied_steps`` counts
+    optimizer steps that ran since the previous sample; steps a GradScaler skipped do not.
+    """
+
+    step: int
+    time: float
+    losses: Sequence[tuple[int, float]] = ()
+    applied_steps: int = 0
+    lrs: Sequence[float | None] | None = None
+    grad_norms: Mapping[str, float] | None = None
+    param_norms: Mapping[str, float] | None = None
+    param_versions: Mapping[str, int] | None = None
+    frozen_norms: Mapping[str, float] | None = None
+    cross_rank: CrossRank | None = None

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import json
+
+from labcoat.watch import Alert, EventLog
+
+
+def write_run(tmp_path):
+    paths = []
+    for rank in (0, 1):
+        log = EventLog(tmp_path / f"events.rank{rank}.jsonl")
+        log.write(
+            Alert("desync", 20, rank, "fail", "replicated tensor 'fc2.bias' differs across ranks",
+                  {"culprit_ranks": [1]}, subject="fc2.bias").to_event()
+        )
+        if rank == 0:
+            log.write(Alert("spike", 7, 0, "warn", "loss 9 at step 7", subject="loss", value=9.0).to_event())
+            log.write({"kind": "eval", "step": 30, "rank": 0, "time": 1.0, "value": 0.91,
+                       "message": "accuracy 0.91 [0.88, 0.94]"})
+        log.close()
+        paths.append(log.path)
+    return paths
+
+
+def test_report_shows_one_row_per_event_with_the_ranks_that_saw_it(cli, tmp_path):
+    res = cli("watch", "report", *write_run(tmp_path))
+    assert res.code == 0, res.err
+    assert "2 alerts from 2 ranks" in res.out
+    assert res.out.count("desync") == 1 and "seen by ranks 0, 1" in res.out
+    assert "step 30: eval: accuracy 0.91" in res.out
+
+
+def test_report_json_is_one_object(cli, tmp_path):
+    res = cli("watch", "report", "--json", *write_run(tmp_path))
+    data = json.loads(res.out)
+    assert [(a["kind"], a["step"], a["ranks"]) for a in data["alerts"]] == [("spike", 7, [0]), ("desync", 20, [0, 1])]
+    assert data["ranks"] == [0, 1] and data["events"] == 4
+    assert [e["kind"] for e in data["other_events"]] == ["eval"]
+
+
+def test_report_errors_are_one_line(cli, tmp_path):
+    res = cli("watch", "report", tmp_path / "nope.jsonl")
+    assert res.code == 2 and res.err.startswith("labcoat: error: events file") and res.err.count("\n") == 1
+    res = cli("watch", "report")
+    assert res.code == 2 and "needs at least one events file" in res.err

@@ -1,0 +1,98 @@
+"""Evaluation during training: per-item scores stream into an anytime-valid confidence
+sequence and the eval stops once the interval is tight."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from labcoat.errors import InputError
+from labcoat.watch import Evaluation
+from labcoat.watch.evaluation import evaluate
+from tests.watch._training import MLP, digits, train
+
+
+def trained_mlp():
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    train(model, opt, steps=150, every=10, invariants=[])
+    return model, opt
+
+
+def eval_batches(size=50):
+    x, y = digits()
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
+    x, y = x[perm], y[perm]
+    return [(x[i : i + size], y[i : i + size]) for i in range(0, len(x), size)]
+
+
+def accuracy_of(model):
+    return lambda batch: (model(batch[0]).argmax(1) == batch[1]).float()
+
+
+def test_eval_stops_early_once_the_interval_is_tight_and_covers_the_full_score():
+    model, _ = trained_mlp()
+    batches = eval_batches()
+    full = torch.cat([accuracy_of(model)(b) for b in batches]).mean().item()
+    res = evaluate(model, batches, accuracy_of(model), width=0.15)
+    assert res.stopped_early and res.n < 1797 and res.batches < len(batches)
+    assert res.width < 0.15 and res.low <= full <= res.high
+
+
+def test_eval_without_early_stop_reads_every_item():
+    model, _ = trained_mlp()
+    batches = eval_batches()
+    res = evaluate(model, batches, accuracy_of(model), width=1e-4)
+    assert not res.stopped_early and res.n == 1797 and res.batches == len(batches)
+    full = torch.cat([accuracy_of(model)(b) for b in batches]).mean().item()
+    assert res.mean == pytest.approx(full)
+
+
+def test_eval_can_stop_once_a_threshold_is_excluded():
+    model, _ = trained_mlp()
+    res = evaluate(model, eval_batches(), accuracy_of(model), width=None, threshold=0.5)
+    assert res.stopped_early and res.low > 0.5 and res.n <= 200
+
+
+def test_eval_restores_each_modules_mode_and_leaves_gradients_alone():
+    model, _ = trained_mlp()
+    model.train()
+    model.fc1.eval()  # the user's own choice for one submodule must survive
+    grads = [p.grad.clone() for p in model.parameters()]
+    modes = []
+    res = evaluate(model, eval_batches(), lambda b: modes.append(model.training) or accuracy_of(model)(b), width=0.2)
+    assert res.n > 0 and modes and not any(modes)
+    assert model.training and model.fc2.training and not model.fc1.training
+    assert all(torch.equal(g, p.grad) for g, p in zip(grads, model.parameters()))
+
+
+def test_periodic_evaluation_runs_every_n_steps_and_is_recorded_as_an_event(tmp_path):
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    ev = Evaluation(eval_batches, accuracy_of(model), every=40, width=0.2, name="digits accuracy")
+    w = train(model, opt, steps=120, every=10, evaluation=ev, events=tmp_path / "e.jsonl")
+    assert [r.step for r in w.evaluations] == [39, 79, 119]
+    assert w.evaluations[-1].mean > w.evaluations[0].mean  # it learned, and the evals see it
+    events = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in events] == ["eval"] * 3
+    assert events[0]["message"].startswith("digits accuracy: ") and "anytime interval" in events[0]["message"]
+    assert w.alerts == []
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda m: evaluate(m, [], lambda b: b), "got no scores"),
+        (lambda m: evaluate(m, [torch.zeros(2, 2)], lambda b: b), "one score per item"),
+        (lambda m: evaluate(m, [torch.full((3,), 2.0)], lambda b: b), r"must lie in \[0, 1\]"),
+        (lambda m: evaluate(m, [1], lambda b: b, width=None), "needs `width`, `threshold` or both"),
+        (lambda m: Evaluation([], lambda b: b, every=0), "`every` must be a positive int"),
+    ],
+)
+def test_bad_evaluation_input_says_what_to_pass(call, match):
+    with pytest.raises(InputError, match=match):
+        call(MLP())

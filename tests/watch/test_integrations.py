@@ -1,0 +1,163 @@
+"""The Lightning and Hugging Face callbacks.
+
+The contract tests drive each callback exactly as its framework calls it (hook names and
+arguments as documented), against a stand-in base class, so they run without either
+framework installed. The end-to-end tests run a real Trainer and are skipped unless the
+framework is importable (neither is a labcoat dependency).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from labcoat.errors import InputError
+from tests.watch._training import MLP, digits
+
+
+def load_with_stub(monkeypatch, module_name, stub_modules):
+    for name, attrs in stub_modules.items():
+        monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(**attrs))
+    monkeypatch.delitem(sys.modules, module_name, raising=False)
+    return importlib.import_module(module_name)
+
+
+def batches(n):
+    x, y = digits()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(n):
+        idx = torch.randint(0, len(x), (32,), generator=gen)
+        yield x[idx], y[idx]
+
+
+class AcceleratedOptimizerLike(torch.optim.Optimizer):
+    """What accelerate hands callbacks: an Optimizer subclass wrapping the real one."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.param_groups = optimizer.param_groups
+        self.defaults = optimizer.defaults
+        self.state = optimizer.state
+
+    def step(self, closure=None):
+        return self.optimizer.step(closure)
+
+
+def test_huggingface_callback_contract(monkeypatch):
+    mod = load_with_stub(
+        monkeypatch, "labcoat.watch.integrations.huggingface", {"transformers": {"TrainerCallback": object}}
+    )
+    torch.manual_seed(0)
+    model = MLP()
+    inner = torch.optim.SGD(model.parameters(), lr=0.1)
+    cb = mod.LabcoatWatchCallback(every=1)
+    args, control, state = SimpleNamespace(), SimpleNamespace(), SimpleNamespace(global_step=0)
+    cb.on_train_begin(args, state, control, model=model, optimizer=AcceleratedOptimizerLike(inner))
+    assert cb.watcher.optimizer is inner  # hooks sit on the real optimizer
+    for i, (x, y) in enumerate(batches(30)):
+        if i == 20:
+            with torch.no_grad():
+                model.fc2.bias[1] = float("nan")
+        loss = F.cross_entropy(model(x), y)
+        inner.zero_grad()
+        loss.backward()
+        inner.step()
+        state.global_step += 1
+        cb.on_step_end(args, state, control, model=model)
+        cb.on_log(args, state, control, logs={"loss": loss.item(), "learning_rate": 0.1})
+    cb.on_train_end(args, state, control)
+    (alert,) = cb.alerts
+    assert alert.kind == "nonfinite" and alert.subject == "fc2.bias" and alert.step == 21
+    assert not inner._optimizer_step_pre_hooks  # closed: hooks removed
+
+
+def test_lightning_callback_contract(monkeypatch):
+    stub = {"Callback": object}
+    mod = load_with_stub(
+        monkeypatch,
+        "labcoat.watch.integrations.lightning",
+        {"lightning": {}, "lightning.pytorch": {}, "lightning.pytorch.callbacks": stub},
+    )
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    trainer = SimpleNamespace(optimizers=[opt], global_step=0)
+    cb = mod.LabcoatWatch(every=1)
+    cb.on_train_start(trainer, model)
+    for batch_idx, (x, y) in enumerate(batches(30)):
+        if batch_idx == 15:
+            opt.param_groups[0]["lr"] = 0.0
+
+        def closure():  # Lightning's automatic optimization runs the step inside step()
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+
+        loss = opt.step(closure)
+        trainer.global_step += 1
+        cb.on_train_batch_end(trainer, model, {"loss": loss}, (x, y), batch_idx)
+    cb.on_train_end(trainer, model)
+    (alert,) = cb.alerts
+    assert alert.kind == "lr_zero" and alert.subject == "param group 0" and alert.step == 20
+    with pytest.raises(InputError, match="optimizer_index=1"):
+        mod.LabcoatWatch(optimizer_index=1).on_train_start(trainer, model)
+
+
+def test_huggingface_trainer_end_to_end(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from labcoat.watch.integrations.huggingface import LabcoatWatchCallback
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = MLP()
+
+        def forward(self, x, labels=None):
+            logits = self.net(x)
+            return {"loss": F.cross_entropy(logits, labels), "logits": logits}
+
+    x, y = digits()
+    data = [{"x": x[i], "labels": y[i]} for i in range(512)]
+    cb = LabcoatWatchCallback(every=1)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), max_steps=40, per_device_train_batch_size=32, logging_steps=1,
+        learning_rate=3e-3, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True,
+    )
+    torch.manual_seed(0)
+    transformers.Trainer(model=Classifier(), args=args, train_dataset=data, callbacks=[cb]).train()
+    assert cb.watcher.observed == 40 and cb.alerts == []
+
+
+def test_lightning_trainer_end_to_end():
+    pl = pytest.importorskip("lightning.pytorch")
+    from labcoat.watch.integrations.lightning import LabcoatWatch
+
+    class Module(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = MLP()
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return F.cross_entropy(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters(), lr=3e-3)
+
+    x, y = digits()
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True)
+    cb = LabcoatWatch(every=1)
+    torch.manual_seed(0)
+    trainer = pl.Trainer(
+        max_steps=40, accelerator="cpu", logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, callbacks=[cb],
+    )
+    trainer.fit(Module(), loader)
+    assert cb.watcher.observed == 40 and cb.alerts == []
