@@ -50,3 +50,12 @@ def test_default_none_records_in_an_existing_default_ledger(tmp_path, monkeypatc
 def test_bad_ledger_argument_is_an_input_error():
     with pytest.raises(labcoat.InputError, match="ledger"):
         diagnose(mlp(), ledger=3.5)
+
+
+def test_findings_inside_a_run_block_join_that_run(tmp_path):
+    ledger = labcoat.Ledger(tmp_path / "l.db")
+    with ledger.run(config={"model": "mlp"}) as run:
+        diagnose(mlp(), ledger=ledger)
+    outside = diagnose(mlp(), ledger=ledger)
+    inside = ledger.findings(run=run)
+    assert inside and len(ledger.findings()) == len(inside) + len(outside.findings)

@@ -271,3 +271,19 @@ def test_replicated_tensors_can_be_narrowed_by_predicate_or_names():
         "fc1.bias", "fc2.bias", "head.bias"
     ]
     assert list(select_replicated(model, ["head", model.fc1.weight])) == ["head.weight", "head.bias", "fc1.weight"]
+
+
+def test_real_ledger_stores_the_alerts_against_the_run(tmp_path):
+    ledger = labcoat.Ledger(tmp_path / "notebook.db")
+    model, opt = mlp_adam()
+
+    def plant(step, m, o, x, y):
+        if step == 5:
+            o.param_groups[0]["lr"] = 0.0
+        return x, y
+
+    with ledger.run(config={"lr": 1e-3}) as run:
+        train(model, opt, steps=12, plant=plant, every=1, ledger=ledger)
+    failed = ledger.findings(run=run, source="watch", status="fail")
+    assert [f.check for f in failed] == ["lr_zero"]
+    assert ledger.verify()

@@ -24,7 +24,7 @@ COMMANDS: dict[str, str] = {
     "stats": "labcoat.cli.stats:stats",
     "ledger": "labcoat.cli.ledger:ledger",
     "run": "labcoat.cli.ledger:run_command",
-    "watch": "labcoat.watch.cli:watch_group",
+    "watch": "labcoat.cli.watch:watch_group",
 }
 
 

@@ -54,6 +54,7 @@ class Ledger:
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ):
         self._target = resolve_location(path_or_url)
+        self._active_runs: list[int] = []  # `with ledger.run()` blocks open in this process
         self._store: Store = open_store(self._target, busy_timeout_s=busy_timeout_s)
         try:
             self._open(create)
@@ -78,19 +79,20 @@ class Ledger:
 
         ``False``: record nowhere. ``None``: the default ledger only if it already exists (never
         create files the user did not ask for). A :class:`Ledger`: itself. A path or URL: that
-        ledger, created if needed.
+        ledger, created if needed. Any other object with a ``record_findings`` method is used as
+        it is (a team's own sink, or a test double).
         """
         if ledger is False:
             return None
         if ledger is None:
             return cls.existing()
-        if isinstance(ledger, cls):
+        if isinstance(ledger, cls) or callable(getattr(ledger, "record_findings", None)):
             return ledger
         if isinstance(ledger, (str, os.PathLike)):
             return cls(ledger)
         raise InputError(
-            f"ledger: expected a labcoat.Ledger, a path or URL, None (the default ledger if it exists) "
-            f"or False (nowhere); got {type(ledger).__name__}"
+            f"ledger: expected a labcoat.Ledger (or an object with record_findings), a path or URL, "
+            f"None (the default ledger if it exists) or False (nowhere); got {type(ledger).__name__}"
         )
 
     # ---- opening ----------------------------------------------------------------------
@@ -308,7 +310,10 @@ class Ledger:
         return run_id
 
     def current_run_id(self) -> int | None:
-        """The run ``labcoat run`` is recording around this process, when it records into this ledger."""
+        """The innermost ``with ledger.run()`` block open on this ledger, else the run
+        ``labcoat run`` is recording around this process when it records into this ledger."""
+        if self._active_runs:
+            return self._active_runs[-1]
         run_id, target = os.environ.get(ENV_RUN_ID, ""), os.environ.get(ENV_LEDGER, "")
         if not run_id.isdigit() or not target:
             return None
@@ -338,7 +343,8 @@ class Ledger:
         resolved entries: the failure mode a check falsifies is the hypothesis, its healthy
         prediction the prediction, and pass/fail/warn/skip map to refuted/confirmed/
         inconclusive/inconclusive (see :mod:`labcoat.ledger.findings`). ``run=None`` means the
-        run ``labcoat run`` is recording around this process, if any.
+        innermost open ``with ledger.run()`` block, else the run ``labcoat run`` is recording
+        around this process, if any.
         """
         if as_hypotheses is None:
             as_hypotheses = source == "doctor"

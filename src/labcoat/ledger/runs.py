@@ -254,9 +254,12 @@ class ActiveRun:
         self.provenance = capture_provenance(**self._capture)
         self.id = self.ledger._start_run(self.provenance, name=self.name)
         self._t0 = time.monotonic()
+        self.ledger._active_runs.append(self.id)  # records made inside the block join this run
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if self.id in self.ledger._active_runs:
+            self.ledger._active_runs.remove(self.id)
         error = None if exc is None else f"{exc_type.__name__}: {exc}"
         self.ledger._finish_run(
             self.id,

@@ -71,12 +71,9 @@ class Watcher:
         self.optimizer = _check_optimizer(optimizer)
         self.every = _check_count(every, "every")
         self.sync_every = _check_count(sync_every, "sync_every")
-        if ledger is not None and not callable(getattr(ledger, "record_findings", None)):
-            raise InputError(
-                f"`ledger` must have a record_findings(findings, source=...) method, like "
-                f"labcoat.Ledger; got {type(ledger).__name__}."
-            )
-        self.ledger = ledger
+        from labcoat.ledger import Ledger
+
+        self.ledger = Ledger.for_recording(ledger)
         callbacks = [] if on_alert is None else [on_alert] if callable(on_alert) else list(on_alert)
         for cb in callbacks:
             if not callable(cb):
