@@ -100,3 +100,10 @@ def test_random_labels_run_only_in_full_budget_and_catch_an_input_blind_model():
 
     healthy = s.diagnose(s.mlp(), s.digits(), CE, lr=3e-3, layers=("overfit",), budget="full")
     assert healthy["overfit.random_labels"].status == "pass", healthy["overfit.random_labels"].message
+
+
+def test_random_labels_only_partly_memorised_by_a_tiny_network_warn():
+    report = s.diagnose(s.mlp(2, 2, hidden=4), s.xor(), CE, lr=1e-2, layers=("overfit",), budget="full")
+    finding = report["overfit.random_labels"]
+    assert finding.status == "warn", finding.message
+    assert 0 < finding.evidence["fitted"] < finding.evidence["examples"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -48,8 +49,10 @@ def tiny_batch(case: Case, size: int) -> Examples:
     train = case.train
     order = np.random.default_rng(case.seed).permutation(len(train))
     hashes = row_hashes(train.x)
-    seen: set[bytes] = set()
-    distinct = [int(r) for r in order if not (hashes[r] in seen or seen.add(hashes[r]))]
+    first_of: dict[bytes, int] = {}
+    for r in order.tolist():
+        first_of.setdefault(hashes[r], r)
+    distinct = list(first_of.values())
     if case.inferred_task == "classification" and train.y[0].numel() == 1:
         labels = train.y.reshape(len(train)).tolist()
         queues: dict[object, list[int]] = {}
@@ -99,20 +102,16 @@ class Memorisation:
         return plateaued([self.refs.excess(l) for l in self.curve.losses])
 
     def evidence(self) -> dict:
-        ev = {
-            "examples": len(self.batch),
-            "indices": self.batch.index.tolist(),
-            **self.curve.summary(),
-            "max_steps": self.max_steps,
-            "loss_floor": self.refs.floor,
-            "chance_loss": self.refs.chance,
-            "excess_vs_chance": self.last_excess,
-        }
+        """The loss curve's summary first (the rich view shows the first keys), then the batch."""
+        curve = self.curve.summary()
+        ev = {key: curve[key] for key in ("steps", "first_loss", "last_loss", "min_loss")}
         if self.curve.fitted:
             ev["fitted"] = self.curve.fitted[-1]
             ev["fitted_of"] = f"{self.units} {self.unit}"
-            if self.batch.y[0].numel() == 1:
-                ev["classes"] = int(torch.unique(self.batch.y).numel())
+        ev.update(loss_floor=self.refs.floor, chance_loss=self.refs.chance, excess_vs_chance=self.last_excess)
+        ev.update(curve, max_steps=self.max_steps, examples=len(self.batch), indices=self.batch.index.tolist())
+        if self.curve.fitted and self.batch.y[0].numel() == 1:
+            ev["classes"] = int(torch.unique(self.batch.y).numel())
         return ev
 
 
@@ -138,7 +137,7 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
     """Train a fresh copy on ``batch`` until it is memorised, with early stopping."""
     layout = layout_of(case)
     x, y = batch.batch()
-    like = predict(case, case.eval_model, x)
+    like = predict(case, case.eval_model, x).to(case.device)  # the loss may hold tensors on the device
     refs = references(case.loss_fn, x, y, like, layout)
     by_token = layout.task == "sequence"
     n = int(valid_targets(y, layout).sum()) if by_token else len(batch)

@@ -100,16 +100,36 @@ class ShuffleRuns:
     val_examples: int
     diverged: int
 
-    def evidence(self) -> dict:
+    @property
+    def p_above_chance(self) -> float:
+        """One-sided p-value that the shuffled copies score above their chance levels on average."""
+        excess = self.null - self.chance
+        if len(excess) < 2 or np.ptp(excess) == 0:
+            return 0.0 if float(np.mean(excess)) > 0 else 1.0
+        return float(stats.ttest_1samp(excess, 0.0, alternative="greater").pvalue)
+
+    @property
+    def share_of_real_gain(self) -> float:
+        """How much of the real setup's gain over chance the shuffled copies reach."""
+        chance = float(np.mean(self.chance))
+        return (float(np.mean(self.null)) - chance) / (self.real - chance) if self.real > chance else float("inf")
+
+    @property
+    def beats_chance(self) -> bool:
+        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL
+
+    def evidence(self, **first: float) -> dict:
+        """The comparison the verdict rests on first (the rich view shows the first keys)."""
         return {
-            "score": self.scorer,
-            "real_score": self.real,
-            "shuffled_scores": self.null.tolist(),
             "shuffled_mean": float(np.mean(self.null)),
             "chance": self.blind,
             "chance_is": self.chance_name,
             "chance_by_permutation": float(np.mean(self.chance)),
+            **first,
+            "score": self.scorer,
             "perfect_score": self.perfect,
+            "real_score": self.real,
+            "shuffled_scores": self.null.tolist(),
             "permutations": len(self.null),
             "steps_per_copy": self.steps,
             "batch_size": self.batch_size,
@@ -182,13 +202,6 @@ def _labels_not_in_inputs(case: Case) -> str | None:
     return _enough_val(case)
 
 
-def above_chance(excess: np.ndarray) -> float:
-    """One-sided p-value that shuffled copies score above their chance level on average."""
-    if len(excess) < 2 or np.ptp(excess) == 0:
-        return 0.0 if float(np.mean(excess)) > 0 else 1.0
-    return float(stats.ttest_1samp(excess, 0.0, alternative="greater").pvalue)
-
-
 @check(
     "shuffle.labels",
     layer="shuffle",
@@ -198,8 +211,9 @@ def above_chance(excess: np.ndarray) -> float:
 )
 def shuffled_labels(case: Case) -> Outcome:
     r = case.probe_once("shuffle training", lambda: shuffle_runs(case))
-    evidence = r.evidence()
     mean, chance = float(np.mean(r.null)), float(np.mean(r.chance))
+    p, share = r.p_above_chance, r.share_of_real_gain
+    evidence = r.evidence(p_above_chance=p, share_of_real_gain=share)
     if not np.isfinite(r.null).all():
         return failed(f"{int((~np.isfinite(r.null)).sum())} shuffled copies got a non-finite {r.scorer}", **evidence)
     tolerance = 1e-6 * max(1.0, abs(r.perfect))
@@ -211,10 +225,7 @@ def shuffled_labels(case: Case) -> Outcome:
         )
     if mean >= r.perfect - tolerance:
         return failed(f"copies trained on shuffled labels score {mean:.3g}, as high as a perfect prediction", **evidence)
-    p = above_chance(r.null - r.chance)
-    share = (mean - chance) / (r.real - chance) if r.real > chance else float("inf")
-    evidence.update(p_above_chance=p, share_of_real_gain=share)
-    if p < ALPHA and share >= MATERIAL:
+    if r.beats_chance:
         return failed(
             f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ({r.blind:.3g}, {r.chance_name}) "
             f"beyond noise (p={p:.2g}; {share:.0%} of the real setup's gain): labels reach the model or the evaluation by another path",
@@ -240,11 +251,10 @@ def real_pvalue(case: Case) -> Outcome:
     if p <= REAL_ALPHA:
         beaten = f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
         return passed(f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}", **evidence)
-    return warned(
-        f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g}): "
-        f"no sign it learns what carries over to held-out data in {r.steps} steps",
-        **evidence,
-    )
+    tie = f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g})"
+    if r.beats_chance:
+        return warned(f"{tie}: the copies score above chance too, so this score cannot show learning (see shuffle.labels)", **evidence)
+    return warned(f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps", **evidence)
 
 
 def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator) -> Examples:
@@ -275,7 +285,7 @@ def random_tokens(case: Case) -> Outcome:
     with torch.no_grad():
         losses = np.array([float(case.loss_fn(out[i : i + 1].to(case.device), test.y[i : i + 1].to(case.device))) for i in range(len(test))])
     uniform = marginal_log_probs(tokens, layout, test.y.shape)
-    chance = lowest_loss(case.loss_fn, uniform, test.y, out, layout)
+    chance = lowest_loss(case.loss_fn, uniform, test.y, out.to(case.device), layout)
     mean = float(losses.mean())
     p = float(stats.ttest_1samp(losses, chance, alternative="less").pvalue) if np.ptp(losses) > 0 else float(mean >= chance)
     evidence = {"loss": mean, "chance_loss": chance, "tokens": len(tokens), "ln_tokens": math.log(len(tokens)), "p_value": p, "sequences": len(test), "steps": steps}
