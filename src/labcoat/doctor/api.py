@@ -12,8 +12,10 @@ from labcoat.doctor import checks as _checks  # noqa: F401 - registers the check
 from labcoat.doctor.case import TASKS, Case
 from labcoat.doctor.inputs import split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
+from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
 from labcoat.doctor.report import Report
+from labcoat.doctor.selftest import run_selftest
 from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
 from labcoat.errors import InputError
 from labcoat.findings import Finding
@@ -41,13 +43,18 @@ def diagnose(
     run_all: bool = False,
     layers: Iterable[str] | None = None,
     on_finding: Callable[[Finding], None] | None = None,
+    progress: bool | None = None,
 ) -> Report:
     """Falsify whole categories of training bugs, layer by layer, on copies of your setup.
 
     Layers run in order (data, model, update, then the controls) and stop at the first layer
     with a failing check unless ``run_all``. Your model and optimizer are left bit-identical.
     ``ledger``: a :class:`labcoat.Ledger` or path to record findings in; ``None`` records in the
-    default ledger only if one already exists; ``False`` records nowhere.
+    default ledger only if one already exists; ``False`` records nowhere. ``progress``: show
+    progress bars while the controls train (``None``: only when stdout is a terminal).
+
+    Every run also proves its gradient and update checks on mutants of your setup (see
+    :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
     """
     _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
     patterns = (expect_frozen,) if isinstance(expect_frozen, str) else tuple(expect_frozen)
@@ -83,8 +90,10 @@ def diagnose(
             seed=seed,
             budget=budget,
             user_state=user_state,
+            progress=ControlProgress.resolve(progress),
         )
         findings, ran, not_run, timings = run_ladder(case, layers=chosen, run_all=run_all, on_finding=on_finding)
+        selftest = run_selftest(case, findings)
         if user_state is not None and user_state.changed():  # last line of defence
             user_state.restore()
         inferred = _task_or_none(case)
@@ -97,6 +106,7 @@ def diagnose(
         budget=budget,
         timings=timings,
         examples={"train": len(train), "val": len(val)},
+        extras={"selftest": selftest.to_dict(), "notes": [selftest.note()]},
     )
     if notebook is not None:  # each check becomes a resolved hypothesis with its evidence
         ids = notebook.record_findings(report.findings, source="doctor")

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor.inputs import Examples
+from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, matches_any
 
 Task = str  # "classification" | "regression" | "sequence"
@@ -55,6 +56,8 @@ class Case:
     budget: str = "fast"
     probe_size: int = 32
     user_state: UserState | None = None  # the caller's objects, to prove they stay untouched
+    progress: ControlProgress = field(default_factory=lambda: ControlProgress(False), repr=False)
+    _results: dict[str, Any] = field(default_factory=dict, repr=False)
     _failed_probes: dict[str, ProbeFailed] = field(default_factory=dict, repr=False)
     _reported_probes: set[str] = field(default_factory=set, repr=False)
 
@@ -88,6 +91,12 @@ class Case:
             failure = ProbeFailed(name, exc)
             self._failed_probes[name] = failure
             raise failure from exc
+
+    def probe_once(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run a named probe once and keep its result for every check that needs it."""
+        if name not in self._results:
+            self._results[name] = self._probe(name, fn)
+        return self._results[name]
 
     def first_report_of(self, failure: ProbeFailed) -> bool:
         """True the first time a probe's failure is reported (later checks skip instead)."""

@@ -30,8 +30,13 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        """True when no check failed."""
-        return not any(f.failed for f in self.findings)
+        """True when no check failed and labcoat's self-test caught every mutant it built."""
+        return not any(f.failed for f in self.findings) and not self.selftest_failed
+
+    @property
+    def selftest_failed(self) -> bool:
+        """True when a mutant of the setup got past the checks: a failure of labcoat itself."""
+        return self.extras.get("selftest", {}).get("ok") is False
 
     @property
     def failed_layer(self) -> str | None:
@@ -74,7 +79,9 @@ class Report:
     def summary(self) -> str:
         if self.ok:
             return f"healthy: no check failed in {', '.join(self.layers_run)}"
-        f = next(f for f in self.findings if f.failed)
+        f = next((f for f in self.findings if f.failed), None)
+        if f is None:
+            return "labcoat failed its self-test: a mutant of your setup passed its checks, so their verdicts cannot be trusted"
         return f"broken at the {self.failed_layer} layer: {f.check}: {f.message}"
 
     def __str__(self) -> str:

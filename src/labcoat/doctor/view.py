@@ -30,8 +30,9 @@ def ladder_view(report) -> RenderableType:
             parts.append(_indent(body))
     for layer in report.layers_not_run:
         parts.append(Text(f"  {layer.upper():<8} not run: an earlier layer failed", style="dim"))
+    note_style = "bold red" if report.selftest_failed else "cyan"
     for note in report.extras.get("notes", []):
-        parts.append(Text(note, style="cyan"))
+        parts.append(Text(note, style=note_style))
     style = "bold green" if report.ok else "bold red"
     parts.append(Text(report.summary(), style=style))
     return Group(*parts)

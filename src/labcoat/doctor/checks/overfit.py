@@ -1,0 +1,243 @@
+"""The overfit layer (positive control): a working setup memorises a tiny fixed batch.
+
+Networks fit even random labels easily and early (Zhang et al. 2017; Arpit et al. 2017), so a
+setup that cannot memorise a handful of verified examples with its own optimizer and train step
+is broken in its graph, targets or data path, not short of capacity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from labcoat.doctor.case import Case
+from labcoat.doctor.features import row_hashes
+from labcoat.doctor.inputs import Examples
+from labcoat.doctor.registry import check
+from labcoat.doctor.targets import Layout, References, fitted_targets, layout_of, references, valid_targets
+from labcoat.doctor.training import Curve, fit_batch, predict
+from labcoat.findings import Outcome, failed, passed, warned
+
+#: examples in the fixed batch (classification takes two per class, up to MAX_EXAMPLES)
+BATCH_EXAMPLES = {"fast": 16, "full": 32}
+MAX_EXAMPLES = 32
+#: a hard cap; runs stop much earlier once memorised or plateaued
+MAX_STEPS = {"fast": 1000, "full": 3000}
+#: the loss above the batch's floor must shrink to this fraction of chance's (a 4x drop) ...
+LARGE_DROP = 0.25
+#: ... and every example is fitted; sequences need this share of their tokens fitted, since one
+#: rare continuation among hundreds should not fail a run that learned the rest
+TOKENS_FITTED = 0.95
+#: regression has nothing to count as fitted: its loss must come this close to the floor (100x)
+NEAR_FLOOR = 0.01
+#: a run has plateaued when its second half lowered the loss above the floor by less than this
+#: fraction of the first half's best; judged from MIN_STEPS on, every CHECK_EVERY steps
+PLATEAU = 0.01
+MIN_STEPS = 200
+CHECK_EVERY = 10
+#: a plateau this close to chance means nothing was learned beyond the label frequencies
+AT_CHANCE = 0.9
+RANDOM_LABEL_EXAMPLES = 64
+RANDOM_LABEL_STEPS = 3000
+
+
+def tiny_batch(case: Case, size: int) -> Examples:
+    """Distinct training inputs, classes taken in turn so each is represented where possible."""
+    train = case.train
+    order = np.random.default_rng(case.seed).permutation(len(train))
+    hashes = row_hashes(train.x)
+    first_of: dict[bytes, int] = {}
+    for r in order.tolist():
+        first_of.setdefault(hashes[r], r)
+    distinct = list(first_of.values())
+    if case.inferred_task == "classification" and train.y[0].numel() == 1:
+        labels = train.y.reshape(len(train)).tolist()
+        queues: dict[object, list[int]] = {}
+        for r in distinct:
+            queues.setdefault(labels[r], []).append(r)
+        picks: list[int] = []
+        while len(picks) < size and any(queues.values()):
+            for queue in queues.values():
+                if queue and len(picks) < size:
+                    picks.append(queue.pop(0))
+        return train.take(picks)
+    return train.take(distinct[:size])
+
+
+def batch_size(case: Case) -> int:
+    size = BATCH_EXAMPLES[case.budget]
+    if case.inferred_task == "classification":
+        size = max(size, min(MAX_EXAMPLES, 2 * (case.n_outputs or 1)))
+    return min(size, len(case.train))
+
+
+@dataclass
+class Memorisation:
+    """A fixed batch trained to its floor, and how the curve ended."""
+
+    batch: Examples
+    layout: Layout
+    refs: References
+    curve: Curve
+    max_steps: int
+    units: int  # what "fitted" counts: examples, or target tokens for sequences
+
+    @property
+    def last_excess(self) -> float:
+        return self.refs.excess(self.curve.losses[-1])
+
+    @property
+    def unit(self) -> str:
+        return "tokens" if self.layout.task == "sequence" else "examples"
+
+    @property
+    def succeeded(self) -> bool:
+        fitted_now = self.curve.fitted[-1] if self.curve.fitted else None
+        return math.isfinite(self.curve.losses[-1]) and memorised(self.layout, self.last_excess, fitted_now, self.units)
+
+    def plateaued(self) -> bool:
+        return plateaued([self.refs.excess(l) for l in self.curve.losses])
+
+    def evidence(self) -> dict:
+        """The loss curve's summary first (the rich view shows the first keys), then the batch."""
+        curve = self.curve.summary()
+        ev = {key: curve[key] for key in ("steps", "first_loss", "last_loss", "min_loss")}
+        if self.curve.fitted:
+            ev["fitted"] = self.curve.fitted[-1]
+            ev["fitted_of"] = f"{self.units} {self.unit}"
+        ev.update(loss_floor=self.refs.floor, chance_loss=self.refs.chance, excess_vs_chance=self.last_excess)
+        ev.update(curve, max_steps=self.max_steps, examples=len(self.batch), indices=self.batch.index.tolist())
+        if self.curve.fitted and self.batch.y[0].numel() == 1:
+            ev["classes"] = int(torch.unique(self.batch.y).numel())
+        return ev
+
+
+def memorised(layout: Layout, excess: float, n_fitted: int | None, n: int) -> bool:
+    """A 4x drop toward the floor with every example (95% of tokens) fitted; regression: 100x."""
+    if layout.task == "classification":
+        return n_fitted == n and excess <= LARGE_DROP
+    if layout.task == "sequence":
+        return n_fitted is not None and n_fitted >= TOKENS_FITTED * n and excess <= LARGE_DROP
+    return excess <= NEAR_FLOOR
+
+
+def plateaued(excess: list[float]) -> bool:
+    """True when the second half of a run barely lowered the loss above its floor."""
+    if len(excess) <= MIN_STEPS:
+        return False
+    half = len(excess) // 2
+    before, after = min(excess[:half]), min(excess[half:])
+    return before - after < PLATEAU * max(before, 1e-12)
+
+
+def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memorisation:
+    """Train a fresh copy on ``batch`` until it is memorised, with early stopping."""
+    layout = layout_of(case)
+    x, y = batch.batch()
+    like = predict(case, case.eval_model, x).to(case.device)  # the loss may hold tensors on the device
+    refs = references(case.loss_fn, x, y, like, layout)
+    by_token = layout.task == "sequence"
+    n = int(valid_targets(y, layout).sum()) if by_token else len(batch)
+
+    def evaluate(out: torch.Tensor) -> tuple[float, int | None]:
+        with torch.no_grad():
+            loss = float(case.loss_fn(out.to(case.device), y.to(case.device)))
+        if refs.log_probs is None:
+            return loss, None
+        ok = fitted_targets(out, y, refs.log_probs, layout)
+        n_fitted = (ok & valid_targets(y, layout)).sum() if by_token else ok.reshape(len(y), -1).all(dim=1).sum()
+        return loss, int(n_fitted)
+
+    excess: list[float] = []
+
+    def done(curve: Curve) -> bool:
+        excess.append(refs.excess(curve.losses[-1]))
+        fitted_now = curve.fitted[-1] if curve.fitted else None
+        return memorised(layout, excess[-1], fitted_now, n) or (curve.steps % CHECK_EVERY == 0 and plateaued(excess))
+
+    with case.progress.task(f"overfit: {label}", total=max_steps) as advance:
+        curve = fit_batch(case, batch, max_steps=max_steps, evaluate=evaluate, done=done, advance=advance)
+    return Memorisation(batch, layout, refs, curve, max_steps, n)
+
+
+def _describe(m: Memorisation) -> str:
+    s = m.curve.summary()
+    text = f"loss {s['first_loss']:.3g} → {s['last_loss']:.3g} in {m.curve.steps} steps"
+    if m.curve.fitted:
+        text += f", {m.curve.fitted[-1]}/{m.units} {m.unit} fitted"
+    return text
+
+
+def _why(m: Memorisation) -> str:
+    if not math.isfinite(m.curve.losses[-1]):
+        return f"the loss became non-finite after {m.curve.steps} steps"
+    if m.refs.chance - m.refs.floor <= 0:
+        return "the loss gives no lower value to a perfect prediction than to chance"
+    where = f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ({m.refs.chance:.3g})"
+    if m.plateaued() and m.last_excess >= AT_CHANCE:
+        return (
+            f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label frequencies was learned, "
+            "so updates are far too small (learning rate?) or the inputs are cut off (bottleneck, detached path)"
+        )
+    if m.plateaued():
+        return f"the loss stopped falling at {where}: a bottleneck, or targets the model cannot express"
+    return (
+        f"the loss is still {where} after {m.curve.steps} steps, where a healthy setup memorises in a few hundred: "
+        "a learning rate far too small, a bottleneck, or a model that cannot express the targets"
+    )
+
+
+@check(
+    "overfit.batch",
+    layer="overfit",
+    falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data path)",
+    predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x toward its floor and every example (95% of tokens) is fitted",
+)
+def overfit_batch(case: Case) -> Outcome:
+    size = batch_size(case)
+    batch = tiny_batch(case, size)
+    m = case.probe_once("overfit training", lambda: memorise(case, batch, max_steps=MAX_STEPS[case.budget], label=f"memorising {len(batch)} examples"))
+    evidence = m.evidence()
+    if m.succeeded:
+        return passed(f"memorised {len(batch)} examples: {_describe(m)}", **evidence)
+    return failed(f"could not memorise {len(batch)} examples ({_describe(m)}): {_why(m)}", **evidence)
+
+
+def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
+    """The batch with labels drawn at random (regression: targets permuted across examples)."""
+    gen = torch.Generator().manual_seed(case.seed + 1)
+    y = batch.y
+    if not layout.categorical:
+        return batch.with_targets(y[torch.randperm(len(y), generator=gen)])
+    valid = valid_targets(y, layout)
+    drawn = torch.randint(0, layout.n_classes, y.shape, generator=gen).to(y.dtype)
+    return batch.with_targets(torch.where(valid, drawn, y))
+
+
+@check(
+    "overfit.random_labels",
+    layer="overfit",
+    falsifies="inputs reach the output without the information that tells examples apart",
+    predicts="a copy memorises random labels on a small set (Zhang et al. 2017)",
+    applies=lambda case: None if case.budget == "full" else "runs with budget='full'",
+)
+def overfit_random_labels(case: Case) -> Outcome:
+    layout = layout_of(case)
+    batch = random_labels(case, tiny_batch(case, min(RANDOM_LABEL_EXAMPLES, len(case.train))), layout)
+    m = case.probe_once(
+        "random-label training",
+        lambda: memorise(case, batch, max_steps=RANDOM_LABEL_STEPS, label=f"memorising {len(batch)} random labels"),
+    )
+    evidence = m.evidence()
+    if m.succeeded:
+        return passed(f"memorised {len(batch)} random labels: {_describe(m)}", **evidence)
+    if not math.isfinite(m.curve.losses[-1]) or m.last_excess > 0.9:
+        return failed(f"learned nothing about {len(batch)} random labels ({_describe(m)}): {_why(m)}", **evidence)
+    return warned(
+        f"memorised random labels only in part ({_describe(m)}): small capacity, or inputs that lose what tells examples apart",
+        **evidence,
+    )
+

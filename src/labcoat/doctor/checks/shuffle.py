@@ -1,0 +1,300 @@
+"""The shuffle layer (negative control): nothing may score above chance without real labels.
+
+Copies trained on permuted labels are scored on held-out data with the user's metric. A
+shuffled pipeline that beats chance rejects the null that the score measures learning from the
+labels (Ojala & Garriga 2010, Test 1): the metric cannot fail, labels reach the model by another
+path, or the evaluation reads training labels. The same copies give the real setup's
+permutation p-value. For language models, random token sequences are the control: nothing
+predicts them better than ln V unless it reads the tokens it is asked to predict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from scipy import stats
+
+from labcoat.doctor.case import Case
+from labcoat.doctor.inputs import Examples
+from labcoat.doctor.permutation import permutation_pvalue
+from labcoat.doctor.registry import check
+from labcoat.doctor.targets import (
+    Layout,
+    conditional_log_probs,
+    contexts,
+    correct,
+    layout_of,
+    lowest_loss,
+    marginal_log_probs,
+    regression_output,
+    to_output,
+    valid_targets,
+)
+from labcoat.doctor.training import batch_order, predict, train_copy
+from labcoat.findings import Outcome, failed, passed, warned
+
+#: shuffled copies per run; the real setup's p-value cannot go below 1 / (n + 1)
+PERMUTATIONS = {"fast": 19, "full": 99}
+#: minibatches each copy trains on, and their size
+STEPS = {"fast": 100, "full": 300}
+BATCH_SIZE = 32
+#: held-out examples scored
+VAL_LIMIT = {"fast": 1000, "full": 4000}
+MIN_VAL = 20
+#: held-out target permutations that set each copy's own chance level
+CHANCE_DRAWS = 20
+#: "above chance beyond noise": one-sided p below this ...
+ALPHA = 0.001
+#: ... and shuffled copies recover at least this share of the real setup's gain over chance
+#: (copies share one initialisation, whose chance alignment with the targets is not noise)
+MATERIAL = 0.1
+#: the real setup should beat its shuffled copies at this level
+REAL_ALPHA = 0.05
+RANDOM_SEQUENCES = 256
+
+
+@dataclass
+class Scorer:
+    """The score a control compares (higher is better) and what it is called."""
+
+    name: str
+    fn: Callable[[torch.Tensor, torch.Tensor], float]
+    chance_name: str
+
+
+def scorer(case: Case, layout: Layout) -> Scorer:
+    if case.metric is not None:
+        return Scorer("metric", lambda out, y: float(case.metric(out, y)), "an input-blind prediction's score")
+    if layout.task == "classification":
+
+        def accuracy(out: torch.Tensor, y: torch.Tensor) -> float:
+            valid = valid_targets(y, layout)
+            return float(correct(out, y, layout)[valid].double().mean())
+
+        return Scorer("accuracy", accuracy, "majority class rate")
+
+    def negative_loss(out: torch.Tensor, y: torch.Tensor) -> float:
+        with torch.no_grad():
+            return -float(case.loss_fn(out.to(case.device), y.to(case.device)))
+
+    return Scorer("negative loss", negative_loss, "loss of predicting the marginal")
+
+
+@dataclass
+class ShuffleRuns:
+    """Held-out scores of the real setup and of copies trained on shuffled labels."""
+
+    scorer: str
+    real: float
+    null: np.ndarray  # one score per shuffled copy
+    chance: np.ndarray  # each shuffled copy's score against permuted held-out targets
+    perfect: float  # score of a perfect prediction
+    blind: float  # score of the best prediction that ignores the inputs
+    chance_name: str
+    steps: int
+    batch_size: int
+    val_examples: int
+    diverged: int
+
+    @property
+    def p_above_chance(self) -> float:
+        """One-sided p-value that the shuffled copies score above their chance levels on average."""
+        excess = self.null - self.chance
+        if len(excess) < 2 or np.ptp(excess) == 0:
+            return 0.0 if float(np.mean(excess)) > 0 else 1.0
+        return float(stats.ttest_1samp(excess, 0.0, alternative="greater").pvalue)
+
+    @property
+    def share_of_real_gain(self) -> float:
+        """How much of the real setup's gain over chance the shuffled copies reach."""
+        chance = float(np.mean(self.chance))
+        return (float(np.mean(self.null)) - chance) / (self.real - chance) if self.real > chance else float("inf")
+
+    @property
+    def beats_chance(self) -> bool:
+        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL
+
+    def evidence(self, **first: float) -> dict:
+        """The comparison the verdict rests on first (the rich view shows the first keys)."""
+        return {
+            "shuffled_mean": float(np.mean(self.null)),
+            "chance": self.blind,
+            "chance_is": self.chance_name,
+            "chance_by_permutation": float(np.mean(self.chance)),
+            **first,
+            "score": self.scorer,
+            "perfect_score": self.perfect,
+            "real_score": self.real,
+            "shuffled_scores": self.null.tolist(),
+            "permutations": len(self.null),
+            "steps_per_copy": self.steps,
+            "batch_size": self.batch_size,
+            "val_examples": self.val_examples,
+            "diverged_copies": self.diverged,
+        }
+
+
+def _references(case: Case, layout: Layout, val: Examples, like: torch.Tensor, score: Scorer) -> tuple[float, float]:
+    """Scores of a perfect prediction and of the best input-blind one (the training marginal)."""
+    if not layout.categorical:
+        mean = case.train.y.double().mean(dim=0, keepdim=True).expand(val.y.shape)
+        return score.fn(regression_output(val.y, like), val.y), score.fn(regression_output(mean, like), val.y)
+    perfect = to_output(conditional_log_probs(contexts(val.x, val.y, layout), val.y, layout), like, layout)
+    blind = to_output(marginal_log_probs(case.train.y, layout, val.y.shape), like, layout)
+    return score.fn(perfect, val.y), score.fn(blind, val.y)
+
+
+def shuffle_runs(case: Case) -> ShuffleRuns:
+    layout = layout_of(case)
+    score = scorer(case, layout)
+    n, steps = PERMUTATIONS[case.budget], STEPS[case.budget]
+    train = case.train
+    val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
+    order = batch_order(len(train), steps, BATCH_SIZE, case.seed)
+    labels = torch.Generator().manual_seed(case.seed + 1)
+    draws = torch.Generator().manual_seed(case.seed + 2)
+    null, chance, diverged = [], [], 0
+    with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * steps) as advance:
+        run = train_copy(case, train, order=order, seed=case.seed, advance=advance)
+        out = predict(case, run.setup.model, val.x)
+        real = score.fn(out, val.y)
+        perfect, blind = _references(case, layout, val, out, score)
+        for _ in range(n):
+            shuffled = train.with_targets(train.y[torch.randperm(len(train), generator=labels)])
+            run = train_copy(case, shuffled, order=order, seed=case.seed, advance=advance)
+            diverged += run.diverged
+            out = predict(case, run.setup.model, val.x)
+            null.append(score.fn(out, val.y))
+            chance.append(np.mean([score.fn(out, val.y[torch.randperm(len(val), generator=draws)]) for _ in range(CHANCE_DRAWS)]))
+    return ShuffleRuns(
+        score.name, real, np.array(null), np.array(chance), perfect, blind, score.chance_name,
+        steps, min(BATCH_SIZE, len(train)), len(val), diverged,
+    )
+
+
+def _enough_val(case: Case) -> str | None:
+    if len(case.val) < MIN_VAL:
+        return f"only {len(case.val)} held-out examples; the controls need at least {MIN_VAL}"
+    return None
+
+
+def _next_token(case: Case) -> str | None:
+    if case.inferred_task != "sequence":
+        return "only for sequence models"
+    x, y = case.train.x, case.train.y
+    if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
+        return "targets are not the inputs shifted by one token"
+    if float((y[:, :-1] == x[:, 1:]).double().mean()) < 0.99:
+        return "targets are not the inputs shifted by one token"
+    return None
+
+
+def _labels_not_in_inputs(case: Case) -> str | None:
+    if _next_token(case) is None:
+        return (
+            "next-token targets are the inputs shifted by one, so shuffling them leaves every label in the "
+            "inputs; shuffle.random_tokens is the negative control here"
+        )
+    return _enough_val(case)
+
+
+@check(
+    "shuffle.labels",
+    layer="shuffle",
+    falsifies="the score rewards something other than learning from the labels (a metric that cannot fail, labels reaching the model another way, an evaluation that reads training labels)",
+    predicts="copies trained on shuffled labels score at chance on held-out data, and below a perfect prediction",
+    applies=_labels_not_in_inputs,
+)
+def shuffled_labels(case: Case) -> Outcome:
+    r = case.probe_once("shuffle training", lambda: shuffle_runs(case))
+    mean, chance = float(np.mean(r.null)), float(np.mean(r.chance))
+    p, share = r.p_above_chance, r.share_of_real_gain
+    evidence = r.evidence(p_above_chance=p, share_of_real_gain=share)
+    if not np.isfinite(r.null).all():
+        return failed(f"{int((~np.isfinite(r.null)).sum())} shuffled copies got a non-finite {r.scorer}", **evidence)
+    tolerance = 1e-6 * max(1.0, abs(r.perfect))
+    if r.perfect - chance <= tolerance:
+        return failed(
+            f"copies trained on shuffled labels score {mean:.3g}, and the {r.scorer} gives predictions unrelated to the "
+            f"targets {chance:.3g}, as much as perfect ones ({r.perfect:.3g}): it does not compare predictions with targets",
+            **evidence,
+        )
+    if mean >= r.perfect - tolerance:
+        return failed(f"copies trained on shuffled labels score {mean:.3g}, as high as a perfect prediction", **evidence)
+    if r.beats_chance:
+        return failed(
+            f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ({r.blind:.3g}, {r.chance_name}) "
+            f"beyond noise (p={p:.2g}; {share:.0%} of the real setup's gain): labels reach the model or the evaluation by another path",
+            **evidence,
+        )
+    return passed(f"copies trained on shuffled labels score {mean:.3g}; chance is {r.blind:.3g} ({r.chance_name})", **evidence)
+
+
+@check(
+    "shuffle.pvalue",
+    layer="shuffle",
+    falsifies="the real setup learns nothing that carries over to held-out data",
+    predicts=f"the real setup outscores its shuffled-label copies (permutation p <= {REAL_ALPHA})",
+    applies=_enough_val,
+)
+def real_pvalue(case: Case) -> Outcome:
+    r = case.probe_once("shuffle training", lambda: shuffle_runs(case))
+    p = permutation_pvalue(r.real, r.null)
+    as_high = int(np.sum(r.null >= r.real))
+    evidence = {"p_value": p, "real_score": r.real, "shuffled_as_high": as_high, "permutations": len(r.null), "score": r.scorer}
+    if not math.isfinite(r.real):
+        return failed(f"the real setup's {r.scorer} on held-out data is {r.real}", **evidence)
+    if p <= REAL_ALPHA:
+        beaten = f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
+        return passed(f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}", **evidence)
+    tie = f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g})"
+    if r.beats_chance:
+        return warned(f"{tie}: the copies score above chance too, so this score cannot show learning (see shuffle.labels)", **evidence)
+    return warned(f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps", **evidence)
+
+
+def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator) -> Examples:
+    """Uniform random token sequences with next-token targets."""
+    seq = tokens[torch.randint(len(tokens), (n, length + 1), generator=gen)]
+    return Examples(seq[:, :-1].contiguous(), seq[:, 1:].contiguous(), torch.arange(n))
+
+
+@check(
+    "shuffle.random_tokens",
+    layer="shuffle",
+    falsifies="a language model reads the tokens it is asked to predict",
+    predicts="trained on uniformly random token sequences, a causal model predicts new ones no better than ln V",
+    applies=_next_token,
+)
+def random_tokens(case: Case) -> Outcome:
+    layout = layout_of(case)
+    y = case.train.y
+    tokens = torch.unique(y[valid_targets(y, layout)])
+    steps, length = STEPS[case.budget], case.train.x.shape[1]
+    gen = torch.Generator().manual_seed(case.seed + 3)
+    pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen)
+    order = [torch.arange(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) for i in range(steps)]
+    with case.progress.task("shuffle: training on random tokens", total=steps) as advance:
+        run = case.probe_once("random-token training", lambda: train_copy(case, pool, order=order, seed=case.seed, advance=advance))
+    test = random_sequences(tokens, RANDOM_SEQUENCES, length, gen)
+    out = predict(case, run.setup.model, test.x)
+    with torch.no_grad():
+        losses = np.array([float(case.loss_fn(out[i : i + 1].to(case.device), test.y[i : i + 1].to(case.device))) for i in range(len(test))])
+    uniform = marginal_log_probs(tokens, layout, test.y.shape)
+    chance = lowest_loss(case.loss_fn, uniform, test.y, out.to(case.device), layout)
+    mean = float(losses.mean())
+    p = float(stats.ttest_1samp(losses, chance, alternative="less").pvalue) if np.ptp(losses) > 0 else float(mean >= chance)
+    evidence = {"loss": mean, "chance_loss": chance, "tokens": len(tokens), "ln_tokens": math.log(len(tokens)), "p_value": p, "sequences": len(test), "steps": steps}
+    if not math.isfinite(mean):
+        return failed(f"the loss on random token sequences is {mean}", **evidence)
+    if p < ALPHA:
+        return failed(
+            f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln {len(tokens)} = {chance:.3f} "
+            f"(p={p:.2g}): positions see the tokens they predict",
+            **evidence,
+        )
+    return passed(f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = {chance:.3f}", **evidence)

@@ -1,0 +1,171 @@
+"""A label-permutation test for any pipeline: does it score better than it would on shuffled labels?
+
+Ojala & Garriga (2010), Test 1: fit and score the pipeline on the real labels, then on labels
+permuted n times. The p-value is (C + 1) / (n + 1), C being the permuted scores at least as high
+as the real one; the +1 counts the real labelling as one of the permutations, so p is never 0.
+This is the definition scikit-learn's ``permutation_test_score`` uses, and with an estimator and
+the same ``cv`` and ``random_state`` this function draws the same permutations and returns the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from labcoat.errors import InputError
+
+
+@dataclass(frozen=True)
+class PermutationTestResult:
+    """What :func:`permutation_test` found; named like ``scipy.stats.PermutationTestResult``.
+
+    ``statistic`` is the score on the real labels, ``null_distribution`` the scores on permuted
+    labels, ``pvalue`` the share of permutations (the real one included) scoring at least as high.
+    """
+
+    statistic: float
+    pvalue: float
+    null_distribution: np.ndarray
+
+    @property
+    def n_permutations(self) -> int:
+        return len(self.null_distribution)
+
+
+def permutation_pvalue(statistic: float, null_distribution: Any) -> float:
+    """p = (C + 1) / (n + 1): C of the n permuted scores reach ``statistic`` (higher is better)."""
+    null = np.asarray(null_distribution, dtype=float)
+    return float((np.sum(null >= statistic) + 1.0) / (len(null) + 1))
+
+
+def permutations(n: int, n_permutations: int, random_state: Any = 0, groups: Any = None) -> Iterator[np.ndarray]:
+    """Row orders for each permutation, drawn as scikit-learn draws them.
+
+    ``random_state`` is an int, a ``numpy.random.RandomState`` or ``None`` (as in scikit-learn)
+    or a ``numpy.random.Generator``. With ``groups``, labels are shuffled only within each group.
+    """
+    rng = _random_state(random_state)
+    group_array = None if groups is None else np.asarray(groups)
+    for _ in range(n_permutations):
+        if group_array is None:
+            yield rng.permutation(n)
+            continue
+        order = np.arange(len(group_array))
+        for group in np.unique(group_array):
+            members = group_array == group
+            order[members] = rng.permutation(order[members])
+        yield order
+
+
+def permutation_test(
+    fit_and_score: Callable[[Any, Any], float] | Any,
+    X: Any,
+    y: Any,
+    *,
+    n_permutations: int = 100,
+    n_jobs: int | None = None,
+    random_state: Any = 0,
+    groups: Any = None,
+    cv: Any = None,
+    scoring: Any = None,
+    params: dict | None = None,
+) -> PermutationTestResult:
+    """Test whether a pipeline's score depends on the pairing of inputs and labels.
+
+    ``fit_and_score(X, y)`` fits on its own training part and returns a held-out score (higher is
+    better); it is called once on the real labels and ``n_permutations`` times on permuted ones,
+    in ``n_jobs`` processes (joblib's convention). It may instead be a scikit-learn estimator:
+    then it is cross-validated with ``cv``, ``scoring`` and fit ``params`` exactly as
+    ``sklearn.model_selection.permutation_test_score`` does, which it then agrees with.
+    """
+    from joblib import Parallel, delayed
+
+    score = _permutation_test_iv(fit_and_score, X, y, n_permutations, groups, cv, scoring, params)
+    real = _checked(score(X, y))
+    orders = list(permutations(_length(y), n_permutations, random_state, groups))
+    null = Parallel(n_jobs=n_jobs)(delayed(score)(X, _take(y, order)) for order in orders)
+    null = np.array([_checked(s) for s in null], dtype=float)
+    return PermutationTestResult(real, permutation_pvalue(real, null), null)
+
+
+def _permutation_test_iv(fit_and_score, X, y, n_permutations, groups, cv, scoring, params) -> Callable[[Any, Any], float]:
+    """Validate the arguments; return the function that fits and scores once."""
+    if isinstance(n_permutations, bool) or not isinstance(n_permutations, numbers.Integral) or n_permutations < 1:
+        raise InputError(f"n_permutations: expected a positive integer; got {n_permutations!r}")
+    n_x, n_y = _length(X, "X"), _length(y, "y")
+    if n_x != n_y:
+        raise InputError(f"X and y: X has {n_x} rows but y has {n_y}; pass one label per row of X")
+    if groups is not None and _length(groups, "groups") != n_y:
+        raise InputError(f"groups: has {_length(groups, 'groups')} entries for {n_y} labels; pass one group per label")
+    if hasattr(fit_and_score, "fit"):
+        return _cross_validated(fit_and_score, y, groups, cv, scoring, params)
+    if not callable(fit_and_score):
+        raise InputError(
+            f"fit_and_score: expected a callable(X, y) -> score or a scikit-learn estimator; got {type(fit_and_score).__name__}"
+        )
+    extras = [name for name, value in (("cv", cv), ("scoring", scoring), ("params", params)) if value is not None]
+    if extras:
+        raise InputError(
+            f"{', '.join(extras)}: only used with a scikit-learn estimator; a fit_and_score callable "
+            "splits and scores on its own, so drop these arguments"
+        )
+    return fit_and_score
+
+
+def _cross_validated(estimator, y, groups, cv, scoring, params) -> Callable[[Any, Any], float]:
+    from sklearn.base import is_classifier
+    from sklearn.model_selection import check_cv, cross_val_score
+
+    splitter = check_cv(cv, y, classifier=is_classifier(estimator))
+
+    def fit_and_score(X: Any, labels: Any) -> float:
+        scores = cross_val_score(
+            estimator, X, labels, groups=groups, cv=splitter, scoring=scoring, params=params, error_score="raise"
+        )
+        return float(np.mean(scores))
+
+    return fit_and_score
+
+
+def _random_state(random_state: Any) -> np.random.RandomState | np.random.Generator:
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        return random_state
+    if random_state is None:
+        return np.random.mtrand._rand
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return np.random.RandomState(random_state)
+    raise InputError(
+        f"random_state: expected an int, None, a numpy RandomState or Generator; got {type(random_state).__name__}"
+    )
+
+
+def _length(obj: Any, name: str = "y") -> int:
+    try:
+        return len(obj)
+    except TypeError:
+        raise InputError(f"{name}: expected an array-like with one entry per example; got {type(obj).__name__}") from None
+
+
+def _take(y: Any, order: np.ndarray) -> Any:
+    """``y`` in the row order ``order``, keeping its type (array, tensor, pandas object, list)."""
+    if hasattr(y, "iloc"):
+        return y.iloc[order]
+    if hasattr(y, "index_select"):  # a torch tensor
+        import torch
+
+        return y[torch.as_tensor(order)]
+    if isinstance(y, np.ndarray):
+        return y[order]
+    return [y[i] for i in order]
+
+
+def _checked(score: Any) -> float:
+    try:
+        value = float(score)
+    except (TypeError, ValueError):
+        raise InputError(f"fit_and_score: returned {type(score).__name__}; it must return one number (higher is better)") from None
+    return value

@@ -1,0 +1,152 @@
+"""Self-test: the gradient and update checks must fail on the user's setup with its learning removed.
+
+A check is only trusted once it has been seen to fail. Every doctor run builds mutants of the
+user's own setup (the loss multiplied by zero, the model's output detached from the graph),
+runs the gradient and update checks that passed on the real setup against each mutant, and
+counts the mutants caught. A mutant that passes is a failure of labcoat, not of the user's
+setup, and the report says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+
+from labcoat.doctor.case import Case
+from labcoat.doctor.ladder import run_check
+from labcoat.doctor.progress import ControlProgress
+from labcoat.doctor.registry import REGISTRY
+from labcoat.doctor.setup import Blueprint
+from labcoat.findings import Finding
+
+#: the checks a mutant must fail; each is proven only where it passed on the real setup
+CHECKS: tuple[str, ...] = ("model.grad.coverage", "update.params.moved")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A way to remove the learning signal from a setup; a sound check must then fail."""
+
+    name: str
+    mutate: Callable[[Case], Case]
+
+
+def fork(case: Case, **changes: Any) -> Case:
+    """A new case on the same data, with nothing cached and no link to the caller's objects."""
+    return dataclasses.replace(
+        case,
+        user_state=None,
+        progress=ControlProgress(False),
+        _results={},
+        _failed_probes={},
+        _reported_probes=set(),
+        **changes,
+    )
+
+
+def loss_times_zero(case: Case) -> Case:
+    loss_fn = case.loss_fn
+
+    def zeroed(output: Any, target: Any) -> torch.Tensor:
+        return loss_fn(output, target) * 0
+
+    return fork(case, loss_fn=zeroed)
+
+
+def output_detached(case: Case) -> Case:
+    blueprint = Blueprint(case.blueprint.model, case.blueprint.optimizer)
+    blueprint.model.register_forward_hook(_detach)
+    return fork(case, blueprint=blueprint)
+
+
+def _detach(_module: torch.nn.Module, _args: Any, output: Any) -> Any:
+    return output.detach() if isinstance(output, torch.Tensor) else output
+
+
+MUTANTS: list[Mutant] = [Mutant("loss × 0", loss_times_zero), Mutant("output detached", output_detached)]
+
+
+@dataclass
+class MutantResult:
+    mutant: str
+    statuses: dict[str, str]  # check id -> status on the mutant
+    messages: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def caught_by(self) -> list[str]:
+        return [check for check, status in self.statuses.items() if status == "fail"]
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.caught_by)
+
+
+@dataclass
+class SelfTest:
+    """Which mutants the proven checks caught; ``ok`` is None when the self-test could not run."""
+
+    checks: list[str]
+    results: list[MutantResult]
+    reason: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.results)
+
+    @property
+    def caught(self) -> int:
+        return sum(r.caught for r in self.results)
+
+    @property
+    def ok(self) -> bool | None:
+        return None if not self.ran else self.caught == len(self.results)
+
+    def note(self) -> str:
+        if not self.ran:
+            return f"self-test: not run ({self.reason})"
+        names = ", ".join(r.mutant for r in self.results)
+        line = f"self-test: the checks caught {self.caught}/{len(self.results)} mutants ({names})"
+        missed = [r for r in self.results if not r.caught]
+        if missed:
+            which = "; ".join(f"{r.mutant} passed {', '.join(r.statuses)}" for r in missed)
+            line += f" — LABCOAT FAILURE: {which}; do not trust its gradient and update verdicts on this setup"
+        return line
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "caught": self.caught,
+            "mutants": len(self.results),
+            "checks": self.checks,
+            "reason": self.reason,
+            "duration_s": self.duration_s,
+            "results": [
+                {"mutant": r.mutant, "caught": r.caught, "caught_by": r.caught_by, "statuses": r.statuses, "messages": r.messages}
+                for r in self.results
+            ],
+        }
+
+
+def run_selftest(case: Case, findings: Iterable[Finding], mutants: Iterable[Mutant] | None = None) -> SelfTest:
+    """Prove the checks in :data:`CHECKS` that passed on the real setup against each mutant."""
+    start = time.perf_counter()
+    status = {f.check: f.status for f in findings}
+    proven = [c for c in CHECKS if status.get(c) == "pass"]
+    if not proven:
+        ran = [c for c in CHECKS if c in status]
+        reason = (
+            f"{', '.join(ran)} did not pass on the setup itself" if ran else "the gradient and update checks did not run"
+        )
+        return SelfTest(proven, [], reason)
+    results = []
+    for mutant in MUTANTS if mutants is None else mutants:
+        torch.manual_seed(case.seed)
+        mutated = mutant.mutate(case)
+        found = [run_check(REGISTRY[c], mutated) for c in proven]
+        results.append(MutantResult(mutant.name, {f.check: f.status for f in found}, {f.check: f.message for f in found}))
+    return SelfTest(proven, results, duration_s=time.perf_counter() - start)

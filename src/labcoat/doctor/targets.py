@@ -1,0 +1,198 @@
+"""What perfect and input-blind predictions look like, in the model's own output layout.
+
+The controls judge a trained copy against two references, computed with the user's own loss
+and metric rather than with formulas that assume one: the best output a model could give on a
+batch (the *floor*) and the best output that ignores the inputs (*chance*: the majority class,
+the marginal distribution, the mean). Both come from counting targets per *context*, i.e. what
+a model may look at when it predicts a target: the whole input for a classifier, the prefix up
+to position t for a causal sequence model. Identical contexts with different targets cannot
+all be fitted, and the counts say exactly how well they can be.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from scipy.optimize import minimize_scalar
+from torch import nn
+from torch.nn import functional as F
+
+from labcoat.doctor.features import row_hashes
+
+#: probabilities below this become this in log space, so no output is infinite
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a model's output relates to its targets."""
+
+    task: str  # "classification" | "regression" | "sequence"
+    n_outputs: int | None  # classes or vocabulary size; None for regression
+    takes_probabilities: bool = False  # a single-logit model feeding nn.BCELoss
+
+    @property
+    def categorical(self) -> bool:
+        return self.task != "regression"
+
+    @property
+    def n_classes(self) -> int:
+        """Distinct target values: a single logit scores two."""
+        return 2 if self.n_outputs == 1 else int(self.n_outputs or 0)
+
+
+def layout_of(case: Any) -> Layout:
+    """The layout of a doctor case; BCELoss and binary_cross_entropy are the losses that take probabilities."""
+    loss_fn = case.loss_fn
+    probabilities = isinstance(loss_fn, nn.BCELoss) or loss_fn is F.binary_cross_entropy
+    return Layout(case.inferred_task, case.n_outputs, probabilities)
+
+
+def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Targets a classifier can be scored on (padding such as ``ignore_index=-100`` is not)."""
+    if not layout.categorical:
+        return torch.ones_like(y, dtype=torch.bool)
+    labels = y.long()
+    return (labels >= 0) & (labels < layout.n_classes) & (labels == y)
+
+
+def contexts(x: torch.Tensor, y: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """An id per target element for what the model may look at when predicting it."""
+    if layout.task == "sequence" and x.ndim >= 2 and y.ndim >= 2 and x.shape[:2] == y.shape[:2]:
+        return _prefix_ids(x, y)
+    rows = _ids(row_hashes(x))
+    per_row = y[0].numel() if y.ndim > 1 else 1
+    position = torch.arange(per_row).reshape(y.shape[1:]) if y.ndim > 1 else torch.zeros((), dtype=torch.long)
+    return rows.reshape((-1,) + (1,) * (y.ndim - 1)) * per_row + position
+
+
+def _ids(keys: list) -> torch.Tensor:
+    seen: dict = {}
+    return torch.tensor([seen.setdefault(k, len(seen)) for k in keys], dtype=torch.long)
+
+
+def _prefix_ids(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Position t of row i gets the id of the prefix x[i, :t+1] (a causal model's whole view)."""
+    seen: dict = {}
+    out = torch.empty(y.shape[:2], dtype=torch.long)
+    steps = x.reshape(x.shape[0], x.shape[1], -1).cpu().numpy()
+    for i in range(x.shape[0]):
+        prefix = -1
+        for t in range(x.shape[1]):
+            prefix = seen.setdefault((prefix, steps[i, t].tobytes()), len(seen))
+            out[i, t] = prefix
+    return out.reshape(out.shape + (1,) * (y.ndim - 2)).expand(y.shape)
+
+
+def conditional_log_probs(ctx: torch.Tensor, y: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """log p(target | context) as counted in this batch; shape ``y.shape + (classes,)``.
+
+    Predicting these is the best any model can do on the batch: a perfect fit where contexts
+    are distinct, the empirical mix where identical contexts have different targets.
+    """
+    n = layout.n_classes
+    valid = valid_targets(y, layout)
+    labels = y.long()
+    uniq, inverse = torch.unique(ctx[valid], return_inverse=True)
+    counts = torch.zeros(len(uniq), n, dtype=torch.float64)
+    counts.index_put_((inverse, labels[valid]), torch.ones(len(inverse), dtype=torch.float64), accumulate=True)
+    probs = torch.full(y.shape + (n,), 1.0 / n, dtype=torch.float64)
+    probs[valid] = counts[inverse] / counts[inverse].sum(-1, keepdim=True)
+    return probs.clamp_min(_EPS).log()
+
+
+def marginal_log_probs(y: torch.Tensor, layout: Layout, shape: torch.Size | tuple) -> torch.Tensor:
+    """log of the class frequencies in ``y``, repeated for targets of ``shape``."""
+    n = layout.n_classes
+    valid = valid_targets(y, layout)
+    counts = torch.bincount(y.long()[valid].reshape(-1), minlength=n)[:n].double()
+    probs = counts / max(1.0, float(counts.sum()))
+    return probs.clamp_min(_EPS).log().expand(tuple(shape) + (n,))
+
+
+def to_output(log_probs: torch.Tensor, like: torch.Tensor, layout: Layout, temperature: float = 1.0) -> torch.Tensor:
+    """Class log-probabilities (``target shape + (classes,)``) as the model would output them.
+
+    ``temperature`` < 1 flattens them; a loss with label smoothing is lowest somewhere below 1.
+    """
+    scaled = F.log_softmax(temperature * log_probs, dim=-1)
+    if layout.n_outputs == 1:
+        logit = (scaled[..., 1] - scaled[..., 0]).reshape(like.shape)
+        out = torch.sigmoid(logit) if layout.takes_probabilities else logit
+    elif layout.task == "sequence":
+        out = scaled
+    else:  # cross-entropy layout: classes on dim 1
+        out = scaled.movedim(-1, 1) if scaled.ndim > 2 else scaled
+    return out.to(dtype=like.dtype, device=like.device)
+
+
+def regression_output(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return values.reshape(like.shape).to(dtype=like.dtype, device=like.device)
+
+
+def lowest_loss(loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> float:
+    """The user's loss for outputs built from ``log_probs``, at the best temperature in [0, 1]."""
+    target = y.to(like.device)
+
+    def loss_at(t: float) -> float:
+        with torch.no_grad():
+            return float(loss_fn(to_output(log_probs, like, layout, t), target))
+
+    best = minimize_scalar(loss_at, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-3})
+    candidates = [loss_at(1.0), loss_at(0.0)] + ([float(best.fun)] if math.isfinite(best.fun) else [])
+    return min(candidates)
+
+
+@dataclass(frozen=True)
+class References:
+    """The user's loss at the batch's floor and at chance (input-blind prediction)."""
+
+    floor: float
+    chance: float
+    log_probs: torch.Tensor | None  # conditional log p(target | context); None for regression
+
+    def excess(self, loss: float) -> float:
+        """How far ``loss`` is from the floor, as a fraction of chance's distance (1 = chance, 0 = floor)."""
+        span = self.chance - self.floor
+        return (loss - self.floor) / span if span > 0 else float("nan")
+
+
+def references(loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> References:
+    """Floor and chance of the user's loss on one batch."""
+    if not layout.categorical:
+        with torch.no_grad():
+            target = y.to(like.device)
+            floor = float(loss_fn(regression_output(y.to(like.dtype), like), target))
+            mean = y.double().mean(dim=0, keepdim=True).expand(y.shape)
+            chance = float(loss_fn(regression_output(mean, like), target))
+        return References(min(floor, chance), chance, None)
+    cond = conditional_log_probs(contexts(x, y, layout), y, layout)
+    floor = lowest_loss(loss_fn, cond, y, like, layout)
+    chance = lowest_loss(loss_fn, marginal_log_probs(y, layout, y.shape), y, like, layout)
+    return References(min(floor, chance), chance, cond)
+
+
+def predicted(out: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Predicted class per target element."""
+    if layout.n_outputs == 1:
+        threshold = 0.5 if layout.takes_probabilities else 0.0
+        return (out > threshold).long()
+    return out.argmax(dim=-1 if layout.task == "sequence" or out.ndim == 2 else 1)
+
+
+def correct(out: torch.Tensor, y: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Per target element: predicted class equals the target (invalid targets count as correct)."""
+    pred = predicted(out.detach().cpu(), layout).reshape(y.shape)
+    return (pred == y.long()) | ~valid_targets(y, layout)
+
+
+def fitted_targets(out: torch.Tensor, y: torch.Tensor, log_probs: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Per target element: predicted exactly, or as one of the most frequent targets of its
+    context where identical contexts have different targets (invalid targets count as fitted)."""
+    pred = predicted(out.detach().cpu(), layout).reshape(y.shape)
+    chosen = log_probs.gather(-1, pred.unsqueeze(-1).clamp(0, layout.n_classes - 1)).squeeze(-1)
+    best = log_probs.max(dim=-1).values
+    return (pred == y.long()) | (chosen >= best - 1e-9) | ~valid_targets(y, layout)

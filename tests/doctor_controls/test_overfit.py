@@ -1,0 +1,109 @@
+"""The overfit layer: planted bugs that cannot memorise a tiny batch, and healthy twins that do."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tests.doctor_controls import setups as s
+
+UP_TO_OVERFIT = ("data", "model", "update", "overfit")
+CE = nn.CrossEntropyLoss()
+
+
+def test_width_one_bottleneck_fails_overfit_and_its_twin_passes():
+    broken = s.diagnose(s.bottleneck(), s.digits(), CE, layers=UP_TO_OVERFIT)
+    assert broken.failed_layer == "overfit"
+    finding = broken["overfit.batch"]
+    assert finding.status == "fail"
+    ev = finding.evidence
+    assert ev["fitted"] < ev["examples"]
+    assert {"first_loss", "last_loss", "min_loss", "steps", "loss_curve"} <= set(ev)
+    assert ev["min_loss"] <= ev["first_loss"]
+
+    healthy = s.diagnose(s.mlp(), s.digits(), CE, layers=UP_TO_OVERFIT)
+    assert healthy.ok, healthy.summary()
+    assert healthy["overfit.batch"].status == "pass"
+    assert healthy["overfit.batch"].evidence["fitted"] == healthy["overfit.batch"].evidence["examples"]
+
+
+def test_linear_model_cannot_memorise_xor_but_an_mlp_can():
+    broken = s.diagnose(s.linear(2, 2), s.xor(), CE, lr=1e-2, layers=UP_TO_OVERFIT)
+    assert broken.failed_layer == "overfit"
+    assert "stayed near chance" in broken["overfit.batch"].message
+
+    healthy = s.diagnose(s.mlp(2, 2), s.xor(), CE, lr=1e-2, layers=UP_TO_OVERFIT)
+    assert healthy.ok, healthy.summary()
+
+
+def test_linear_regression_cannot_memorise_a_product_but_an_mlp_can():
+    broken = s.diagnose(s.linear(2, 1), s.product(), nn.MSELoss(), lr=1e-2, layers=UP_TO_OVERFIT)
+    assert broken.failed_layer == "overfit"
+    assert "fitted" not in broken["overfit.batch"].evidence  # regression is judged by its loss alone
+
+    healthy = s.diagnose(s.regression_mlp(), s.product(), nn.MSELoss(), lr=3e-3, layers=UP_TO_OVERFIT)
+    assert healthy.ok, healthy.summary()
+    ev = healthy["overfit.batch"].evidence
+    assert ev["last_loss"] <= 0.01 * ev["chance_loss"]
+
+
+def test_a_learning_rate_far_too_small_fails_and_says_so():
+    model = s.mlp()
+    report = s.diagnose(model, s.digits(), CE, optimizer=torch.optim.SGD(model.parameters(), lr=1e-4), layers=("overfit",))
+    finding = report["overfit.batch"]
+    assert finding.status == "fail"
+    assert "learning rate" in finding.message
+
+
+def test_batch_is_small_balanced_and_recorded_by_index():
+    X, y = s.digits()
+    report = s.diagnose(s.mlp(), (X, y), CE, layers=("overfit",))
+    indices = report["overfit.batch"].evidence["indices"]
+    assert 8 <= len(indices) <= 32 and len(set(indices)) == len(indices)
+    counts = torch.bincount(y[indices], minlength=10)
+    assert counts.min() == 2 and counts.max() == 2  # 20 examples, two per digit
+
+
+def test_label_smoothing_floor_is_not_mistaken_for_failure():
+    report = s.diagnose(s.mlp(), s.digits(), nn.CrossEntropyLoss(label_smoothing=0.1), layers=("overfit",))
+    finding = report["overfit.batch"]
+    assert finding.status == "pass", finding.message
+    assert finding.evidence["loss_floor"] > 0.3  # a smoothed target cannot be fitted to zero loss
+
+
+def test_single_logit_binary_classifier_memorises():
+    X, y = s.xor()
+    report = s.diagnose(s.mlp(2, 1), (X, y.float().unsqueeze(1)), nn.BCEWithLogitsLoss(), lr=1e-2, layers=("overfit",))
+    finding = report["overfit.batch"]
+    assert finding.status == "pass", finding.message
+    assert finding.evidence["classes"] == 2
+
+
+class InputBlind(nn.Module):
+    """A model whose output ignores the input: only a learned bias reaches the loss."""
+
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bias.expand(len(x), -1)
+
+
+def test_random_labels_run_only_in_full_budget_and_catch_an_input_blind_model():
+    fast = s.diagnose(s.mlp(), s.digits(), CE, layers=("overfit",))
+    assert fast["overfit.random_labels"].status == "skip"
+
+    blind = s.diagnose(InputBlind(), s.digits(), CE, lr=1e-2, layers=("overfit",), budget="full", run_all=True)
+    assert blind["overfit.random_labels"].status == "fail"
+    assert blind["overfit.random_labels"].evidence["examples"] == 64
+
+    healthy = s.diagnose(s.mlp(), s.digits(), CE, lr=3e-3, layers=("overfit",), budget="full")
+    assert healthy["overfit.random_labels"].status == "pass", healthy["overfit.random_labels"].message
+
+
+def test_random_labels_only_partly_memorised_by_a_tiny_network_warn():
+    report = s.diagnose(s.mlp(2, 2, hidden=4), s.xor(), CE, lr=1e-2, layers=("overfit",), budget="full")
+    finding = report["overfit.random_labels"]
+    assert finding.status == "warn", finding.message
+    assert 0 < finding.evidence["fitted"] < finding.evidence["examples"]

@@ -1,0 +1,76 @@
+"""The self-test: mutants of the user's setup must be caught, and a miss is labcoat's failure."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from torch import nn
+
+from labcoat.doctor import selftest
+from tests.doctor_controls import setups as s
+
+CE = nn.CrossEntropyLoss()
+GRADIENT_AND_UPDATE = ("model", "update")
+
+
+def test_healthy_model_catches_both_mutants_and_leaves_the_callers_model_alone():
+    model = s.mlp()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    report = s.diagnose(model, s.digits(), CE, layers=GRADIENT_AND_UPDATE)
+    result = report.extras["selftest"]
+    assert result["ok"] is True and (result["caught"], result["mutants"]) == (2, 2)
+    assert {r["mutant"] for r in result["results"]} == {"loss × 0", "output detached"}
+    assert all(r["caught_by"] for r in result["results"])
+    assert "self-test: the checks caught 2/2 mutants" in str(report)
+    assert json.loads(json.dumps(report.to_dict()))["selftest"]["caught"] == 2
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters())
+
+
+def test_weight_decay_moves_a_zero_loss_model_so_only_the_gradient_check_catches_it():
+    model = s.mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, weight_decay=1e-2)
+    report = s.diagnose(model, s.digits(), CE, optimizer=optimizer, layers=GRADIENT_AND_UPDATE)
+    by_mutant = {r["mutant"]: r for r in report.extras["selftest"]["results"]}
+    assert by_mutant["loss × 0"]["caught_by"] == ["model.grad.coverage"]
+    assert by_mutant["loss × 0"]["statuses"]["update.params.moved"] == "pass"
+    assert report.extras["selftest"]["ok"] is True
+
+
+def untouched(case):
+    """A 'mutant' that changes nothing: no sound check can fail on it."""
+    return selftest.fork(case)
+
+
+def test_an_uncaught_mutant_is_reported_as_a_failure_of_labcoat(monkeypatch):
+    monkeypatch.setattr(selftest, "MUTANTS", [*selftest.MUTANTS, selftest.Mutant("untouched", untouched)])
+    report = s.diagnose(s.mlp(), s.digits(), CE, layers=GRADIENT_AND_UPDATE)
+    assert not report.ok
+    assert report.failed_layer is None  # the user's setup is fine; labcoat is not
+    assert report.selftest_failed
+    assert "LABCOAT FAILURE" in str(report) and "self-test" in report.summary()
+    data = report.to_dict()
+    assert data["ok"] is False and data["selftest"]["ok"] is False
+    assert (data["selftest"]["caught"], data["selftest"]["mutants"]) == (2, 3)
+
+
+def test_self_test_says_when_it_cannot_run():
+    report = s.diagnose(s.mlp(), s.digits(), CE, layers=("data",))
+    assert report.extras["selftest"]["ok"] is None
+    assert "self-test: not run" in str(report)
+    assert report.ok
+
+
+def test_checks_that_fail_on_the_real_setup_are_not_proven_on_mutants():
+    class Detached(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = s.mlp()
+
+        def forward(self, x):
+            return self.body(x).detach() + 0 * x.sum(dim=1, keepdim=True)
+
+    report = s.diagnose(Detached(), s.digits(), CE, layers=GRADIENT_AND_UPDATE, run_all=True)
+    assert report["model.grad.coverage"].status == "fail"
+    result = report.extras["selftest"]
+    assert result["ok"] is None and "did not pass on the setup itself" in result["reason"]

@@ -1,0 +1,98 @@
+"""The shuffle layer: planted bugs that score above chance without real labels, and healthy twins."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from labcoat.doctor.checks import shuffle
+from labcoat.doctor.checks.shuffle import PERMUTATIONS
+from tests.doctor_controls import setups as s
+
+CE = nn.CrossEntropyLoss()
+
+
+def self_comparing_metric(output: torch.Tensor, target: torch.Tensor) -> float:
+    """The planted bug: compares the target with itself, so it always says 1.0."""
+    return float((target == target).float().mean())
+
+
+def accuracy(output: torch.Tensor, target: torch.Tensor) -> float:
+    return float((output.argmax(dim=1) == target).float().mean())
+
+
+def test_metric_that_compares_the_target_with_itself_fails_shuffle():
+    broken = s.diagnose(s.mlp(), s.digits(), CE, metric=self_comparing_metric)
+    assert broken.failed_layer == "shuffle"
+    finding = broken["shuffle.labels"]
+    assert finding.status == "fail"
+    assert "does not compare predictions with targets" in finding.message
+    assert finding.evidence["shuffled_mean"] == 1.0
+
+    healthy = s.diagnose(s.mlp(), s.digits(), CE, metric=accuracy)
+    assert healthy.ok, healthy.summary()
+    assert healthy["shuffle.labels"].evidence["shuffled_mean"] < 0.2
+
+
+def label_lookup_step():
+    """A train step that ignores the labels it is handed and fetches the true ones by input."""
+    X, y = s.digits()
+    truth = {row.numpy().tobytes(): int(label) for row, label in zip(X, y)}
+
+    def step(model, batch, optimizer, loss_fn):
+        x, _ = batch
+        labels = torch.tensor([truth[row.numpy().tobytes()] for row in x])
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def test_labels_reaching_the_model_another_way_fail_shuffle():
+    broken = s.diagnose(s.mlp(), s.digits(), CE, step=label_lookup_step())
+    assert broken.failed_layer == "shuffle"
+    finding = broken["shuffle.labels"]
+    assert finding.status == "fail" and "another path" in finding.message
+    assert finding.evidence["p_above_chance"] < 1e-3
+    assert finding.evidence["share_of_real_gain"] > 0.5
+
+
+def test_causal_language_model_without_its_mask_is_caught_twice(monkeypatch):
+    """model.causality catches the missing mask first; the random-token control catches it again."""
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 3)  # the p-value is not under test here
+    X, Y = s.markov_sequences()
+    broken = s.diagnose(s.transformer(causal=False), (X, Y), s.next_token_loss, lr=1e-2, run_all=True)
+    assert broken.failed_layer == "model"
+    assert broken["model.causality"].status == "fail"
+    finding = broken["shuffle.random_tokens"]
+    assert finding.status == "fail" and "see the tokens they predict" in finding.message
+    assert finding.evidence["loss"] < finding.evidence["chance_loss"]
+
+    healthy = s.diagnose(s.transformer(), (X, Y), s.next_token_loss, lr=1e-2, layers=("shuffle",))
+    assert healthy["shuffle.random_tokens"].status == "pass", healthy["shuffle.random_tokens"].message
+
+
+def test_pvalue_is_scikit_learns_definition_and_warns_without_signal():
+    report = s.diagnose(s.mlp(), s.digits(), CE, layers=("shuffle",))
+    finding = report["shuffle.pvalue"]
+    n, as_high = finding.evidence["permutations"], finding.evidence["shuffled_as_high"]
+    assert n == PERMUTATIONS["fast"]
+    assert finding.evidence["p_value"] == (as_high + 1) / (n + 1)
+    assert finding.status == "pass"
+
+    X, y = s.digits()
+    noise = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(1))]
+    unlearnable = s.diagnose(s.mlp(), (X, noise), CE, layers=("shuffle",))
+    assert unlearnable["shuffle.pvalue"].status == "warn"
+    assert unlearnable["shuffle.pvalue"].evidence["p_value"] > 0.05
+    assert unlearnable["shuffle.labels"].status == "pass"  # shuffling noise is still noise
+
+
+def test_too_few_held_out_examples_skip_the_controls():
+    X, y = s.digits()
+    report = s.diagnose(s.mlp(), (X[:200], y[:200]), CE, val_data=(X[200:210], y[200:210]), layers=("shuffle",))
+    assert report["shuffle.labels"].status == "skip"
+    assert report["shuffle.pvalue"].status == "skip"
