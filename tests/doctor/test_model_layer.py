@@ -66,6 +66,15 @@ def test_regression_output_that_broadcasts_fails():
     assert status(model_report(regressor(), (x, y), nn.MSELoss()), "model.forward") == "pass"
 
 
+def test_regression_output_reshaped_by_the_loss_passes():
+    x, y = diabetes()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 1))  # (N, 1) ...
+    squeezing = lambda out, target: F.mse_loss(out.squeeze(-1), target)  # ... squeezed by the loss
+    f = model_report(model, (x, y), squeezing)["model.forward"]
+    assert f.status == "pass", f.message
+
+
 class Exploding(nn.Module):
     def __init__(self):
         super().__init__()

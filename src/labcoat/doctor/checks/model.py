@@ -48,6 +48,8 @@ def forward(case: Case) -> Outcome:
                 spread = tuple(torch.broadcast_shapes(out.shape, y.shape))
             except RuntimeError:
                 spread = None
+            if out.numel() == y.numel() and _loss_handles_shape(case, out, y):
+                return passed(f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape, but the loss gives what it gives on matching shapes", **evidence)
             if spread is not None and spread != tuple(y.shape) or out.numel() != y.numel():
                 return failed(
                     f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape"
@@ -64,6 +66,17 @@ def forward(case: Case) -> Outcome:
         if not fits:
             return failed(f"output {tuple(out.shape)} does not fit targets {tuple(y.shape)}: expected {expected}", **evidence)
     return passed(f"output {tuple(out.shape)} is finite and fits targets {tuple(y.shape)}", **evidence)
+
+
+def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
+    """True when the user's loss on the mismatched shapes equals the loss on matched shapes:
+    then the loss reshapes internally and nothing is broadcast."""
+    try:
+        as_is = _loss_on(case, out, y)
+        matched = _loss_on(case, out.reshape(y.shape), y)
+    except Exception:  # noqa: BLE001 - a loss that cannot take the shapes is the finding itself
+        return False
+    return isinstance(as_is, torch.Tensor) and as_is.shape == matched.shape and bool(torch.allclose(as_is, matched, rtol=1e-5, atol=1e-8))
 
 
 @check(
