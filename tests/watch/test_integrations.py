@@ -24,7 +24,10 @@ from tests.watch._training import MLP, digits
 def load_with_stub(monkeypatch, module_name, stub_modules):
     for name, attrs in stub_modules.items():
         monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(**attrs))
-    monkeypatch.delitem(sys.modules, module_name, raising=False)
+    # recorded first, so teardown restores the entry as it was (usually: absent) and a later
+    # import of the real framework does not reuse the module built on the stand-in
+    monkeypatch.setitem(sys.modules, module_name, None)
+    del sys.modules[module_name]
     return importlib.import_module(module_name)
 
 
