@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import click
 
+from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
@@ -36,7 +37,7 @@ def _entry_json(entry) -> dict[str, Any]:
     return entry.to_dict()
 
 
-@click.group("ledger")
+@click.group("ledger", cls=Group)
 def ledger() -> None:
     """A lab notebook: hypotheses, predictions, results, runs and their provenance."""
 

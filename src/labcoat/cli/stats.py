@@ -12,6 +12,7 @@ from typing import Any
 import click
 import numpy as np
 
+from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 
@@ -22,7 +23,7 @@ resamples_option = click.option("--resamples", type=int, default=2000, show_defa
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the bootstrap.")
 
 
-@click.group("stats")
+@click.group("stats", cls=Group)
 def stats() -> None:
     """Honest error bars for evals (Miller 2024, rliable, anytime-valid sequences)."""
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 
+from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 from labcoat.watch.alerts import Alert, merge_alerts
 from labcoat.watch.events import read_events
 
 
-@click.group("watch")
+@click.group("watch", cls=Group)
 def watch_group() -> None:
     """Training-watch events: alerts raised while a run trained."""
 
