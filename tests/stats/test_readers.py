@@ -98,6 +98,9 @@ def test_inspect_json_and_eval_logs(tmp_path):
         ("r.csv", "", None, "no header row"),
         ("r.json", '{"a": 1}', None, "Inspect eval log"),
         ("r.eval", "not a zip", None, "could not be read"),
+        ("r.json", '{"eval": {}, "samples": [1]}', None, "sample 1: sample is a JSON int, not an object"),
+        ("r.json", '{"eval": {}, "samples": [{"scores": [1]}]}', None, "sample 1: its 'scores' is a JSON list"),
+        ("r.json", '{"eval": {}, "samples": [{"metadata": "x"}]}', None, "sample 1: its 'metadata' is a JSON str"),
     ],
 )
 def test_bad_files_are_one_line_errors(tmp_path, name, text, call, match):
@@ -106,6 +109,13 @@ def test_bad_files_are_one_line_errors(tmp_path, name, text, call, match):
     with pytest.raises(InputError, match=match):
         table = read_table(path)
         call(table)
+
+
+def test_corrupt_parquet_is_an_input_error(tmp_path):
+    pytest.importorskip("pyarrow")
+    (tmp_path / "r.parquet").write_bytes(b"PAR1 not really parquet PAR1")
+    with pytest.raises(InputError, match="could not be read as parquet"):
+        read_table(tmp_path / "r.parquet")
 
 
 def test_missing_file(tmp_path):

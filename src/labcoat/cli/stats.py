@@ -20,7 +20,7 @@ confidence_option = click.option(
     "--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval."
 )
 resamples_option = click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the bootstrap.")
+seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed of the bootstrap.")
 
 
 @click.group("stats", cls=Group)

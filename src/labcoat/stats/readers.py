@@ -147,12 +147,16 @@ def _read_inspect_zip(path: Path) -> Table:
 
 def _read_parquet(path: Path) -> Table:
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError(
             f"{path}: reading Parquet needs pyarrow; install it with `pip install 'labcoat[parquet]'`."
         ) from None
-    return Table(str(path), pq.read_table(path).to_pydict())
+    try:
+        return Table(str(path), pq.read_table(path).to_pydict())
+    except pa.ArrowException as exc:
+        raise InputError(f"{path}: could not be read as parquet ({exc}).") from None
 
 
 _READERS: dict[str, Callable[[Path], Table]] = {
@@ -195,7 +199,14 @@ def _inspect_table(path: Path, samples: list[dict[str, Any]]) -> Table:
     """One row per sample and epoch: ``id``, ``epoch``, one column per scorer (``scorer.key``
     for scorers returning dicts) and scalar ``metadata.*`` fields for clustering."""
     records = []
-    for s in samples:
+    for i, s in enumerate(samples, 1):
+        for what, value in (("sample", s), ("its 'scores'", s.get("scores") if isinstance(s, dict) else None),
+                            ("its 'metadata'", s.get("metadata") if isinstance(s, dict) else None)):
+            if value is not None and not isinstance(value, dict):
+                raise InputError(
+                    f"{path}: sample {i}: {what} is a JSON {type(value).__name__}, not an object; "
+                    "expected an Inspect eval log as `inspect eval` writes it."
+                )
         row: dict[str, Any] = {"id": s.get("id"), "epoch": s.get("epoch", 1)}
         for scorer, score in (s.get("scores") or {}).items():
             value = score.get("value") if isinstance(score, dict) else score
