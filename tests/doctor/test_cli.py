@@ -85,6 +85,30 @@ def test_bad_input_is_one_line_and_exit_2(cli, exp_file, target, message):
     assert len(lines) == 1 and lines[0].startswith("labcoat: error:") and message in lines[0], res.err
 
 
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("import sys\nsys.exit(0)\n", "importing it called sys.exit(0); put the script's top-level code under"),
+        ("import sys\ndef experiment():\n    sys.exit(0)\n", "experiment() called sys.exit(0); it must return"),
+    ],
+)
+def test_a_file_that_exits_is_an_input_error_not_a_silent_exit(cli, tmp_path, source, message):
+    path = tmp_path / "exits.py"
+    path.write_text(source)
+    res = cli("doctor", path)
+    assert res.code == 2 and message in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_a_directory_is_named_as_one(cli, tmp_path):
+    res = cli("doctor", tmp_path)
+    assert res.code == 2 and "is a directory; pass a Python file" in res.err
+
+
+def test_a_negative_seed_is_an_input_error(cli, exp_file):
+    res = cli("doctor", exp_file, "--seed", "-1")
+    assert res.code == 2 and "seed: expected a non-negative int" in res.err
+
+
 def test_debug_shows_the_traceback(cli, exp_file):
     res = cli("doctor", f"{exp_file}:raises", "--debug")
     assert res.code == 2 and "Traceback" in res.err
