@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from labcoat.watch import Alert, EventLog
 
 
@@ -43,3 +45,26 @@ def test_report_errors_are_one_line(cli, tmp_path):
     assert res.code == 2 and res.err.startswith("labcoat: error: events file") and res.err.count("\n") == 1
     res = cli("watch", "report")
     assert res.code == 2 and "needs at least one events file" in res.err
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"\x80\x81 binary\n", "is not UTF-8 text"),
+        (b'{"kind": "spike", "step": "abc", "severity": "warn"}\n', "line 1: 'step' must be an integer; got \"abc\""),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "value": "x"}\n', "'value' must be a number or null"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "evidence": [1]}\n', "'evidence' must be an object"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "rank": "a"}\n', "'rank' must be an integer or null"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "ranks": 5}\n', "'ranks' must be a list of integers"),
+        (b'{"kind": ["spike"], "step": 1}\n', "'kind' must be a string"),
+    ],
+)
+def test_malformed_events_are_one_line_errors_naming_the_field(cli, tmp_path, content, says):
+    (tmp_path / "events.jsonl").write_bytes(content)
+    res = cli("watch", "report", tmp_path / "events.jsonl")
+    assert res.code == 2 and says in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_a_directory_is_named_as_one(cli, tmp_path):
+    res = cli("watch", "report", tmp_path)
+    assert res.code == 2 and "is a directory" in res.err

@@ -54,32 +54,63 @@ class EventLog:
             self._file = None
 
 
+_NUMBER = (int, float)
+_NONE = type(None)
+#: field -> (JSON types it may hold, how to say so); what readers of events rely on
+EVENT_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "kind": ((str,), "a string"),
+    "step": ((int,), "an integer"),
+    "rank": ((int, _NONE), "an integer or null"),
+    "time": ((*_NUMBER, _NONE), "a number or null"),
+    "value": ((*_NUMBER, _NONE), "a number or null"),
+    "message": ((str, _NONE), "a string"),
+    "severity": ((str, _NONE), "a string"),
+    "subject": ((str, _NONE), "a string"),
+    "evidence": ((dict, _NONE), "an object"),
+    "ranks": ((list, _NONE), "a list of integers"),
+}
+
+
 def read_events(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, Any]]:
     """Every event in ``paths``, file by file, line by line."""
     for path in paths:
         p = Path(path)
         if not p.is_file():
+            found = "is a directory" if p.is_dir() else "does not exist"
             raise InputError(
-                f"events file {str(p)!r} does not exist; pass the JSON-lines files written by "
+                f"events file {str(p)!r} {found}; pass the JSON-lines files written by "
                 "labcoat.watch(..., events=PATH) (one per rank)."
             )
         with open(p, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"events file {str(p)!r}, line {lineno}: not JSON ({exc.msg}); "
-                        "expected one JSON object per line as written by labcoat.watch."
-                    ) from None
-                if not isinstance(event, dict) or "kind" not in event or "step" not in event:
-                    raise InputError(
-                        f"events file {str(p)!r}, line {lineno}: expected an object with 'kind' "
-                        f"and 'step'; got {line.strip()[:80]!r}."
-                    )
-                yield event
+            try:
+                for lineno, line in enumerate(fh, 1):
+                    if line.strip():
+                        yield _parse_event(line, f"events file {str(p)!r}, line {lineno}")
+            except UnicodeDecodeError:
+                raise InputError(
+                    f"events file {str(p)!r} is not UTF-8 text; pass the JSON-lines files written by "
+                    "labcoat.watch(..., events=PATH)."
+                ) from None
+
+
+def _parse_event(line: str, where: str) -> dict[str, Any]:
+    """One line as an event, its fields of the types :data:`EVENT_FIELDS` declares."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{where}: not JSON ({exc.msg}); expected one JSON object per line as written by labcoat.watch."
+        ) from None
+    if not isinstance(event, dict) or "kind" not in event or "step" not in event:
+        raise InputError(f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}.")
+    for name, (types, what) in EVENT_FIELDS.items():
+        value = event.get(name)
+        ok = isinstance(value, types) and not isinstance(value, bool)
+        if ok and name == "ranks" and value is not None:
+            ok = all(isinstance(r, int) and not isinstance(r, bool) for r in value)
+        if not ok:
+            raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(value)[:60]}.")
+    return event
 
 
 def read_alerts(paths: Iterable[str | os.PathLike[str]]) -> list[Alert]:
