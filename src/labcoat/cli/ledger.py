@@ -159,7 +159,7 @@ def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_
 
 @ledger.command("runs")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the latest N runs.")
-@click.option("--status", type=click.Choice(("running", "ok", "failed", "interrupted", "killed")), default=None)
+@click.option("--status", type=click.Choice(("running", "ok", "failed", "interrupted", "killed")), default=None, help="Only runs that ended this way.")
 @ledger_option
 @json_option
 def runs_command(limit, status, location, as_json):
@@ -208,7 +208,7 @@ def verify_command(ctx, location, as_json):
 
 
 @ledger.command("export")
-@click.option("--format", "fmt", type=click.Choice(("md", "json")), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("md", "json")), default="md", show_default=True, help="md: a dated chronicle; json: everything, for other tools.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to this file instead of stdout.")
 @click.option("--since", default=None, help="Only entries created on or after this date.")
 @click.option("--until", default=None, help="Only entries created on or before this date.")
@@ -220,7 +220,12 @@ def export_command(fmt, output, since, until, location, as_json):
         text = book.export(fmt, since=since, until=until)
         where = book.location
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(
+                f"--output {output}: cannot write it ({exc.strerror or exc}); give a path in an existing, writable folder"
+            ) from None
     if as_json:
         payload: dict[str, Any] = {"format": fmt, "ledger": where, "output": output, "bytes": len(text.encode())}
         if not output:
