@@ -62,6 +62,17 @@ def test_healthy_exits_0_and_broken_exits_1_with_json(cli, exp_file):
     assert any(f["check"] == "update.optimizer.coverage" and f["status"] == "fail" for f in body["findings"])
 
 
+def test_json_stays_one_object_when_the_users_code_prints(cli, tmp_path):
+    path = tmp_path / "chatty.py"
+    path.write_text(
+        EXPERIMENT.replace("def experiment():\n", "print('importing')\n\ndef experiment():\n    print('loading data')\n")
+    )
+    res = cli("doctor", path, "--json", "--no-ledger")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["ok"]
+    assert "importing" in res.err and "loading data" in res.err
+
+
 def test_rich_ladder_highlights_failing_layer(cli, exp_file):
     res = cli("doctor", f"{exp_file}:broken", "--quiet")
     assert res.code == 1
