@@ -52,7 +52,7 @@ def test_report_errors_are_one_line(cli, tmp_path):
     [
         (b"\x80\x81 binary\n", "is not UTF-8 text"),
         (b'{"kind": "spike", "step": "abc", "severity": "warn"}\n', "line 1: 'step' must be an integer; got \"abc\""),
-        (b'{"kind": "spike", "step": 1, "severity": "warn", "value": "x"}\n', "'value' must be a number or null"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "value": "x"}\n', "'value' must be a number, \"nan\", \"inf\", \"-inf\" or null"),
         (b'{"kind": "spike", "step": 1, "severity": "warn", "evidence": [1]}\n', "'evidence' must be an object"),
         (b'{"kind": "spike", "step": 1, "severity": "warn", "rank": "a"}\n', "'rank' must be an integer or null"),
         (b'{"kind": "spike", "step": 1, "severity": "warn", "ranks": 5}\n', "'ranks' must be a list of integers"),
@@ -63,6 +63,17 @@ def test_malformed_events_are_one_line_errors_naming_the_field(cli, tmp_path, co
     (tmp_path / "events.jsonl").write_bytes(content)
     res = cli("watch", "report", tmp_path / "events.jsonl")
     assert res.code == 2 and says in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_non_finite_values_as_the_watch_writes_them_are_read_back(cli, tmp_path):
+    log = EventLog(tmp_path / "events.jsonl")
+    log.write(Alert("nonfinite", 30, None, "fail", "the loss is NaN at step 30", subject="loss", value=float("nan")).to_event())
+    log.write({"kind": "eval", "step": 31, "rank": None, "time": 1.0, "value": float("inf"), "message": "m"})
+    log.close()
+    res = cli("watch", "report", "--json", log.path)
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    assert data["alerts"][0]["value"] == "nan" and data["other_events"][0]["value"] == "inf"
 
 
 def test_a_directory_is_named_as_one(cli, tmp_path):

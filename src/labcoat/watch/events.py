@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
@@ -54,20 +54,32 @@ class EventLog:
             self._file = None
 
 
-_NUMBER = (int, float)
+def _is(*types: type) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, types) and not isinstance(v, bool)
+
+
+def _number_or_null(value: Any) -> bool:
+    """A number, null, or a non-finite float as :func:`~labcoat._jsonable.jsonable` writes it."""
+    return value is None or _is(int, float)(value) or value in ("nan", "inf", "-inf")
+
+
+def _ranks(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(_is(int)(r) for r in value))
+
+
 _NONE = type(None)
-#: field -> (JSON types it may hold, how to say so); what readers of events rely on
-EVENT_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "kind": ((str,), "a string"),
-    "step": ((int,), "an integer"),
-    "rank": ((int, _NONE), "an integer or null"),
-    "time": ((*_NUMBER, _NONE), "a number or null"),
-    "value": ((*_NUMBER, _NONE), "a number or null"),
-    "message": ((str, _NONE), "a string"),
-    "severity": ((str, _NONE), "a string"),
-    "subject": ((str, _NONE), "a string"),
-    "evidence": ((dict, _NONE), "an object"),
-    "ranks": ((list, _NONE), "a list of integers"),
+#: field -> (test of its JSON value, how to say what it must be); what readers of events rely on
+EVENT_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "kind": (_is(str), "a string"),
+    "step": (_is(int), "an integer"),
+    "rank": (_is(int, _NONE), "an integer or null"),
+    "time": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
+    "value": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
+    "message": (_is(str, _NONE), "a string"),
+    "severity": (_is(str, _NONE), "a string"),
+    "subject": (_is(str, _NONE), "a string"),
+    "evidence": (_is(dict, _NONE), "an object"),
+    "ranks": (_ranks, "a list of integers"),
 }
 
 
@@ -103,13 +115,9 @@ def _parse_event(line: str, where: str) -> dict[str, Any]:
         ) from None
     if not isinstance(event, dict) or "kind" not in event or "step" not in event:
         raise InputError(f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}.")
-    for name, (types, what) in EVENT_FIELDS.items():
-        value = event.get(name)
-        ok = isinstance(value, types) and not isinstance(value, bool)
-        if ok and name == "ranks" and value is not None:
-            ok = all(isinstance(r, int) and not isinstance(r, bool) for r in value)
-        if not ok:
-            raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(value)[:60]}.")
+    for name, (valid, what) in EVENT_FIELDS.items():
+        if not valid(event.get(name)):
+            raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}.")
     return event
 
 
