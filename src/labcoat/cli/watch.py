@@ -49,7 +49,7 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
     out = console()
     where = f" from {len(ranks)} ranks" if len(ranks) > 1 else ""
     if alerts:
-        out.print(findings_table([_row(a) for a in alerts], title=f"watch: {len(alerts)} alerts{where}"))
+        out.print(findings_table([_row(a) for a in alerts], title=f"watch: {len(alerts)} alert{'s' if len(alerts) != 1 else ''}{where}"))
     else:
         out.print(f"watch: no alerts in {len(events)} events{where}")
     for e in others:
