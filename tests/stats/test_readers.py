@@ -47,6 +47,20 @@ def test_csv_and_jsonl_give_the_same_columns(tmp_path):
         assert table.labels("id").tolist() == ["1", "2", "3"]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
+    (tmp_path / "r.csv").write_bytes(b"\xef\xbb\xbfid,acc\r\n1,1\r\n2,0\r\n")  # as Excel saves UTF-8 CSV
+    (tmp_path / "r.jsonl").write_bytes(b'\xef\xbb\xbf{"id": 1, "acc": 1}\n{"id": 2, "acc": 0}\n')
+    (tmp_path / "r.json").write_bytes(b'\xef\xbb\xbf[{"id": 1, "acc": 1}, {"id": 2, "acc": 0}]')
+    for name in ("r.csv", "r.jsonl", "r.json"):
+        assert read_table(tmp_path / name).labels("id").tolist() == ["1", "2"], name
+
+
+def test_a_file_with_another_separator_gets_a_hint(tmp_path):
+    (tmp_path / "r.csv").write_text("id;acc\n1;1\n")
+    with pytest.raises(InputError, match="is the file separated by ';'"):
+        read_table(tmp_path / "r.csv").scores("acc")
+
+
 def test_parquet(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

@@ -44,7 +44,10 @@ class Table:
     def column(self, name: str) -> list[Any]:
         if name not in self.columns:
             shown = ", ".join(self.names[:20]) + (", ..." if len(self.names) > 20 else "")
-            raise InputError(f"{self.source}: no column {name!r}; columns are: {shown}.")
+            hint = ""
+            if len(self.names) == 1 and (sep := next((c for c in ";\t|" if c in self.names[0]), None)):
+                hint = f" The header is one column; is the file separated by {sep!r}? .csv is read comma-separated, .tsv tab-separated."
+            raise InputError(f"{self.source}: no column {name!r}; columns are: {shown}.{hint}")
         return self.columns[name]
 
     def scores(self, name: str) -> np.ndarray:
@@ -93,7 +96,7 @@ def read_table(path: str | Path) -> Table:
 
 def _read_delimited(path: Path) -> Table:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
         if not reader.fieldnames:
             raise InputError(f"{path}: no header row; the first line must name the columns.")
@@ -109,7 +112,7 @@ def _read_delimited(path: Path) -> Table:
 
 def _read_jsonl(path: Path) -> Table:
     records = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -126,7 +129,7 @@ def _read_jsonl(path: Path) -> Table:
 
 
 def _read_json(path: Path) -> Table:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(path.read_text(encoding="utf-8-sig"))
     if isinstance(data, dict) and "samples" in data and "eval" in data:
         return _inspect_table(path, data.get("samples") or [])
     if isinstance(data, list) and all(isinstance(r, dict) for r in data):
