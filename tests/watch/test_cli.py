@@ -76,6 +76,22 @@ def test_non_finite_values_as_the_watch_writes_them_are_read_back(cli, tmp_path)
     assert data["alerts"][0]["value"] == "nan" and data["other_events"][0]["value"] == "inf"
 
 
+def test_an_unreadable_file_is_one_line(cli, tmp_path, monkeypatch):
+    import builtins
+
+    path = tmp_path / "events.jsonl"
+    path.write_text("")
+
+    def refuse(file, *args, **kwargs):  # what chmod 000 does for anyone but root
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return builtins.open(file, *args, **kwargs)
+
+    monkeypatch.setattr("labcoat.watch.events.open", refuse, raising=False)
+    res = cli("watch", "report", path)
+    assert res.code == 2 and res.err.strip() == f"labcoat: error: events file {str(path)!r} cannot be read (Permission denied)."
+
+
 def test_a_directory_is_named_as_one(cli, tmp_path):
     res = cli("watch", "report", tmp_path)
     assert res.code == 2 and "is a directory" in res.err

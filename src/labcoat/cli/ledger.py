@@ -268,7 +268,10 @@ def _load_config(value: str | None) -> Any:
     path = Path(value)
     if not path.is_file():
         raise InputError(f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or '{{\"lr\": 0.1}}'")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"--config: cannot read {value} ({exc.strerror or exc})") from None
     loaders: dict[str, Callable[[str], Any]] = {".json": json.loads}
     try:
         import tomllib

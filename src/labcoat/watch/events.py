@@ -93,7 +93,11 @@ def read_events(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, A
                 f"events file {str(p)!r} {found}; pass the JSON-lines files written by "
                 "labcoat.watch(..., events=PATH) (one per rank)."
             )
-        with open(p, encoding="utf-8") as fh:
+        try:
+            fh = open(p, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"events file {str(p)!r} cannot be read ({exc.strerror or exc}).") from None
+        with fh:
             try:
                 for lineno, line in enumerate(fh, 1):
                     if line.strip():
