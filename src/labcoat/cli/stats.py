@@ -19,7 +19,7 @@ from labcoat.errors import InputError
 confidence_option = click.option(
     "--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval."
 )
-resamples_option = click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
+resamples_option = click.option("--resamples", type=click.IntRange(min=2), default=2000, show_default=True, help="Bootstrap resamples.")
 seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed of the bootstrap.")
 
 
