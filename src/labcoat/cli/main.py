@@ -47,7 +47,8 @@ class LazyGroup(Group):
 def cli() -> None:
     """labcoat: lab discipline for machine-learning experiments.
 
-    Add --debug anywhere to see a full traceback on errors.
+    Every command takes --json (one JSON object on stdout) and --help. Bad input
+    exits 2 with one line on stderr; add --debug anywhere for the traceback.
     """
 
 
