@@ -110,3 +110,22 @@ def test_help_of_every_command_is_quick_and_does_not_import_torch(subprocess_env
     )
     res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
+
+
+def _leaf_commands():
+    ctx = click.Context(cli_main.cli)
+    stack = [(name, cli_main.cli.get_command(ctx, name)) for name in cli_main.COMMANDS]
+    while stack:
+        name, command = stack.pop()
+        if isinstance(command, click.Group):
+            stack += [(f"{name} {sub}", command.get_command(ctx, sub)) for sub in command.list_commands(ctx)]
+        else:
+            yield name, command
+
+
+def test_every_command_has_json_and_help_text():
+    leaves = dict(_leaf_commands())
+    assert {"doctor", "checks", "stats mean", "ledger add", "run", "watch report"} <= set(leaves)
+    for name, command in leaves.items():
+        assert "as_json" in {p.name for p in command.params}, name
+        assert command.help and all(getattr(p, "help", None) for p in command.params if isinstance(p, click.Option)), name
