@@ -28,12 +28,12 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
 
     \b
     Example:
-      labcoat watch report runs/42/events.rank*.jsonl
+      labcoat watch report runs/42/events*.jsonl
     """
     if not paths:
         raise InputError(
             "`labcoat watch report` needs at least one events file; pass the files written by "
-            "labcoat.watch(..., events=PATH), e.g. runs/42/events.rank*.jsonl."
+            "labcoat.watch(..., events=PATH), e.g. runs/42/events*.jsonl."
         )
     events = list(read_events(paths))
     alerts = merge_alerts(Alert.from_event(e) for e in events if Alert.is_alert_event(e))
