@@ -61,3 +61,71 @@ def test_command_exit_codes_pass_through(monkeypatch):
     monkeypatch.setitem(cli_main.COMMANDS, "verdict", "tests.test_cli_main:_VERDICT")
     monkeypatch.setattr(sys.modules[__name__], "_VERDICT", verdict, raising=False)
     assert cli_main.main(["verdict"]) == 1
+
+
+def _one_error_line(res) -> str:
+    lines = res.err.strip().splitlines()
+    assert res.code == 2 and len(lines) == 1, res.err
+    assert lines[0].startswith("labcoat: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("no-such-command",), "no such command 'no-such-command'; see 'labcoat --help'"),
+        (("stats", "mean"), "stats mean: missing argument 'FILE'; see 'labcoat stats mean --help'"),
+        (("stats", "mean", "x.csv"), "stats mean: missing option '--score'"),
+        (("doctor", "x.py", "--budget", "huge"), "doctor: invalid value for '--budget': 'huge' is not one of"),
+        (("ledger", "list", "--limit", "0"), "ledger list: invalid value for '--limit'"),
+        (("checks", "extra"), "checks: got unexpected extra argument (extra)"),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_command(cli, args, says):
+    assert says in _one_error_line(cli(*args))
+
+
+def test_a_directory_given_for_a_file_is_a_one_line_error(cli, tmp_path):
+    assert "is a directory" in _one_error_line(cli("stats", "mean", tmp_path, "--score", "acc"))
+
+
+@pytest.mark.parametrize(
+    ("args", "choices"),
+    [((), "checks, doctor, ledger, run, stats, watch"), (("watch",), "report"), (("ledger",), "add, diff, export")],
+)
+def test_a_group_without_its_command_lists_the_choices(cli, args, choices):
+    line = _one_error_line(cli(*args))
+    assert "missing command; choose one of: " + choices in line
+    assert cli(*args, "--help").code == 0
+
+
+def test_help_of_every_command_is_quick_and_does_not_import_torch(subprocess_env):
+    code = (
+        "import contextlib, io, sys\n"
+        "from labcoat.cli.main import COMMANDS, main\n"
+        "for args in [[]] + [[name] for name in COMMANDS] + [['stats', 'mean'], ['ledger', 'add'], ['watch', 'report']]:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "        assert main([*args, '--help']) == 0 and 'Usage: labcoat' in out.getvalue(), args\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+
+
+def _leaf_commands():
+    ctx = click.Context(cli_main.cli)
+    stack = [(name, cli_main.cli.get_command(ctx, name)) for name in cli_main.COMMANDS]
+    while stack:
+        name, command = stack.pop()
+        if isinstance(command, click.Group):
+            stack += [(f"{name} {sub}", command.get_command(ctx, sub)) for sub in command.list_commands(ctx)]
+        else:
+            yield name, command
+
+
+def test_every_command_has_json_and_help_text():
+    leaves = dict(_leaf_commands())
+    assert {"doctor", "checks", "stats mean", "ledger add", "run", "watch report"} <= set(leaves)
+    for name, command in leaves.items():
+        assert "as_json" in {p.name for p in command.params}, name
+        assert command.help and all(getattr(p, "help", None) for p in command.params if isinstance(p, click.Option)), name

@@ -94,6 +94,7 @@ def test_unsupported_data_is_a_clear_input_error(data, message):
         ({"budget": "slow"}, "budget"),
         ({"task": "ranking"}, "task"),
         ({"seed": "0"}, "seed"),
+        ({"seed": -1}, "seed: expected a non-negative int"),
         ({"layers": ["data", "vibes"]}, "unknown layer"),
         ({"expect_frozen": [3]}, "expect_frozen"),
     ],

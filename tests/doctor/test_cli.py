@@ -62,6 +62,17 @@ def test_healthy_exits_0_and_broken_exits_1_with_json(cli, exp_file):
     assert any(f["check"] == "update.optimizer.coverage" and f["status"] == "fail" for f in body["findings"])
 
 
+def test_json_stays_one_object_when_the_users_code_prints(cli, tmp_path):
+    path = tmp_path / "chatty.py"
+    path.write_text(
+        EXPERIMENT.replace("def experiment():\n", "print('importing')\n\ndef experiment():\n    print('loading data')\n")
+    )
+    res = cli("doctor", path, "--json", "--no-ledger")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["ok"]
+    assert "importing" in res.err and "loading data" in res.err
+
+
 def test_rich_ladder_highlights_failing_layer(cli, exp_file):
     res = cli("doctor", f"{exp_file}:broken", "--quiet")
     assert res.code == 1
@@ -83,6 +94,30 @@ def test_bad_input_is_one_line_and_exit_2(cli, exp_file, target, message):
     assert res.code == 2
     lines = res.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("labcoat: error:") and message in lines[0], res.err
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("import sys\nsys.exit(0)\n", "importing it called sys.exit(0); put the script's top-level code under"),
+        ("import sys\ndef experiment():\n    sys.exit(0)\n", "experiment() called sys.exit(0); it must return"),
+    ],
+)
+def test_a_file_that_exits_is_an_input_error_not_a_silent_exit(cli, tmp_path, source, message):
+    path = tmp_path / "exits.py"
+    path.write_text(source)
+    res = cli("doctor", path)
+    assert res.code == 2 and message in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_a_directory_is_named_as_one(cli, tmp_path):
+    res = cli("doctor", tmp_path)
+    assert res.code == 2 and "is a directory; pass a Python file" in res.err
+
+
+def test_a_negative_seed_is_an_input_error(cli, exp_file):
+    res = cli("doctor", exp_file, "--seed", "-1")
+    assert res.code == 2 and "seed: expected a non-negative int" in res.err
 
 
 def test_debug_shows_the_traceback(cli, exp_file):

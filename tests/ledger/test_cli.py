@@ -101,6 +101,13 @@ def test_export_markdown_and_json(cli, book, tmp_path):
     assert inline["content"].startswith("# Ledger chronicle")
 
 
+def test_export_to_an_unwritable_path_is_one_line(cli, book, tmp_path):
+    L = book[0]
+    res = cli("ledger", "export", "-o", tmp_path / "no" / "such" / "dir" / "out.md", *L)
+    assert res.code == 2 and res.err.count("\n") == 1
+    assert "cannot write it (No such file or directory)" in res.err
+
+
 def test_every_ledger_command_has_json_and_ledger_options(cli):
     from labcoat.cli.ledger import ledger, run_command
 
@@ -176,6 +183,38 @@ def test_runs_and_diff_commands(cli, location, child_env, tmp_path):
     assert text.code == 0 and "lr" in text.out
     shown = cli("ledger", "show", "--run", "2", "--ledger", location)
     assert shown.code == 0 and "config" in shown.out
+
+
+@pytest.fixture
+def unreadable(monkeypatch):
+    """Make files named 'secret*' unreadable, as chmod 000 would for anyone but root."""
+    import builtins
+    import pathlib
+
+    def refuse(real):
+        def wrapper(target, *args, **kwargs):
+            if pathlib.Path(target).name.startswith("secret"):
+                raise PermissionError(13, "Permission denied", str(target))
+            return real(target, *args, **kwargs)
+
+        return wrapper
+
+    # the package re-exports a function named fingerprint, so reach the module through sys.modules
+    monkeypatch.setattr(sys.modules["labcoat.ledger.fingerprint"], "open", refuse(builtins.open), raising=False)
+    monkeypatch.setattr(pathlib.Path, "read_text", refuse(pathlib.Path.read_text))
+
+
+@pytest.mark.parametrize(
+    "option, says",
+    [("--config", "--config: cannot read {path} (Permission denied)"), ("--data", "data: cannot read '{path}' (Permission denied)")],
+)
+def test_run_with_an_unreadable_file_is_one_line(cli, tmp_path, unreadable, option, says):
+    path = tmp_path / "secret.json"
+    path.write_text("{}")
+    res = cli("run", "--ledger", tmp_path / "ledger.db", option, path, "--", sys.executable, "-c", "pass")
+    assert res.code == 2 and res.err.strip() == "labcoat: error: " + says.format(path=path) + (
+        "" if option == "--config" else "; fix its permissions or leave it out of the data to fingerprint"
+    )
 
 
 def test_run_config_from_files(cli, tmp_path, child_env):

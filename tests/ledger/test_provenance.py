@@ -72,6 +72,25 @@ def test_large_untracked_files_are_named_not_copied(repo, monkeypatch):
     assert state.untracked_skipped == ("big.bin",) and state.dirty and b"big.bin" not in state.diff
 
 
+def test_the_ledgers_own_files_are_not_part_of_the_code_state(repo, monkeypatch):
+    from labcoat.ledger import Ledger
+
+    monkeypatch.chdir(repo)
+    ledger = Ledger(repo / ".labcoat" / "ledger.db")
+    with ledger.run() as first:
+        pass
+    with ledger.run() as second:
+        pass
+    for run in (first, second):
+        assert run.provenance.git.dirty is False and run.provenance.git.diff == b""
+    (repo / "notes.md").write_text("new idea\n")  # other untracked files still count
+    with ledger.run() as third:
+        pass
+    assert third.provenance.git.dirty and b"notes.md" in third.provenance.git.diff
+    assert b"ledger.db" not in third.provenance.git.diff
+    ledger.close()
+
+
 def test_repository_without_commits_and_outside_git(tmp_path):
     fresh = tmp_path / "fresh"
     fresh.mkdir()

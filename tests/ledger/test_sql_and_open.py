@@ -189,3 +189,11 @@ def test_existing_returns_none_and_creates_nothing(isolated):
     found = Ledger.existing()
     assert found is not None and found.location == str(isolated / ".labcoat" / "ledger.db")
     found.close()
+
+
+def test_an_empty_file_is_no_ledger_for_reading_commands(cli, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"")
+    assert "no ledger here yet (the file is empty)" in _one_line_error(cli, path)
+    assert path.read_bytes() == b""  # not turned into a database
+    assert Ledger.existing(path) is None

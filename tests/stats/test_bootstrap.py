@@ -104,6 +104,13 @@ def test_seed_makes_it_reproducible():
     np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
 
 
+@pytest.mark.parametrize("bad", [-1, 1.5, "seed", True])
+def test_a_bad_seed_is_an_input_error(bad):
+    stats = classification_statistics(*_labels(np.random.default_rng(8)))
+    with pytest.raises(InputError, match="`random_state` must be a non-negative integer seed"):
+        bootstrap_metric(stats, "f1", n_resamples=10, random_state=bad)
+
+
 def test_paired_difference_is_tighter_than_independent_errors():
     rng = np.random.default_rng(9)
     y = rng.integers(0, 2, size=1000)

@@ -155,6 +155,8 @@ def test_intervals(cli, tmp_path):
         ({}, ["power", "--omega2", "0.1"], "exactly one of --mde"),
         ({}, ["power", "--mde", "0.03"], "give --omega2"),
         ({}, ["intervals", "--successes", "11", "--n", "10"], "cannot exceed"),
+        ({"a.csv": "id,acc\n1,1\n2,0\n"}, ["bootstrap", "a.csv", "--metric", "mean", "--score", "acc", "--seed", "-1"], "'--seed': -1 is not in the range"),
+        ({"a.csv": "id,acc\n1,1\n2,0\n"}, ["bootstrap", "a.csv", "--metric", "mean", "--score", "acc", "--resamples", "0"], "'--resamples': 0 is not in the range"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, monkeypatch, files, args, match):

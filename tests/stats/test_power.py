@@ -59,6 +59,7 @@ def test_variance_components_from_pilot_answers():
         (lambda: sample_size(0, 0.1), "`mde`"),
         (lambda: sample_size(0.03, -1), "`omega2`"),
         (lambda: sample_size(0.03, 0.0), "all 0"),
+        (lambda: sample_size(1e-300, 0.1), "too small for these variances"),
         (lambda: minimum_detectable_effect(100, 0.1, k_a=0), "`k_a`"),
         (lambda: minimum_detectable_effect(100, 0.1, power=1.2), "`power`"),
         (lambda: variance_components(np.ones((3, 2)), np.ones((4, 2))), "same questions"),

@@ -47,6 +47,20 @@ def test_csv_and_jsonl_give_the_same_columns(tmp_path):
         assert table.labels("id").tolist() == ["1", "2", "3"]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path):
+    (tmp_path / "r.csv").write_bytes(b"\xef\xbb\xbfid,acc\r\n1,1\r\n2,0\r\n")  # as Excel saves UTF-8 CSV
+    (tmp_path / "r.jsonl").write_bytes(b'\xef\xbb\xbf{"id": 1, "acc": 1}\n{"id": 2, "acc": 0}\n')
+    (tmp_path / "r.json").write_bytes(b'\xef\xbb\xbf[{"id": 1, "acc": 1}, {"id": 2, "acc": 0}]')
+    for name in ("r.csv", "r.jsonl", "r.json"):
+        assert read_table(tmp_path / name).labels("id").tolist() == ["1", "2"], name
+
+
+def test_a_file_with_another_separator_gets_a_hint(tmp_path):
+    (tmp_path / "r.csv").write_text("id;acc\n1;1\n")
+    with pytest.raises(InputError, match="is the file separated by ';'"):
+        read_table(tmp_path / "r.csv").scores("acc")
+
+
 def test_parquet(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -98,6 +112,9 @@ def test_inspect_json_and_eval_logs(tmp_path):
         ("r.csv", "", None, "no header row"),
         ("r.json", '{"a": 1}', None, "Inspect eval log"),
         ("r.eval", "not a zip", None, "could not be read"),
+        ("r.json", '{"eval": {}, "samples": [1]}', None, "sample 1: sample is a JSON int, not an object"),
+        ("r.json", '{"eval": {}, "samples": [{"scores": [1]}]}', None, "sample 1: its 'scores' is a JSON list"),
+        ("r.json", '{"eval": {}, "samples": [{"metadata": "x"}]}', None, "sample 1: its 'metadata' is a JSON str"),
     ],
 )
 def test_bad_files_are_one_line_errors(tmp_path, name, text, call, match):
@@ -106,6 +123,13 @@ def test_bad_files_are_one_line_errors(tmp_path, name, text, call, match):
     with pytest.raises(InputError, match=match):
         table = read_table(path)
         call(table)
+
+
+def test_corrupt_parquet_is_an_input_error(tmp_path):
+    pytest.importorskip("pyarrow")
+    (tmp_path / "r.parquet").write_bytes(b"PAR1 not really parquet PAR1")
+    with pytest.raises(InputError, match="could not be read as parquet"):
+        read_table(tmp_path / "r.parquet")
 
 
 def test_missing_file(tmp_path):

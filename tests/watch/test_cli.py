@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from labcoat.watch import Alert, EventLog
 
 
@@ -43,3 +45,53 @@ def test_report_errors_are_one_line(cli, tmp_path):
     assert res.code == 2 and res.err.startswith("labcoat: error: events file") and res.err.count("\n") == 1
     res = cli("watch", "report")
     assert res.code == 2 and "needs at least one events file" in res.err
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"\x80\x81 binary\n", "is not UTF-8 text"),
+        (b'{"kind": "spike", "step": "abc", "severity": "warn"}\n', "line 1: 'step' must be an integer; got \"abc\""),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "value": "x"}\n', "'value' must be a number, \"nan\", \"inf\", \"-inf\" or null"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "evidence": [1]}\n', "'evidence' must be an object"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "rank": "a"}\n', "'rank' must be an integer or null"),
+        (b'{"kind": "spike", "step": 1, "severity": "warn", "ranks": 5}\n', "'ranks' must be a list of integers"),
+        (b'{"kind": ["spike"], "step": 1}\n', "'kind' must be a string"),
+    ],
+)
+def test_malformed_events_are_one_line_errors_naming_the_field(cli, tmp_path, content, says):
+    (tmp_path / "events.jsonl").write_bytes(content)
+    res = cli("watch", "report", tmp_path / "events.jsonl")
+    assert res.code == 2 and says in res.err and res.err.count("\n") == 1, res.err
+
+
+def test_non_finite_values_as_the_watch_writes_them_are_read_back(cli, tmp_path):
+    log = EventLog(tmp_path / "events.jsonl")
+    log.write(Alert("nonfinite", 30, None, "fail", "the loss is NaN at step 30", subject="loss", value=float("nan")).to_event())
+    log.write({"kind": "eval", "step": 31, "rank": None, "time": 1.0, "value": float("inf"), "message": "m"})
+    log.close()
+    res = cli("watch", "report", "--json", log.path)
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    assert data["alerts"][0]["value"] == "nan" and data["other_events"][0]["value"] == "inf"
+
+
+def test_an_unreadable_file_is_one_line(cli, tmp_path, monkeypatch):
+    import builtins
+
+    path = tmp_path / "events.jsonl"
+    path.write_text("")
+
+    def refuse(file, *args, **kwargs):  # what chmod 000 does for anyone but root
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return builtins.open(file, *args, **kwargs)
+
+    monkeypatch.setattr("labcoat.watch.events.open", refuse, raising=False)
+    res = cli("watch", "report", path)
+    assert res.code == 2 and res.err.strip() == f"labcoat: error: events file {str(path)!r} cannot be read (Permission denied)."
+
+
+def test_a_directory_is_named_as_one(cli, tmp_path):
+    res = cli("watch", "report", tmp_path)
+    assert res.code == 2 and "is a directory" in res.err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -21,11 +22,30 @@ from labcoat.cli.output import console, emit_json, json_option
 def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool) -> None:
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
 
-    Exit status: 0 healthy, 1 a check failed, 2 bad input.
+    NAME returns labcoat.Experiment(model, data, loss_fn, optimizer, ...), with the
+    fields of labcoat.diagnose. Exit status: 0 healthy, 1 a check failed, 2 bad input.
+
+    \b
+    Examples:
+      labcoat doctor examples/digits.py
+      labcoat doctor examples/digits_bugs.py:head_not_in_optimizer --json
     """
     from labcoat.doctor.loader import load_experiment
 
-    experiment = load_experiment(target)
+    # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
+    if as_json:
+        emit_json({"target": target, **report.to_dict()})
+    else:
+        out = console()
+        out.rule(f"labcoat doctor · {target}")
+        out.print(report)
+    raise click.exceptions.Exit(0 if report.ok else 1)
+
+
+def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledger):
+    """Run the experiment's diagnose with the command line's overrides."""
     overrides: dict = {"run_all": run_all}
     if budget is not None:
         overrides["budget"] = budget
@@ -37,24 +57,7 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
         overrides["ledger"] = ledger
     if quiet or as_json or not sys.stdout.isatty():
         overrides["progress"] = False
-    report = experiment.diagnose(**_supported(overrides))
-    if as_json:
-        emit_json({"target": target, **report.to_dict()})
-    else:
-        out = console()
-        out.rule(f"labcoat doctor · {target}")
-        out.print(report)
-    raise click.exceptions.Exit(0 if report.ok else 1)
-
-
-def _supported(overrides: dict) -> dict:
-    """Drop options the installed diagnose does not take (progress arrives with the controls)."""
-    import inspect
-
-    from labcoat.doctor.api import diagnose
-
-    params = inspect.signature(diagnose).parameters
-    return {k: v for k, v in overrides.items() if k in params}
+    return experiment.diagnose(**overrides)
 
 
 @click.command()

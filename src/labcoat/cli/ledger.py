@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import click
 
+from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
@@ -36,7 +37,7 @@ def _entry_json(entry) -> dict[str, Any]:
     return entry.to_dict()
 
 
-@click.group("ledger")
+@click.group("ledger", cls=Group)
 def ledger() -> None:
     """A lab notebook: hypotheses, predictions, results, runs and their provenance."""
 
@@ -158,7 +159,7 @@ def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_
 
 @ledger.command("runs")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the latest N runs.")
-@click.option("--status", type=click.Choice(("running", "ok", "failed", "interrupted", "killed")), default=None)
+@click.option("--status", type=click.Choice(("running", "ok", "failed", "interrupted", "killed")), default=None, help="Only runs that ended this way.")
 @ledger_option
 @json_option
 def runs_command(limit, status, location, as_json):
@@ -207,7 +208,7 @@ def verify_command(ctx, location, as_json):
 
 
 @ledger.command("export")
-@click.option("--format", "fmt", type=click.Choice(("md", "json")), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("md", "json")), default="md", show_default=True, help="md: a dated chronicle; json: everything, for other tools.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to this file instead of stdout.")
 @click.option("--since", default=None, help="Only entries created on or after this date.")
 @click.option("--until", default=None, help="Only entries created on or before this date.")
@@ -219,7 +220,12 @@ def export_command(fmt, output, since, until, location, as_json):
         text = book.export(fmt, since=since, until=until)
         where = book.location
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(
+                f"--output {output}: cannot write it ({exc.strerror or exc}); give a path in an existing, writable folder"
+            ) from None
     if as_json:
         payload: dict[str, Any] = {"format": fmt, "ledger": where, "output": output, "bytes": len(text.encode())}
         if not output:
@@ -262,7 +268,10 @@ def _load_config(value: str | None) -> Any:
     path = Path(value)
     if not path.is_file():
         raise InputError(f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or '{{\"lr\": 0.1}}'")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"--config: cannot read {value} ({exc.strerror or exc})") from None
     loaders: dict[str, Callable[[str], Any]] = {".json": json.loads}
     try:
         import tomllib

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import click
 
+from labcoat.cli.group import Group
 from labcoat.errors import LabcoatError
 
 #: command name -> "module:attribute" of its click command; a new command is one line here.
@@ -28,7 +29,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(Group):
     """A click group whose subcommands are imported only when used."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -46,7 +47,8 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """labcoat: lab discipline for machine-learning experiments.
 
-    Add --debug anywhere to see a full traceback on errors.
+    Every command takes --json (one JSON object on stdout) and --help. Bad input
+    exits 2 with one line on stderr; add --debug anywhere for the traceback.
     """
 
 
@@ -72,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo("labcoat: aborted", err=True)
         return 130
     except click.ClickException as exc:  # usage errors: bad options, missing arguments
-        exc.show()
+        click.echo(usage_error_line(exc), err=True)
         return 2
     except LabcoatError as exc:
         if debug:
@@ -92,6 +94,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
     # without standalone mode click returns a command's exit code instead of raising Exit
     return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def usage_error_line(exc: click.ClickException) -> str:
+    """click's usage error as one line, with the command it concerns and where its help is."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"labcoat: error: {message}"
+    path = ctx.command_path
+    command = path.partition(" ")[2]
+    return f"labcoat: error: {command + ': ' if command else ''}{message}; see '{path} --help'"
 
 
 def run() -> None:

@@ -12,17 +12,18 @@ from typing import Any
 import click
 import numpy as np
 
+from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 
 confidence_option = click.option(
     "--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval."
 )
-resamples_option = click.option("--resamples", type=int, default=2000, show_default=True, help="Bootstrap resamples.")
-seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the bootstrap.")
+resamples_option = click.option("--resamples", type=click.IntRange(min=2), default=2000, show_default=True, help="Bootstrap resamples.")
+seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed of the bootstrap.")
 
 
-@click.group("stats")
+@click.group("stats", cls=Group)
 def stats() -> None:
     """Honest error bars for evals (Miller 2024, rliable, anytime-valid sequences)."""
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import click
 
+from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 from labcoat.watch.alerts import Alert, merge_alerts
 from labcoat.watch.events import read_events
 
 
-@click.group("watch")
+@click.group("watch", cls=Group)
 def watch_group() -> None:
     """Training-watch events: alerts raised while a run trained."""
 
@@ -27,12 +28,12 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
 
     \b
     Example:
-      labcoat watch report runs/42/events.rank*.jsonl
+      labcoat watch report runs/42/events*.jsonl
     """
     if not paths:
         raise InputError(
             "`labcoat watch report` needs at least one events file; pass the files written by "
-            "labcoat.watch(..., events=PATH), e.g. runs/42/events.rank*.jsonl."
+            "labcoat.watch(..., events=PATH), e.g. runs/42/events*.jsonl."
         )
     events = list(read_events(paths))
     alerts = merge_alerts(Alert.from_event(e) for e in events if Alert.is_alert_event(e))
@@ -48,7 +49,7 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
     out = console()
     where = f" from {len(ranks)} ranks" if len(ranks) > 1 else ""
     if alerts:
-        out.print(findings_table([_row(a) for a in alerts], title=f"watch: {len(alerts)} alerts{where}"))
+        out.print(findings_table([_row(a) for a in alerts], title=f"watch: {len(alerts)} alert{'s' if len(alerts) != 1 else ''}{where}"))
     else:
         out.print(f"watch: no alerts in {len(events)} events{where}")
     for e in others:

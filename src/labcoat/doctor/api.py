@@ -133,6 +133,8 @@ def _validate(*, loss_fn, step, metric, task, seed, budget) -> None:
         raise InputError(f"budget: expected one of {list(BUDGETS)}; got {budget!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"seed: expected an int; got {type(seed).__name__}")
+    if seed < 0:
+        raise InputError(f"seed: expected a non-negative int (numpy and scikit-learn refuse negative seeds); got {seed}")
 
 
 @dataclass

@@ -132,10 +132,16 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
     """
     if isinstance(obj, (str, os.PathLike)):
         p = Path(obj)
-        if p.is_dir():
-            return fingerprint_directory(p, full=full, name=name)
-        if p.is_file():
-            return fingerprint_file(p, full=full, name=name)
+        try:
+            if p.is_dir():
+                return fingerprint_directory(p, full=full, name=name)
+            if p.is_file():
+                return fingerprint_file(p, full=full, name=name)
+        except OSError as exc:
+            raise InputError(
+                f"data: cannot read {exc.filename or os.fspath(obj)!r} ({exc.strerror or exc}); "
+                "fix its permissions or leave it out of the data to fingerprint"
+            ) from None
         raise InputError(
             f"data: {os.fspath(obj)!r} is not an existing file or directory; "
             "pass paths that exist (relative to the current directory) or the arrays themselves"

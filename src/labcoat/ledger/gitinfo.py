@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 #: untracked files larger than this are named, not copied into the diff
 MAX_UNTRACKED_FILE_BYTES = 1 << 20
@@ -45,8 +46,14 @@ def _out(proc: subprocess.CompletedProcess) -> str | None:
     return proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else None
 
 
-def git_state(cwd: str | os.PathLike[str] | None = None) -> GitState | None:
-    """The repository state around ``cwd``; None when git is absent or this is not a repository."""
+def git_state(
+    cwd: str | os.PathLike[str] | None = None, *, exclude: Iterable[str | os.PathLike[str]] = ()
+) -> GitState | None:
+    """The repository state around ``cwd``; None when git is absent or this is not a repository.
+
+    Untracked files in ``exclude`` (the ledger's own database, which changes with every run)
+    are not part of the state.
+    """
     cwd = os.fspath(cwd or os.getcwd())
     if shutil.which("git") is None:
         return None
@@ -55,7 +62,7 @@ def git_state(cwd: str | os.PathLike[str] | None = None) -> GitState | None:
         return None
     commit = _out(_git(["rev-parse", "--verify", "-q", "HEAD"], root)) or None
     branch = _out(_git(["symbolic-ref", "--short", "-q", "HEAD"], root)) or None
-    untracked, skipped = _untracked(root)
+    untracked, skipped = _untracked(root, {os.path.realpath(p) for p in exclude})
     diff = _diff(root, commit, untracked)
     return GitState(
         root=root,
@@ -67,9 +74,10 @@ def git_state(cwd: str | os.PathLike[str] | None = None) -> GitState | None:
     )
 
 
-def _untracked(root: str) -> tuple[list[str], list[str]]:
+def _untracked(root: str, exclude: set[str]) -> tuple[list[str], list[str]]:
     proc = _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
     names = [n for n in proc.stdout.decode(errors="surrogateescape").split("\0") if n] if proc.returncode == 0 else []
+    names = [n for n in names if os.path.realpath(os.path.join(root, n)) not in exclude]
     kept, skipped, total = [], [], 0
     for name in sorted(names):
         try:

@@ -69,7 +69,8 @@ class Ledger:
         already keeps a ledger (``diagnose(ledger=None)``). A ``postgresql://`` ledger is assumed
         to exist once it is configured."""
         target = resolve_location(path_or_url)
-        if not is_postgres_url(target) and not os.path.isfile(target.removeprefix("sqlite:///")):
+        path = target.removeprefix("sqlite:///")
+        if not is_postgres_url(target) and not (os.path.isfile(path) and os.path.getsize(path) > 0):
             return None
         return cls(target, create=False)
 
@@ -99,12 +100,15 @@ class Ledger:
 
     def _open(self, create: bool) -> None:
         store = self._store
-        if isinstance(store, SQLiteStore) and not store.exists():
-            if not create:
-                raise LedgerError(
-                    f"ledger {store.location}: there is no ledger here yet; create one by recording "
-                    "an entry (`labcoat ledger add ...`) or pass another --ledger"
-                )
+        # an empty file is no ledger either: a reading command must not turn it into one
+        missing = isinstance(store, SQLiteStore) and (not store.exists() or store.path.stat().st_size == 0)
+        if missing and not create:
+            empty = " (the file is empty)" if store.exists() else ""
+            raise LedgerError(
+                f"ledger {store.location}: there is no ledger here yet{empty}; create one by recording "
+                "an entry (`labcoat ledger add ...`) or pass another --ledger"
+            )
+        if missing:
             with store.write():
                 pass  # creates the file in WAL mode with labcoat's application id
         self._refuse_foreign()

@@ -83,8 +83,10 @@ def capture_provenance(
     cwd: str | os.PathLike[str] | None = None,
     full_hash: bool = False,
     git: bool = True,
+    exclude: Sequence[str | os.PathLike[str]] = (),
 ) -> Provenance:
-    """Capture a run's provenance now. ``command`` defaults to this process's argv."""
+    """Capture a run's provenance now. ``command`` defaults to this process's argv; files in
+    ``exclude`` are left out of the git state's untracked files."""
     cwd = os.fspath(cwd or os.getcwd())
     config_value = normalise_config(config)
     fingerprints = fingerprint_all(data, full=full_hash)
@@ -96,7 +98,7 @@ def capture_provenance(
         host=host["host"],
         user=host["user"],
         pid=host["pid"],
-        git=git_state(cwd) if git else None,
+        git=git_state(cwd, exclude=exclude) if git else None,
         config=config_value,
         config_hash=None if config_value is None else content_digest(config_value),
         data=fingerprints,

@@ -251,7 +251,7 @@ class ActiveRun:
     def __enter__(self) -> "ActiveRun":
         if self.id is not None:
             raise InputError("this run has already started; call ledger.run(...) again for a new run")
-        self.provenance = capture_provenance(**self._capture)
+        self.provenance = capture_provenance(**self._capture, exclude=self.ledger.storage.own_files())
         self.id = self.ledger._start_run(self.provenance, name=self.name)
         self._t0 = time.monotonic()
         self.ledger._active_runs.append(self.id)  # records made inside the block join this run

@@ -164,6 +164,10 @@ class Store(ABC):
     def exists(self) -> bool:
         return True
 
+    def own_files(self) -> tuple[Path, ...]:
+        """Files on disk that belong to this store (none for a server)."""
+        return ()
+
     def _thread_reader(self, connect: Callable[[], Any], *, usable: Callable[[Any], bool] = lambda conn: True) -> Any:
         """This thread's read-only connection, opened on first use and again after fork()."""
         conn = getattr(self._local, "conn", None)
@@ -220,6 +224,10 @@ class SQLiteStore(Store):
 
     def exists(self) -> bool:
         return self.path.exists()
+
+    def own_files(self) -> tuple[Path, ...]:
+        """The database file and the journal files SQLite keeps beside it."""
+        return (self.path, *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal")))
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

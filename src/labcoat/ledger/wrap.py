@@ -167,7 +167,10 @@ def run_wrapped(
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
 ) -> WrappedRun:
     """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger."""
-    provenance = capture_provenance(config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git)
+    provenance = capture_provenance(
+        config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git,
+        exclude=ledger.storage.own_files(),
+    )
     run_id = ledger._start_run(provenance, name=name)
     env = dict(os.environ)
     env[ENV_LEDGER] = ledger.storage.target

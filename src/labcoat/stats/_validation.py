@@ -71,6 +71,15 @@ def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_random_state(value: Any, name: str = "random_state") -> np.random.Generator:
+    """A numpy Generator from a seed (a non-negative integer), a Generator, or None (fresh entropy)."""
+    if isinstance(value, np.random.Generator):
+        return value
+    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0):
+        return np.random.default_rng(value)
+    raise InputError(f"`{name}` must be a non-negative integer seed, a numpy Generator or None; got {value!r}.")
+
+
 def check_same_length(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> None:
     if first.shape[0] != second.shape[0]:
         raise InputError(

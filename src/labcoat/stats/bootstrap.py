@@ -18,7 +18,7 @@ import numpy as np
 
 from labcoat.errors import InputError
 from labcoat.stats._results import BootstrapResult
-from labcoat.stats._validation import check_count, check_probability, check_same_length, check_scores
+from labcoat.stats._validation import check_count, check_random_state, check_probability, check_same_length, check_scores
 
 #: rows x items of resample counts built at once (bounds memory to ~32 MB of int64)
 _CHUNK_CELLS = 1 << 22
@@ -260,4 +260,4 @@ def _bootstrap_iv(stats, metric, n_resamples, confidence, random_state):
         raise InputError("`stats` has NaN or infinite entries; drop or fix those items first.")
     n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
     confidence = check_probability(confidence, "confidence")
-    return spec, data, n_resamples, confidence, np.random.default_rng(random_state)
+    return spec, data, n_resamples, confidence, check_random_state(random_state)

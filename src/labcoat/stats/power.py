@@ -82,7 +82,10 @@ def sample_size(
     """
     mde = check_positive(mde, "mde")
     var, alpha, power = _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power)
-    n = _z_sum(alpha, power) ** 2 * var / mde**2
+    with np.errstate(over="ignore", divide="ignore"):  # a tiny mde squares to 0
+        n = float(np.float64(_z_sum(alpha, power)) ** 2 * var / np.float64(mde) ** 2)
+    if not np.isfinite(n):
+        raise InputError(f"`mde` = {mde!r} is too small for these variances: the questions needed overflow a float.")
     return PowerResult(n, mde, float(omega2), float(sigma2_a), float(sigma2_b), float(k_a), float(k_b), alpha, power)
 
 

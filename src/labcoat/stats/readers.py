@@ -44,7 +44,10 @@ class Table:
     def column(self, name: str) -> list[Any]:
         if name not in self.columns:
             shown = ", ".join(self.names[:20]) + (", ..." if len(self.names) > 20 else "")
-            raise InputError(f"{self.source}: no column {name!r}; columns are: {shown}.")
+            hint = ""
+            if len(self.names) == 1 and (sep := next((c for c in ";\t|" if c in self.names[0]), None)):
+                hint = f" The header is one column; is the file separated by {sep!r}? .csv is read comma-separated, .tsv tab-separated."
+            raise InputError(f"{self.source}: no column {name!r}; columns are: {shown}.{hint}")
         return self.columns[name]
 
     def scores(self, name: str) -> np.ndarray:
@@ -93,7 +96,7 @@ def read_table(path: str | Path) -> Table:
 
 def _read_delimited(path: Path) -> Table:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
         if not reader.fieldnames:
             raise InputError(f"{path}: no header row; the first line must name the columns.")
@@ -109,7 +112,7 @@ def _read_delimited(path: Path) -> Table:
 
 def _read_jsonl(path: Path) -> Table:
     records = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -126,7 +129,7 @@ def _read_jsonl(path: Path) -> Table:
 
 
 def _read_json(path: Path) -> Table:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(path.read_text(encoding="utf-8-sig"))
     if isinstance(data, dict) and "samples" in data and "eval" in data:
         return _inspect_table(path, data.get("samples") or [])
     if isinstance(data, list) and all(isinstance(r, dict) for r in data):
@@ -147,12 +150,16 @@ def _read_inspect_zip(path: Path) -> Table:
 
 def _read_parquet(path: Path) -> Table:
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError(
             f"{path}: reading Parquet needs pyarrow; install it with `pip install 'labcoat[parquet]'`."
         ) from None
-    return Table(str(path), pq.read_table(path).to_pydict())
+    try:
+        return Table(str(path), pq.read_table(path).to_pydict())
+    except pa.ArrowException as exc:
+        raise InputError(f"{path}: could not be read as parquet ({exc}).") from None
 
 
 _READERS: dict[str, Callable[[Path], Table]] = {
@@ -195,7 +202,14 @@ def _inspect_table(path: Path, samples: list[dict[str, Any]]) -> Table:
     """One row per sample and epoch: ``id``, ``epoch``, one column per scorer (``scorer.key``
     for scorers returning dicts) and scalar ``metadata.*`` fields for clustering."""
     records = []
-    for s in samples:
+    for i, s in enumerate(samples, 1):
+        for what, value in (("sample", s), ("its 'scores'", s.get("scores") if isinstance(s, dict) else None),
+                            ("its 'metadata'", s.get("metadata") if isinstance(s, dict) else None)):
+            if value is not None and not isinstance(value, dict):
+                raise InputError(
+                    f"{path}: sample {i}: {what} is a JSON {type(value).__name__}, not an object; "
+                    "expected an Inspect eval log as `inspect eval` writes it."
+                )
         row: dict[str, Any] = {"id": s.get("id"), "epoch": s.get("epoch", 1)}
         for scorer, score in (s.get("scores") or {}).items():
             value = score.get("value") if isinstance(score, dict) else score

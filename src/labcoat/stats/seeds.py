@@ -20,7 +20,7 @@ from scipy import stats as sps
 
 from labcoat.errors import InputError
 from labcoat.stats._results import BootstrapResult
-from labcoat.stats._validation import check_count, check_finite, check_probability, check_scores
+from labcoat.stats._validation import check_count, check_random_state, check_finite, check_probability, check_scores
 
 #: resample cells (resamples x runs x tasks) built at once
 _CHUNK_CELLS = 1 << 22
@@ -101,7 +101,7 @@ def aggregate(
     gamma = check_finite(gamma, "gamma")
     n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
     confidence = check_probability(confidence, "confidence")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     values: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     for resample in stratified_resamples(x, n_resamples, rng):
         for m in metrics:
@@ -133,7 +133,7 @@ def probability_of_improvement(
         raise InputError(f"`x` and `y` must cover the same tasks; got {a.shape[1]} and {b.shape[1]} tasks.")
     n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
     confidence = check_probability(confidence, "confidence")
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     point = float(np.mean([sps.mannwhitneyu(a[:, t], b[:, t]).statistic / (a.shape[0] * b.shape[0]) for t in range(a.shape[1])]))
     pair_cells = a.shape[0] * b.shape[0] * a.shape[1]  # the (N, K, T) comparison per resample
     chunks_a = stratified_resamples(a, n_resamples, rng, cells_per_resample=pair_cells)

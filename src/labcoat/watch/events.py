@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
@@ -54,32 +54,75 @@ class EventLog:
             self._file = None
 
 
+def _is(*types: type) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, types) and not isinstance(v, bool)
+
+
+def _number_or_null(value: Any) -> bool:
+    """A number, null, or a non-finite float as :func:`~labcoat._jsonable.jsonable` writes it."""
+    return value is None or _is(int, float)(value) or value in ("nan", "inf", "-inf")
+
+
+def _ranks(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(_is(int)(r) for r in value))
+
+
+_NONE = type(None)
+#: field -> (test of its JSON value, how to say what it must be); what readers of events rely on
+EVENT_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "kind": (_is(str), "a string"),
+    "step": (_is(int), "an integer"),
+    "rank": (_is(int, _NONE), "an integer or null"),
+    "time": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
+    "value": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
+    "message": (_is(str, _NONE), "a string"),
+    "severity": (_is(str, _NONE), "a string"),
+    "subject": (_is(str, _NONE), "a string"),
+    "evidence": (_is(dict, _NONE), "an object"),
+    "ranks": (_ranks, "a list of integers"),
+}
+
+
 def read_events(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, Any]]:
     """Every event in ``paths``, file by file, line by line."""
     for path in paths:
         p = Path(path)
         if not p.is_file():
+            found = "is a directory" if p.is_dir() else "does not exist"
             raise InputError(
-                f"events file {str(p)!r} does not exist; pass the JSON-lines files written by "
+                f"events file {str(p)!r} {found}; pass the JSON-lines files written by "
                 "labcoat.watch(..., events=PATH) (one per rank)."
             )
-        with open(p, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    event = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(
-                        f"events file {str(p)!r}, line {lineno}: not JSON ({exc.msg}); "
-                        "expected one JSON object per line as written by labcoat.watch."
-                    ) from None
-                if not isinstance(event, dict) or "kind" not in event or "step" not in event:
-                    raise InputError(
-                        f"events file {str(p)!r}, line {lineno}: expected an object with 'kind' "
-                        f"and 'step'; got {line.strip()[:80]!r}."
-                    )
-                yield event
+        try:
+            fh = open(p, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"events file {str(p)!r} cannot be read ({exc.strerror or exc}).") from None
+        with fh:
+            try:
+                for lineno, line in enumerate(fh, 1):
+                    if line.strip():
+                        yield _parse_event(line, f"events file {str(p)!r}, line {lineno}")
+            except UnicodeDecodeError:
+                raise InputError(
+                    f"events file {str(p)!r} is not UTF-8 text; pass the JSON-lines files written by "
+                    "labcoat.watch(..., events=PATH)."
+                ) from None
+
+
+def _parse_event(line: str, where: str) -> dict[str, Any]:
+    """One line as an event, its fields of the types :data:`EVENT_FIELDS` declares."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{where}: not JSON ({exc.msg}); expected one JSON object per line as written by labcoat.watch."
+        ) from None
+    if not isinstance(event, dict) or "kind" not in event or "step" not in event:
+        raise InputError(f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}.")
+    for name, (valid, what) in EVENT_FIELDS.items():
+        if not valid(event.get(name)):
+            raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}.")
+    return event
 
 
 def read_alerts(paths: Iterable[str | os.PathLike[str]]) -> list[Alert]:
