@@ -87,6 +87,8 @@ def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
     arr = np.asarray(obj)
     if arr.dtype == object:
         raise InputError(f"{name}: {what} has dtype object; pass a numeric array or tensor")
+    if arr.ndim == 0:  # a scalar label (int, np.int64): np.ascontiguousarray would make it shape (1,)
+        return torch.from_numpy(arr.reshape(1)).reshape(())
     return torch.from_numpy(np.ascontiguousarray(arr))
 
 
