@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 import torch
 from scipy.optimize import minimize_scalar
-from torch import nn
 from torch.nn import functional as F
 
 from labcoat.doctor.features import row_hashes
+from labcoat.doctor.losses import takes_probabilities
 
 #: probabilities below this become this in log space, so no output is infinite
 _EPS = 1e-9
@@ -45,10 +45,8 @@ class Layout:
 
 
 def layout_of(case: Any) -> Layout:
-    """The layout of a doctor case; BCELoss and binary_cross_entropy are the losses that take probabilities."""
-    loss_fn = case.loss_fn
-    probabilities = isinstance(loss_fn, nn.BCELoss) or loss_fn is F.binary_cross_entropy
-    return Layout(case.inferred_task, case.n_outputs, probabilities)
+    """The layout of a doctor case."""
+    return Layout(case.inferred_task, case.n_outputs, takes_probabilities(case.loss_fn))
 
 
 def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:

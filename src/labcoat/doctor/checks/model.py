@@ -9,13 +9,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from labcoat.doctor.case import Case, ProbeFailed
+from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
 from labcoat.doctor.setup import perturb_zero_tensors
 from labcoat.findings import Outcome, failed, passed, skipped, warned
-
-#: losses documented to take probabilities rather than logits
-PROBABILITY_LOSSES = (nn.BCELoss, F.binary_cross_entropy)
-
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     scale = max(1.0, float(a.abs().max()) if a.numel() else 1.0)
@@ -163,14 +160,14 @@ def loss_initial(case: Case) -> Outcome:
 )
 def loss_logits(case: Case) -> Outcome:
     out = case.output
-    takes_probabilities = isinstance(case.loss_fn, nn.BCELoss) or case.loss_fn is F.binary_cross_entropy
+    probabilities = takes_probabilities(case.loss_fn)
     if case.n_outputs == 1:
         looks = bool((out > 0).all() and (out < 1).all() and out.std() > 0)
         shape = "lie in (0, 1)"
     else:
         looks = bool((out >= 0).all() and torch.allclose(out.sum(-1), torch.ones_like(out.sum(-1)), atol=1e-3))
         shape = "are non-negative and sum to 1"
-    if looks and not takes_probabilities:
+    if looks and not probabilities:
         return warned(f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the softmax/sigmoid)", min=float(out.min()), max=float(out.max()))
     return passed("outputs look like logits" if not looks else "probabilities go to a loss that takes probabilities")
 
