@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.doctor.helpers import TinyLM, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, token_data
+from tests.doctor.helpers import Tagger, TinyLM, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, tag_data, token_data
 
 
 def model_report(model, data=None, loss_fn=None, **kw):
@@ -247,3 +247,15 @@ def test_warnings_raised_by_user_code_become_evidence():
     model = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 1))
     f = model_report(model, (x, y), nn.MSELoss())["model.loss.scalar"]
     assert any("target size" in w for w in f.evidence["warnings"])
+
+
+def test_a_tagger_may_read_both_directions_but_a_language_model_may_not():
+    tagger = model_report(Tagger(), tag_data(), lm_loss)["model.causality"]
+    assert tagger.status == "skip" and "both directions" in tagger.message
+
+    x, y = token_data()
+    bidirectional_lm = Tagger(tags=16)  # the same network asked to predict the next token
+    assert status(model_report(bidirectional_lm, (x, y), lm_loss), "model.causality") == "fail"
+    # labels that are the inputs themselves, shifted inside the loss (Hugging Face's convention)
+    assert status(model_report(bidirectional_lm, (x, x.clone()), lm_loss), "model.causality") == "fail"
+    assert status(model_report(TinyLM(), (x, x.clone()), lm_loss), "model.causality") == "pass"

@@ -96,3 +96,20 @@ def test_too_few_held_out_examples_skip_the_controls():
     report = s.diagnose(s.mlp(), (X[:200], y[:200]), CE, val_data=(X[200:210], y[200:210]), layers=("shuffle",))
     assert report["shuffle.labels"].status == "skip"
     assert report["shuffle.pvalue"].status == "skip"
+
+
+def shifting_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's convention: the labels are the inputs, and the loss shifts them by one."""
+    return nn.functional.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), y[:, 1:].reshape(-1))
+
+
+def test_labels_that_are_the_inputs_pass_when_the_loss_shifts_them_and_fail_when_nothing_does(monkeypatch):
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 3)  # the p-value is not under test here
+    X, _ = s.markov_sequences()
+    healthy = s.diagnose(s.gru(), (X, X.clone()), shifting_loss, lr=1e-2, layers=("overfit", "shuffle"))
+    assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
+    assert healthy["shuffle.random_tokens"].status == "pass", healthy["shuffle.random_tokens"].message
+
+    unshifted = s.diagnose(s.gru(), (X, X.clone()), s.next_token_loss, lr=1e-2, layers=("shuffle",))
+    finding = unshifted["shuffle.random_tokens"]
+    assert finding.status == "fail" and "shift them by one" in finding.message

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor.inputs import Examples
+from labcoat.doctor.losses import ignore_index
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, matches_any
 
@@ -145,6 +146,16 @@ class Case:
         return "classification"
 
     @cached_property
+    def target_offset(self) -> int | None:
+        """How sequence targets relate to the inputs: 1 when they are the inputs shifted by one
+        token (``y[:, t] == x[:, t + 1]``), 0 when they are the inputs themselves (a loss that
+        shifts them, as Hugging Face's causal LMs do), None otherwise (a tagger's labels).
+        Either way a model must not read inputs after position t; only then does that apply."""
+        if self.inferred_task != "sequence":
+            return None
+        return target_offset(self.train.x, self.train.y, ignore_index(self.loss_fn))
+
+    @cached_property
     def n_outputs(self) -> int | None:
         """Classes (classification) or vocabulary size (sequence): the output's last dimension."""
         if self.inferred_task == "regression":
@@ -185,6 +196,18 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return matches_any(name, self.expect_frozen)
+
+
+def target_offset(x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99) -> int | None:
+    """1 if ``y`` is ``x`` shifted by one position, 0 if it is ``x``, else None (padding ``skip`` aside)."""
+    if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
+        return None
+    for offset in (1, 0):
+        targets, inputs = y[:, : y.shape[1] - offset], x[:, offset:]
+        valid = targets != skip
+        if valid.any() and float((targets[valid] == inputs[valid]).double().mean()) >= agreement:
+            return offset
+    return None
 
 
 @dataclass

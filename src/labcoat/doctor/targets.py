@@ -11,6 +11,7 @@ all be fitted, and the counts say exactly how well they can be.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -33,6 +34,7 @@ class Layout:
     task: str  # "classification" | "regression" | "sequence"
     n_outputs: int | None  # classes or vocabulary size; None for regression
     takes_probabilities: bool = False  # a single-logit model feeding nn.BCELoss
+    shift: int = 0  # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
 
     @property
     def categorical(self) -> bool:
@@ -45,8 +47,41 @@ class Layout:
 
 
 def layout_of(case: Any) -> Layout:
-    """The layout of a doctor case."""
-    return Layout(case.inferred_task, case.n_outputs, takes_probabilities(case.loss_fn))
+    """The layout of a doctor case; for sequences, the shift is read off the user's loss."""
+    layout = Layout(case.inferred_task, case.n_outputs, takes_probabilities(case.loss_fn))
+    if layout.task != "sequence":
+        return layout
+    shift = case.probe_once("loss shift", lambda: loss_shift(case.loss_fn, case.probe_batch.y, case.output, layout))
+    return dataclasses.replace(layout, shift=shift)
+
+
+def aligned(y: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Targets moved to the output position they are scored at; positions scored against nothing
+    get a label no output can have, so they count as padding."""
+    if not layout.shift:
+        return y
+    out = torch.full_like(y, -1)
+    out[:, : -layout.shift] = y[:, layout.shift :]
+    return out
+
+
+def loss_shift(loss_fn: Callable, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> int:
+    """1 when the loss scores output t against target t + 1 (it shifts the labels itself, as in
+    Hugging Face's causal LMs, whose labels are the inputs), else 0: whichever alignment of
+    outputs that are certain of each target the loss scores lower."""
+    n = layout.n_classes
+    losses = []
+    for shift in (0, 1):
+        candidate = dataclasses.replace(layout, shift=shift)
+        targets = aligned(y, candidate)
+        probs = F.one_hot(targets.long().clamp(0, n - 1), n).double()
+        probs[~valid_targets(targets, candidate)] = 1.0 / n
+        try:
+            with torch.no_grad():
+                losses.append(float(loss_fn(to_output(probs.clamp_min(_EPS).log(), like, candidate), y.to(like.device))))
+        except Exception:  # noqa: BLE001 - a loss that cannot take one alignment does not use it
+            losses.append(math.inf)
+    return 1 if losses[1] < losses[0] else 0
 
 
 def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:
@@ -167,7 +202,8 @@ def references(loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, like: torch.
             mean = y.double().mean(dim=0, keepdim=True).expand(y.shape)
             chance = float(loss_fn(regression_output(mean, like), target))
         return References(min(floor, chance), chance, None)
-    cond = conditional_log_probs(contexts(x, y, layout), y, layout)
+    scored = aligned(y, layout)
+    cond = conditional_log_probs(contexts(x, scored, layout), scored, layout)
     floor = lowest_loss(loss_fn, cond, y, like, layout)
     chance = lowest_loss(loss_fn, marginal_log_probs(y, layout, y.shape), y, like, layout)
     return References(min(floor, chance), chance, cond)

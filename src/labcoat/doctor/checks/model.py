@@ -308,12 +308,20 @@ def input_dependence(case: Case) -> Outcome:
     return failed("the output does not change when the input changes", perturbed=perturbed)
 
 
+def _predicts_its_inputs(case: Case) -> str | None:
+    if case.inferred_task != "sequence":
+        return "only sequence models are causal"
+    if case.target_offset is None:
+        return "targets are not the input tokens (shifted or not): a model that labels whole sequences may read both directions"
+    return None
+
+
 @check(
     "model.causality",
     layer="model",
     falsifies="a sequence model sees the future (missing causal mask)",
     predicts="outputs at position t do not change when tokens after t change",
-    applies=lambda case: None if case.inferred_task == "sequence" else "only sequence models are causal",
+    applies=lambda case: _predicts_its_inputs(case),
 )
 def causality(case: Case) -> Outcome:
     x = case.probe_batch.x[:8]

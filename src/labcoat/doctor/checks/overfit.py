@@ -17,7 +17,7 @@ from labcoat.doctor.case import Case
 from labcoat.doctor.features import row_hashes
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.registry import check
-from labcoat.doctor.targets import Layout, References, fitted_targets, layout_of, references, valid_targets
+from labcoat.doctor.targets import Layout, References, aligned, fitted_targets, layout_of, references, valid_targets
 from labcoat.doctor.training import Curve, fit_batch, predict
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -140,15 +140,16 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
     like = predict(case, case.eval_model, x).to(case.device)  # the loss may hold tensors on the device
     refs = references(case.loss_fn, x, y, like, layout)
     by_token = layout.task == "sequence"
-    n = int(valid_targets(y, layout).sum()) if by_token else len(batch)
+    scored = aligned(y, layout)  # the target each output position is scored against
+    n = int(valid_targets(scored, layout).sum()) if by_token else len(batch)
 
     def evaluate(out: torch.Tensor) -> tuple[float, int | None]:
         with torch.no_grad():
             loss = float(case.loss_fn(out.to(case.device), y.to(case.device)))
         if refs.log_probs is None:
             return loss, None
-        ok = fitted_targets(out, y, refs.log_probs, layout)
-        n_fitted = (ok & valid_targets(y, layout)).sum() if by_token else ok.reshape(len(y), -1).all(dim=1).sum()
+        ok = fitted_targets(out, scored, refs.log_probs, layout)
+        n_fitted = (ok & valid_targets(scored, layout)).sum() if by_token else ok.reshape(len(y), -1).all(dim=1).sum()
         return loss, int(n_fitted)
 
     excess: list[float] = []

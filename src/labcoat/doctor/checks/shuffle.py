@@ -24,6 +24,7 @@ from labcoat.doctor.permutation import permutation_pvalue
 from labcoat.doctor.registry import check
 from labcoat.doctor.targets import (
     Layout,
+    aligned,
     conditional_log_probs,
     contexts,
     correct,
@@ -143,7 +144,8 @@ def _references(case: Case, layout: Layout, val: Examples, like: torch.Tensor, s
     if not layout.categorical:
         mean = case.train.y.double().mean(dim=0, keepdim=True).expand(val.y.shape)
         return score.fn(regression_output(val.y, like), val.y), score.fn(regression_output(mean, like), val.y)
-    perfect = to_output(conditional_log_probs(contexts(val.x, val.y, layout), val.y, layout), like, layout)
+    scored = aligned(val.y, layout)
+    perfect = to_output(conditional_log_probs(contexts(val.x, scored, layout), scored, layout), like, layout)
     blind = to_output(marginal_log_probs(case.train.y, layout, val.y.shape), like, layout)
     return score.fn(perfect, val.y), score.fn(blind, val.y)
 
@@ -185,18 +187,15 @@ def _enough_val(case: Case) -> str | None:
 def _next_token(case: Case) -> str | None:
     if case.inferred_task != "sequence":
         return "only for sequence models"
-    x, y = case.train.x, case.train.y
-    if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
-        return "targets are not the inputs shifted by one token"
-    if float((y[:, :-1] == x[:, 1:]).double().mean()) < 0.99:
-        return "targets are not the inputs shifted by one token"
+    if case.target_offset is None:
+        return "targets are not the input tokens (shifted by one or not)"
     return None
 
 
 def _labels_not_in_inputs(case: Case) -> str | None:
     if _next_token(case) is None:
         return (
-            "next-token targets are the inputs shifted by one, so shuffling them leaves every label in the "
+            "next-token targets are the input tokens, so shuffling them leaves every label in the "
             "inputs; shuffle.random_tokens is the negative control here"
         )
     return _enough_val(case)
@@ -257,10 +256,10 @@ def real_pvalue(case: Case) -> Outcome:
     return warned(f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps", **evidence)
 
 
-def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator) -> Examples:
-    """Uniform random token sequences with next-token targets."""
-    seq = tokens[torch.randint(len(tokens), (n, length + 1), generator=gen)]
-    return Examples(seq[:, :-1].contiguous(), seq[:, 1:].contiguous(), torch.arange(n))
+def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator, offset: int = 1) -> Examples:
+    """Uniform random token sequences whose targets are the inputs shifted by ``offset`` (as in the user's data)."""
+    seq = tokens[torch.randint(len(tokens), (n, length + offset), generator=gen)]
+    return Examples(seq[:, :length].contiguous(), seq[:, offset:].contiguous(), torch.arange(n))
 
 
 @check(
@@ -276,11 +275,11 @@ def random_tokens(case: Case) -> Outcome:
     tokens = torch.unique(y[valid_targets(y, layout)])
     steps, length = STEPS[case.budget], case.train.x.shape[1]
     gen = torch.Generator().manual_seed(case.seed + 3)
-    pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen)
+    pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen, case.target_offset)
     order = [torch.arange(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) for i in range(steps)]
     with case.progress.task("shuffle: training on random tokens", total=steps) as advance:
         run = case.probe_once("random-token training", lambda: train_copy(case, pool, order=order, seed=case.seed, advance=advance))
-    test = random_sequences(tokens, RANDOM_SEQUENCES, length, gen)
+    test = random_sequences(tokens, RANDOM_SEQUENCES, length, gen, case.target_offset)
     out = predict(case, run.setup.model, test.x)
     with torch.no_grad():
         losses = np.array([float(case.loss_fn(out[i : i + 1].to(case.device), test.y[i : i + 1].to(case.device))) for i in range(len(test))])
@@ -292,9 +291,14 @@ def random_tokens(case: Case) -> Outcome:
     if not math.isfinite(mean):
         return failed(f"the loss on random token sequences is {mean}", **evidence)
     if p < ALPHA:
+        why = "positions see the tokens they predict"
+        if case.target_offset == 0 and layout.shift == 0:  # labels are the inputs and nothing shifts them
+            why += ": the targets are the input tokens and the loss scores output t against target t; shift them by one (y[:, t] = x[:, t + 1])"
         return failed(
             f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln {len(tokens)} = {chance:.3f} "
-            f"(p={p:.2g}): positions see the tokens they predict",
+            f"(p={p:.2g}): {why}",
+            target_offset=case.target_offset,
+            loss_shift=layout.shift,
             **evidence,
         )
     return passed(f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = {chance:.3f}", **evidence)
