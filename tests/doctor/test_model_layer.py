@@ -259,3 +259,16 @@ def test_a_tagger_may_read_both_directions_but_a_language_model_may_not():
     # labels that are the inputs themselves, shifted inside the loss (Hugging Face's convention)
     assert status(model_report(bidirectional_lm, (x, x.clone()), lm_loss), "model.causality") == "fail"
     assert status(model_report(TinyLM(), (x, x.clone()), lm_loss), "model.causality") == "pass"
+
+
+def test_multi_label_outputs_are_judged_per_label():
+    x, y = digits()
+    labels = torch.stack([y >= 5, y % 2 == 0, y == 0], dim=1).float()
+    healthy = model_report(mlp(d_out=3), (x, labels), nn.BCEWithLogitsLoss())
+    assert healthy.task == "classification"
+    assert healthy["model.loss.initial"].evidence["classes"] == 1  # one logit per label: ln 2
+    bad = [f for f in healthy.findings if f.status in ("fail", "warn")]
+    assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+
+    sigmoid_twice = model_report(nn.Sequential(mlp(d_out=3), nn.Sigmoid()), (x, labels), nn.BCEWithLogitsLoss())
+    assert sigmoid_twice["model.loss.logits"].status == "warn"

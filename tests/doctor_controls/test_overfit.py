@@ -107,3 +107,28 @@ def test_random_labels_only_partly_memorised_by_a_tiny_network_warn():
     finding = report["overfit.random_labels"]
     assert finding.status == "warn", finding.message
     assert 0 < finding.evidence["fitted"] < finding.evidence["examples"]
+
+
+def test_multi_label_targets_are_yes_no_questions_a_bottleneck_cannot_answer():
+    X, Y = s.multilabel_digits()
+    broken = s.diagnose(s.bottleneck(classes=3), (X, Y), nn.BCEWithLogitsLoss(), layers=("overfit",))
+    assert broken.task == "classification"
+    finding = broken["overfit.batch"]
+    assert finding.status == "fail" and finding.evidence["fitted"] < finding.evidence["examples"], finding.message
+
+    healthy = s.diagnose(s.mlp(classes=3), (X, Y), nn.BCEWithLogitsLoss(), layers=("overfit",))
+    finding = healthy["overfit.batch"]
+    assert finding.status == "pass" and finding.evidence["loss_floor"] < 1e-3, finding.message
+
+
+def test_floor_of_a_logit_loss_on_float_targets_is_found_not_assumed_at_the_targets():
+    """One-hot float targets under a cross-entropy: the lowest loss is far from output = target."""
+    X, y = s.digits()
+    one_hot = nn.functional.one_hot(y, 10).float()
+    broken = s.diagnose(s.bottleneck(), (X, one_hot), CE, layers=("overfit",))
+    finding = broken["overfit.batch"]
+    assert finding.status == "fail", finding.message
+    assert finding.evidence["loss_floor"] < 1e-3  # output = target would have put it at 1.46
+
+    healthy = s.diagnose(s.mlp(), (X, one_hot), CE, layers=("overfit",))
+    assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message

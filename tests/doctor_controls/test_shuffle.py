@@ -113,3 +113,24 @@ def test_labels_that_are_the_inputs_pass_when_the_loss_shifts_them_and_fail_when
     unshifted = s.diagnose(s.gru(), (X, X.clone()), s.next_token_loss, lr=1e-2, layers=("shuffle",))
     finding = unshifted["shuffle.random_tokens"]
     assert finding.status == "fail" and "shift them by one" in finding.message
+
+
+def test_a_perfect_prediction_is_the_losses_lowest_point_not_the_targets_themselves(monkeypatch):
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 5)  # the p-value is not under test here
+    X, y = s.digits()
+
+    def sigmoid_per_class(out, target):  # one-vs-rest on one-hot rows, in the user's own function
+        return nn.functional.binary_cross_entropy_with_logits(out, target)
+
+    report = s.diagnose(s.mlp(), (X, nn.functional.one_hot(y, 10).float()), sigmoid_per_class, layers=("shuffle",))
+    finding = report["shuffle.labels"]
+    assert finding.status == "pass", finding.message
+    assert finding.evidence["perfect_score"] > -1e-3  # its floor is ~0; output = target scores -0.65
+
+
+def test_copies_keep_what_their_untrained_start_already_scores_on_simple_labels():
+    """Three yes/no labels that a random initialisation lines up with by luck."""
+    report = s.diagnose(s.mlp(classes=3), s.multilabel_digits(), nn.BCEWithLogitsLoss(), layers=("shuffle",))
+    finding = report["shuffle.labels"]
+    assert finding.status == "pass", finding.message
+    assert finding.evidence["untrained_above_chance"] > 0.03

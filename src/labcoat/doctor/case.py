@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor.inputs import Examples
-from labcoat.doctor.losses import ignore_index
+from labcoat.doctor.losses import ignore_index, scores_binary_targets
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, matches_any
 
@@ -136,9 +136,8 @@ class Case:
         except ProbeFailed:
             out = None
         if torch.is_floating_point(y):
-            binary = bool(((y == 0) | (y == 1)).all())
-            single_logit = out is not None and (out.ndim == 1 or (out.ndim == 2 and out.shape[1] == 1))
-            return "classification" if binary and single_logit and y.numel() == len(y) else "regression"
+            yes_no = out is not None and one_logit_per_target(self.probe_batch.y, out, self.loss_fn)
+            return "classification" if yes_no and bool(((y == 0) | (y == 1)).all()) else "regression"
         if out is None:
             return "classification" if y.ndim == 1 else "sequence"
         if y.ndim >= 2 and out.ndim == y.ndim + 1:
@@ -157,10 +156,13 @@ class Case:
 
     @cached_property
     def n_outputs(self) -> int | None:
-        """Classes (classification) or vocabulary size (sequence): the output's last dimension."""
+        """Classes (classification) or vocabulary size (sequence): the output's last dimension;
+        1 where each 0/1 target value gets its own logit (binary or multi-label)."""
         if self.inferred_task == "regression":
             return None
         out = self.output
+        if torch.is_floating_point(self.train.y) and out.numel() == self.probe_batch.y.numel():
+            return 1
         return 1 if out.ndim == 1 else int(out.shape[-1])
 
     @cached_property
@@ -196,6 +198,18 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return matches_any(name, self.expect_frozen)
+
+
+def one_logit_per_target(y: torch.Tensor, out: torch.Tensor, loss_fn: Callable) -> bool:
+    """True when each 0/1 target value is its own yes/no question, scored from its own output:
+    binary (one target per example) or multi-label (several). One-hot rows are class
+    probabilities instead (a cross-entropy given one-hot targets) unless the loss is a binary
+    cross-entropy, which scores each value on its own."""
+    if out.shape[0] != y.shape[0] or out.numel() != y.numel() or not bool(((y == 0) | (y == 1)).all()):
+        return False
+    if y[0].numel() == 1 or scores_binary_targets(loss_fn):
+        return True
+    return not bool((y.reshape(len(y), -1).sum(dim=1) == 1).all())
 
 
 def target_offset(x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99) -> int | None:

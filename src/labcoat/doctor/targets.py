@@ -138,11 +138,17 @@ def conditional_log_probs(ctx: torch.Tensor, y: torch.Tensor, layout: Layout) ->
 
 
 def marginal_log_probs(y: torch.Tensor, layout: Layout, shape: torch.Size | tuple) -> torch.Tensor:
-    """log of the class frequencies in ``y``, repeated for targets of ``shape``."""
+    """log of the class frequencies in ``y``, repeated for targets of ``shape``. A classifier with
+    several targets per example (multi-label, per-pixel) gets the frequencies at each target
+    position, which an input-blind model can learn too; a sequence gets its token frequencies."""
     n = layout.n_classes
     valid = valid_targets(y, layout)
-    counts = torch.bincount(y.long()[valid].reshape(-1), minlength=n)[:n].double()
-    probs = counts / max(1.0, float(counts.sum()))
+    if layout.task == "classification" and y.ndim > 1:
+        counts = (F.one_hot(y.long().clamp(0, n - 1), n).double() * valid.unsqueeze(-1)).sum(dim=0)
+        probs = counts / counts.sum(dim=-1, keepdim=True).clamp_min(1.0)
+    else:
+        counts = torch.bincount(y.long()[valid].reshape(-1), minlength=n)[:n].double()
+        probs = counts / max(1.0, float(counts.sum()))
     return probs.clamp_min(_EPS).log().expand(tuple(shape) + (n,))
 
 
@@ -164,6 +170,50 @@ def to_output(log_probs: torch.Tensor, like: torch.Tensor, layout: Layout, tempe
 
 def regression_output(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return values.reshape(like.shape).to(dtype=like.dtype, device=like.device)
+
+
+#: L-BFGS iterations when descending on an output to find the lowest value of a loss
+DESCENT_STEPS = 50
+
+
+def descend(loss_fn: Callable, start: torch.Tensor, target: torch.Tensor, output: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> torch.Tensor:
+    """``output(start)``, with ``start`` moved downhill on the user's loss by L-BFGS.
+
+    Regression references assume nothing about the loss this way: output = target is already
+    the lowest point of MSE, L1 and Huber losses (so nothing moves), but not of a loss on
+    logits or log-probabilities given float targets, whose lowest point lies elsewhere.
+    """
+    param = start.detach().clone().requires_grad_(True)
+    opt = torch.optim.LBFGS([param], max_iter=DESCENT_STEPS, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = loss_fn(output(param), target)
+        loss.backward()
+        return loss
+
+    try:
+        with torch.enable_grad():
+            opt.step(closure)
+        with torch.no_grad():
+            better = bool(loss_fn(output(param), target) <= loss_fn(output(start), target))
+    except Exception:  # noqa: BLE001 - a loss that cannot be differentiated in its output keeps the start
+        better = False
+    return output(param.detach() if better else start.detach()).detach()
+
+
+def best_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The output, shaped like ``like``, with the lowest loss on ``target`` (starting from the target itself)."""
+    return descend(loss_fn, regression_output(target, like), target)
+
+
+def best_blind_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The output, shaped like ``like``, that is the same for every example and has the lowest
+    loss on ``target`` (which may hold other examples), starting from the mean target."""
+    rows = (len(target),) + tuple(like.shape[1:])
+    mean = target.double().mean(dim=0, keepdim=True).expand(target.shape)
+    start = mean.reshape(rows).to(dtype=like.dtype, device=like.device)[:1]
+    return descend(loss_fn, start, target, lambda row: row.expand(rows))[:1].expand(like.shape)
 
 
 def lowest_loss(loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> float:
@@ -196,11 +246,10 @@ class References:
 def references(loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> References:
     """Floor and chance of the user's loss on one batch."""
     if not layout.categorical:
+        target = y.to(like.device)
         with torch.no_grad():
-            target = y.to(like.device)
-            floor = float(loss_fn(regression_output(y.to(like.dtype), like), target))
-            mean = y.double().mean(dim=0, keepdim=True).expand(y.shape)
-            chance = float(loss_fn(regression_output(mean, like), target))
+            floor = float(loss_fn(best_output(loss_fn, target, like), target))
+            chance = float(loss_fn(best_blind_output(loss_fn, target, like), target))
         return References(min(floor, chance), chance, None)
     scored = aligned(y, layout)
     cond = conditional_log_probs(contexts(x, scored, layout), scored, layout)

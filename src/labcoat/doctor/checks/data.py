@@ -62,10 +62,10 @@ def label_range(case: Case) -> Outcome:
     y = torch.cat([case.train.y.reshape(-1), case.val.y.reshape(-1)])
     if torch.is_floating_point(y):
         if n_out == 1 and bool(((y == 0) | (y == 1)).all()):
-            return passed("binary targets are 0/1 for a single-logit output")
+            return passed("targets are 0/1, one logit each", targets_per_example=case.train.y[0].numel())
         if n_out == 1:
             odd = torch.unique(y[(y != 0) & (y != 1)])[:10].tolist()
-            return failed("a single-logit output needs 0/1 targets", other_values=odd)
+            return failed("one logit per target needs 0/1 targets", other_values=odd)
         return failed(f"targets are floating point but the model has {n_out} outputs; class labels must be integers")
     skip = ignore_index(case.loss_fn)
     kept = y[y != skip]

@@ -25,13 +25,14 @@ from labcoat.doctor.registry import check
 from labcoat.doctor.targets import (
     Layout,
     aligned,
+    best_blind_output,
+    best_output,
     conditional_log_probs,
     contexts,
     correct,
     layout_of,
     lowest_loss,
     marginal_log_probs,
-    regression_output,
     to_output,
     valid_targets,
 )
@@ -51,7 +52,7 @@ CHANCE_DRAWS = 20
 #: "above chance beyond noise": one-sided p below this ...
 ALPHA = 0.001
 #: ... and shuffled copies recover at least this share of the real setup's gain over chance
-#: (copies share one initialisation, whose chance alignment with the targets is not noise)
+#: (copies share one initialisation and one batch order, so they are not independent draws)
 MATERIAL = 0.1
 #: the real setup should beat its shuffled copies at this level
 REAL_ALPHA = 0.05
@@ -100,11 +101,20 @@ class ShuffleRuns:
     batch_size: int
     val_examples: int
     diverged: int
+    #: how far the untrained model already scores above its own chance level: every copy starts
+    #: from it, and a random initialisation can line up with simple labels by luck
+    untrained_excess: float = 0.0
+
+    @property
+    def _carried(self) -> float:
+        """What the copies may keep from their shared start without seeing a label (never below 0)."""
+        return max(self.untrained_excess, 0.0)
 
     @property
     def p_above_chance(self) -> float:
-        """One-sided p-value that the shuffled copies score above their chance levels on average."""
-        excess = self.null - self.chance
+        """One-sided p-value that the shuffled copies score above their chance levels on average,
+        by more than the untrained model they all start from already does."""
+        excess = self.null - self.chance - self._carried
         if len(excess) < 2 or np.ptp(excess) == 0:
             return 0.0 if float(np.mean(excess)) > 0 else 1.0
         return float(stats.ttest_1samp(excess, 0.0, alternative="greater").pvalue)
@@ -112,7 +122,7 @@ class ShuffleRuns:
     @property
     def share_of_real_gain(self) -> float:
         """How much of the real setup's gain over chance the shuffled copies reach."""
-        chance = float(np.mean(self.chance))
+        chance = float(np.mean(self.chance)) + self._carried
         return (float(np.mean(self.null)) - chance) / (self.real - chance) if self.real > chance else float("inf")
 
     @property
@@ -126,6 +136,7 @@ class ShuffleRuns:
             "chance": self.blind,
             "chance_is": self.chance_name,
             "chance_by_permutation": float(np.mean(self.chance)),
+            "untrained_above_chance": self.untrained_excess,
             **first,
             "score": self.scorer,
             "perfect_score": self.perfect,
@@ -142,8 +153,10 @@ class ShuffleRuns:
 def _references(case: Case, layout: Layout, val: Examples, like: torch.Tensor, score: Scorer) -> tuple[float, float]:
     """Scores of a perfect prediction and of the best input-blind one (the training marginal)."""
     if not layout.categorical:
-        mean = case.train.y.double().mean(dim=0, keepdim=True).expand(val.y.shape)
-        return score.fn(regression_output(val.y, like), val.y), score.fn(regression_output(mean, like), val.y)
+        on_device = like.to(case.device)
+        perfect = best_output(case.loss_fn, val.y.to(case.device), on_device)
+        blind = best_blind_output(case.loss_fn, case.train.y.to(case.device), on_device)
+        return score.fn(perfect.to(like.device), val.y), score.fn(blind.to(like.device), val.y)
     scored = aligned(val.y, layout)
     perfect = to_output(conditional_log_probs(contexts(val.x, scored, layout), scored, layout), like, layout)
     blind = to_output(marginal_log_probs(case.train.y, layout, val.y.shape), like, layout)
@@ -165,6 +178,10 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         out = predict(case, run.setup.model, val.x)
         real = score.fn(out, val.y)
         perfect, blind = _references(case, layout, val, out, score)
+        untrained = predict(case, case.eval_model, val.x)
+        own = torch.Generator().manual_seed(case.seed + 4)
+        untrained_chance = np.mean([score.fn(untrained, val.y[torch.randperm(len(val), generator=own)]) for _ in range(CHANCE_DRAWS)])
+        untrained_excess = score.fn(untrained, val.y) - float(untrained_chance)
         for _ in range(n):
             shuffled = train.with_targets(train.y[torch.randperm(len(train), generator=labels)])
             run = train_copy(case, shuffled, order=order, seed=case.seed, advance=advance)
@@ -174,7 +191,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
             chance.append(np.mean([score.fn(out, val.y[torch.randperm(len(val), generator=draws)]) for _ in range(CHANCE_DRAWS)]))
     return ShuffleRuns(
         score.name, real, np.array(null), np.array(chance), perfect, blind, score.chance_name,
-        steps, min(BATCH_SIZE, len(train)), len(val), diverged,
+        steps, min(BATCH_SIZE, len(train)), len(val), diverged, untrained_excess,
     )
 
 
