@@ -100,8 +100,11 @@ def test_unreduced_loss_fails():
     assert f.status == "fail" and "reduction" in f.message
 
 
-def test_summed_loss_warns():
-    assert status(model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="sum")), "model.loss.batch_scaling") == "warn"
+def test_summed_loss_warns_once():
+    summed = model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="sum"))
+    assert summed["model.loss.batch_scaling"].status == "warn"
+    # 32 x ln 10 is what a uniform prediction costs under a sum: not an over-confident init
+    assert summed["model.loss.initial"].status == "pass", summed["model.loss.initial"].message
     assert status(model_report(mlp()), "model.loss.batch_scaling") == "pass"
 
 
@@ -114,9 +117,11 @@ class Overconfident(nn.Module):
         return 100 * self.net(x)
 
 
-def test_overconfident_init_warns():
+def test_overconfident_init_warns_whatever_the_reduction():
     f = model_report(Overconfident())["model.loss.initial"]
     assert f.status == "warn" and f.evidence["initial_loss"] > 5
+    summed = model_report(Overconfident(), loss_fn=nn.CrossEntropyLoss(reduction="sum"))
+    assert summed["model.loss.initial"].status == "warn"
 
 
 class SoftmaxOut(nn.Module):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 from torch import nn
@@ -12,6 +13,7 @@ from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
 from labcoat.doctor.setup import perturb_zero_tensors
+from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -142,13 +144,30 @@ def loss_initial(case: Case) -> Outcome:
         if loss > 10 * reference + 1e-8:
             return warned(f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}): output or target scale?", **evidence)
         return passed(f"initial loss {loss:.4g} vs {reference:.4g} for predicting the mean", **evidence)
-    expected = case.chance_loss
-    if expected is None:
+    ln_c = case.chance_loss
+    if ln_c is None:
         return skipped("a single class has no chance-level loss")
-    evidence = {"initial_loss": loss, "expected": expected, "classes": case.n_outputs}
+    expected = _uniform_loss(case, y)
+    if expected is None:
+        expected, what = ln_c, f"ln C = {ln_c:.3f}"
+    else:
+        what = f"{expected:.3f}, the loss of a uniform prediction (ln C = {ln_c:.3f})"
+    evidence = {"initial_loss": loss, "expected": expected, "ln_classes": ln_c, "classes": case.n_outputs}
     if loss > expected + max(1.0, 0.5 * expected):
-        return warned(f"initial loss {loss:.3f} is far above ln C = {expected:.3f}: over-confident initialisation or unscaled inputs", **evidence)
-    return passed(f"initial loss {loss:.3f} near ln C = {expected:.3f}", **evidence)
+        return warned(f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or unscaled inputs", **evidence)
+    return passed(f"initial loss {loss:.3f} near {what}", **evidence)
+
+
+def _uniform_loss(case: Case, y: torch.Tensor) -> float | None:
+    """The user's loss for a prediction that gives every class the same probability: what a
+    healthy initialisation starts near, with the loss's own reduction, weights and smoothing."""
+    layout = layout_of(case)
+    uniform = torch.full(tuple(y.shape) + (layout.n_classes,), -math.log(layout.n_classes), dtype=torch.float64)
+    try:
+        value = float(_loss_on(case, to_output(uniform, case.output, layout), y))
+    except Exception:  # noqa: BLE001 - fall back to ln C
+        return None
+    return value if math.isfinite(value) else None
 
 
 @check(
