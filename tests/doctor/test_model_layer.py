@@ -277,3 +277,36 @@ def test_multi_label_outputs_are_judged_per_label():
 
     sigmoid_twice = model_report(nn.Sequential(mlp(d_out=3), nn.Sigmoid()), (x, labels), nn.BCEWithLogitsLoss())
     assert sigmoid_twice["model.loss.logits"].status == "warn"
+
+
+class TupleOutput(nn.Module):
+    """Healthy apart from its output: logits and an auxiliary value, which the user's loss unpacks."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        logits = self.net(x)
+        return logits, logits.norm(dim=1)
+
+
+def test_a_structured_output_is_named_once_with_the_fix_and_the_self_test_still_holds():
+    unpacking = lambda out, y: F.cross_entropy(out[0], y)
+    report = diagnose(TupleOutput(), loss_fn=unpacking, layers=("model", "update"))
+    f = report["model.forward"]
+    assert f.status == "fail" and "a tuple of tensor (32, 10), tensor (32,)" in f.message and "model(x)[0]" in f.message
+    assert report["model.loss.scalar"].status == "skip"  # the loss did not fail; the forward did
+    assert report["model.grad.coverage"].status == "pass"  # the user's loss takes the tuple
+    assert report.extras["selftest"]["ok"] is True  # the detached mutant detaches tuples too
+    assert report.failed_layer == "model" and not report.selftest_failed
+
+
+def test_inputs_in_another_dtype_than_the_weights_are_named_once():
+    x, y = digits()
+    report = diagnose(mlp(), (x.double(), y), layers=("model", "update"))
+    f = report["model.forward"]
+    assert f.status == "fail" and "inputs are float64 but the model's parameters are float32" in f.message
+    fails = [g.check for g in report.findings if g.failed]
+    assert fails == ["model.forward"], fails  # backward and step fail the same way: skipped, not repeated
+    assert "already reported for the forward" in report["update.step.runs"].message

@@ -27,10 +27,15 @@ TASKS = ("classification", "regression", "sequence")
 class ProbeFailed(Exception):
     """A shared probe raised inside the user's code (forward, loss, backward or step)."""
 
-    def __init__(self, probe: str, error: BaseException):
-        super().__init__(f"{probe} raised {type(error).__name__}: {error}")
+    def __init__(self, probe: str, error: BaseException, hint: str = ""):
+        super().__init__(f"{probe} raised {type(error).__name__}: {error}" + (f"; {hint}" if hint else ""))
         self.probe = probe
         self.error = error
+
+    @property
+    def signature(self) -> str:
+        """The error itself, so that one cause failing several probes is reported once."""
+        return f"{type(self.error).__name__}: {self.error}"
 
 
 def standard_step(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], optimizer: torch.optim.Optimizer, loss_fn: Callable) -> torch.Tensor:
@@ -60,7 +65,7 @@ class Case:
     progress: ControlProgress = field(default_factory=lambda: ControlProgress(False), repr=False)
     _results: dict[str, Any] = field(default_factory=dict, repr=False)
     _failed_probes: dict[str, ProbeFailed] = field(default_factory=dict, repr=False)
-    _reported_probes: set[str] = field(default_factory=set, repr=False)
+    _reported: dict[str, str] = field(default_factory=dict, repr=False)  # error signature -> probe that reported it
 
     # -- data ---------------------------------------------------------------------------------
     @property
@@ -89,7 +94,7 @@ class Case:
         except ProbeFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's code failed; that is the finding
-            failure = ProbeFailed(name, exc)
+            failure = ProbeFailed(name, exc, self._likely_cause())
             self._failed_probes[name] = failure
             raise failure from exc
 
@@ -99,12 +104,24 @@ class Case:
             self._results[name] = self._probe(name, fn)
         return self._results[name]
 
-    def first_report_of(self, failure: ProbeFailed) -> bool:
-        """True the first time a probe's failure is reported (later checks skip instead)."""
-        if failure.probe in self._reported_probes:
-            return False
-        self._reported_probes.add(failure.probe)
-        return True
+    def earlier_report(self, failure: ProbeFailed) -> str | None:
+        """None the first time a failure is reported; after that, the probe whose failure with the
+        same error was reported, so later checks skip instead of repeating one cause."""
+        earlier = self._reported.get(failure.signature) or self._reported.get(f"probe:{failure.probe}")
+        if earlier is None:
+            self._reported[failure.signature] = self._reported[f"probe:{failure.probe}"] = failure.probe
+        return earlier
+
+    def _likely_cause(self) -> str:
+        """A cause that PyTorch's error message leaves for the user to work out."""
+        x = self.train.x
+        weights = [p.dtype for p in self.blueprint.model.parameters() if torch.is_floating_point(p)]
+        if torch.is_floating_point(x) and weights and x.dtype != weights[0]:
+            return (
+                f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters are "
+                f"{str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to({weights[0]}) or model.to({x.dtype}))"
+            )
+        return ""
 
     @cached_property
     def eval_model(self) -> nn.Module:
@@ -118,7 +135,10 @@ class Case:
         with torch.no_grad():
             out = model(x.to(self.device))
         if not isinstance(out, torch.Tensor):
-            raise TypeError(f"the model returned a {type(out).__name__}; the doctor needs a tensor")
+            raise TypeError(
+                f"the model returned {_describe(out)}; the doctor's checks need the one tensor your loss compares "
+                "with the targets: pass a wrapper whose forward returns it (e.g. model(x)[0] or model(x)['logits'])"
+            )
         return out.detach()
 
     @cached_property
@@ -198,6 +218,19 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return matches_any(name, self.expect_frozen)
+
+
+def _describe(out: Any) -> str:
+    """A short description of a structured model output (a tuple, a dict, ...)."""
+
+    def part(v: Any) -> str:
+        return f"tensor {tuple(v.shape)}" if isinstance(v, torch.Tensor) else type(v).__name__
+
+    if isinstance(out, dict):
+        return f"a {type(out).__name__} of " + ", ".join(f"{k!r}: {part(v)}" for k, v in list(out.items())[:4])
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of " + ", ".join(part(v) for v in out[:4])
+    return f"a {type(out).__name__}"
 
 
 def one_logit_per_target(y: torch.Tensor, out: torch.Tensor, loss_fn: Callable) -> bool:

@@ -85,8 +85,9 @@ def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
     predicts="loss_fn(output, target) is a finite scalar tensor",
 )
 def loss_scalar(case: Case) -> Outcome:
+    out = case.output  # a forward that fails is reported by model.forward, not as the loss's failure
     try:
-        loss = _loss_on(case, case.output, case.probe_batch.y)
+        loss = _loss_on(case, out, case.probe_batch.y)
     except Exception as exc:  # noqa: BLE001 - the user's loss failed: that is the finding
         return failed(f"loss_fn raised {type(exc).__name__}: {exc}")
     if not isinstance(loss, torch.Tensor):
@@ -109,8 +110,9 @@ def loss_scalar(case: Case) -> Outcome:
 )
 def loss_batch_scaling(case: Case) -> Outcome:
     x, y = case.probe_batch.batch()
+    out = case.output
     try:
-        single = float(_loss_on(case, case.output, y))
+        single = float(_loss_on(case, out, y))
         out2 = case.forward(case.eval_model, torch.cat([x, x]))
         double = float(_loss_on(case, out2, torch.cat([y, y])))
     except Exception as exc:  # noqa: BLE001
@@ -130,8 +132,9 @@ def loss_batch_scaling(case: Case) -> Outcome:
 )
 def loss_initial(case: Case) -> Outcome:
     y = case.probe_batch.y
+    out = case.output
     try:
-        loss = float(_loss_on(case, case.output, y))
+        loss = float(_loss_on(case, out, y))
     except Exception as exc:  # noqa: BLE001
         return skipped(f"needs the loss, which raised {type(exc).__name__} (see model.loss.scalar)")
     if case.inferred_task == "regression":
