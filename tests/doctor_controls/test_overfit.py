@@ -132,3 +132,12 @@ def test_floor_of_a_logit_loss_on_float_targets_is_found_not_assumed_at_the_targ
 
     healthy = s.diagnose(s.mlp(), (X, one_hot), CE, layers=("overfit",))
     assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
+
+
+def test_controls_skip_outputs_they_cannot_pair_with_targets_and_point_to_the_model_layer():
+    X, y = s.product()
+    two_targets = torch.cat([y, -y], dim=1)  # (N, 2) targets for a one-output head
+    report = s.diagnose(s.regression_mlp(), (X, two_targets), nn.MSELoss(), layers=("model", "overfit", "shuffle"), run_all=True)
+    assert report["model.forward"].status == "fail"
+    for check in ("overfit.batch", "shuffle.labels", "shuffle.pvalue"):
+        assert report[check].status == "skip" and "see model.forward" in report[check].message, report[check].message

@@ -84,6 +84,24 @@ def loss_shift(loss_fn: Callable, y: torch.Tensor, like: torch.Tensor, layout: L
     return 1 if losses[1] < losses[0] else 0
 
 
+def incomparable(case: Any) -> str | None:
+    """Why the controls cannot pair the model's outputs with its targets, or None when they can.
+
+    Regression outputs are compared with targets value by value; an output holding another
+    number of values (an (N, 1) head for (N, 2) targets) is model.forward's finding, and the
+    controls' references cannot be built for it.
+    """
+    if case.inferred_task != "regression":
+        return None
+    out, y = case.output, case.probe_batch.y
+    if out.numel() == y.numel():
+        return None
+    return (
+        f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets {tuple(y.shape)}; "
+        "the controls compare them one to one (see model.forward)"
+    )
+
+
 def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:
     """Targets a classifier can be scored on (padding such as ``ignore_index=-100`` is not)."""
     if not layout.categorical:

@@ -17,7 +17,7 @@ from labcoat.doctor.case import Case
 from labcoat.doctor.features import row_hashes
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.registry import check
-from labcoat.doctor.targets import Layout, References, aligned, fitted_targets, layout_of, references, valid_targets
+from labcoat.doctor.targets import Layout, References, aligned, fitted_targets, incomparable, layout_of, references, valid_targets
 from labcoat.doctor.training import Curve, fit_batch, predict
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -196,6 +196,7 @@ def _why(m: Memorisation) -> str:
     layer="overfit",
     falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data path)",
     predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x toward its floor and every example (95% of tokens) is fitted",
+    applies=incomparable,
 )
 def overfit_batch(case: Case) -> Outcome:
     size = batch_size(case)
@@ -223,7 +224,7 @@ def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
     layer="overfit",
     falsifies="inputs reach the output without the information that tells examples apart",
     predicts="a copy memorises random labels on a small set (Zhang et al. 2017)",
-    applies=lambda case: None if case.budget == "full" else "runs with budget='full'",
+    applies=lambda case: incomparable(case) or (None if case.budget == "full" else "runs with budget='full'"),
 )
 def overfit_random_labels(case: Case) -> Outcome:
     layout = layout_of(case)

@@ -30,6 +30,7 @@ from labcoat.doctor.targets import (
     conditional_log_probs,
     contexts,
     correct,
+    incomparable,
     layout_of,
     lowest_loss,
     marginal_log_probs,
@@ -198,7 +199,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
 def _enough_val(case: Case) -> str | None:
     if len(case.val) < MIN_VAL:
         return f"only {len(case.val)} held-out examples; the controls need at least {MIN_VAL}"
-    return None
+    return incomparable(case)
 
 
 def _next_token(case: Case) -> str | None:
