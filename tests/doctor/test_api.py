@@ -152,3 +152,18 @@ def test_every_registered_check_declares_what_it_falsifies():
     for check in REGISTRY:
         assert check.falsifies and check.predicts, check.id
         assert check.id.startswith(check.layer + "."), check.id
+
+
+def test_rows_from_a_shuffling_loader_are_named_by_their_index_in_its_dataset():
+    x, y = digits()
+    x[123, 5] = float("nan")
+    loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, drop_last=True)
+    report = diagnose(mlp(), loader, layers=("data",))
+    assert report.examples["train"] + report.examples["val"] == 768  # 12 full batches of 64
+    f = report["data.finite"]
+    assert f.status == "fail"
+    where = next(v for k, v in f.evidence.items() if k.endswith("inputs"))
+    assert where["first_rows"] == [123]
+
+    healthy = diagnose(mlp(), DataLoader(TensorDataset(*digits()), batch_size=64, shuffle=True, drop_last=True))
+    assert healthy.ok, str(healthy)
