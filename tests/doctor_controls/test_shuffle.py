@@ -134,3 +134,27 @@ def test_copies_keep_what_their_untrained_start_already_scores_on_simple_labels(
     finding = report["shuffle.labels"]
     assert finding.status == "pass", finding.message
     assert finding.evidence["untrained_above_chance"] > 0.03
+
+
+def fitted_mlp() -> nn.Module:
+    """An MLP already trained on the digits: fine-tuning starts from a model far above chance."""
+    model, (X, y) = s.mlp(), s.digits()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(5):
+        for i in range(0, len(y), 64):
+            optimizer.zero_grad()
+            CE(model(X[i : i + 64]), y[i : i + 64]).backward()
+            optimizer.step()
+    return model
+
+
+def test_a_trained_start_is_not_a_leak_but_a_metric_that_cannot_fail_still_is(monkeypatch):
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 5)  # the real setup's p-value is not under test here
+    start = fitted_mlp()
+    fine_tuning = s.diagnose(start, s.digits(), CE, layers=("shuffle",))
+    finding = fine_tuning["shuffle.labels"]
+    assert finding.status == "skip" and "trained start" in finding.message, finding.message
+    assert finding.evidence["untrained_score"] > 0.8 and finding.evidence["shuffled_mean"] > 0.8
+
+    broken = s.diagnose(start, s.digits(), CE, metric=self_comparing_metric, layers=("shuffle",))
+    assert broken["shuffle.labels"].status == "fail"

@@ -38,7 +38,7 @@ from labcoat.doctor.targets import (
     valid_targets,
 )
 from labcoat.doctor.training import batch_order, predict, train_copy
-from labcoat.findings import Outcome, failed, passed, warned
+from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 #: shuffled copies per run; the real setup's p-value cannot go below 1 / (n + 1)
 PERMUTATIONS = {"fast": 19, "full": 99}
@@ -57,6 +57,10 @@ ALPHA = 0.001
 MATERIAL = 0.1
 #: the real setup should beat its shuffled copies at this level
 REAL_ALPHA = 0.05
+#: an untrained model this far from chance toward a perfect score is a trained start
+#: (fine-tuning): copies on shuffled labels keep that skill and recalibrate it to the label
+#: frequencies, so their scoring above chance says nothing about a leak
+TRAINED_START = 0.25
 RANDOM_SEQUENCES = 256
 
 
@@ -102,9 +106,16 @@ class ShuffleRuns:
     batch_size: int
     val_examples: int
     diverged: int
-    #: how far the untrained model already scores above its own chance level: every copy starts
-    #: from it, and a random initialisation can line up with simple labels by luck
+    #: the untrained model's score, and how far it lies above its own chance level: every copy
+    #: starts from it, and a random initialisation can line up with simple labels by luck
+    untrained: float = float("nan")
     untrained_excess: float = 0.0
+
+    @property
+    def trained_start(self) -> bool:
+        """True when the untrained model is already a good part of the way to a perfect score."""
+        span = self.perfect - float(np.mean(self.chance))
+        return span > 0 and self.untrained_excess >= TRAINED_START * span
 
     @property
     def _carried(self) -> float:
@@ -137,6 +148,7 @@ class ShuffleRuns:
             "chance": self.blind,
             "chance_is": self.chance_name,
             "chance_by_permutation": float(np.mean(self.chance)),
+            "untrained_score": self.untrained,
             "untrained_above_chance": self.untrained_excess,
             **first,
             "score": self.scorer,
@@ -182,7 +194,8 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         untrained = predict(case, case.eval_model, val.x)
         own = torch.Generator().manual_seed(case.seed + 4)
         untrained_chance = np.mean([score.fn(untrained, val.y[torch.randperm(len(val), generator=own)]) for _ in range(CHANCE_DRAWS)])
-        untrained_excess = score.fn(untrained, val.y) - float(untrained_chance)
+        untrained_score = score.fn(untrained, val.y)
+        untrained_excess = untrained_score - float(untrained_chance)
         for _ in range(n):
             shuffled = train.with_targets(train.y[torch.randperm(len(train), generator=labels)])
             run = train_copy(case, shuffled, order=order, seed=case.seed, advance=advance)
@@ -192,7 +205,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
             chance.append(np.mean([score.fn(out, val.y[torch.randperm(len(val), generator=draws)]) for _ in range(CHANCE_DRAWS)]))
     return ShuffleRuns(
         score.name, real, np.array(null), np.array(chance), perfect, blind, score.chance_name,
-        steps, min(BATCH_SIZE, len(train)), len(val), diverged, untrained_excess,
+        steps, min(BATCH_SIZE, len(train)), len(val), diverged, untrained_score, untrained_excess,
     )
 
 
@@ -242,6 +255,13 @@ def shuffled_labels(case: Case) -> Outcome:
         )
     if mean >= r.perfect - tolerance:
         return failed(f"copies trained on shuffled labels score {mean:.3g}, as high as a perfect prediction", **evidence)
+    if r.trained_start:
+        return skipped(
+            f"the untrained model already scores {r.untrained:.3g} (chance {chance:.3g}, perfect {r.perfect:.3g}): a trained start, "
+            f"which copies on shuffled labels keep (they score {mean:.3g}), so only the {r.scorer} itself was checked: "
+            "it tells perfect predictions from unrelated ones",
+            **evidence,
+        )
     if r.beats_chance:
         return failed(
             f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ({r.blind:.3g}, {r.chance_name}) "
@@ -269,6 +289,8 @@ def real_pvalue(case: Case) -> Outcome:
         beaten = f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
         return passed(f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}", **evidence)
     tie = f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g})"
+    if r.trained_start:
+        return warned(f"{tie}: {r.steps} steps added nothing measurable to a start that already scores {r.untrained:.3g}", **evidence)
     if r.beats_chance:
         return warned(f"{tie}: the copies score above chance too, so this score cannot show learning (see shuffle.labels)", **evidence)
     return warned(f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps", **evidence)
