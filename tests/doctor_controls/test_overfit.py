@@ -141,3 +141,12 @@ def test_controls_skip_outputs_they_cannot_pair_with_targets_and_point_to_the_mo
     assert report["model.forward"].status == "fail"
     for check in ("overfit.batch", "shuffle.labels", "shuffle.pvalue"):
         assert report[check].status == "skip" and "see model.forward" in report[check].message, report[check].message
+
+
+def test_targets_on_another_scale_fail_overfit_for_that_reason_and_are_no_leak():
+    X, y = s.product()
+    raw = y * 1000 + 50_000  # a regression target left in its raw units (a price, say)
+    report = s.diagnose(s.regression_mlp(), (X, raw), nn.MSELoss(), layers=("overfit", "shuffle"), run_all=True)
+    finding = report["overfit.batch"]
+    assert finding.status == "fail" and "another scale" in finding.message, finding.message
+    assert report["shuffle.labels"].status != "fail", report["shuffle.labels"].message

@@ -38,8 +38,10 @@ NEAR_FLOOR = 0.01
 PLATEAU = 0.01
 MIN_STEPS = 200
 CHECK_EVERY = 10
-#: a plateau this close to chance means nothing was learned beyond the label frequencies
+#: a plateau this close to chance means nothing was learned beyond the label frequencies;
+#: a loss this many times chance's distance from the floor has not even reached chance
 AT_CHANCE = 0.9
+FAR_ABOVE_CHANCE = 2.0
 RANDOM_LABEL_EXAMPLES = 64
 RANDOM_LABEL_STEPS = 3000
 
@@ -178,6 +180,11 @@ def _why(m: Memorisation) -> str:
     if m.refs.chance - m.refs.floor <= 0:
         return "the loss gives no lower value to a perfect prediction than to chance"
     where = f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ({m.refs.chance:.3g})"
+    if m.last_excess > FAR_ABOVE_CHANCE:
+        return (
+            f"the loss stayed far above chance ({m.refs.chance:.3g}, what an input-blind prediction scores): outputs on "
+            "another scale than the targets (normalise the targets or scale the output), or updates far too small to reach even that"
+        )
     if m.plateaued() and m.last_excess >= AT_CHANCE:
         return (
             f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label frequencies was learned, "

@@ -139,7 +139,9 @@ class ShuffleRuns:
 
     @property
     def beats_chance(self) -> bool:
-        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL
+        """Above chance beyond noise, by a material share of the real gain, and better than the best
+        input-blind prediction: copies that score below that have learned nothing to leak."""
+        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL and float(np.mean(self.null)) > self.blind
 
     def evidence(self, **first: float) -> dict:
         """The comparison the verdict rests on first (the rich view shows the first keys)."""
