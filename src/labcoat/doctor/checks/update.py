@@ -93,7 +93,8 @@ def step_runs(case: Case) -> Outcome:
     evidence["loss"] = loss
     if not math.isfinite(loss):
         return failed(f"the train step returned loss {loss}", **evidence)
-    return passed(f"optimizer.step() ran {steps[0]}x per call; loss {loss:.4g}", **evidence)
+    ran = f"{steps[0]}x per call" if len(set(steps)) == 1 else f"{sum(steps)}x in {len(steps)} calls ({steps})"
+    return passed(f"optimizer.step() ran {ran}; loss {loss:.4g}", **evidence)
 
 
 @check(
