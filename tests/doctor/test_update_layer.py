@@ -114,6 +114,14 @@ def test_huge_learning_rate_warns_on_ratio():
     assert status(update_report(model, torch.optim.SGD(model.parameters(), lr=0.05)), "update.ratio") == "pass"
 
 
+def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves_weights():
+    healthy = update_report(ZeroHead())["update.ratio"]
+    assert healthy.status == "pass" and healthy.evidence["step"] == 2, healthy.message
+    model = ZeroHead()
+    too_large = update_report(model, torch.optim.SGD(model.parameters(), lr=50.0))["update.ratio"]
+    assert too_large.status == "warn", too_large.message
+
+
 def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
     def no_zero_grad(model, batch, optimizer, loss_fn):
         x, y = batch
