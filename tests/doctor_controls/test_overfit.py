@@ -150,3 +150,15 @@ def test_targets_on_another_scale_fail_overfit_for_that_reason_and_are_no_leak()
     finding = report["overfit.batch"]
     assert finding.status == "fail" and "another scale" in finding.message, finding.message
     assert report["shuffle.labels"].status != "fail", report["shuffle.labels"].message
+
+
+def test_mse_on_yes_no_targets_is_judged_as_regression():
+    """A loss lowest where the output equals the 0/1 target does not read outputs as logits."""
+    X, y = s.xor()
+    targets = y.float().unsqueeze(1)
+    healthy = s.diagnose(s.mlp(2, 1), (X, targets), nn.MSELoss(), lr=1e-2, layers=("overfit",))
+    assert healthy.task == "regression"
+    assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
+
+    linear = s.diagnose(s.linear(2, 1), (X, targets), nn.MSELoss(), lr=1e-2, layers=("overfit",))
+    assert linear["overfit.batch"].status == "fail"

@@ -237,12 +237,31 @@ def one_logit_per_target(y: torch.Tensor, out: torch.Tensor, loss_fn: Callable) 
     """True when each 0/1 target value is its own yes/no question, scored from its own output:
     binary (one target per example) or multi-label (several). One-hot rows are class
     probabilities instead (a cross-entropy given one-hot targets) unless the loss is a binary
-    cross-entropy, which scores each value on its own."""
+    cross-entropy, which scores each value on its own; and a loss that is lowest where the
+    output equals the target (MSE on 0/1 targets) makes it regression."""
     if out.shape[0] != y.shape[0] or out.numel() != y.numel() or not bool(((y == 0) | (y == 1)).all()):
         return False
-    if y[0].numel() == 1 or scores_binary_targets(loss_fn):
+    if scores_binary_targets(loss_fn):
         return True
-    return not bool((y.reshape(len(y), -1).sum(dim=1) == 1).all())
+    if y[0].numel() > 1 and bool((y.reshape(len(y), -1).sum(dim=1) == 1).all()):
+        return False
+    return _prefers_logits(loss_fn, y, out)
+
+
+#: the logit magnitude of a confident yes/no prediction
+_CONFIDENT = 10.0
+
+
+def _prefers_logits(loss_fn: Callable, y: torch.Tensor, out: torch.Tensor) -> bool:
+    """True when the loss scores confident logits (+/-10) on the right side of zero lower than
+    outputs equal to the 0/1 targets: it reads outputs as logits, not as values to match."""
+    target = y.to(out.device)
+    as_values = target.reshape(out.shape).to(out.dtype)
+    try:
+        with torch.no_grad():
+            return bool(loss_fn(_CONFIDENT * (2 * as_values - 1), target) < loss_fn(as_values, target))
+    except Exception:  # noqa: BLE001 - a loss that rejects one of them: keep the yes/no reading
+        return True
 
 
 def target_offset(x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99) -> int | None:
