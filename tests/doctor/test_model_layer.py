@@ -310,3 +310,13 @@ def test_inputs_in_another_dtype_than_the_weights_are_named_once():
     fails = [g.check for g in report.findings if g.failed]
     assert fails == ["model.forward"], fails  # backward and step fail the same way: skipped, not repeated
     assert "already reported for the forward" in report["update.step.runs"].message
+
+
+def test_a_loss_that_raises_is_reported_once_not_again_by_every_probe_that_calls_it():
+    x, y = digits()
+    y[y == 9] = 10  # cross-entropy raises on a label beyond the outputs
+    report = diagnose(mlp(), (x, y), layers=("model", "update"))
+    assert report["model.loss.scalar"].status == "fail" and "out of bounds" in report["model.loss.scalar"].message
+    fails = [f.check for f in report.findings if f.failed]
+    assert fails == ["model.loss.scalar"], fails
+    assert "already reported for the loss" in report["model.grad.coverage"].message

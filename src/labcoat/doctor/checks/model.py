@@ -89,7 +89,9 @@ def loss_scalar(case: Case) -> Outcome:
     try:
         loss = _loss_on(case, out, case.probe_batch.y)
     except Exception as exc:  # noqa: BLE001 - the user's loss failed: that is the finding
-        return failed(f"loss_fn raised {type(exc).__name__}: {exc}")
+        failure = ProbeFailed("loss", exc)
+        case.earlier_report(failure)  # the backward pass and every training run will hit it too
+        return failed(f"loss_fn raised {failure.signature}", probe="loss", error=failure.signature)
     if not isinstance(loss, torch.Tensor):
         return failed(f"loss_fn returned a {type(loss).__name__}; it must return a tensor to backpropagate")
     if loss.numel() != 1:
