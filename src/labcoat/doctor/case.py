@@ -94,7 +94,7 @@ class Case:
         except ProbeFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's code failed; that is the finding
-            failure = ProbeFailed(name, exc, self._likely_cause())
+            failure = ProbeFailed(name, exc, self._likely_cause(exc))
             self._failed_probes[name] = failure
             raise failure from exc
 
@@ -112,11 +112,14 @@ class Case:
             self._reported[failure.signature] = self._reported[f"probe:{failure.probe}"] = failure.probe
         return earlier
 
-    def _likely_cause(self) -> str:
+    def _likely_cause(self, error: BaseException) -> str:
         """A cause that PyTorch's error message leaves for the user to work out."""
         x = self.train.x
         weights = [p.dtype for p in self.blueprint.model.parameters() if torch.is_floating_point(p)]
-        if torch.is_floating_point(x) and weights and x.dtype != weights[0]:
+        # PyTorch words a dtype clash as 'must have the same dtype', 'Input type (double) and
+        # bias type (float) should be the same', 'expected scalar type Double but found Float'
+        said = str(error).lower()
+        if "type" in said and "convert" not in said and torch.is_floating_point(x) and weights and x.dtype != weights[0]:
             return (
                 f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters are "
                 f"{str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to({weights[0]}) or model.to({x.dtype}))"
@@ -169,7 +172,7 @@ class Case:
         """How sequence targets relate to the inputs: 1 when they are the inputs shifted by one
         token (``y[:, t] == x[:, t + 1]``), 0 when they are the inputs themselves (a loss that
         shifts them, as Hugging Face's causal LMs do), None otherwise (a tagger's labels).
-        Either way a model must not read inputs after position t; only then does that apply."""
+        Only in the first two cases must the model not read inputs after position t."""
         if self.inferred_task != "sequence":
             return None
         return target_offset(self.train.x, self.train.y, ignore_index(self.loss_fn))
