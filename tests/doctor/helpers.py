@@ -98,3 +98,28 @@ def lm_loss(out, y):
 
 def as_numpy(data):
     return tuple(np.asarray(t) for t in data)
+
+
+class Tagger(nn.Module):
+    """A token tagger that reads the whole sentence (a bidirectional GRU): not causal, and need not be."""
+
+    def __init__(self, vocab=16, tags=4, d=16, seed=0):
+        torch.manual_seed(seed)
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, padding_idx=0)
+        self.rnn = nn.GRU(d, d, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * d, tags)
+
+    def forward(self, tokens):
+        return self.out(self.rnn(self.embed(tokens))[0])
+
+
+def tag_data(n=256, length=12, vocab=16, seed=0):
+    """Padded sentences (token 0) with one tag per token; padding positions are tagged -100."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randint(1, vocab, (n, length), generator=g)
+    pad = torch.arange(length) >= torch.randint(4, length + 1, (n, 1), generator=g)
+    x[pad] = 0
+    y = x % 4
+    y[pad] = -100
+    return x, y

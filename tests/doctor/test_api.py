@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 import labcoat
 from labcoat.doctor.setup import Blueprint
@@ -57,9 +57,22 @@ def test_optimizer_factory_is_accepted():
     assert report.ok
 
 
+class NumpyItems(Dataset):
+    """A map-style dataset as many are written: a numpy image and a plain int or numpy label."""
+
+    def __init__(self, x, y, label_type):
+        self.x, self.y, self.label_type = x.numpy(), y.numpy(), label_type
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.label_type(self.y[i])
+
+
 @pytest.mark.parametrize(
     "form",
-    ["tensors", "numpy", "dataset", "loader", "batches"],
+    ["tensors", "numpy", "dataset", "numpy items, int labels", "numpy items, np.int64 labels", "loader", "batches"],
 )
 def test_every_data_form_gives_the_same_examples(form):
     x, y = digits()
@@ -67,11 +80,15 @@ def test_every_data_form_gives_the_same_examples(form):
         "tensors": (x, y),
         "numpy": (x.numpy(), y.numpy()),
         "dataset": TensorDataset(x, y),
+        "numpy items, int labels": NumpyItems(x, y, int),
+        "numpy items, np.int64 labels": NumpyItems(x, y, np.int64),
         "loader": DataLoader(TensorDataset(x, y), batch_size=64),
         "batches": [(x[i : i + 100], y[i : i + 100]) for i in range(0, len(x), 100)],
     }[form]
     report = diagnose(mlp(), data, layers=("data", "model", "update"))
-    assert report.ok and report.examples == {"train": 640, "val": 160}
+    assert report.ok, str(report)
+    assert report.examples == {"train": 640, "val": 160}
+    assert report["model.forward"].evidence["target_shape"] == [32]  # a scalar label stays a scalar
 
 
 @pytest.mark.parametrize(
@@ -136,3 +153,18 @@ def test_every_registered_check_declares_what_it_falsifies():
     for check in REGISTRY:
         assert check.falsifies and check.predicts, check.id
         assert check.id.startswith(check.layer + "."), check.id
+
+
+def test_rows_from_a_shuffling_loader_are_named_by_their_index_in_its_dataset():
+    x, y = digits()
+    x[123, 5] = float("nan")
+    loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, drop_last=True)
+    report = diagnose(mlp(), loader, layers=("data",))
+    assert report.examples["train"] + report.examples["val"] == 768  # 12 full batches of 64
+    f = report["data.finite"]
+    assert f.status == "fail"
+    where = next(v for k, v in f.evidence.items() if k.endswith("inputs"))
+    assert where["first_rows"] == [123]
+
+    healthy = diagnose(mlp(), DataLoader(TensorDataset(*digits()), batch_size=64, shuffle=True, drop_last=True))
+    assert healthy.ok, str(healthy)

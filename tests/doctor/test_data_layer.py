@@ -1,9 +1,12 @@
 """Data layer: each check catches its planted bug and passes the healthy twin."""
 
+import functools
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-from tests.doctor.helpers import diabetes, diagnose, digits, mlp, regressor, status
+from tests.doctor.helpers import Tagger, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, tag_data
 
 
 def data_report(model=None, data=None, **kw):
@@ -132,3 +135,26 @@ def test_feature_checks_skip_token_ids_and_say_why():
     f = report["data.signal.baseline"]
     assert f.status == "skip" and "token ids" in f.message
     assert report.task == "sequence"
+
+
+def test_padding_the_loss_skips_is_not_a_label_but_a_tag_beyond_the_output_fails():
+    x, y = tag_data()
+    report = data_report(Tagger(), (x, y), loss_fn=lm_loss)
+    f = report["data.labels.range"]
+    assert f.status == "pass" and f.evidence["ignored_targets"] > 0 and f.evidence["max_label"] == 3
+    assert set(report["data.labels.degenerate"].evidence["class_counts"]) == {0, 1, 2, 3}
+
+    y[y == 3] = 4  # a fifth tag for a model with four outputs, next to the padding
+    f = data_report(Tagger(), (x, y), loss_fn=lm_loss)["data.labels.range"]
+    assert f.status == "fail" and f.evidence["max_label"] == 4
+
+
+def test_the_skipped_label_is_the_losses_own_ignore_index():
+    x, y = digits()
+    y[:40] = -1  # unlabelled examples, marked the way this loss is told to skip
+    assert status(data_report(data=(x, y)), "data.labels.range") == "fail"  # -1 is not skipped by default
+    for loss_fn in (nn.CrossEntropyLoss(ignore_index=-1), functools.partial(F.cross_entropy, ignore_index=-1)):
+        f = data_report(data=(x, y), loss_fn=loss_fn)["data.labels.range"]
+        assert f.status == "pass" and f.evidence["ignore_index"] == -1, f.message
+    f = data_report(data=(x, torch.full_like(y, -100)))["data.labels.degenerate"]
+    assert f.status == "fail" and "ignore_index" in f.message

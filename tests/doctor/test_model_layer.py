@@ -5,7 +5,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.doctor.helpers import TinyLM, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, token_data
+from tests.doctor.helpers import Tagger, TinyLM, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, tag_data, token_data
 
 
 def model_report(model, data=None, loss_fn=None, **kw):
@@ -100,8 +100,11 @@ def test_unreduced_loss_fails():
     assert f.status == "fail" and "reduction" in f.message
 
 
-def test_summed_loss_warns():
-    assert status(model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="sum")), "model.loss.batch_scaling") == "warn"
+def test_summed_loss_warns_once():
+    summed = model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="sum"))
+    assert summed["model.loss.batch_scaling"].status == "warn"
+    # 32 x ln 10 is what a uniform prediction costs under a sum: not an over-confident init
+    assert summed["model.loss.initial"].status == "pass", summed["model.loss.initial"].message
     assert status(model_report(mlp()), "model.loss.batch_scaling") == "pass"
 
 
@@ -114,9 +117,11 @@ class Overconfident(nn.Module):
         return 100 * self.net(x)
 
 
-def test_overconfident_init_warns():
+def test_overconfident_init_warns_whatever_the_reduction():
     f = model_report(Overconfident())["model.loss.initial"]
     assert f.status == "warn" and f.evidence["initial_loss"] > 5
+    summed = model_report(Overconfident(), loss_fn=nn.CrossEntropyLoss(reduction="sum"))
+    assert summed["model.loss.initial"].status == "warn"
 
 
 class SoftmaxOut(nn.Module):
@@ -247,3 +252,71 @@ def test_warnings_raised_by_user_code_become_evidence():
     model = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 1))
     f = model_report(model, (x, y), nn.MSELoss())["model.loss.scalar"]
     assert any("target size" in w for w in f.evidence["warnings"])
+
+
+def test_a_tagger_may_read_both_directions_but_a_language_model_may_not():
+    tagger = model_report(Tagger(), tag_data(), lm_loss)["model.causality"]
+    assert tagger.status == "skip" and "both directions" in tagger.message
+
+    x, y = token_data()
+    bidirectional_lm = Tagger(tags=16)  # the same network asked to predict the next token
+    assert status(model_report(bidirectional_lm, (x, y), lm_loss), "model.causality") == "fail"
+    # labels that are the inputs themselves, shifted inside the loss (Hugging Face's convention)
+    assert status(model_report(bidirectional_lm, (x, x.clone()), lm_loss), "model.causality") == "fail"
+    assert status(model_report(TinyLM(), (x, x.clone()), lm_loss), "model.causality") == "pass"
+
+
+def test_multi_label_outputs_are_judged_per_label():
+    x, y = digits()
+    labels = torch.stack([y >= 5, y % 2 == 0, y == 0], dim=1).float()
+    healthy = model_report(mlp(d_out=3), (x, labels), nn.BCEWithLogitsLoss())
+    assert healthy.task == "classification"
+    assert healthy["model.loss.initial"].evidence["classes"] == 1  # one logit per label: ln 2
+    bad = [f for f in healthy.findings if f.status in ("fail", "warn")]
+    assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+
+    sigmoid_twice = model_report(nn.Sequential(mlp(d_out=3), nn.Sigmoid()), (x, labels), nn.BCEWithLogitsLoss())
+    assert sigmoid_twice["model.loss.logits"].status == "warn"
+
+
+class TupleOutput(nn.Module):
+    """Healthy apart from its output: logits and an auxiliary value, which the user's loss unpacks."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        logits = self.net(x)
+        return logits, logits.norm(dim=1)
+
+
+def test_a_structured_output_is_named_once_with_the_fix_and_the_self_test_still_holds():
+    unpacking = lambda out, y: F.cross_entropy(out[0], y)
+    report = diagnose(TupleOutput(), loss_fn=unpacking, layers=("model", "update"))
+    f = report["model.forward"]
+    assert f.status == "fail" and "a tuple of tensor (32, 10), tensor (32,)" in f.message and "model(x)[0]" in f.message
+    assert report["model.loss.scalar"].status == "skip"  # the loss did not fail; the forward did
+    assert report["model.grad.coverage"].status == "pass"  # the user's loss takes the tuple
+    assert report.extras["selftest"]["ok"] is True  # the detached mutant detaches tuples too
+    assert report.failed_layer == "model" and not report.selftest_failed
+
+
+def test_inputs_in_another_dtype_than_the_weights_are_named_once():
+    x, y = digits()
+    report = diagnose(mlp(), (x.double(), y), layers=("model", "update"))
+    f = report["model.forward"]
+    assert f.status == "fail" and "inputs are float64 but the model's parameters are float32" in f.message
+    fails = [g.check for g in report.findings if g.failed]
+    assert fails == ["model.forward"], fails  # backward and step fail the same way: skipped, not repeated
+    assert "already reported for the forward" in report["update.step.runs"].message
+
+
+def test_a_loss_that_raises_is_reported_once_not_again_by_every_probe_that_calls_it():
+    x, y = digits()
+    y[y == 9] = 10  # cross-entropy raises on a label beyond the outputs
+    report = diagnose(mlp(), (x, y), layers=("model", "update"))
+    assert report["model.loss.scalar"].status == "fail" and "out of bounds" in report["model.loss.scalar"].message
+    fails = [f.check for f in report.findings if f.failed]
+    assert fails == ["model.loss.scalar"], fails
+    assert "already reported for the loss" in report["model.grad.coverage"].message

@@ -114,6 +114,14 @@ def test_huge_learning_rate_warns_on_ratio():
     assert status(update_report(model, torch.optim.SGD(model.parameters(), lr=0.05)), "update.ratio") == "pass"
 
 
+def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves_weights():
+    healthy = update_report(ZeroHead())["update.ratio"]
+    assert healthy.status == "pass" and healthy.evidence["step"] == 2, healthy.message
+    model = ZeroHead()
+    too_large = update_report(model, torch.optim.SGD(model.parameters(), lr=50.0))["update.ratio"]
+    assert too_large.status == "warn", too_large.message
+
+
 def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
     def no_zero_grad(model, batch, optimizer, loss_fn):
         x, y = batch
@@ -157,3 +165,22 @@ def test_step_using_a_global_optimizer_is_caught_and_caller_restored():
     assert report["update.step.isolated"].status == "fail"
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_step_that_steps_every_second_call_passes_and_is_described_as_such():
+    calls = []
+
+    def every_second_call(model, batch, optimizer, loss_fn):
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        (loss / 2).backward()
+        calls.append(1)
+        if len(calls) % 2 == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        return loss
+
+    report = update_report(mlp(), step=every_second_call)
+    assert not [f for f in report.findings if f.failed], str(report)
+    assert "1x in 3 calls" in report["update.step.runs"].message
+    assert report["update.params.moved"].status == "pass"

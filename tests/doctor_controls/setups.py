@@ -20,6 +20,13 @@ def digits(n: int = 800) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(X[:n] / 16.0, dtype=torch.float32), torch.tensor(y[:n])
 
 
+def multilabel_digits(n: int = 800) -> tuple[torch.Tensor, torch.Tensor]:
+    """Digits with three yes/no labels each (at least 5? even? has a closed loop?): float 0/1 targets."""
+    X, y = digits(n)
+    loops = torch.isin(y, torch.tensor([0, 4, 6, 8, 9]))
+    return X, torch.stack([y >= 5, y % 2 == 0, loops], dim=1).float()
+
+
 def xor(n: int = 400, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Two features whose signs' XOR is the label: no line separates the classes."""
     g = torch.Generator().manual_seed(seed)

@@ -107,3 +107,58 @@ def test_random_labels_only_partly_memorised_by_a_tiny_network_warn():
     finding = report["overfit.random_labels"]
     assert finding.status == "warn", finding.message
     assert 0 < finding.evidence["fitted"] < finding.evidence["examples"]
+
+
+def test_multi_label_targets_are_yes_no_questions_a_bottleneck_cannot_answer():
+    X, Y = s.multilabel_digits()
+    broken = s.diagnose(s.bottleneck(classes=3), (X, Y), nn.BCEWithLogitsLoss(), layers=("overfit",))
+    assert broken.task == "classification"
+    finding = broken["overfit.batch"]
+    assert finding.status == "fail" and finding.evidence["fitted"] < finding.evidence["examples"], finding.message
+
+    healthy = s.diagnose(s.mlp(classes=3), (X, Y), nn.BCEWithLogitsLoss(), layers=("overfit",))
+    finding = healthy["overfit.batch"]
+    assert finding.status == "pass" and finding.evidence["loss_floor"] < 1e-3, finding.message
+
+
+def test_floor_of_a_logit_loss_on_float_targets_is_found_not_assumed_at_the_targets():
+    """One-hot float targets under a cross-entropy: the lowest loss is far from output = target."""
+    X, y = s.digits()
+    one_hot = nn.functional.one_hot(y, 10).float()
+    broken = s.diagnose(s.bottleneck(), (X, one_hot), CE, layers=("overfit",))
+    finding = broken["overfit.batch"]
+    assert finding.status == "fail", finding.message
+    assert finding.evidence["loss_floor"] < 1e-3  # output = target would have put it at 1.46
+
+    healthy = s.diagnose(s.mlp(), (X, one_hot), CE, layers=("overfit",))
+    assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
+
+
+def test_controls_skip_outputs_they_cannot_pair_with_targets_and_point_to_the_model_layer():
+    X, y = s.product()
+    two_targets = torch.cat([y, -y], dim=1)  # (N, 2) targets for a one-output head
+    report = s.diagnose(s.regression_mlp(), (X, two_targets), nn.MSELoss(), layers=("model", "overfit", "shuffle"), run_all=True)
+    assert report["model.forward"].status == "fail"
+    for check in ("overfit.batch", "shuffle.labels", "shuffle.pvalue"):
+        assert report[check].status == "skip" and "see model.forward" in report[check].message, report[check].message
+
+
+def test_targets_on_another_scale_fail_overfit_for_that_reason_and_are_no_leak():
+    X, y = s.product()
+    raw = y * 1000 + 50_000  # a regression target left in its raw units (a price, say)
+    report = s.diagnose(s.regression_mlp(), (X, raw), nn.MSELoss(), layers=("overfit", "shuffle"), run_all=True)
+    finding = report["overfit.batch"]
+    assert finding.status == "fail" and "another scale" in finding.message, finding.message
+    assert report["shuffle.labels"].status != "fail", report["shuffle.labels"].message
+
+
+def test_mse_on_yes_no_targets_is_judged_as_regression():
+    """A loss lowest where the output equals the 0/1 target does not read outputs as logits."""
+    X, y = s.xor()
+    targets = y.float().unsqueeze(1)
+    healthy = s.diagnose(s.mlp(2, 1), (X, targets), nn.MSELoss(), lr=1e-2, layers=("overfit",))
+    assert healthy.task == "regression"
+    assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
+
+    linear = s.diagnose(s.linear(2, 1), (X, targets), nn.MSELoss(), lr=1e-2, layers=("overfit",))
+    assert linear["overfit.batch"].status == "fail"

@@ -96,3 +96,65 @@ def test_too_few_held_out_examples_skip_the_controls():
     report = s.diagnose(s.mlp(), (X[:200], y[:200]), CE, val_data=(X[200:210], y[200:210]), layers=("shuffle",))
     assert report["shuffle.labels"].status == "skip"
     assert report["shuffle.pvalue"].status == "skip"
+
+
+def shifting_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's convention: the labels are the inputs, and the loss shifts them by one."""
+    return nn.functional.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), y[:, 1:].reshape(-1))
+
+
+def test_labels_that_are_the_inputs_pass_when_the_loss_shifts_them_and_fail_when_nothing_does(monkeypatch):
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 3)  # the p-value is not under test here
+    X, _ = s.markov_sequences()
+    healthy = s.diagnose(s.gru(), (X, X.clone()), shifting_loss, lr=1e-2, layers=("overfit", "shuffle"))
+    assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
+    assert healthy["shuffle.random_tokens"].status == "pass", healthy["shuffle.random_tokens"].message
+
+    unshifted = s.diagnose(s.gru(), (X, X.clone()), s.next_token_loss, lr=1e-2, layers=("shuffle",))
+    finding = unshifted["shuffle.random_tokens"]
+    assert finding.status == "fail" and "shift them by one" in finding.message
+
+
+def test_a_perfect_prediction_is_the_losses_lowest_point_not_the_targets_themselves(monkeypatch):
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 5)  # the p-value is not under test here
+    X, y = s.digits()
+
+    def sigmoid_per_class(out, target):  # one-vs-rest on one-hot rows, in the user's own function
+        return nn.functional.binary_cross_entropy_with_logits(out, target)
+
+    report = s.diagnose(s.mlp(), (X, nn.functional.one_hot(y, 10).float()), sigmoid_per_class, layers=("shuffle",))
+    finding = report["shuffle.labels"]
+    assert finding.status == "pass", finding.message
+    assert finding.evidence["perfect_score"] > -1e-3  # its floor is ~0; output = target scores -0.65
+
+
+def test_copies_keep_what_their_untrained_start_already_scores_on_simple_labels():
+    """Three yes/no labels that a random initialisation lines up with by luck."""
+    report = s.diagnose(s.mlp(classes=3), s.multilabel_digits(), nn.BCEWithLogitsLoss(), layers=("shuffle",))
+    finding = report["shuffle.labels"]
+    assert finding.status == "pass", finding.message
+    assert finding.evidence["untrained_above_chance"] > 0.03
+
+
+def fitted_mlp() -> nn.Module:
+    """An MLP already trained on the digits: fine-tuning starts from a model far above chance."""
+    model, (X, y) = s.mlp(), s.digits()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(5):
+        for i in range(0, len(y), 64):
+            optimizer.zero_grad()
+            CE(model(X[i : i + 64]), y[i : i + 64]).backward()
+            optimizer.step()
+    return model
+
+
+def test_a_trained_start_is_not_a_leak_but_a_metric_that_cannot_fail_still_is(monkeypatch):
+    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 5)  # the real setup's p-value is not under test here
+    start = fitted_mlp()
+    fine_tuning = s.diagnose(start, s.digits(), CE, layers=("shuffle",))
+    finding = fine_tuning["shuffle.labels"]
+    assert finding.status == "skip" and "trained start" in finding.message, finding.message
+    assert finding.evidence["untrained_score"] > 0.8 and finding.evidence["shuffled_mean"] > 0.8
+
+    broken = s.diagnose(start, s.digits(), CE, metric=self_comparing_metric, layers=("shuffle",))
+    assert broken["shuffle.labels"].status == "fail"

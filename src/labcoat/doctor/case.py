@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor.inputs import Examples
+from labcoat.doctor.losses import ignore_index, scores_binary_targets
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, matches_any
 
@@ -26,10 +27,15 @@ TASKS = ("classification", "regression", "sequence")
 class ProbeFailed(Exception):
     """A shared probe raised inside the user's code (forward, loss, backward or step)."""
 
-    def __init__(self, probe: str, error: BaseException):
-        super().__init__(f"{probe} raised {type(error).__name__}: {error}")
+    def __init__(self, probe: str, error: BaseException, hint: str = ""):
+        super().__init__(f"{probe} raised {type(error).__name__}: {error}" + (f"; {hint}" if hint else ""))
         self.probe = probe
         self.error = error
+
+    @property
+    def signature(self) -> str:
+        """The error itself, so that one cause failing several probes is reported once."""
+        return f"{type(self.error).__name__}: {self.error}"
 
 
 def standard_step(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], optimizer: torch.optim.Optimizer, loss_fn: Callable) -> torch.Tensor:
@@ -59,7 +65,7 @@ class Case:
     progress: ControlProgress = field(default_factory=lambda: ControlProgress(False), repr=False)
     _results: dict[str, Any] = field(default_factory=dict, repr=False)
     _failed_probes: dict[str, ProbeFailed] = field(default_factory=dict, repr=False)
-    _reported_probes: set[str] = field(default_factory=set, repr=False)
+    _reported: dict[str, str] = field(default_factory=dict, repr=False)  # error signature -> probe that reported it
 
     # -- data ---------------------------------------------------------------------------------
     @property
@@ -88,7 +94,7 @@ class Case:
         except ProbeFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - the user's code failed; that is the finding
-            failure = ProbeFailed(name, exc)
+            failure = ProbeFailed(name, exc, self._likely_cause(exc))
             self._failed_probes[name] = failure
             raise failure from exc
 
@@ -98,12 +104,27 @@ class Case:
             self._results[name] = self._probe(name, fn)
         return self._results[name]
 
-    def first_report_of(self, failure: ProbeFailed) -> bool:
-        """True the first time a probe's failure is reported (later checks skip instead)."""
-        if failure.probe in self._reported_probes:
-            return False
-        self._reported_probes.add(failure.probe)
-        return True
+    def earlier_report(self, failure: ProbeFailed) -> str | None:
+        """None the first time a failure is reported; after that, the probe whose failure with the
+        same error was reported, so later checks skip instead of repeating one cause."""
+        earlier = self._reported.get(failure.signature) or self._reported.get(f"probe:{failure.probe}")
+        if earlier is None:
+            self._reported[failure.signature] = self._reported[f"probe:{failure.probe}"] = failure.probe
+        return earlier
+
+    def _likely_cause(self, error: BaseException) -> str:
+        """A cause that PyTorch's error message leaves for the user to work out."""
+        x = self.train.x
+        weights = [p.dtype for p in self.blueprint.model.parameters() if torch.is_floating_point(p)]
+        # PyTorch words a dtype clash as 'must have the same dtype', 'Input type (double) and
+        # bias type (float) should be the same', 'expected scalar type Double but found Float'
+        said = str(error).lower()
+        if "type" in said and "convert" not in said and torch.is_floating_point(x) and weights and x.dtype != weights[0]:
+            return (
+                f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters are "
+                f"{str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to({weights[0]}) or model.to({x.dtype}))"
+            )
+        return ""
 
     @cached_property
     def eval_model(self) -> nn.Module:
@@ -117,7 +138,10 @@ class Case:
         with torch.no_grad():
             out = model(x.to(self.device))
         if not isinstance(out, torch.Tensor):
-            raise TypeError(f"the model returned a {type(out).__name__}; the doctor needs a tensor")
+            raise TypeError(
+                f"the model returned {_describe(out)}; the doctor's checks need the one tensor your loss compares "
+                "with the targets: pass a wrapper whose forward returns it (e.g. model(x)[0] or model(x)['logits'])"
+            )
         return out.detach()
 
     @cached_property
@@ -135,9 +159,8 @@ class Case:
         except ProbeFailed:
             out = None
         if torch.is_floating_point(y):
-            binary = bool(((y == 0) | (y == 1)).all())
-            single_logit = out is not None and (out.ndim == 1 or (out.ndim == 2 and out.shape[1] == 1))
-            return "classification" if binary and single_logit and y.numel() == len(y) else "regression"
+            yes_no = out is not None and one_logit_per_target(self.probe_batch.y, out, self.loss_fn)
+            return "classification" if yes_no and bool(((y == 0) | (y == 1)).all()) else "regression"
         if out is None:
             return "classification" if y.ndim == 1 else "sequence"
         if y.ndim >= 2 and out.ndim == y.ndim + 1:
@@ -145,11 +168,24 @@ class Case:
         return "classification"
 
     @cached_property
+    def target_offset(self) -> int | None:
+        """How sequence targets relate to the inputs: 1 when they are the inputs shifted by one
+        token (``y[:, t] == x[:, t + 1]``), 0 when they are the inputs themselves (a loss that
+        shifts them, as Hugging Face's causal LMs do), None otherwise (a tagger's labels).
+        Only in the first two cases must the model not read inputs after position t."""
+        if self.inferred_task != "sequence":
+            return None
+        return target_offset(self.train.x, self.train.y, ignore_index(self.loss_fn))
+
+    @cached_property
     def n_outputs(self) -> int | None:
-        """Classes (classification) or vocabulary size (sequence): the output's last dimension."""
+        """Classes (classification) or vocabulary size (sequence): the output's last dimension;
+        1 where each 0/1 target value gets its own logit (binary or multi-label)."""
         if self.inferred_task == "regression":
             return None
         out = self.output
+        if torch.is_floating_point(self.train.y) and out.numel() == self.probe_batch.y.numel():
+            return 1
         return 1 if out.ndim == 1 else int(out.shape[-1])
 
     @cached_property
@@ -185,6 +221,62 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return matches_any(name, self.expect_frozen)
+
+
+def _describe(out: Any) -> str:
+    """A short description of a structured model output (a tuple, a dict, ...)."""
+
+    def part(v: Any) -> str:
+        return f"tensor {tuple(v.shape)}" if isinstance(v, torch.Tensor) else type(v).__name__
+
+    if isinstance(out, dict):
+        return f"a {type(out).__name__} of " + ", ".join(f"{k!r}: {part(v)}" for k, v in list(out.items())[:4])
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of " + ", ".join(part(v) for v in out[:4])
+    return f"a {type(out).__name__}"
+
+
+def one_logit_per_target(y: torch.Tensor, out: torch.Tensor, loss_fn: Callable) -> bool:
+    """True when each 0/1 target value is its own yes/no question, scored from its own output:
+    binary (one target per example) or multi-label (several). One-hot rows are class
+    probabilities instead (a cross-entropy given one-hot targets) unless the loss is a binary
+    cross-entropy, which scores each value on its own; and a loss that is lowest where the
+    output equals the target (MSE on 0/1 targets) makes it regression."""
+    if out.shape[0] != y.shape[0] or out.numel() != y.numel() or not bool(((y == 0) | (y == 1)).all()):
+        return False
+    if scores_binary_targets(loss_fn):
+        return True
+    if y[0].numel() > 1 and bool((y.reshape(len(y), -1).sum(dim=1) == 1).all()):
+        return False
+    return _prefers_logits(loss_fn, y, out)
+
+
+#: the logit magnitude of a confident yes/no prediction
+_CONFIDENT = 10.0
+
+
+def _prefers_logits(loss_fn: Callable, y: torch.Tensor, out: torch.Tensor) -> bool:
+    """True when the loss scores confident logits (+/-10) on the right side of zero lower than
+    outputs equal to the 0/1 targets: it reads outputs as logits, not as values to match."""
+    target = y.to(out.device)
+    as_values = target.reshape(out.shape).to(out.dtype)
+    try:
+        with torch.no_grad():
+            return bool(loss_fn(_CONFIDENT * (2 * as_values - 1), target) < loss_fn(as_values, target))
+    except Exception:  # noqa: BLE001 - a loss that rejects one of them: keep the yes/no reading
+        return True
+
+
+def target_offset(x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99) -> int | None:
+    """1 if ``y`` is ``x`` shifted by one position, 0 if it is ``x``, else None (padding ``skip`` aside)."""
+    if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
+        return None
+    for offset in (1, 0):
+        targets, inputs = y[:, : y.shape[1] - offset], x[:, offset:]
+        valid = targets != skip
+        if valid.any() and float((targets[valid] == inputs[valid]).double().mean()) >= agreement:
+            return offset
+    return None
 
 
 @dataclass

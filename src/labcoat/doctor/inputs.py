@@ -66,7 +66,7 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
         n = min(len(x), limit)
         return Examples(x[:n], y[:n], torch.arange(n))
     if isinstance(data, DataLoader):
-        return _from_batches(data, name, limit)
+        return _from_loader(data, name, limit)
     if isinstance(data, Dataset) and hasattr(data, "__len__") and hasattr(data, "__getitem__"):
         return _from_dataset(data, name, limit)
     if isinstance(data, (str, bytes, dict)) or not isinstance(data, Iterable):
@@ -87,6 +87,8 @@ def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
     arr = np.asarray(obj)
     if arr.dtype == object:
         raise InputError(f"{name}: {what} has dtype object; pass a numeric array or tensor")
+    if arr.ndim == 0:  # a scalar label (int, np.int64): np.ascontiguousarray would make it shape (1,)
+        return torch.from_numpy(arr.reshape(1)).reshape(())
     return torch.from_numpy(np.ascontiguousarray(arr))
 
 
@@ -110,12 +112,35 @@ def _from_dataset(data: Dataset, name: str, limit: int) -> Examples:
     return Examples(_stack(xs, name, "x"), _stack(ys, name, "y"), torch.arange(n))
 
 
+def _from_loader(loader: DataLoader, name: str, limit: int) -> Examples:
+    """A loader's batches, each row indexed by its position in ``loader.dataset``.
+
+    Rows in the order a shuffling loader yields them would point nowhere in the user's data,
+    so a map-style loader is read the way it reads itself in one process: the indices its
+    batch sampler draws, fetched from its dataset and put together by its collate_fn.
+    """
+    dataset, sampler = loader.dataset, loader.batch_sampler
+    if sampler is None or not hasattr(dataset, "__getitem__") or isinstance(dataset, torch.utils.data.IterableDataset):
+        return _from_batches(loader, name, limit)
+    fetch = getattr(dataset, "__getitems__", None) or (lambda rows: [dataset[i] for i in rows])
+    indices: list[int] = []
+
+    def batches() -> Iterable[Any]:
+        for rows in sampler:
+            rows = list(rows)
+            indices.extend(int(i) for i in rows)
+            yield loader.collate_fn(fetch(rows))
+
+    examples = _from_batches(batches(), name, limit)
+    return Examples(examples.x, examples.y, torch.tensor(indices[: len(examples)], dtype=torch.long))
+
+
 def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
     xs, ys, n = [], [], 0
     for b, item in enumerate(batches):
         x, y = _split_pair(item, name, f"batch {b}")
         x, y = _as_tensor(x, name, f"x of batch {b}"), _as_tensor(y, name, f"y of batch {b}")
-        if x.ndim == 0 or len(x) != len(y):
+        if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
             raise InputError(
                 f"{name}: batch {b} has x of shape {tuple(x.shape)} and y of shape {tuple(y.shape)}; "
                 "batches need a leading batch dimension shared by x and y"

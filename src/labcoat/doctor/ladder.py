@@ -21,10 +21,13 @@ def run_check(check: Check, case: Case) -> Finding:
             reason = check.applies(case) if check.applies else None
             outcome = skipped(reason) if reason else check.run(case)
     except ProbeFailed as exc:
-        if case.first_report_of(exc):
-            outcome = failed(str(exc), probe=exc.probe, error=f"{type(exc.error).__name__}: {exc.error}")
-        else:
+        earlier = case.earlier_report(exc)
+        if earlier is None:
+            outcome = failed(str(exc), probe=exc.probe, error=exc.signature)
+        elif earlier == exc.probe:
             outcome = skipped(f"needs the {exc.probe}, which failed")
+        else:
+            outcome = skipped(f"needs the {exc.probe}, which fails with the error already reported for the {earlier} ({exc.signature})")
     except Exception as exc:  # noqa: BLE001 - a check must yield a finding, whatever happens
         if case._failed_probes:
             probe = next(iter(case._failed_probes))

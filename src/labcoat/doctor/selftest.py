@@ -43,7 +43,7 @@ def fork(case: Case, **changes: Any) -> Case:
         progress=ControlProgress(False),
         _results={},
         _failed_probes={},
-        _reported_probes=set(),
+        _reported={},
         **changes,
     )
 
@@ -64,7 +64,24 @@ def output_detached(case: Case) -> Case:
 
 
 def _detach(_module: torch.nn.Module, _args: Any, output: Any) -> Any:
-    return output.detach() if isinstance(output, torch.Tensor) else output
+    return detached(output)
+
+
+def detached(output: Any) -> Any:
+    """``output`` with every tensor in it detached: a tensor, or tuples, lists and dicts of them."""
+    if isinstance(output, torch.Tensor):
+        return output.detach()
+    if isinstance(output, dict):
+        items = {k: detached(v) for k, v in output.items()}
+        try:
+            return type(output)(**items)  # keeps dict subclasses built from fields (ModelOutput)
+        except TypeError:
+            return dict(items)
+    if isinstance(output, tuple) and hasattr(output, "_fields"):  # a namedtuple
+        return type(output)(*(detached(v) for v in output))
+    if isinstance(output, (tuple, list)):
+        return type(output)(detached(v) for v in output)
+    return output
 
 
 MUTANTS: list[Mutant] = [Mutant("loss × 0", loss_times_zero), Mutant("output detached", output_detached)]

@@ -11,16 +11,17 @@ all be fitted, and the counts say exactly how well they can be.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 from scipy.optimize import minimize_scalar
-from torch import nn
 from torch.nn import functional as F
 
 from labcoat.doctor.features import row_hashes
+from labcoat.doctor.losses import takes_probabilities
 
 #: probabilities below this become this in log space, so no output is infinite
 _EPS = 1e-9
@@ -33,6 +34,7 @@ class Layout:
     task: str  # "classification" | "regression" | "sequence"
     n_outputs: int | None  # classes or vocabulary size; None for regression
     takes_probabilities: bool = False  # a single-logit model feeding nn.BCELoss
+    shift: int = 0  # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
 
     @property
     def categorical(self) -> bool:
@@ -45,10 +47,59 @@ class Layout:
 
 
 def layout_of(case: Any) -> Layout:
-    """The layout of a doctor case; BCELoss and binary_cross_entropy are the losses that take probabilities."""
-    loss_fn = case.loss_fn
-    probabilities = isinstance(loss_fn, nn.BCELoss) or loss_fn is F.binary_cross_entropy
-    return Layout(case.inferred_task, case.n_outputs, probabilities)
+    """The layout of a doctor case; for sequences, the shift is read off the user's loss."""
+    layout = Layout(case.inferred_task, case.n_outputs, takes_probabilities(case.loss_fn))
+    if layout.task != "sequence":
+        return layout
+    shift = case.probe_once("loss shift", lambda: loss_shift(case.loss_fn, case.probe_batch.y, case.output, layout))
+    return dataclasses.replace(layout, shift=shift)
+
+
+def aligned(y: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """Targets moved to the output position they are scored at; positions scored against nothing
+    get a label no output can have, so they count as padding."""
+    if not layout.shift:
+        return y
+    out = torch.full_like(y, -1)
+    out[:, : -layout.shift] = y[:, layout.shift :]
+    return out
+
+
+def loss_shift(loss_fn: Callable, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> int:
+    """1 when the loss scores output t against target t + 1 (it shifts the labels itself, as in
+    Hugging Face's causal LMs, whose labels are the inputs), else 0: whichever alignment of
+    outputs that are certain of each target the loss scores lower."""
+    n = layout.n_classes
+    losses = []
+    for shift in (0, 1):
+        candidate = dataclasses.replace(layout, shift=shift)
+        targets = aligned(y, candidate)
+        probs = F.one_hot(targets.long().clamp(0, n - 1), n).double()
+        probs[~valid_targets(targets, candidate)] = 1.0 / n
+        try:
+            with torch.no_grad():
+                losses.append(float(loss_fn(to_output(probs.clamp_min(_EPS).log(), like, candidate), y.to(like.device))))
+        except Exception:  # noqa: BLE001 - a loss that cannot take one alignment does not use it
+            losses.append(math.inf)
+    return 1 if losses[1] < losses[0] else 0
+
+
+def incomparable(case: Any) -> str | None:
+    """Why the controls cannot pair the model's outputs with its targets, or None when they can.
+
+    Regression outputs are compared with targets value by value; an output holding another
+    number of values (an (N, 1) head for (N, 2) targets) is model.forward's finding, and the
+    controls' references cannot be built for it.
+    """
+    if case.inferred_task != "regression":
+        return None
+    out, y = case.output, case.probe_batch.y
+    if out.numel() == y.numel():
+        return None
+    return (
+        f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets {tuple(y.shape)}; "
+        "the controls compare them one to one (see model.forward)"
+    )
 
 
 def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:
@@ -105,11 +156,17 @@ def conditional_log_probs(ctx: torch.Tensor, y: torch.Tensor, layout: Layout) ->
 
 
 def marginal_log_probs(y: torch.Tensor, layout: Layout, shape: torch.Size | tuple) -> torch.Tensor:
-    """log of the class frequencies in ``y``, repeated for targets of ``shape``."""
+    """log of the class frequencies in ``y``, repeated for targets of ``shape``. A classifier with
+    several targets per example (multi-label, per-pixel) gets the frequencies at each target
+    position, which an input-blind model can learn too; a sequence gets its token frequencies."""
     n = layout.n_classes
     valid = valid_targets(y, layout)
-    counts = torch.bincount(y.long()[valid].reshape(-1), minlength=n)[:n].double()
-    probs = counts / max(1.0, float(counts.sum()))
+    if layout.task == "classification" and y.ndim > 1:
+        counts = (F.one_hot(y.long().clamp(0, n - 1), n).double() * valid.unsqueeze(-1)).sum(dim=0)
+        probs = counts / counts.sum(dim=-1, keepdim=True).clamp_min(1.0)
+    else:
+        counts = torch.bincount(y.long()[valid].reshape(-1), minlength=n)[:n].double()
+        probs = counts / max(1.0, float(counts.sum()))
     return probs.clamp_min(_EPS).log().expand(tuple(shape) + (n,))
 
 
@@ -131,6 +188,50 @@ def to_output(log_probs: torch.Tensor, like: torch.Tensor, layout: Layout, tempe
 
 def regression_output(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return values.reshape(like.shape).to(dtype=like.dtype, device=like.device)
+
+
+#: L-BFGS iterations when descending on an output to find the lowest value of a loss
+DESCENT_STEPS = 50
+
+
+def descend(loss_fn: Callable, start: torch.Tensor, target: torch.Tensor, output: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> torch.Tensor:
+    """``output(start)``, with ``start`` moved downhill on the user's loss by L-BFGS.
+
+    Regression references assume nothing about the loss this way: output = target is already
+    the lowest point of MSE, L1 and Huber losses (so nothing moves), but not of a loss on
+    logits or log-probabilities given float targets, whose lowest point lies elsewhere.
+    """
+    param = start.detach().clone().requires_grad_(True)
+    opt = torch.optim.LBFGS([param], max_iter=DESCENT_STEPS, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = loss_fn(output(param), target)
+        loss.backward()
+        return loss
+
+    try:
+        with torch.enable_grad():
+            opt.step(closure)
+        with torch.no_grad():
+            better = bool(loss_fn(output(param), target) <= loss_fn(output(start), target))
+    except Exception:  # noqa: BLE001 - a loss that cannot be differentiated in its output keeps the start
+        better = False
+    return output(param.detach() if better else start.detach()).detach()
+
+
+def best_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The output, shaped like ``like``, with the lowest loss on ``target`` (starting from the target itself)."""
+    return descend(loss_fn, regression_output(target, like), target)
+
+
+def best_blind_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The output, shaped like ``like``, that is the same for every example and has the lowest
+    loss on ``target`` (which may hold other examples), starting from the mean target."""
+    rows = (len(target),) + tuple(like.shape[1:])
+    mean = target.double().mean(dim=0, keepdim=True).expand(target.shape)
+    start = mean.reshape(rows).to(dtype=like.dtype, device=like.device)[:1]
+    return descend(loss_fn, start, target, lambda row: row.expand(rows))[:1].expand(like.shape)
 
 
 def lowest_loss(loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> float:
@@ -163,13 +264,13 @@ class References:
 def references(loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> References:
     """Floor and chance of the user's loss on one batch."""
     if not layout.categorical:
+        target = y.to(like.device)
         with torch.no_grad():
-            target = y.to(like.device)
-            floor = float(loss_fn(regression_output(y.to(like.dtype), like), target))
-            mean = y.double().mean(dim=0, keepdim=True).expand(y.shape)
-            chance = float(loss_fn(regression_output(mean, like), target))
+            floor = float(loss_fn(best_output(loss_fn, target, like), target))
+            chance = float(loss_fn(best_blind_output(loss_fn, target, like), target))
         return References(min(floor, chance), chance, None)
-    cond = conditional_log_probs(contexts(x, y, layout), y, layout)
+    scored = aligned(y, layout)
+    cond = conditional_log_probs(contexts(x, scored, layout), scored, layout)
     floor = lowest_loss(loss_fn, cond, y, like, layout)
     chance = lowest_loss(loss_fn, marginal_log_probs(y, layout, y.shape), y, like, layout)
     return References(min(floor, chance), chance, cond)

@@ -8,6 +8,7 @@ from scipy import stats
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.features import flat, not_features, row_hashes
+from labcoat.doctor.losses import ignore_index
 from labcoat.doctor.registry import check
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
@@ -61,25 +62,35 @@ def label_range(case: Case) -> Outcome:
     y = torch.cat([case.train.y.reshape(-1), case.val.y.reshape(-1)])
     if torch.is_floating_point(y):
         if n_out == 1 and bool(((y == 0) | (y == 1)).all()):
-            return passed("binary targets are 0/1 for a single-logit output")
+            return passed("targets are 0/1, one logit each", targets_per_example=case.train.y[0].numel())
         if n_out == 1:
             odd = torch.unique(y[(y != 0) & (y != 1)])[:10].tolist()
-            return failed("a single-logit output needs 0/1 targets", other_values=odd)
+            return failed("one logit per target needs 0/1 targets", other_values=odd)
         return failed(f"targets are floating point but the model has {n_out} outputs; class labels must be integers")
-    lo, hi = int(y.min()), int(y.max())
+    skip = ignore_index(case.loss_fn)
+    kept = y[y != skip]
     limit = 2 if n_out == 1 else n_out
-    evidence = {"min_label": lo, "max_label": hi, "model_outputs": n_out}
-    if lo < 0 or hi >= limit:
-        rows = torch.nonzero((case.train.y.reshape(len(case.train), -1) < 0).any(1) | (case.train.y.reshape(len(case.train), -1) >= limit).any(1)).flatten()
+    evidence = {"model_outputs": n_out, "ignore_index": skip, "ignored_targets": int((y == skip).sum())}
+    if not len(kept):
+        return failed(f"every target is {skip}, the label the loss skips (ignore_index): nothing to learn from", **evidence)
+    lo, hi = int(kept.min()), int(kept.max())
+    evidence.update(min_label=lo, max_label=hi)
+    train = case.train.y.reshape(len(case.train), -1)
+    outside = ((train < 0) | (train >= limit)) & (train != skip)
+    if outside.any():
+        rows = torch.nonzero(outside.any(1)).flatten()
         return failed(
             f"labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})",
             first_bad_rows=case.train.index[rows[:10]].tolist(),
             **evidence,
         )
-    used = int(torch.unique(y).numel())
+    if lo < 0 or hi >= limit:  # only held-out labels are out of range
+        return failed(f"held-out labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})", **evidence)
+    used = int(torch.unique(kept).numel())
+    ignored = f"; {evidence['ignored_targets']} targets are {skip}, which the loss skips" if evidence["ignored_targets"] else ""
     if n_out > 2 and hi + 1 < n_out / 2 and case.inferred_task == "classification":
         return warned(f"the model has {n_out} outputs but labels only reach {hi} ({used} classes used)", **evidence)
-    return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs", **evidence)
+    return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs{ignored}", **evidence)
 
 
 @check(
@@ -96,6 +107,10 @@ def labels_degenerate(case: Case) -> Outcome:
             return failed(f"all {len(y)} training targets are equal ({float(y.reshape(-1)[0]):.4g})", std=std)
         return passed(f"targets vary (std {std:.4g})", mean=float(y.double().mean()), std=std)
     labels = y.reshape(-1)
+    if not torch.is_floating_point(labels):
+        labels = labels[labels != ignore_index(case.loss_fn)]  # padding is not a class
+    if not len(labels):
+        return failed(f"every training target is {ignore_index(case.loss_fn)}, the label the loss skips (ignore_index)")
     values, counts = torch.unique(labels, return_counts=True)
     share = counts.double() / counts.sum()
     evidence = {
@@ -114,7 +129,7 @@ def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]
     """A few raw examples of each class: the first thing a person checks by eye."""
     out: dict[int, list[dict]] = {}
     y = case.train.y
-    for label in torch.unique(y)[:20].tolist():
+    for label in torch.unique(y[y != ignore_index(case.loss_fn)])[:20].tolist():
         rows = torch.nonzero(y == label).flatten()[:per_class]
         out[int(label)] = [
             {"row": int(case.train.index[r]), "x": [round(v, 3) if isinstance(v, float) else v for v in case.train.x[r].reshape(-1)[:16].tolist()]}

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from labcoat.doctor.case import Case, ProbeFailed
+from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
 from labcoat.doctor.setup import perturb_zero_tensors
+from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
-
-#: losses documented to take probabilities rather than logits
-PROBABILITY_LOSSES = (nn.BCELoss, F.binary_cross_entropy)
-
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     scale = max(1.0, float(a.abs().max()) if a.numel() else 1.0)
@@ -86,10 +85,13 @@ def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
     predicts="loss_fn(output, target) is a finite scalar tensor",
 )
 def loss_scalar(case: Case) -> Outcome:
+    out = case.output  # a forward that fails is reported by model.forward, not as the loss's failure
     try:
-        loss = _loss_on(case, case.output, case.probe_batch.y)
+        loss = _loss_on(case, out, case.probe_batch.y)
     except Exception as exc:  # noqa: BLE001 - the user's loss failed: that is the finding
-        return failed(f"loss_fn raised {type(exc).__name__}: {exc}")
+        failure = ProbeFailed("loss", exc)
+        case.earlier_report(failure)  # the backward pass and every training run will hit it too
+        return failed(f"loss_fn raised {failure.signature}", probe="loss", error=failure.signature)
     if not isinstance(loss, torch.Tensor):
         return failed(f"loss_fn returned a {type(loss).__name__}; it must return a tensor to backpropagate")
     if loss.numel() != 1:
@@ -110,8 +112,9 @@ def loss_scalar(case: Case) -> Outcome:
 )
 def loss_batch_scaling(case: Case) -> Outcome:
     x, y = case.probe_batch.batch()
+    out = case.output
     try:
-        single = float(_loss_on(case, case.output, y))
+        single = float(_loss_on(case, out, y))
         out2 = case.forward(case.eval_model, torch.cat([x, x]))
         double = float(_loss_on(case, out2, torch.cat([y, y])))
     except Exception as exc:  # noqa: BLE001
@@ -131,8 +134,9 @@ def loss_batch_scaling(case: Case) -> Outcome:
 )
 def loss_initial(case: Case) -> Outcome:
     y = case.probe_batch.y
+    out = case.output
     try:
-        loss = float(_loss_on(case, case.output, y))
+        loss = float(_loss_on(case, out, y))
     except Exception as exc:  # noqa: BLE001
         return skipped(f"needs the loss, which raised {type(exc).__name__} (see model.loss.scalar)")
     if case.inferred_task == "regression":
@@ -145,13 +149,30 @@ def loss_initial(case: Case) -> Outcome:
         if loss > 10 * reference + 1e-8:
             return warned(f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}): output or target scale?", **evidence)
         return passed(f"initial loss {loss:.4g} vs {reference:.4g} for predicting the mean", **evidence)
-    expected = case.chance_loss
-    if expected is None:
+    ln_c = case.chance_loss
+    if ln_c is None:
         return skipped("a single class has no chance-level loss")
-    evidence = {"initial_loss": loss, "expected": expected, "classes": case.n_outputs}
+    expected = _uniform_loss(case, y)
+    if expected is None:
+        expected, what = ln_c, f"ln C = {ln_c:.3f}"
+    else:
+        what = f"{expected:.3f}, the loss of a uniform prediction (ln C = {ln_c:.3f})"
+    evidence = {"initial_loss": loss, "expected": expected, "ln_classes": ln_c, "classes": case.n_outputs}
     if loss > expected + max(1.0, 0.5 * expected):
-        return warned(f"initial loss {loss:.3f} is far above ln C = {expected:.3f}: over-confident initialisation or unscaled inputs", **evidence)
-    return passed(f"initial loss {loss:.3f} near ln C = {expected:.3f}", **evidence)
+        return warned(f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or unscaled inputs", **evidence)
+    return passed(f"initial loss {loss:.3f} near {what}", **evidence)
+
+
+def _uniform_loss(case: Case, y: torch.Tensor) -> float | None:
+    """The user's loss for a prediction that gives every class the same probability: what a
+    healthy initialisation starts near, with the loss's own reduction, weights and smoothing."""
+    layout = layout_of(case)
+    uniform = torch.full(tuple(y.shape) + (layout.n_classes,), -math.log(layout.n_classes), dtype=torch.float64)
+    try:
+        value = float(_loss_on(case, to_output(uniform, case.output, layout), y))
+    except Exception:  # noqa: BLE001 - fall back to ln C
+        return None
+    return value if math.isfinite(value) else None
 
 
 @check(
@@ -163,14 +184,14 @@ def loss_initial(case: Case) -> Outcome:
 )
 def loss_logits(case: Case) -> Outcome:
     out = case.output
-    takes_probabilities = isinstance(case.loss_fn, nn.BCELoss) or case.loss_fn is F.binary_cross_entropy
+    probabilities = takes_probabilities(case.loss_fn)
     if case.n_outputs == 1:
         looks = bool((out > 0).all() and (out < 1).all() and out.std() > 0)
         shape = "lie in (0, 1)"
     else:
         looks = bool((out >= 0).all() and torch.allclose(out.sum(-1), torch.ones_like(out.sum(-1)), atol=1e-3))
         shape = "are non-negative and sum to 1"
-    if looks and not takes_probabilities:
+    if looks and not probabilities:
         return warned(f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the softmax/sigmoid)", min=float(out.min()), max=float(out.max()))
     return passed("outputs look like logits" if not looks else "probabilities go to a loss that takes probabilities")
 
@@ -311,12 +332,20 @@ def input_dependence(case: Case) -> Outcome:
     return failed("the output does not change when the input changes", perturbed=perturbed)
 
 
+def _predicts_its_inputs(case: Case) -> str | None:
+    if case.inferred_task != "sequence":
+        return "only sequence models are causal"
+    if case.target_offset is None:
+        return "targets are not the input tokens (shifted or not): a model that labels whole sequences may read both directions"
+    return None
+
+
 @check(
     "model.causality",
     layer="model",
     falsifies="a sequence model sees the future (missing causal mask)",
     predicts="outputs at position t do not change when tokens after t change",
-    applies=lambda case: None if case.inferred_task == "sequence" else "only sequence models are causal",
+    applies=lambda case: _predicts_its_inputs(case),
 )
 def causality(case: Case) -> Outcome:
     x = case.probe_batch.x[:8]

@@ -17,7 +17,7 @@ from labcoat.doctor.case import Case
 from labcoat.doctor.features import row_hashes
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.registry import check
-from labcoat.doctor.targets import Layout, References, fitted_targets, layout_of, references, valid_targets
+from labcoat.doctor.targets import Layout, References, aligned, fitted_targets, incomparable, layout_of, references, valid_targets
 from labcoat.doctor.training import Curve, fit_batch, predict
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -38,8 +38,10 @@ NEAR_FLOOR = 0.01
 PLATEAU = 0.01
 MIN_STEPS = 200
 CHECK_EVERY = 10
-#: a plateau this close to chance means nothing was learned beyond the label frequencies
+#: a plateau this close to chance means nothing was learned beyond the label frequencies;
+#: a loss this many times chance's distance from the floor has not even reached chance
 AT_CHANCE = 0.9
+FAR_ABOVE_CHANCE = 2.0
 RANDOM_LABEL_EXAMPLES = 64
 RANDOM_LABEL_STEPS = 3000
 
@@ -140,15 +142,16 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
     like = predict(case, case.eval_model, x).to(case.device)  # the loss may hold tensors on the device
     refs = references(case.loss_fn, x, y, like, layout)
     by_token = layout.task == "sequence"
-    n = int(valid_targets(y, layout).sum()) if by_token else len(batch)
+    scored = aligned(y, layout)  # the target each output position is scored against
+    n = int(valid_targets(scored, layout).sum()) if by_token else len(batch)
 
     def evaluate(out: torch.Tensor) -> tuple[float, int | None]:
         with torch.no_grad():
             loss = float(case.loss_fn(out.to(case.device), y.to(case.device)))
         if refs.log_probs is None:
             return loss, None
-        ok = fitted_targets(out, y, refs.log_probs, layout)
-        n_fitted = (ok & valid_targets(y, layout)).sum() if by_token else ok.reshape(len(y), -1).all(dim=1).sum()
+        ok = fitted_targets(out, scored, refs.log_probs, layout)
+        n_fitted = (ok & valid_targets(scored, layout)).sum() if by_token else ok.reshape(len(y), -1).all(dim=1).sum()
         return loss, int(n_fitted)
 
     excess: list[float] = []
@@ -177,6 +180,11 @@ def _why(m: Memorisation) -> str:
     if m.refs.chance - m.refs.floor <= 0:
         return "the loss gives no lower value to a perfect prediction than to chance"
     where = f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ({m.refs.chance:.3g})"
+    if m.last_excess > FAR_ABOVE_CHANCE:
+        return (
+            f"the loss stayed far above chance ({m.refs.chance:.3g}, what an input-blind prediction scores): outputs on "
+            "another scale than the targets (normalise the targets or scale the output), or updates far too small to reach even that"
+        )
     if m.plateaued() and m.last_excess >= AT_CHANCE:
         return (
             f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label frequencies was learned, "
@@ -195,6 +203,7 @@ def _why(m: Memorisation) -> str:
     layer="overfit",
     falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data path)",
     predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x toward its floor and every example (95% of tokens) is fitted",
+    applies=incomparable,
 )
 def overfit_batch(case: Case) -> Outcome:
     size = batch_size(case)
@@ -222,7 +231,7 @@ def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
     layer="overfit",
     falsifies="inputs reach the output without the information that tells examples apart",
     predicts="a copy memorises random labels on a small set (Zhang et al. 2017)",
-    applies=lambda case: None if case.budget == "full" else "runs with budget='full'",
+    applies=lambda case: incomparable(case) or (None if case.budget == "full" else "runs with budget='full'"),
 )
 def overfit_random_labels(case: Case) -> Outcome:
     layout = layout_of(case)

@@ -24,18 +24,21 @@ from labcoat.doctor.permutation import permutation_pvalue
 from labcoat.doctor.registry import check
 from labcoat.doctor.targets import (
     Layout,
+    aligned,
+    best_blind_output,
+    best_output,
     conditional_log_probs,
     contexts,
     correct,
+    incomparable,
     layout_of,
     lowest_loss,
     marginal_log_probs,
-    regression_output,
     to_output,
     valid_targets,
 )
 from labcoat.doctor.training import batch_order, predict, train_copy
-from labcoat.findings import Outcome, failed, passed, warned
+from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 #: shuffled copies per run; the real setup's p-value cannot go below 1 / (n + 1)
 PERMUTATIONS = {"fast": 19, "full": 99}
@@ -50,10 +53,14 @@ CHANCE_DRAWS = 20
 #: "above chance beyond noise": one-sided p below this ...
 ALPHA = 0.001
 #: ... and shuffled copies recover at least this share of the real setup's gain over chance
-#: (copies share one initialisation, whose chance alignment with the targets is not noise)
+#: (copies share one initialisation and one batch order, so they are not independent draws)
 MATERIAL = 0.1
 #: the real setup should beat its shuffled copies at this level
 REAL_ALPHA = 0.05
+#: an untrained model this far from chance toward a perfect score is a trained start
+#: (fine-tuning): copies on shuffled labels keep that skill and recalibrate it to the label
+#: frequencies, so their scoring above chance says nothing about a leak
+TRAINED_START = 0.25
 RANDOM_SEQUENCES = 256
 
 
@@ -99,11 +106,27 @@ class ShuffleRuns:
     batch_size: int
     val_examples: int
     diverged: int
+    #: the untrained model's score, and how far it lies above its own chance level: every copy
+    #: starts from it, and a random initialisation can line up with simple labels by luck
+    untrained: float = float("nan")
+    untrained_excess: float = 0.0
+
+    @property
+    def trained_start(self) -> bool:
+        """True when the untrained model is already a good part of the way to a perfect score."""
+        span = self.perfect - float(np.mean(self.chance))
+        return span > 0 and self.untrained_excess >= TRAINED_START * span
+
+    @property
+    def _carried(self) -> float:
+        """What the copies may keep from their shared start without seeing a label (never below 0)."""
+        return max(self.untrained_excess, 0.0)
 
     @property
     def p_above_chance(self) -> float:
-        """One-sided p-value that the shuffled copies score above their chance levels on average."""
-        excess = self.null - self.chance
+        """One-sided p-value that the shuffled copies score above their chance levels on average,
+        by more than the untrained model they all start from already does."""
+        excess = self.null - self.chance - self._carried
         if len(excess) < 2 or np.ptp(excess) == 0:
             return 0.0 if float(np.mean(excess)) > 0 else 1.0
         return float(stats.ttest_1samp(excess, 0.0, alternative="greater").pvalue)
@@ -111,12 +134,14 @@ class ShuffleRuns:
     @property
     def share_of_real_gain(self) -> float:
         """How much of the real setup's gain over chance the shuffled copies reach."""
-        chance = float(np.mean(self.chance))
+        chance = float(np.mean(self.chance)) + self._carried
         return (float(np.mean(self.null)) - chance) / (self.real - chance) if self.real > chance else float("inf")
 
     @property
     def beats_chance(self) -> bool:
-        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL
+        """Above chance beyond noise, by a material share of the real gain, and better than the best
+        input-blind prediction: copies that score below that have learned nothing to leak."""
+        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL and float(np.mean(self.null)) > self.blind
 
     def evidence(self, **first: float) -> dict:
         """The comparison the verdict rests on first (the rich view shows the first keys)."""
@@ -125,6 +150,8 @@ class ShuffleRuns:
             "chance": self.blind,
             "chance_is": self.chance_name,
             "chance_by_permutation": float(np.mean(self.chance)),
+            "untrained_score": self.untrained,
+            "untrained_above_chance": self.untrained_excess,
             **first,
             "score": self.scorer,
             "perfect_score": self.perfect,
@@ -141,9 +168,12 @@ class ShuffleRuns:
 def _references(case: Case, layout: Layout, val: Examples, like: torch.Tensor, score: Scorer) -> tuple[float, float]:
     """Scores of a perfect prediction and of the best input-blind one (the training marginal)."""
     if not layout.categorical:
-        mean = case.train.y.double().mean(dim=0, keepdim=True).expand(val.y.shape)
-        return score.fn(regression_output(val.y, like), val.y), score.fn(regression_output(mean, like), val.y)
-    perfect = to_output(conditional_log_probs(contexts(val.x, val.y, layout), val.y, layout), like, layout)
+        on_device = like.to(case.device)
+        perfect = best_output(case.loss_fn, val.y.to(case.device), on_device)
+        blind = best_blind_output(case.loss_fn, case.train.y.to(case.device), on_device)
+        return score.fn(perfect.to(like.device), val.y), score.fn(blind.to(like.device), val.y)
+    scored = aligned(val.y, layout)
+    perfect = to_output(conditional_log_probs(contexts(val.x, scored, layout), scored, layout), like, layout)
     blind = to_output(marginal_log_probs(case.train.y, layout, val.y.shape), like, layout)
     return score.fn(perfect, val.y), score.fn(blind, val.y)
 
@@ -163,6 +193,11 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         out = predict(case, run.setup.model, val.x)
         real = score.fn(out, val.y)
         perfect, blind = _references(case, layout, val, out, score)
+        untrained = predict(case, case.eval_model, val.x)
+        own = torch.Generator().manual_seed(case.seed + 4)
+        untrained_chance = np.mean([score.fn(untrained, val.y[torch.randperm(len(val), generator=own)]) for _ in range(CHANCE_DRAWS)])
+        untrained_score = score.fn(untrained, val.y)
+        untrained_excess = untrained_score - float(untrained_chance)
         for _ in range(n):
             shuffled = train.with_targets(train.y[torch.randperm(len(train), generator=labels)])
             run = train_copy(case, shuffled, order=order, seed=case.seed, advance=advance)
@@ -172,31 +207,28 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
             chance.append(np.mean([score.fn(out, val.y[torch.randperm(len(val), generator=draws)]) for _ in range(CHANCE_DRAWS)]))
     return ShuffleRuns(
         score.name, real, np.array(null), np.array(chance), perfect, blind, score.chance_name,
-        steps, min(BATCH_SIZE, len(train)), len(val), diverged,
+        steps, min(BATCH_SIZE, len(train)), len(val), diverged, untrained_score, untrained_excess,
     )
 
 
 def _enough_val(case: Case) -> str | None:
     if len(case.val) < MIN_VAL:
         return f"only {len(case.val)} held-out examples; the controls need at least {MIN_VAL}"
-    return None
+    return incomparable(case)
 
 
 def _next_token(case: Case) -> str | None:
     if case.inferred_task != "sequence":
         return "only for sequence models"
-    x, y = case.train.x, case.train.y
-    if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
-        return "targets are not the inputs shifted by one token"
-    if float((y[:, :-1] == x[:, 1:]).double().mean()) < 0.99:
-        return "targets are not the inputs shifted by one token"
+    if case.target_offset is None:
+        return "targets are not the input tokens (shifted by one or not)"
     return None
 
 
 def _labels_not_in_inputs(case: Case) -> str | None:
     if _next_token(case) is None:
         return (
-            "next-token targets are the inputs shifted by one, so shuffling them leaves every label in the "
+            "next-token targets are the input tokens, so shuffling them leaves every label in the "
             "inputs; shuffle.random_tokens is the negative control here"
         )
     return _enough_val(case)
@@ -225,6 +257,13 @@ def shuffled_labels(case: Case) -> Outcome:
         )
     if mean >= r.perfect - tolerance:
         return failed(f"copies trained on shuffled labels score {mean:.3g}, as high as a perfect prediction", **evidence)
+    if r.trained_start:
+        return skipped(
+            f"the untrained model already scores {r.untrained:.3g} (chance {chance:.3g}, perfect {r.perfect:.3g}): a trained start, "
+            f"which copies on shuffled labels keep (they score {mean:.3g}), so only the {r.scorer} itself was checked: "
+            "it tells perfect predictions from unrelated ones",
+            **evidence,
+        )
     if r.beats_chance:
         return failed(
             f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ({r.blind:.3g}, {r.chance_name}) "
@@ -252,15 +291,17 @@ def real_pvalue(case: Case) -> Outcome:
         beaten = f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
         return passed(f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}", **evidence)
     tie = f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g})"
+    if r.trained_start:
+        return warned(f"{tie}: {r.steps} steps added nothing measurable to a start that already scores {r.untrained:.3g}", **evidence)
     if r.beats_chance:
         return warned(f"{tie}: the copies score above chance too, so this score cannot show learning (see shuffle.labels)", **evidence)
     return warned(f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps", **evidence)
 
 
-def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator) -> Examples:
-    """Uniform random token sequences with next-token targets."""
-    seq = tokens[torch.randint(len(tokens), (n, length + 1), generator=gen)]
-    return Examples(seq[:, :-1].contiguous(), seq[:, 1:].contiguous(), torch.arange(n))
+def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator, offset: int = 1) -> Examples:
+    """Uniform random token sequences whose targets are the inputs shifted by ``offset`` (as in the user's data)."""
+    seq = tokens[torch.randint(len(tokens), (n, length + offset), generator=gen)]
+    return Examples(seq[:, :length].contiguous(), seq[:, offset:].contiguous(), torch.arange(n))
 
 
 @check(
@@ -276,11 +317,11 @@ def random_tokens(case: Case) -> Outcome:
     tokens = torch.unique(y[valid_targets(y, layout)])
     steps, length = STEPS[case.budget], case.train.x.shape[1]
     gen = torch.Generator().manual_seed(case.seed + 3)
-    pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen)
+    pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen, case.target_offset)
     order = [torch.arange(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) for i in range(steps)]
     with case.progress.task("shuffle: training on random tokens", total=steps) as advance:
         run = case.probe_once("random-token training", lambda: train_copy(case, pool, order=order, seed=case.seed, advance=advance))
-    test = random_sequences(tokens, RANDOM_SEQUENCES, length, gen)
+    test = random_sequences(tokens, RANDOM_SEQUENCES, length, gen, case.target_offset)
     out = predict(case, run.setup.model, test.x)
     with torch.no_grad():
         losses = np.array([float(case.loss_fn(out[i : i + 1].to(case.device), test.y[i : i + 1].to(case.device))) for i in range(len(test))])
@@ -292,9 +333,14 @@ def random_tokens(case: Case) -> Outcome:
     if not math.isfinite(mean):
         return failed(f"the loss on random token sequences is {mean}", **evidence)
     if p < ALPHA:
+        why = "positions see the tokens they predict"
+        if case.target_offset == 0 and layout.shift == 0:  # labels are the inputs and nothing shifts them
+            why += ": the targets are the input tokens and the loss scores output t against target t; shift them by one (y[:, t] = x[:, t + 1])"
         return failed(
             f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln {len(tokens)} = {chance:.3f} "
-            f"(p={p:.2g}): positions see the tokens they predict",
+            f"(p={p:.2g}): {why}",
+            target_offset=case.target_offset,
+            loss_shift=layout.shift,
             **evidence,
         )
     return passed(f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = {chance:.3f}", **evidence)

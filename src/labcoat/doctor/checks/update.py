@@ -93,7 +93,8 @@ def step_runs(case: Case) -> Outcome:
     evidence["loss"] = loss
     if not math.isfinite(loss):
         return failed(f"the train step returned loss {loss}", **evidence)
-    return passed(f"optimizer.step() ran {steps[0]}x per call; loss {loss:.4g}", **evidence)
+    ran = f"{steps[0]}x per call" if len(set(steps)) == 1 else f"{sum(steps)}x in {len(steps)} calls ({steps})"
+    return passed(f"optimizer.step() ran {ran}; loss {loss:.4g}", **evidence)
 
 
 @check(
@@ -165,17 +166,20 @@ def finite_after_step(case: Case) -> Outcome:
 )
 def update_ratio(case: Case) -> Outcome:
     probe = case.stepped
-    after = probe.after[0]
-    ratios = {}
-    for n, moved in probe.moved(0).items():
-        w = probe.before[n]
-        if moved and torch.is_floating_point(w) and float(w.norm()) > 0:
-            ratios[n] = float((after[n] - w).norm() / w.norm())
+    # a zero-initialised tensor has no ratio to speak of, and it holds the layers before it still
+    # on the first step: the first step that moves initially non-zero weights is the one measured
+    measured = [n for n, w in probe.before.items() if not n.startswith("buffer:") and torch.is_floating_point(w) and float(w.norm()) > 0]
+    ratios: dict[str, float] = {}
+    for step, after in enumerate(probe.after):
+        before = probe.before if step == 0 else probe.after[step - 1]
+        ratios = {n: float((after[n] - before[n]).norm() / before[n].norm()) for n in measured if not torch.equal(before[n], after[n])}
+        if ratios:
+            break
     if not ratios:
-        return skipped("no parameter moved on the first step")
+        return skipped(f"no parameter with non-zero initial weights moved in {len(probe.after)} steps")
     values = sorted(ratios.values())
     median = values[len(values) // 2]
-    evidence = {"median_ratio": median, "max_ratio": values[-1], "ratios": dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:10])}
+    evidence = {"step": step + 1, "median_ratio": median, "max_ratio": values[-1], "ratios": dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:10])}
     if median > RATIO_TOO_LARGE:
         return warned(f"median update/weight ratio {median:.2g}: the learning rate looks too large", **evidence)
     if median < RATIO_TOO_SMALL:

@@ -1,0 +1,54 @@
+"""What the doctor can tell from the loss a user passes.
+
+PyTorch's own losses declare things some checks need: whether they take probabilities or
+logits, whether they score each target value as an independent yes/no, and which target value
+they skip (``ignore_index``). A ``functools.partial`` of one is read through; any other callable
+gets PyTorch's defaults, and the checks that need more fall back to what the data shows.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from torch import nn
+from torch.nn import functional as F
+
+#: the target value cross-entropy and NLL losses skip unless told otherwise (padding, unlabelled)
+DEFAULT_IGNORE_INDEX = -100
+
+_PROBABILITY_LOSSES = (nn.BCELoss, F.binary_cross_entropy)
+_BINARY_LOSSES = (nn.BCELoss, nn.BCEWithLogitsLoss, F.binary_cross_entropy, F.binary_cross_entropy_with_logits)
+
+
+def _unwrapped(loss_fn: Callable) -> Any:
+    while isinstance(loss_fn, functools.partial):
+        loss_fn = loss_fn.func
+    return loss_fn
+
+
+def _is_one_of(loss_fn: Callable, known: tuple) -> bool:
+    fn = _unwrapped(loss_fn)
+    classes = tuple(k for k in known if isinstance(k, type))
+    return isinstance(fn, classes) or any(fn is k for k in known if not isinstance(k, type))
+
+
+def takes_probabilities(loss_fn: Callable) -> bool:
+    """True for ``nn.BCELoss`` and ``F.binary_cross_entropy``, the losses documented to take probabilities."""
+    return _is_one_of(loss_fn, _PROBABILITY_LOSSES)
+
+
+def scores_binary_targets(loss_fn: Callable) -> bool:
+    """True for the binary cross-entropy losses: each target value is its own yes/no question."""
+    return _is_one_of(loss_fn, _BINARY_LOSSES)
+
+
+def ignore_index(loss_fn: Callable) -> int:
+    """The class label the loss skips: its ``ignore_index`` (an attribute of ``nn.CrossEntropyLoss``
+    and ``nn.NLLLoss``, or a keyword of a ``functools.partial``), else PyTorch's default of -100."""
+    while isinstance(loss_fn, functools.partial):
+        if "ignore_index" in loss_fn.keywords:
+            return int(loss_fn.keywords["ignore_index"])
+        loss_fn = loss_fn.func
+    value = getattr(loss_fn, "ignore_index", None)
+    return DEFAULT_IGNORE_INDEX if value is None else int(value)
