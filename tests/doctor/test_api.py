@@ -168,3 +168,17 @@ def test_rows_from_a_shuffling_loader_are_named_by_their_index_in_its_dataset():
 
     healthy = diagnose(mlp(), DataLoader(TensorDataset(*digits()), batch_size=64, shuffle=True, drop_last=True))
     assert healthy.ok, str(healthy)
+
+
+@pytest.mark.parametrize(
+    "task, targets, message",
+    [
+        ("sequence", lambda y: y, "'sequence' needs \\(N, T\\) integer token targets"),
+        ("classification", lambda y: y.float() / 3, "'classification' needs integer labels"),
+    ],
+)
+def test_declared_task_must_fit_the_targets(task, targets, message):
+    x, y = digits()
+    with pytest.raises(labcoat.InputError, match=message):
+        diagnose(mlp(), (x, targets(y)), task=task)
+    assert diagnose(mlp(), (x, y), task="classification", layers=("data",)).ok

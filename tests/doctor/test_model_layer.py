@@ -320,3 +320,23 @@ def test_a_loss_that_raises_is_reported_once_not_again_by_every_probe_that_calls
     fails = [f.check for f in report.findings if f.failed]
     assert fails == ["model.loss.scalar"], fails
     assert "already reported for the loss" in report["model.grad.coverage"].message
+
+
+def accuracy(out, y):
+    return float((out.argmax(1) == y).float().mean())
+
+
+def test_metric_must_return_one_finite_number():
+    assert status(model_report(mlp(), metric=lambda out, y: "high"), "model.metric") == "fail"
+    assert status(model_report(mlp(), metric=lambda out, y: float("nan")), "model.metric") == "fail"
+    f = model_report(mlp(), metric=lambda out, y: out[0])["model.metric"]  # a vector
+    assert f.status == "fail" and "shape (10,)" in f.message
+    assert status(model_report(mlp(), metric=accuracy), "model.metric") == "pass"
+    assert status(model_report(mlp()), "model.metric") == "skip"
+
+
+def test_float_class_labels_are_named_as_such():
+    x, y = digits()
+    f = model_report(mlp(), (x, y.float()))["model.forward"]
+    assert f.status == "fail" and "y.long()" in f.message
+    assert status(model_report(mlp(), (x, y)), "model.forward") == "pass"

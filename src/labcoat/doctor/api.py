@@ -10,7 +10,7 @@ from torch import nn
 
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
-from labcoat.doctor.inputs import split_off, to_examples
+from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
@@ -78,6 +78,7 @@ def diagnose(
             train, val = split_off(examples, VAL_FRACTION, seed)
         else:
             train, val = examples, to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
+        _check_task_fits(task, train)
         case = Case(
             blueprint=blueprint,
             train=train,
@@ -112,6 +113,22 @@ def diagnose(
         ids = notebook.record_findings(report.findings, source="doctor")
         report.extras["ledger"] = {"location": notebook.location, "findings": ids}
     return report
+
+
+def _check_task_fits(task: str | None, train: Examples) -> None:
+    """A declared task must fit the targets; otherwise every later check would misread them."""
+    y = train.y
+    integer = not torch.is_floating_point(y)
+    if task == "sequence" and not (integer and y.ndim >= 2):
+        raise InputError(
+            f"task: 'sequence' needs (N, T) integer token targets; got {y.dtype} targets of shape "
+            f"{tuple(y.shape)}; leave task=None to infer it"
+        )
+    if task == "classification" and not integer and not bool(((y == 0) | (y == 1)).all()):
+        raise InputError(
+            f"task: 'classification' needs integer labels (or 0/1 floats, one logit each); got {y.dtype} "
+            "targets with other values; pass y.long() or leave task=None"
+        )
 
 
 def _task_or_none(case: Case) -> str | None:

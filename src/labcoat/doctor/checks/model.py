@@ -41,6 +41,12 @@ def forward(case: Case) -> Outcome:
     if out.ndim == 0 or out.shape[0] != y.shape[0]:
         return failed(f"output has shape {tuple(out.shape)} for {y.shape[0]} examples; the first dimension must be the batch", **evidence)
     task = case.inferred_task
+    if task == "regression" and _float_class_indices(out, y):
+        return failed(
+            f"targets are floating point but hold class indices below the model's {out.shape[1]} outputs: "
+            "pass integer labels (y.long()) so the loss reads them as classes",
+            **evidence,
+        )
     if task == "regression" or (task == "classification" and case.n_outputs == 1):
         if tuple(out.shape) != tuple(y.shape):
             try:
@@ -67,6 +73,15 @@ def forward(case: Case) -> Outcome:
     return passed(f"output {tuple(out.shape)} is finite and fits targets {tuple(y.shape)}", **evidence)
 
 
+def _float_class_indices(out: torch.Tensor, y: torch.Tensor) -> bool:
+    """Float targets shaped like class labels for this output: (N, C, ...) for (N, ...) targets
+    holding whole numbers in [0, C)."""
+    if out.ndim != y.ndim + 1 or tuple(out.shape[2:]) != tuple(y.shape[1:]) or out.shape[1] < 2:
+        return False
+    whole = bool((y == y.round()).all()) and bool((y >= 0).all()) and bool((y < out.shape[1]).all())
+    return whole
+
+
 def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
     """True when the user's loss on the mismatched shapes equals the loss on matched shapes:
     then the loss reshapes internally and nothing is broadcast."""
@@ -76,6 +91,34 @@ def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
     except Exception:  # noqa: BLE001 - a loss that cannot take the shapes is the finding itself
         return False
     return isinstance(as_is, torch.Tensor) and as_is.shape == matched.shape and bool(torch.allclose(as_is, matched, rtol=1e-5, atol=1e-8))
+
+
+@check(
+    "model.metric",
+    layer="model",
+    falsifies="the eval metric cannot score the model's output (wrong return type, NaN)",
+    predicts="metric(output, target) returns one finite number",
+    applies=lambda case: None if case.metric is not None else "no metric given (the controls use accuracy or the loss)",
+)
+def metric_value(case: Case) -> Outcome:
+    x, y = case.probe_batch.batch()
+    try:
+        value = case.metric(case.output, y.to(case.output.device))
+    except Exception as exc:  # noqa: BLE001 - the user's metric failed: that is the finding
+        return failed(f"metric raised {type(exc).__name__}: {exc}")
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            return failed(f"metric returned a tensor of shape {tuple(value.shape)}; it must return one number (higher is better)")
+        value = value.item()
+    try:
+        if isinstance(value, (bool, str, bytes)):
+            raise TypeError
+        value = float(value)
+    except (TypeError, ValueError):
+        return failed(f"metric returned {type(value).__name__} {value!r:.40}; it must return one number (higher is better)")
+    if not math.isfinite(value):
+        return failed(f"metric returned {value} on the untrained model's output", value=value)
+    return passed(f"metric returns a number ({value:.4g} before training)", value=value)
 
 
 @check(
