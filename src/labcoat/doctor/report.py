@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat.doctor.registry import LAYERS, RULES_OUT
+from labcoat.doctor.registry import LAYERS
 from labcoat.findings import Finding, worst
 from labcoat.render import STATUS_MARK
 

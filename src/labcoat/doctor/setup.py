@@ -28,9 +28,6 @@ class Setup:
     model: nn.Module
     optimizer: torch.optim.Optimizer
 
-    def named_trainable(self) -> dict[str, torch.nn.Parameter]:
-        return {n: p for n, p in self.model.named_parameters() if p.requires_grad}
-
     def snapshot(self) -> dict[str, torch.Tensor]:
         """Every parameter and buffer, cloned: the baseline for 'did it move?' comparisons."""
         state = {n: p.detach().clone() for n, p in self.model.named_parameters()}
@@ -110,10 +107,6 @@ def device_of(model: nn.Module) -> torch.device:
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[tuple[int, int, torch.Tensor]]:
     """(group index, position, tensor) for every tensor the optimizer updates."""
     return [(g, i, p) for g, group in enumerate(optimizer.param_groups) for i, p in enumerate(group["params"])]
-
-
-def describe_group(group: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in group.items() if k != "params" and isinstance(v, (int, float, bool, str, tuple))}
 
 
 def perturb_zero_tensors(model: nn.Module, *, scale: float = 0.01, seed: int = 0) -> list[str]:

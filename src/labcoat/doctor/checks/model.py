@@ -7,12 +7,11 @@ import math
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import perturb_zero_tensors
+from labcoat.doctor.setup import matches_any, perturb_zero_tensors
 from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
@@ -293,7 +292,7 @@ def params_frozen(case: Case) -> Outcome:
     named = list(case.blueprint.model.named_parameters())
     frozen = [n for n, p in named if not p.requires_grad]
     undeclared = [n for n in frozen if not case.is_declared_frozen(n)]
-    unmatched = [pat for pat in case.expect_frozen if not any(case.is_declared_frozen(n) and _match(n, pat) for n, _ in named)]
+    unmatched = [pat for pat in case.expect_frozen if not any(matches_any(n, (pat,)) for n, _ in named)]
     evidence = {"parameters": len(named), "frozen": frozen[:50], "undeclared_frozen": undeclared[:50], "patterns_matching_nothing": unmatched}
     if not named:
         return failed("the model has no parameters", **evidence)
@@ -304,12 +303,6 @@ def params_frozen(case: Case) -> Outcome:
     if unmatched:
         return warned(f"expect_frozen patterns match no parameter: {', '.join(unmatched)}", **evidence)
     return passed(f"{len(named) - len(frozen)} trainable, {len(frozen)} frozen as declared", **evidence)
-
-
-def _match(name: str, pattern: str) -> bool:
-    from fnmatch import fnmatchcase
-
-    return fnmatchcase(name, pattern)
 
 
 def _changed_copy(x: torch.Tensor, row: int) -> torch.Tensor | None:
