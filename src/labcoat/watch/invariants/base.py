@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 from labcoat.errors import InputError
 from labcoat.watch.alerts import Severity
-from labcoat.watch.sample import Sample, WatchContext
+from labcoat.watch.sample import CrossRank, Sample, WatchContext
 
 #: the sample fields an invariant may ask for
 SAMPLE_FIELDS = frozenset(
@@ -137,6 +137,36 @@ class Invariant(ABC):
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.options)
         return f"{type(self).__name__}({opts})"
+
+
+class CrossRankInvariant(Invariant):
+    """An invariant judged on the numbers all ranks gathered at a synchronisation.
+
+    Every rank judges the same gathered numbers, so every rank reaches the same verdict; a
+    subclass writes only :meth:`judge`.
+    """
+
+    needs = frozenset({"cross_rank"})
+
+    def applies(self, context: WatchContext) -> str | None:
+        if context.world_size < 2:
+            return "not running under torch.distributed with more than one rank"
+        return None
+
+    def setup(self, context: WatchContext) -> None:
+        super().setup(context)
+        self.add_state("found", None)
+
+    def update(self, sample: Sample) -> None:
+        if sample.cross_rank is not None:
+            self.found = self.judge(sample.cross_rank, sample.step)
+
+    @abstractmethod
+    def judge(self, cr: CrossRank, step: int) -> Violation | None:
+        """The violation shown by one synchronisation's gathered numbers, or None."""
+
+    def compute(self) -> list[Violation]:
+        return [] if self.found is None else [self.found]
 
 
 class InvariantRegistry:

@@ -11,32 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
-from labcoat.watch.sample import CrossRank, Sample, WatchContext
+from labcoat.watch.invariants.base import INVARIANTS, Bound, CrossRankInvariant, Violation
+from labcoat.watch.sample import CrossRank
 
 
 @INVARIANTS.register
-class Desync(Invariant):
+class Desync(CrossRankInvariant):
     kind = "desync"
     falsifies = "replicated parameters are identical on every rank"
     predicts = "the L1 and L2 norms of each replicated tensor agree across ranks within `rtol`"
-    needs = frozenset({"cross_rank"})
     options = {"rtol": (1e-6, Bound(float, 0.0))}
 
-    def applies(self, context: WatchContext) -> str | None:
-        if context.world_size < 2:
-            return "not running under torch.distributed with more than one rank"
-        return None
-
-    def setup(self, context: WatchContext) -> None:
-        super().setup(context)
-        self.add_state("found", None)
-
-    def update(self, sample: Sample) -> None:
-        if sample.cross_rank is not None:
-            self.found = self._judge(sample.cross_rank, sample.step)
-
-    def _judge(self, cr: CrossRank, step: int) -> Violation | None:
+    def judge(self, cr: CrossRank, step: int) -> Violation | None:
         sums = cr.checksums  # [rank, tensor, 2]
         scale = np.maximum(np.abs(sums).max(axis=0, keepdims=True), 1e-30)
         # agree[i, j, t]: ranks i and j agree on tensor t
@@ -79,8 +65,6 @@ class Desync(Invariant):
             },
         )
 
-    def compute(self) -> list[Violation]:
-        return [] if self.found is None else [self.found]
 
 
 def _join(ranks: list[int]) -> str:

@@ -14,36 +14,22 @@ import math
 
 import numpy as np
 
-from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
-from labcoat.watch.sample import CrossRank, Sample, WatchContext
+from labcoat.watch.invariants.base import INVARIANTS, Bound, CrossRankInvariant, Violation
+from labcoat.watch.sample import CrossRank
 
 
 @INVARIANTS.register
-class Straggler(Invariant):
+class Straggler(CrossRankInvariant):
     kind = "straggler"
     falsifies = "all ranks run at the same speed"
     predicts = "no rank's median own step time exceeds `ratio` times the others' median"
     severity = "warn"
-    needs = frozenset({"cross_rank"})
     options = {
         "ratio": (2.0, Bound(float, 1.0, low_open=True)),
         "min_gap_s": (0.002, Bound(float, 0.0)),
     }
 
-    def applies(self, context: WatchContext) -> str | None:
-        if context.world_size < 2:
-            return "not running under torch.distributed with more than one rank"
-        return None
-
-    def setup(self, context: WatchContext) -> None:
-        super().setup(context)
-        self.add_state("found", None)
-
-    def update(self, sample: Sample) -> None:
-        if sample.cross_rank is not None:
-            self.found = self._judge(sample.cross_rank, sample.step)
-
-    def _judge(self, cr: CrossRank, step: int) -> Violation | None:
+    def judge(self, cr: CrossRank, step: int) -> Violation | None:
         times = np.asarray(cr.step_times, dtype=float)
         if len(times) < 2 or not np.isfinite(times).all():
             return None
@@ -68,5 +54,3 @@ class Straggler(Invariant):
             },
         )
 
-    def compute(self) -> list[Violation]:
-        return [] if self.found is None else [self.found]
