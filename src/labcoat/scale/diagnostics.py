@@ -1,0 +1,251 @@
+"""Why a scaling fit may not deserve trust, as findings with their evidence.
+
+Each check is declared once (what it falsifies, what a trustworthy fit predicts) and runs on a
+:class:`~labcoat.scale.result.ScalingFit`. They warn rather than fail: a fit with a warning is
+still the best fit to the data, but its extrapolation should be read with the warning beside it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from labcoat.findings import CheckRegistry, Finding, Outcome, passed, skipped, warned
+from labcoat.scale.forms import CustomForm
+
+CHECKS = CheckRegistry(["scale"])
+
+POINTS_PER_PARAMETER = 5
+MIN_LEVELS = 3  # distinct values of a variable needed to see curvature (and so E)
+#: a flat direction: the scale-free curvature matrix's largest/smallest eigenvalue above this
+MAX_CONDITION = 1e5
+MIN_EXPONENT = 0.01
+MIN_FLOOR_SHARE = 0.01  # E below 1% of the lowest observed loss: "no irreducible loss"
+TREND_P = 1e-3
+TREND_R2 = 0.2
+MAX_RUNS_SHARE = 0.6  # fewer sign runs than this share of the expected count, and significant
+
+
+@CHECKS.check(
+    "scale.points",
+    layer="scale",
+    falsifies="too few runs, or too few distinct sizes, to determine the parameters",
+    predicts=f"at least {POINTS_PER_PARAMETER} runs per parameter and {MIN_LEVELS}+ distinct values of each variable",
+)
+def _points(fit) -> Outcome:
+    n, p = fit.n_points, len(fit.names)
+    levels = {name: int(np.unique(v).size) for name, v in zip(fit.form.variables, fit._x)}
+    few_levels = {k: v for k, v in levels.items() if v < MIN_LEVELS}
+    evidence = dict(n_points=n, n_params=p, distinct_values=levels)
+    if n < POINTS_PER_PARAMETER * p:
+        return warned(
+            f"{n} runs for {p} parameters (fewer than {POINTS_PER_PARAMETER} per parameter): the "
+            "intervals are wide or unreliable; add runs before extrapolating",
+            **evidence,
+        )
+    if few_levels:
+        shown = ", ".join(f"{k} has {v}" for k, v in few_levels.items())
+        return warned(
+            f"{shown} distinct value(s): at least {MIN_LEVELS} are needed to separate the floor E "
+            "from the power law; vary it more",
+            **evidence,
+        )
+    return passed(f"{n} runs for {p} parameters; distinct values: {levels}", **evidence)
+
+
+def _is_power_law(fit) -> str | None:
+    return "only for the power-law forms" if isinstance(fit.form, CustomForm) else None
+
+
+@CHECKS.check(
+    "scale.grid_edge",
+    layer="scale",
+    falsifies="the optimum lies outside the grid of starts, so the grid may not have bracketed it",
+    predicts="every fitted parameter inside the span of the initialisation grid",
+    applies=_is_power_law,
+)
+def _grid_edge(fit) -> Outcome:
+    lows, highs, steps = fit.form.grid_box()
+    theta = fit.theta
+    outside = (theta < lows - steps / 2) | (theta > highs + steps / 2)
+    evidence = {
+        name: {"value": float(theta[i]), "grid": [float(lows[i]), float(highs[i])]}
+        for i, name in enumerate(fit.form.internal_names)
+    }
+    if outside.any():
+        names = [fit.form.internal_names[i] for i in np.flatnonzero(outside)]
+        shown = ", ".join(f"{n} = {evidence[n]['value']:.3g} (grid {evidence[n]['grid']})" for n in names)
+        return warned(
+            f"the fit ended outside the grid of starts: {shown}; the grid may not bracket the "
+            "optimum, and such values often mean the form does not fit the data",
+            outside=names,
+            **evidence,
+        )
+    return passed("every parameter ended inside the span of the grid of starts", **evidence)
+
+
+@CHECKS.check(
+    "scale.bound",
+    layer="scale",
+    falsifies="a parameter at its natural bound: an exponent of 0 (no scaling) or a floor E of 0",
+    predicts=f"exponents above {MIN_EXPONENT} and a floor E above {MIN_FLOOR_SHARE:.0%} of the lowest loss",
+    applies=_is_power_law,
+)
+def _bound(fit) -> Outcome:
+    params = fit.params
+    exponents = {k: params[k] for k in fit.form.exponents}
+    floor_share = params["E"] / float(np.min(fit._loss))
+    evidence = dict(exponents=exponents, E=params["E"], E_over_lowest_loss=floor_share)
+    flat = [k for k, v in exponents.items() if v <= MIN_EXPONENT]
+    if flat:
+        return warned(
+            f"{', '.join(f'{k} = {exponents[k]:.3g}' for k in flat)}: the loss does not scale with "
+            f"{', '.join(fit.form.variables[fit.form.exponents.index(k)] for k in flat)} in this fit; "
+            "extrapolating along it predicts no gain",
+            at_bound=flat,
+            **evidence,
+        )
+    if floor_share < MIN_FLOOR_SHARE:
+        return warned(
+            f"E = {params['E']:.3g}, {floor_share:.2%} of the lowest loss: the fit finds no irreducible "
+            "loss, so extrapolation lets the loss fall toward 0; check the form, or that the runs "
+            "reach the regime where the loss flattens",
+            at_bound=["E"],
+            **evidence,
+        )
+    return passed("no parameter at a bound", **evidence)
+
+
+@CHECKS.check(
+    "scale.flat",
+    layer="scale",
+    falsifies="a flat objective: some combination of parameters is not determined by the data",
+    predicts=f"the scale-free curvature matrix has a condition number below {MAX_CONDITION:.0e}",
+)
+def _flat(fit) -> Outcome:
+    jac, names = _centred_jacobian(fit)
+    curvature = jac.T @ jac
+    scale = np.sqrt(np.diag(curvature))
+    if not np.all(scale > 0):
+        dead = [names[i] for i in np.flatnonzero(~(scale > 0))]
+        return warned(f"the predictions do not depend on {', '.join(dead)} at the fit", insensitive=dead)
+    scaled = curvature / np.outer(scale, scale)
+    eigenvalues, vectors = np.linalg.eigh(scaled)
+    condition = float(eigenvalues[-1] / max(eigenvalues[0], 1e-300))
+    direction = {n: round(float(v), 3) for n, v in zip(names, vectors[:, 0])}
+    evidence = dict(condition_number=condition, flattest_direction=direction)
+    if condition > MAX_CONDITION:
+        main = sorted(direction, key=lambda n: -abs(direction[n]))[:3]
+        return warned(
+            f"the objective is nearly flat along a mix of {', '.join(main)} (condition number "
+            f"{condition:.2g}): the data cannot tell those parameters apart; widen the range of "
+            "sizes, and read the intervals, not the point estimates",
+            **evidence,
+        )
+    return passed(f"curvature condition number {condition:.2g}", **evidence)
+
+
+def _centred_jacobian(fit) -> tuple[np.ndarray, list[str]]:
+    """d log L̂ / d parameters at each point. For the power laws each log coefficient is
+    taken at the data's mean log size, so the trivial a–α coupling (log x far from 0) does
+    not pass for flatness; a user's form gets central differences in its own parameters."""
+    form, theta, x = fit.form, fit.theta, fit._x
+    if isinstance(form, CustomForm):
+        cols = []
+        for i in range(theta.size):
+            h = 1e-5 * max(abs(theta[i]), 1e-3)
+            up, down = theta.copy(), theta.copy()
+            up[i] += h
+            down[i] -= h
+            cols.append((form.log_predict(up, x)[0] - form.log_predict(down, x)[0]) / (2 * h))
+        return np.column_stack(cols), list(form.names)
+    k = len(form.variables)
+    logx = np.log(x)
+    exponents = [theta[j] - theta[k + 1 + j] * logx[j] for j in range(k)]
+    stacked = np.vstack([*exponents, np.full(logx.shape[1], theta[k])])
+    weights = np.exp(stacked - stacked.max(axis=0))
+    weights /= weights.sum(axis=0)
+    cols = [weights[j] for j in range(k)] + [weights[k]]
+    cols += [-weights[j] * (logx[j] - logx[j].mean()) for j in range(k)]
+    return np.column_stack(cols), list(form.internal_names)
+
+
+@CHECKS.check(
+    "scale.residuals",
+    layer="scale",
+    falsifies="the form misses the shape of the data: residuals that drift or wave with a variable",
+    predicts=(
+        "residuals ordered by each variable change sign as often as noise does (runs test) and "
+        f"show no linear or quadratic trend (p ≥ {TREND_P:g} or R² < {TREND_R2})"
+    ),
+)
+def _residual_trend(fit) -> Outcome:
+    residuals = fit.residuals
+    n = residuals.size
+    if n < 8:
+        return skipped(f"{n} runs are too few to test the residuals for a trend")
+    logx = np.log(fit._x)
+    trends = {}
+    for j, name in enumerate(fit.form.variables):
+        if np.unique(logx[j]).size < 3:
+            continue
+        order = np.lexsort((*np.delete(logx, j, axis=0), logx[j]))  # by this variable, ties by the rest
+        trends[name] = {**_polynomial_trend(logx[j], residuals), **_runs(residuals[order])}
+    drifting = [
+        k for k, t in trends.items()
+        if (t["p_value"] < TREND_P and t["r2"] >= TREND_R2)
+        or (t["runs_p_value"] < TREND_P and t["runs"] < MAX_RUNS_SHARE * t["runs_expected"])
+    ]
+    if drifting:
+        shown = ", ".join(
+            f"log {k} (R² {trends[k]['r2']:.2f}; {trends[k]['runs']} sign runs where noise gives "
+            f"{trends[k]['runs_expected']:.0f}, p = {min(trends[k]['p_value'], trends[k]['runs_p_value']):.1g})"
+            for k in drifting
+        )
+        return warned(
+            f"the residuals follow {shown}: the form misses the shape of the data, so "
+            "extrapolating along it will be biased",
+            trends=trends,
+        )
+    return passed("no trend of the residuals in " + ", ".join(f"log {k}" for k in trends), trends=trends)
+
+
+def _polynomial_trend(values: np.ndarray, residuals: np.ndarray) -> dict[str, float]:
+    """R² and F-test p-value of residuals on (z, z²), outliers clipped at 3 robust SDs."""
+    n = residuals.size
+    mad = stats.median_abs_deviation(residuals, scale="normal") or np.std(residuals) or 1.0
+    middle = np.median(residuals)
+    clipped = np.clip(residuals, middle - 3 * mad, middle + 3 * mad)
+    z = (values - values.mean()) / values.std()
+    design = np.column_stack([np.ones(n), z, z * z])
+    coef, *_ = np.linalg.lstsq(design, clipped, rcond=None)
+    total = float(((clipped - clipped.mean()) ** 2).sum())
+    left = float(((clipped - design @ coef) ** 2).sum())
+    r2 = 1 - left / total if total > 0 else 0.0
+    f_stat = (r2 / 2) / max((1 - r2) / (n - 3), 1e-300)
+    return {"r2": r2, "p_value": float(stats.f.sf(f_stat, 2, n - 3))}
+
+
+def _runs(ordered: np.ndarray) -> dict[str, float]:
+    """Wald–Wolfowitz runs test on the signs about the median: too few runs means waves."""
+    signs = np.sign(ordered - np.median(ordered))
+    signs = signs[signs != 0]
+    n1, n2 = int((signs > 0).sum()), int((signs < 0).sum())
+    n = n1 + n2
+    if n1 == 0 or n2 == 0:
+        return {"runs": 1, "runs_expected": 1.0, "runs_p_value": 1.0}
+    runs = int(1 + np.count_nonzero(signs[1:] != signs[:-1]))
+    expected = 2 * n1 * n2 / n + 1
+    variance = 2 * n1 * n2 * (2 * n1 * n2 - n) / (n * n * (n - 1))
+    z = (runs - expected) / np.sqrt(variance) if variance > 0 else 0.0
+    return {"runs": runs, "runs_expected": expected, "runs_p_value": float(stats.norm.cdf(z))}
+
+
+def diagnose(fit) -> list[Finding]:
+    """Every check's finding for ``fit``, in declaration order."""
+    findings = []
+    for check in CHECKS:
+        reason = check.applies(fit) if check.applies else None
+        outcome = skipped(reason) if reason else check.run(fit)
+        findings.append(check.finding(outcome))
+    return findings

@@ -1,0 +1,85 @@
+"""Recording fits and predictions in the ledger, so a later run can be checked against them.
+
+Uses only the ledger's public API: the fit and its diagnostics become findings (source
+``"scale"``) whose evidence holds the parameters, intervals and a fingerprint of the data; a
+prediction becomes a hypothesis written before the run it predicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from labcoat.findings import Finding
+
+
+def data_fingerprint(fit) -> dict[str, Any]:
+    """Content fingerprint of the runs a fit saw (inputs and losses, in order)."""
+    from labcoat.ledger import fingerprint
+
+    table = np.vstack([fit._x, fit._loss[None]]).T.copy()
+    return fingerprint(table, name="scale.data").to_dict()
+
+
+def summary_finding(fit) -> Finding:
+    evidence: dict[str, Any] = {
+        "form": fit.form.name,
+        "params": fit.params,
+        "objective": fit.objective,
+        "n_points": fit.n_points,
+        "huber_delta": fit.huber_delta,
+        "bootstrap": len(fit.bootstrap_theta),
+        "seed": fit.seed,
+        "data": data_fingerprint(fit),
+    }
+    if len(fit.bootstrap_theta) >= 2:
+        evidence["ci95"] = {k: list(v) for k, v in fit.ci(0.95).items()}
+    shown = ", ".join(f"{k}={v:.4g}" for k, v in fit.params.items())
+    return Finding(
+        check="scale.fit",
+        layer="scale",
+        status="warn" if fit.warnings else "pass",
+        message=f"{fit.form.name} fit on {fit.n_points} runs: {shown}",
+        evidence=evidence,
+        falsifies="the scaling law fitted to these runs",
+        predicts="later runs fall inside the fit's prediction intervals",
+    )
+
+
+def record_fit(fit, ledger: Any) -> None:
+    """Store ``fit`` per the ``ledger=`` convention (None: the project's ledger if it exists)."""
+    from labcoat.ledger import Ledger
+
+    notebook = Ledger.for_recording(ledger)
+    if notebook is None:
+        return
+    ids = notebook.record_findings([summary_finding(fit), *fit.findings], source="scale")
+    fit.ledger = {"location": notebook.location, "findings": ids}
+
+
+def record_prediction(fit, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):
+    """Write the prediction for one planned run as a hypothesis, before the run exists."""
+    from labcoat.errors import InputError
+    from labcoat.ledger import Ledger
+
+    notebook = Ledger.for_recording(ledger)
+    if notebook is None:
+        raise InputError("ledger: no ledger to record the prediction in; pass ledger=PATH or a labcoat.Ledger")
+    prediction = fit.predict(N, D, level=level)
+    if prediction.loss.size != 1:
+        raise InputError(f"N: record one planned run at a time; got {prediction.loss.size} points")
+    at = ", ".join(f"{k}={float(v[0]):.4g}" for k, v in prediction.points.items())
+    if prediction.interval is None:
+        raise InputError("record_prediction: the fit has no bootstrap refits; fit with bootstrap > 0")
+    lo, hi = prediction.interval[0][0], prediction.interval[1][0]
+    digest = data_fingerprint(fit)["digest"][:12]
+    entry = notebook.hypothesis(
+        f"{fit.form.name} law fitted on {fit.n_points} runs (data {digest}) predicts the run at {at}",
+        predict=(
+            f"final loss {prediction.loss[0]:.4g}, inside [{lo:.4g}, {hi:.4g}] "
+            f"({level:.0%} prediction interval)"
+        ),
+        tags=["scale"],
+    )
+    return entry, prediction

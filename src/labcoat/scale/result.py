@@ -1,0 +1,250 @@
+"""What a scaling fit returns: parameters with bootstrap intervals, predictions, allocations.
+
+Plain objects with named fields and ``to_dict()``; rendering lives in :mod:`labcoat.scale.render`.
+Intervals come from the bootstrap refits kept on the fit, so the caller picks the level after
+fitting (``fit.ci(0.9)``) and nothing is refitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from labcoat._jsonable import jsonable
+from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.scale.forms import CustomForm, PowerLawSum
+
+#: prediction intervals pair bootstrap laws with observed residuals; at most this many pairs
+MAX_PAIRS = 20_000
+
+
+class ConfidenceInterval(NamedTuple):
+    low: float
+    high: float
+
+
+@dataclass
+class Prediction:
+    """Predicted loss at each point, with the law's confidence interval and a prediction
+    interval for one new run (the law's uncertainty plus the scatter of runs around it)."""
+
+    points: dict[str, np.ndarray]  # the inputs, by variable name
+    loss: np.ndarray
+    ci: tuple[np.ndarray, np.ndarray] | None
+    interval: tuple[np.ndarray, np.ndarray] | None
+    level: float
+
+    def covers(self, observed: Any) -> np.ndarray:
+        """Whether each observed loss lies inside its prediction interval."""
+        if self.interval is None:
+            raise InputError("covers: this prediction has no interval; fit with bootstrap > 0")
+        observed = np.asarray(observed, dtype=float)
+        return (observed >= self.interval[0]) & (observed <= self.interval[1])
+
+    def verdict(self, observed: float) -> str:
+        """The ledger verdict for a single observed loss: inside the interval confirms."""
+        return "confirmed" if bool(self.covers([observed])[0]) else "refuted"
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for i in range(len(self.loss)):
+            row: dict[str, Any] = {name: float(v[i]) for name, v in self.points.items()}
+            row["loss"] = float(self.loss[i])
+            row["ci"] = None if self.ci is None else [float(self.ci[0][i]), float(self.ci[1][i])]
+            row["interval"] = None if self.interval is None else [float(self.interval[0][i]), float(self.interval[1][i])]
+            out.append(row)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable({"level": self.level, "predictions": self.rows()})
+
+
+@dataclass
+class Allocation:
+    """Compute-optimal model size and data for each FLOP budget (C ≈ 6·N·D), with intervals."""
+
+    flops: np.ndarray
+    N: np.ndarray
+    D: np.ndarray
+    loss: np.ndarray
+    intervals: dict[str, tuple[np.ndarray, np.ndarray]] | None
+    level: float
+
+    @property
+    def tokens_per_parameter(self) -> np.ndarray:
+        return self.D / self.N
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for i in range(len(self.flops)):
+            row: dict[str, Any] = {
+                "flops": float(self.flops[i]),
+                "N": float(self.N[i]),
+                "D": float(self.D[i]),
+                "loss": float(self.loss[i]),
+                "tokens_per_parameter": float(self.tokens_per_parameter[i]),
+            }
+            for name, (lo, hi) in (self.intervals or {}).items():
+                row[f"{name}_interval"] = [float(lo[i]), float(hi[i])]
+            out.append(row)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable({"level": self.level, "optimal": self.rows()})
+
+
+@dataclass
+class ScalingFit:
+    """A fitted scaling law: ``params``, bootstrap ``ci(level)`` and ``covariance``,
+    ``predict``, ``optimal`` (Chinchilla form) and diagnostics as ``findings``."""
+
+    form: PowerLawSum | CustomForm
+    params: dict[str, float]
+    objective: float
+    n_points: int
+    huber_delta: float
+    seed: int
+    theta: np.ndarray  # internal parameters (log coefficients for the power laws)
+    bootstrap_theta: np.ndarray  # (K, P) internal parameters of the refits
+    n_starts: int
+    start: np.ndarray
+    converged: bool
+    findings: list[Finding] = field(default_factory=list)
+    ledger: dict[str, Any] | None = None  # where the fit was recorded, if it was
+    _x: np.ndarray = field(default=None, repr=False)  # (k, n) inputs of the fit
+    _loss: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.form.names
+
+    @property
+    def bootstrap(self) -> np.ndarray:
+        """Published parameters of every bootstrap refit, shape (K, P), columns ``names``."""
+        return self.form.natural(self.bootstrap_theta) if len(self.bootstrap_theta) else np.empty((0, len(self.names)))
+
+    @property
+    def residuals(self) -> np.ndarray:
+        """``log L − log L̂`` at the fitted points."""
+        return np.log(self._loss) - self.form.log_predict(self.theta, self._x)[0]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.status in ("warn", "fail")]
+
+    def _need_bootstrap(self, what: str) -> None:
+        if len(self.bootstrap_theta) < 2:
+            raise InputError(f"{what}: this fit has no bootstrap refits; fit again with bootstrap=1000 (or at least 2)")
+
+    def ci(self, level: float = 0.95) -> dict[str, ConfidenceInterval]:
+        """Percentile bootstrap interval of each parameter."""
+        self._need_bootstrap("ci")
+        lo, hi = _quantiles(self.bootstrap, level, axis=0)
+        return {name: ConfidenceInterval(float(lo[i]), float(hi[i])) for i, name in enumerate(self.names)}
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Bootstrap covariance of the published parameters, rows and columns ``names``."""
+        self._need_bootstrap("covariance")
+        return np.cov(self.bootstrap, rowvar=False)
+
+    @property
+    def correlation(self) -> np.ndarray:
+        self._need_bootstrap("correlation")
+        return np.corrcoef(self.bootstrap, rowvar=False)
+
+    def predict(self, N: Any, D: Any = None, *, level: float = 0.95) -> Prediction:
+        """Loss at ``(N, D)`` (or at ``x`` for one-variable forms) with its intervals."""
+        from labcoat.scale.data import as_points
+
+        x = as_points(N, D, self.form)
+        center = self.form.log_predict(self.theta, x)[0]
+        ci = interval = None
+        if len(self.bootstrap_theta) >= 2:
+            laws = self.form.log_predict(self.bootstrap_theta, x)  # (K, m)
+            ci = tuple(np.exp(q) for q in _quantiles(laws, level, axis=0))
+            interval = tuple(np.exp(q) for q in self._prediction_quantiles(laws, level))
+        points = dict(zip(self.form.variables, x))
+        return Prediction(points, np.exp(center), ci, interval, level)
+
+    def _prediction_quantiles(self, laws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+        residuals = self.residuals
+        k, n = laws.shape[0], residuals.size
+        if k * n <= MAX_PAIRS:
+            law_idx, res_idx = np.divmod(np.arange(k * n), n)
+        else:
+            rng = np.random.default_rng(self.seed)
+            law_idx, res_idx = rng.integers(0, k, MAX_PAIRS), rng.integers(0, n, MAX_PAIRS)
+        draws = laws[law_idx] + residuals[res_idx, None]  # (pairs, m)
+        return _quantiles(draws, level, axis=0)
+
+    def optimal(self, flops: Any, *, level: float = 0.95) -> Allocation:
+        """Compute-optimal N and D for each budget, minimising the fitted loss along C = 6·N·D."""
+        if not (isinstance(self.form, PowerLawSum) and self.form.name == "chinchilla"):
+            raise InputError(f"optimal: needs form='chinchilla' (loss in N and D); this fit is {self.form.name!r}")
+        from labcoat.scale.data import as_positive
+
+        budget = as_positive(flops, "flops")
+        N, D, loss = _allocation(self.form.natural(self.theta)[0], budget)
+        intervals = None
+        if len(self.bootstrap_theta) >= 2:
+            boot = [_allocation(row, budget) for row in self.bootstrap]
+            intervals = {
+                name: _quantiles(np.array([b[j] for b in boot]), level, axis=0)
+                for j, name in enumerate(("N", "D", "loss"))
+            }
+        return Allocation(budget, N, D, loss, intervals, level)
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        has_boot = len(self.bootstrap_theta) >= 2
+        return jsonable({
+            "form": self.form.name,
+            "params": self.params,
+            "ci": {k: list(v) for k, v in self.ci(level).items()} if has_boot else None,
+            "level": level,
+            "covariance": {"names": list(self.names), "matrix": self.covariance} if has_boot else None,
+            "n_points": self.n_points,
+            "objective": self.objective,
+            "huber_delta": self.huber_delta,
+            "bootstrap": len(self.bootstrap_theta),
+            "seed": self.seed,
+            "starts": self.n_starts,
+            "converged": self.converged,
+            "warnings": [f.message for f in self.warnings],
+            "findings": [f.to_dict() for f in self.findings],
+            "ledger": self.ledger,
+        })
+
+    def record_prediction(self, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):
+        """Write this fit's prediction for one planned run to the ledger as a hypothesis, so
+        the run can be checked against it later; returns ``(entry, prediction)``."""
+        from labcoat.scale.record import record_prediction
+
+        return record_prediction(self, N, D, ledger=ledger, level=level)
+
+    def __rich__(self):
+        from labcoat.scale.render import fit_view
+
+        return fit_view(self)
+
+
+def _allocation(params: np.ndarray, flops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Closed form of Hoffmann et al. (2022), Eq. 4: N_opt = G·(C/6)^(β/(α+β))."""
+    A, B, E, alpha, beta = params
+    with np.errstate(all="ignore"):
+        G = (alpha * A / (beta * B)) ** (1.0 / (alpha + beta))
+        N = G * (flops / 6.0) ** (beta / (alpha + beta))
+        D = flops / (6.0 * N)
+        loss = E + A * N**-alpha + B * D**-beta
+    return N, D, loss
+
+
+def _quantiles(values: np.ndarray, level: float, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    if not 0 < level < 1:
+        raise InputError(f"level: expected a confidence level between 0 and 1 (e.g. 0.95); got {level!r}")
+    tail = (1 - level) / 2
+    lo, hi = np.nanquantile(values, [tail, 1 - tail], axis=axis)
+    return lo, hi

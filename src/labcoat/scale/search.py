@@ -1,0 +1,185 @@
+"""Finding the best fit from every start of a grid, and refitting bootstrap resamples.
+
+The replication runs L-BFGS-B from each of its 4,500 starts and keeps the lowest final
+objective. Here the starts run as one batch (:mod:`labcoat.scale.lbfgs`): a few iterations for
+all of them, the best fraction continues, the best distinct few converge, and scipy's
+L-BFGS-B polishes the winners with tighter tolerances, so the answer is the one a plain loop
+would pick (``bench/scale.py`` checks this against the loop). Bootstrap refits are one batch
+too: each resample is a vector of per-point counts, warm-started from the full fit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from labcoat.scale.forms import CustomForm, PowerLawSum
+from labcoat.scale.lbfgs import minimize_batch
+
+#: successive rounds over the grid: (iterations, starts kept afterwards as a fraction, at least)
+ROUNDS = ((10, 1 / 8, 64), (30, 0.0, 16))
+POLISH = 3  # distinct finalists polished with scipy
+POLISH_OPTIONS = {"ftol": 1e-13, "gtol": 1e-10, "maxiter": 15000, "maxcor": 20}
+#: Huber with δ = 1e-3 makes objectives ~1e-3 and gradients tiny: scipy's default tolerances
+#: (absolute below 1) would stop a warm-started refit before it moved, so refits use tight ones
+REFIT_FTOL, REFIT_GTOL = 1e-13, 1e-10
+
+
+@dataclass
+class SearchResult:
+    theta: np.ndarray  # internal parameters of the best fit
+    objective: float
+    start: np.ndarray  # the grid start it came from
+    n_starts: int
+    converged: bool
+    finalists: np.ndarray  # internal parameters of the polished finalists, best first
+    finalist_objectives: np.ndarray
+
+
+def grid_search(form: PowerLawSum | CustomForm, x: np.ndarray, loss: np.ndarray, delta: float) -> SearchResult:
+    """The lowest objective reached from any start of ``form.grid()``."""
+    starts = form.grid()
+    if isinstance(form, CustomForm):
+        return _loop_search(form, starts, x, loss, delta)
+
+    def fun(theta, rows):
+        return form.value_and_grad(theta, x, loss, delta)
+
+    origin = np.arange(len(starts))
+    theta = starts
+    for iterations, keep, at_least in ROUNDS:
+        run = minimize_batch(fun, theta, max_iter=iterations)
+        order = _distinct_best(run.x, run.fun)
+        n_keep = max(int(len(theta) * keep), at_least)
+        chosen = order[:n_keep]
+        theta, origin = run.x[chosen], origin[chosen]
+    run = minimize_batch(fun, theta, max_iter=5000)
+    order = _distinct_best(run.x, run.fun)[:POLISH]
+    polished = [_polish(form, run.x[i], x, loss, delta) for i in order]
+    objectives = np.array([p.fun for p in polished])
+    best = int(np.argmin(objectives))
+    ranking = np.argsort(objectives)
+    return SearchResult(
+        theta=polished[best].x,
+        objective=float(objectives[best]),
+        start=starts[origin[order[best]]],
+        n_starts=len(starts),
+        converged=bool(polished[best].success or run.converged[order[best]]),
+        finalists=np.array([polished[i].x for i in ranking]),
+        finalist_objectives=objectives[ranking],
+    )
+
+
+def _distinct_best(theta: np.ndarray, values: np.ndarray, decimals: int = 4) -> np.ndarray:
+    """Row indices by increasing objective, one per distinct point (starts that met merge)."""
+    finite = np.flatnonzero(np.isfinite(values))
+    order = finite[np.argsort(values[finite], kind="stable")]
+    _, first = np.unique(np.round(theta[order], decimals), axis=0, return_index=True)
+    return order[np.sort(first)]
+
+
+def _polish(form: PowerLawSum, theta: np.ndarray, x, loss, delta):
+    def fun(t):
+        f, g = form.value_and_grad(t[None], x, loss, delta)
+        return float(f[0]), g[0]
+
+    return minimize(fun, theta, jac=True, method="L-BFGS-B", options=POLISH_OPTIONS)
+
+
+def custom_objective(form: CustomForm, x: np.ndarray, loss: np.ndarray, delta: float, weights=None):
+    """The Huber objective of a user's law, for scipy (gradient by finite differences)."""
+    log_loss = np.log(loss)
+
+    def fun(theta: np.ndarray) -> float:
+        pred = form.log_predict(theta, x)[0]
+        if not np.all(np.isfinite(pred)):
+            return np.inf
+        r = log_loss - pred
+        c = np.clip(r, -delta, delta)
+        h = c * (r - 0.5 * c)
+        return float((h if weights is None else h * weights).sum())
+
+    return fun
+
+
+def _loop_search(form: CustomForm, starts, x, loss, delta) -> SearchResult:
+    fun = custom_objective(form, x, loss, delta)
+    results = [minimize(fun, s, method="L-BFGS-B") for s in starts]
+    values = np.array([r.fun if np.isfinite(r.fun) else np.inf for r in results])
+    if not np.isfinite(values).any():
+        from labcoat.errors import InputError
+
+        raise InputError(
+            "form: the function returned non-finite or non-positive losses from every start in p0; "
+            "give starts where it predicts positive losses"
+        )
+    ranking = np.argsort(values)
+    best = int(ranking[0])
+    return SearchResult(
+        theta=results[best].x,
+        objective=float(values[best]),
+        start=starts[best],
+        n_starts=len(starts),
+        converged=bool(results[best].success),
+        finalists=np.array([results[i].x for i in ranking[:POLISH]]),
+        finalist_objectives=values[ranking[:POLISH]],
+    )
+
+
+def bootstrap_counts(n_points: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Per-point counts of ``n_resamples`` resamples drawn with replacement: shape (K, n)."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_points, np.full(n_points, 1.0 / n_points), size=n_resamples).astype(float)
+
+
+def bootstrap_refits(
+    form: PowerLawSum | CustomForm,
+    theta: np.ndarray,
+    x: np.ndarray,
+    loss: np.ndarray,
+    delta: float,
+    counts: np.ndarray,
+    n_jobs: int | None = None,
+) -> np.ndarray:
+    """Internal parameters refitted on each resample (rows of ``counts``), warm-started at ``theta``."""
+    jobs = _jobs(n_jobs, len(counts) * counts.shape[1], batched=form.batched)
+    chunks = np.array_split(np.arange(len(counts)), jobs) if jobs > 1 else [np.arange(len(counts))]
+    if jobs == 1:
+        return _refit_chunk(form, theta, x, loss, delta, counts)
+    from joblib import Parallel, delayed
+
+    parts = Parallel(n_jobs=jobs)(
+        delayed(_refit_chunk)(form, theta, x, loss, delta, counts[c]) for c in chunks
+    )
+    return np.concatenate(parts)
+
+
+def _refit_chunk(form, theta, x, loss, delta, counts):
+    if isinstance(form, CustomForm):
+        out = []
+        for w in counts:
+            result = minimize(custom_objective(form, x, loss, delta, w), theta, method="L-BFGS-B")
+            out.append(result.x)
+        return np.array(out)
+
+    def fun(t, rows):
+        return form.value_and_grad(t, x, loss, delta, counts[rows])
+
+    start = np.repeat(theta[None], len(counts), axis=0)
+    return minimize_batch(fun, start, max_iter=2000, ftol=REFIT_FTOL, gtol=REFIT_GTOL).x
+
+
+#: rows × points below which one process beats starting workers (measured in bench/scale.py)
+PARALLEL_MIN_WORK = {True: 2_000_000, False: 20_000}
+
+
+def _jobs(n_jobs: int | None, work: int, *, batched: bool) -> int:
+    cpus = os.cpu_count() or 1
+    if n_jobs is None:
+        return min(cpus, 8) if work >= PARALLEL_MIN_WORK[batched] else 1
+    if n_jobs < 0:
+        return max(cpus + 1 + n_jobs, 1)
+    return max(int(n_jobs), 1)
