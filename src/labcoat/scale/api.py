@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from labcoat.errors import InputError
-from labcoat.scale.data import as_positive, training_data
+from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit

@@ -17,10 +17,11 @@ CHECKS = CheckRegistry(["scale"])
 
 POINTS_PER_PARAMETER = 5
 MIN_LEVELS = 3  # distinct values of a variable needed to see curvature (and so E)
-#: a flat direction: the scale-free curvature matrix's largest/smallest eigenvalue above this
-MAX_CONDITION = 1e5
+#: flat: a parameter's standard error from the noise-scaled Hessian above this share
+MAX_RELATIVE_SE = 0.1
+MIN_EXPONENT_SCALE = 0.05  # exponents nearer 0 are judged against this
 MIN_EXPONENT = 0.01
-MIN_FLOOR_SHARE = 0.01  # E below 1% of the lowest observed loss: "no irreducible loss"
+MIN_FLOOR_SHARE = 0.05  # E below 5% of the lowest observed loss: "no irreducible loss"
 TREND_P = 1e-3
 TREND_R2 = 0.2
 MAX_RUNS_SHARE = 0.6  # fewer sign runs than this share of the expected count, and significant
@@ -120,29 +121,60 @@ def _bound(fit) -> Outcome:
     "scale.flat",
     layer="scale",
     falsifies="a flat objective: some combination of parameters is not determined by the data",
-    predicts=f"the scale-free curvature matrix has a condition number below {MAX_CONDITION:.0e}",
+    predicts=(
+        f"the noise-scaled Hessian pins every parameter to within {MAX_RELATIVE_SE:.0%} "
+        "(exponents relative to their value, coefficients and E as a factor)"
+    ),
 )
 def _flat(fit) -> Outcome:
     jac, names = _centred_jacobian(fit)
-    curvature = jac.T @ jac
-    scale = np.sqrt(np.diag(curvature))
+    residuals = fit.residuals
+    noise = stats.median_abs_deviation(residuals, scale="normal") or float(np.std(residuals)) or 1e-12
+    hessian = jac.T @ jac / noise**2  # Gauss–Newton, in units of the runs' own scatter
+    scale = np.sqrt(np.diag(hessian))
     if not np.all(scale > 0):
         dead = [names[i] for i in np.flatnonzero(~(scale > 0))]
         return warned(f"the predictions do not depend on {', '.join(dead)} at the fit", insensitive=dead)
-    scaled = curvature / np.outer(scale, scale)
-    eigenvalues, vectors = np.linalg.eigh(scaled)
+    eigenvalues, vectors = np.linalg.eigh(hessian / np.outer(scale, scale))
     condition = float(eigenvalues[-1] / max(eigenvalues[0], 1e-300))
     direction = {n: round(float(v), 3) for n, v in zip(names, vectors[:, 0])}
-    evidence = dict(condition_number=condition, flattest_direction=direction)
-    if condition > MAX_CONDITION:
-        main = sorted(direction, key=lambda n: -abs(direction[n]))[:3]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = np.sqrt(np.maximum(np.diag(np.linalg.pinv(hessian)), 0.0))
+    relative = errors / _error_units(fit)
+    evidence = dict(
+        condition_number=condition,
+        flattest_direction=direction,
+        standard_errors={n: float(e) for n, e in zip(names, errors)},
+        relative_errors={n: float(r) for n, r in zip(names, relative)},
+        noise=float(noise),
+    )
+    loose = [names[i] for i in np.flatnonzero(~(relative <= MAX_RELATIVE_SE))]
+    if loose or eigenvalues[0] <= 0:
+        shown = ", ".join(f"{n} ±{evidence['relative_errors'][n]:.0%}" for n in loose)
         return warned(
-            f"the objective is nearly flat along a mix of {', '.join(main)} (condition number "
-            f"{condition:.2g}): the data cannot tell those parameters apart; widen the range of "
-            "sizes, and read the intervals, not the point estimates",
+            f"the objective is nearly flat (curvature condition number {condition:.2g}): the runs "
+            f"pin {shown} only; the data cannot tell those parameters apart, so widen the range "
+            "of sizes and read the intervals, not the point estimates",
             **evidence,
         )
-    return passed(f"curvature condition number {condition:.2g}", **evidence)
+    worst = names[int(np.argmax(relative))]
+    return passed(
+        f"every parameter pinned to within {relative.max():.1%} ({worst}); curvature condition "
+        f"number {condition:.2g}",
+        **evidence,
+    )
+
+
+def _error_units(fit) -> np.ndarray:
+    """What a standard error is compared with: log coefficients (and log E) as they are, a
+    factor; exponents and a custom form's parameters relative to their size."""
+    theta = fit.theta
+    if isinstance(fit.form, CustomForm):
+        return np.maximum(np.abs(theta), 1e-12)
+    k = len(fit.form.variables)
+    units = np.ones_like(theta)
+    units[k + 1 :] = np.maximum(np.abs(theta[k + 1 :]), MIN_EXPONENT_SCALE)
+    return units
 
 
 def _centred_jacobian(fit) -> tuple[np.ndarray, list[str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 

@@ -107,7 +107,8 @@ def custom_objective(form: CustomForm, x: np.ndarray, loss: np.ndarray, delta: f
 
 def _loop_search(form: CustomForm, starts, x, loss, delta) -> SearchResult:
     fun = custom_objective(form, x, loss, delta)
-    results = [minimize(fun, s, method="L-BFGS-B") for s in starts]
+    with np.errstate(invalid="ignore"):  # starts where the law is not positive evaluate to inf
+        results = [minimize(fun, s, method="L-BFGS-B") for s in starts]
     values = np.array([r.fun if np.isfinite(r.fun) else np.inf for r in results])
     if not np.isfinite(values).any():
         from labcoat.errors import InputError
@@ -159,11 +160,11 @@ def bootstrap_refits(
 
 def _refit_chunk(form, theta, x, loss, delta, counts):
     if isinstance(form, CustomForm):
-        out = []
-        for w in counts:
-            result = minimize(custom_objective(form, x, loss, delta, w), theta, method="L-BFGS-B")
-            out.append(result.x)
-        return np.array(out)
+        with np.errstate(invalid="ignore"):
+            return np.array([
+                minimize(custom_objective(form, x, loss, delta, w), theta, method="L-BFGS-B").x
+                for w in counts
+            ])
 
     def fun(t, rows):
         return form.value_and_grad(t, x, loss, delta, counts[rows])

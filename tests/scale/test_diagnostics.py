@@ -1,0 +1,91 @@
+"""Each diagnostic warns on a planted problem and passes its healthy twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from labcoat import scale
+from labcoat.scale.diagnostics import CHECKS
+
+from .conftest import curve_runs
+
+
+def _finding(fit, check):
+    return {f.check: f for f in fit.findings}[check]
+
+
+def _curve(x, L, **kw):
+    return scale.fit(x, None, L, form="curve", bootstrap=0, ledger=False, **kw)
+
+
+def test_every_check_is_declared_with_what_it_falsifies():
+    assert {c.id for c in CHECKS} == {"scale.points", "scale.grid_edge", "scale.bound", "scale.flat", "scale.residuals"}
+    assert all(c.falsifies and c.predicts for c in CHECKS)
+
+
+def test_too_few_points_warns_and_enough_passes():
+    few = _curve(*curve_runs(x=np.logspace(2, 5, 10)))
+    enough = _curve(*curve_runs(x=np.logspace(2, 5, 40)))
+    assert _finding(few, "scale.points").status == "warn"
+    assert _finding(few, "scale.points").evidence["n_points"] == 10
+    assert _finding(enough, "scale.points").status == "pass"
+
+
+def test_two_distinct_sizes_warn_even_with_many_runs():
+    x = np.repeat([1e3, 1e4], 20)
+    found = _finding(_curve(*curve_runs(x=x)), "scale.points")
+    assert found.status == "warn" and found.evidence["distinct_values"] == {"x": 2}
+    three = _finding(_curve(*curve_runs(x=np.repeat([1e2, 1e3, 1e4], 14))), "scale.points")
+    assert three.status == "pass"
+
+
+def test_optimum_outside_the_grid_warns_and_inside_passes():
+    x, _ = curve_runs()
+    steep = _curve(x, (2 + np.exp(20) * x**-3.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size)))
+    inside = _curve(x, (2 + np.exp(12) * x**-1.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size)))
+    found = _finding(steep, "scale.grid_edge")
+    assert found.status == "warn" and found.evidence["outside"] == ["alpha"]
+    assert _finding(inside, "scale.grid_edge").status == "pass"
+
+
+def test_no_floor_warns_at_the_bound_and_a_floor_passes():
+    no_floor = _curve(*curve_runs(E=1e-9))
+    floor = _curve(*curve_runs(E=0.3))  # a small but real floor, 30% of the last loss
+    assert _finding(no_floor, "scale.bound").status == "warn"
+    assert _finding(no_floor, "scale.bound").evidence["at_bound"] == ["E"]
+    assert _finding(floor, "scale.bound").status == "pass"
+
+
+def test_narrow_range_is_flat_and_a_wide_range_is_not():
+    narrow = _curve(*curve_runs(x=np.logspace(3, 3.3, 40)))
+    wide = _curve(*curve_runs(x=np.logspace(2, 5, 40)))
+    found = _finding(narrow, "scale.flat")
+    assert found.status == "warn" and max(found.evidence["relative_errors"].values()) > 0.1
+    assert _finding(wide, "scale.flat").status == "pass"
+
+
+@pytest.mark.parametrize("knee,late_exponent", [(1000, 0.1), (300, 0.2)])
+def test_a_bent_law_leaves_waving_residuals(knee, late_exponent):
+    x = np.logspace(2, 5, 40)
+    bent = np.where(x < knee, 2 + 50 * x**-0.5, 2 + 50 * knee**-0.5 * (x / knee) ** -late_exponent)
+    noisy = bent * np.exp(np.random.default_rng(1).normal(0, 0.01, x.size))
+    assert _finding(_curve(x, noisy), "scale.residuals").status == "warn"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_right_law_with_the_same_noise_has_no_residual_pattern(seed):
+    assert _finding(_curve(*curve_runs(noise=0.01, seed=seed)), "scale.residuals").status == "pass"
+
+
+def test_custom_form_matches_the_built_in_curve_and_is_diagnosed():
+    x, L = curve_runs()
+    builtin = _curve(x, L)
+    custom = scale.fit(
+        x, None, L, form=lambda x, E, A, alpha: E + A * x**-alpha,
+        p0={"E": [1.0, 3.0], "A": [10.0, 100.0], "alpha": [0.3, 1.0]}, bootstrap=0, ledger=False,
+    )
+    for name in ("E", "A", "alpha"):
+        assert custom.params[name] == pytest.approx(builtin.params[name], rel=1e-2)
+    statuses = {f.check: f.status for f in custom.findings}
+    assert statuses["scale.grid_edge"] == "skip" and statuses["scale.flat"] == "pass"
