@@ -161,6 +161,8 @@ def backtest_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap
     from labcoat.scale import backtest
 
     N, D, L = _columns(file, n_col, d_col, flops_col, x_col, loss_col, form)
+    if top >= len(L):
+        raise InputError(f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer")
     result = backtest(N, D, L, holdout=by, top=top, form=form, bootstrap=bootstrap, seed=seed, level=level)
     if as_json:
         emit_json(result.to_dict())

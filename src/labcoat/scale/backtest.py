@@ -103,9 +103,11 @@ def backtest(
             covered=None if covered is None else bool(covered[i]),
         )
         points.append(row)
+    key = 0 if described.startswith("mask") else (6 * x[0] * x[1] if "compute" in described else x[0])
+    order = np.argsort(np.broadcast_to(key, mask.shape)[mask], kind="stable")
     return BacktestResult(
         holdout=described,
-        points=points,
+        points=[points[i] for i in order],  # smallest held-out run first
         mape=float(100 * np.mean(np.abs(error) / observed)),
         coverage=float("nan") if covered is None else float(np.mean(covered)),
         level=level,

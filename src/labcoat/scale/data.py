@@ -21,7 +21,7 @@ def as_positive(values: Any, name: str) -> np.ndarray:
     if bad.size:
         i = int(bad[0])
         raise InputError(
-            f"{name}: entry {i} is {arr[i]!r}; scaling laws need finite positive values "
+            f"{name}: entry {i} is {float(arr[i])!r}; scaling laws need finite positive values "
             f"({bad.size} bad entr{'y' if bad.size == 1 else 'ies'}); drop those runs first"
         )
     return arr

@@ -81,7 +81,7 @@ def minimize_batch(
         xa, fa, ga, xn, fn, gn = xa[ok], fa[ok], ga[ok], xn[ok], fn[ok], gn[ok]
         s, y = xn - xa, gn - ga
         sy = (s * y).sum(axis=1)
-        keep = sy > np.finfo(float).eps * (y * y).sum(axis=1)
+        keep = (sy > np.finfo(float).eps * (y * y).sum(axis=1)) & (sy > 1e-150)
         s_hist[moved, head] = np.where(keep[:, None], s, 0.0)
         y_hist[moved, head] = np.where(keep[:, None], y, 0.0)
         rho[moved, head] = np.where(keep, 1.0 / np.where(keep, sy, 1.0), 0.0)

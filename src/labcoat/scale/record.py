@@ -73,7 +73,7 @@ def record_prediction(fit, N: Any, D: Any = None, *, ledger: Any = None, level: 
     if prediction.interval is None:
         raise InputError("record_prediction: the fit has no bootstrap refits; fit with bootstrap > 0")
     lo, hi = prediction.interval[0][0], prediction.interval[1][0]
-    digest = data_fingerprint(fit)["digest"][:12]
+    digest = data_fingerprint(fit)["digest"].rpartition(":")[2][:12]
     entry = notebook.hypothesis(
         f"{fit.form.name} law fitted on {fit.n_points} runs (data {digest}) predicts the run at {at}",
         predict=(

@@ -1,0 +1,144 @@
+"""``labcoat scale``: JSON contracts, table output, file formats, one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from .conftest import curve_runs, synthetic_runs
+
+
+@pytest.fixture(scope="module")
+def runs_csv(tmp_path_factory):
+    N, D, L = synthetic_runs(n=30, noise=0.01)
+    path = tmp_path_factory.mktemp("scale") / "runs.csv"
+    rows = ["params,tokens,flops,loss"] + [",".join(repr(float(v)) for v in (n, d, 6 * n * d, l)) for n, d, l in zip(N, D, L)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+DATA = ("--n", "params", "--d", "tokens", "--loss", "loss", "--bootstrap", "20", "--no-ledger")
+
+
+def _json(res):
+    assert res.code == 0, res.err
+    return json.loads(res.out)
+
+
+def _one_error_line(res):
+    assert res.code == 2, (res.code, res.out, res.err)
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("labcoat: error: "), res.err
+    return lines[0]
+
+
+def test_fit_json_contract(cli, runs_csv):
+    out = _json(cli("scale", "fit", runs_csv, *DATA, "--json"))
+    assert {"params", "ci", "n_points", "objective", "warnings"} <= set(out)
+    assert set(out["params"]) == {"A", "B", "E", "alpha", "beta"}
+    assert all(lo <= out["params"][k] <= hi for k, (lo, hi) in out["ci"].items())
+    assert out["n_points"] == 30 and out["bootstrap"] == 20
+
+
+def test_d_is_derived_from_flops_when_there_is_no_d_column(runs_csv):
+    from labcoat.cli.scale import _columns
+
+    n, d, loss = _columns(str(runs_csv), "params", "tokens", None, None, "loss", "chinchilla")
+    n2, d2, loss2 = _columns(str(runs_csv), "params", None, "flops", None, "loss", "chinchilla")
+    assert np.allclose(d2, d, rtol=1e-12) and np.array_equal(n, n2) and np.array_equal(loss, loss2)
+
+
+def test_predict_optimal_and_backtest_json(cli, runs_csv):
+    pred = _json(cli("scale", "predict", runs_csv, *DATA, "--at", "1e10,2e11", "--at", "1e9,1e10", "--json"))
+    assert [p["N"] for p in pred["predictions"]] == [1e10, 1e9]
+    first = pred["predictions"][0]
+    assert first["interval"][0] < first["loss"] < first["interval"][1]
+    opt = _json(cli("scale", "optimal", runs_csv, *DATA, "--flops", "1e21", "--json"))
+    row = opt["optimal"][0]
+    assert row["N"] * row["D"] * 6 == pytest.approx(1e21) and row["N_interval"][0] < row["N"]
+
+
+@pytest.fixture(scope="module")
+def curve_jsonl(tmp_path_factory):
+    x, L = curve_runs()
+    path = tmp_path_factory.mktemp("scale") / "curve.jsonl"
+    path.write_text("".join(json.dumps({"step": float(a), "loss": float(b)}) + "\n" for a, b in zip(x, L)))
+    return path
+
+
+CURVE = ("--form", "curve", "--x", "step", "--loss", "loss", "--bootstrap", "20", "--no-ledger")
+
+
+def test_backtest_json_and_tables(cli, curve_jsonl):
+    back = _json(cli("scale", "backtest", curve_jsonl, *CURVE, "--holdout-top", "5", "--json"))
+    assert {"mape", "coverage", "points"} <= set(back) and back["n_holdout"] == 5
+    assert {"observed", "loss", "interval", "error", "covered"} <= set(back["points"][0])
+    res = cli("scale", "backtest", curve_jsonl, *CURVE, "--holdout-top", "5")
+    assert res.code == 0, res.err
+    assert "MAPE" in res.out and "coverage" in res.out
+    fit = cli("scale", "fit", curve_jsonl, *CURVE)
+    assert fit.code == 0 and "alpha" in fit.out and "scale.flat" in fit.out
+
+
+def test_curve_from_jsonl_and_parquet(cli, tmp_path, curve_jsonl):
+    x, L = curve_runs()
+    jsonl = curve_jsonl
+    args = ("--form", "curve", "--x", "step", "--loss", "loss", "--bootstrap", "20", "--no-ledger", "--json")
+    from_jsonl = _json(cli("scale", "predict", jsonl, *args, "--at", "1e6"))
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"step": x, "loss": L}), tmp_path / "curve.parquet")
+    from_parquet = _json(cli("scale", "predict", tmp_path / "curve.parquet", *args, "--at", "1e6"))
+    assert from_parquet == from_jsonl
+    assert from_jsonl["predictions"][0]["loss"] == pytest.approx(2 + 50 * 1e6**-0.5, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (("--n", "size", "--d", "tokens"), "no column 'size'"),
+        (("--n", "params"), "--d: give the data column"),
+        (("--n", "params", "--d", "tokens", "--flops", "flops"), "--d and --flops: give one"),
+        (("--form", "curve"), "--form curve: give --x COL"),
+    ],
+)
+def test_bad_columns_are_one_line(cli, runs_csv, extra, message):
+    line = _one_error_line(cli("scale", "fit", runs_csv, *extra, "--loss", "loss", "--no-ledger"))
+    assert message in line
+
+
+def test_bad_values_and_files_are_one_line(cli, runs_csv, tmp_path):
+    assert "--at: expected N,D" in _one_error_line(cli("scale", "predict", runs_csv, *DATA, "--at", "1e10"))
+    assert "no such file" in _one_error_line(cli("scale", "fit", tmp_path / "missing.csv", *DATA))
+    bad = tmp_path / "bad.csv"
+    bad.write_text(runs_csv.read_text().replace("\n", "\n1e9,1e10,6e19,-2.0\n", 1))
+    assert "L: entry 0 is -2.0" in _one_error_line(cli("scale", "fit", bad, *DATA))
+    text = tmp_path / "text.csv"
+    text.write_text(runs_csv.read_text().replace("\n", "\n1e9,1e10,6e19,oops\n", 1))
+    assert "column 'loss' row 1 is 'oops'" in _one_error_line(cli("scale", "fit", text, *DATA))
+    assert "--holdout-top: 30 of 30 runs" in _one_error_line(
+        cli("scale", "backtest", runs_csv, *DATA, "--holdout-top", "30")
+    )
+    assert "--form: optimal allocation needs" in _one_error_line(
+        cli("scale", "optimal", runs_csv, "--x", "params", "--form", "curve", "--loss", "loss", "--flops", "1e20")
+    )
+
+
+def test_scale_help_does_not_import_scipy(subprocess_env):
+    code = (
+        "import contextlib, io, sys\n"
+        "from labcoat.cli.main import main\n"
+        "for args in [['scale'], ['scale', 'fit'], ['scale', 'backtest']]:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        assert main([*args, '--help']) == 0\n"
+        "import labcoat\n"
+        "assert 'scipy' not in sys.modules and 'numpy' not in sys.modules, 'imported eagerly'\n"
+        "assert callable(labcoat.scale.fit)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr

@@ -1,0 +1,113 @@
+"""Predictions, intervals, compute-optimal allocations and input errors of a fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from labcoat import scale
+from labcoat.errors import InputError
+
+from .conftest import chinchilla_law, curve_runs, synthetic_runs
+
+
+@pytest.fixture(scope="module")
+def synthetic_fit():
+    return scale.fit(*synthetic_runs(n=60, noise=0.01), bootstrap=100, seed=0, ledger=False)
+
+
+def test_noise_free_data_recovers_the_law():
+    N, D, _ = synthetic_runs(n=25)
+    fit = scale.fit(N, D, chinchilla_law(N, D), bootstrap=0, ledger=False)
+    truth = {"A": 480.0, "B": 2100.0, "E": 1.8, "alpha": 0.35, "beta": 0.37}
+    for name, value in truth.items():
+        assert fit.params[name] == pytest.approx(value, rel=1e-3), name
+
+
+def test_prediction_intervals_hold_the_truth_and_widen_with_extrapolation(synthetic_fit):
+    N = np.array([1e8, 1e11])
+    D = np.array([1e10, 1e13])
+    pred = synthetic_fit.predict(N, D)
+    truth = chinchilla_law(N, D)
+    assert np.all(pred.ci[0] <= truth) and np.all(truth <= pred.ci[1])
+    assert np.all(pred.interval[0] <= pred.ci[0]) and np.all(pred.ci[1] <= pred.interval[1])
+    width = (pred.ci[1] - pred.ci[0]) / pred.loss
+    assert width[1] > 2 * width[0]  # far outside the runs' sizes the law is less certain
+    one = synthetic_fit.predict(1e8, 1e10)
+    assert one.verdict(float(truth[0])) == "confirmed"
+    assert one.verdict(float(one.interval[1][0]) * 1.05) == "refuted"
+
+
+def test_interval_level_is_chosen_after_fitting(synthetic_fit):
+    wide, narrow = synthetic_fit.ci(0.95), synthetic_fit.ci(0.5)
+    for name in synthetic_fit.names:
+        assert wide[name].low <= narrow[name].low <= narrow[name].high <= wide[name].high
+    cov = synthetic_fit.covariance
+    assert cov.shape == (5, 5) and np.allclose(cov, cov.T)
+    assert synthetic_fit.correlation[0, 3] > 0.5  # A and alpha trade off, as in every such fit
+
+
+def test_optimal_allocation_minimises_the_fitted_loss_along_the_budget(synthetic_fit):
+    budget = 1e22
+    allocation = synthetic_fit.optimal(budget)
+    p = synthetic_fit.params
+
+    def loss_at(log_n):
+        n = np.exp(log_n)
+        return p["E"] + p["A"] * n ** -p["alpha"] + p["B"] * (budget / (6 * n)) ** -p["beta"]
+
+    best = minimize_scalar(loss_at, bounds=(np.log(1e6), np.log(1e14)), method="bounded")
+    assert allocation.N[0] == pytest.approx(np.exp(best.x), rel=1e-3)
+    assert 6 * allocation.N[0] * allocation.D[0] == pytest.approx(budget)
+    lo, hi = allocation.intervals["N"]
+    assert lo[0] < allocation.N[0] < hi[0]
+    assert allocation.to_dict()["optimal"][0]["tokens_per_parameter"] == pytest.approx(allocation.D[0] / allocation.N[0])
+
+
+def test_to_dict_is_plain_json(synthetic_fit):
+    import json
+
+    data = json.loads(json.dumps(synthetic_fit.to_dict()))
+    assert set(data["params"]) == {"A", "B", "E", "alpha", "beta"}
+    assert set(data["ci"]) == set(data["params"]) and data["n_points"] == 60
+    assert data["warnings"] == [] and len(data["findings"]) == 5
+
+
+def test_curve_form_predicts_from_one_variable():
+    x, L = curve_runs()
+    fit = scale.fit(x, None, L, form="curve", bootstrap=50, ledger=False)
+    pred = fit.predict([1e6])
+    assert pred.loss[0] == pytest.approx(2 + 50 * 1e6**-0.5, rel=0.02)
+    assert pred.interval[0][0] < 2 + 50 * 1e6**-0.5 < pred.interval[1][0]
+    with pytest.raises(InputError, match="optimal: needs form='chinchilla'"):
+        fit.optimal(1e20)
+
+
+@pytest.mark.parametrize(
+    "args,kwargs,message",
+    [
+        (([1e8, 2e8], [1e9, 2e9], [2.0, 3.0]), {}, "cannot determine 5 parameters"),
+        (([1e8] * 10, [1e9] * 10, [2.0] * 9), {}, "one loss per run"),
+        (([1e8] * 9 + [-1], [1e9] * 10, [2.0] * 10), {}, "N: entry 9 is -1.0"),
+        (([1e8] * 10, [1e9] * 10, [2.0] * 9 + [np.nan]), {}, "L: entry 9 is nan"),
+        (([1e8] * 10, None, [2.0] * 10), {}, "form 'chinchilla' needs N and D"),
+        (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"form": "power"}, "unknown form 'power'"),
+        (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"huber_delta": 0}, "huber_delta"),
+        (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"bootstrap": -1}, "bootstrap"),
+        (([1.0] * 10, None, [2.0] * 10), {"form": lambda x, a: a}, "p0: a custom form needs"),
+        (([1.0] * 10, None, [2.0] * 10), {"form": lambda x, a: a, "p0": {"b": 1}}, "cannot be called"),
+    ],
+)
+def test_bad_input_is_one_line(args, kwargs, message):
+    with pytest.raises(InputError, match=message) as err:
+        scale.fit(*args, **{"bootstrap": 0, "ledger": False, **kwargs})
+    assert "\n" not in str(err.value)
+
+
+def test_intervals_need_a_bootstrap():
+    x, L = curve_runs()
+    fit = scale.fit(x, None, L, form="curve", bootstrap=0, ledger=False)
+    with pytest.raises(InputError, match="bootstrap=1000"):
+        fit.ci()
+    assert fit.predict([1e6]).interval is None
