@@ -111,3 +111,13 @@ def test_intervals_need_a_bootstrap():
     with pytest.raises(InputError, match="bootstrap=1000"):
         fit.ci()
     assert fit.predict([1e6]).interval is None
+
+
+def test_custom_form_bootstrap_in_joblib_workers_matches_one_process():
+    x, L = curve_runs(x=np.logspace(2, 5, 20))
+    kwargs = dict(form=lambda x, E, A, alpha: E + A * x**-alpha, p0={"E": 2.0, "A": 50.0, "alpha": 0.5},
+                  bootstrap=4, seed=1, ledger=False)
+    one = scale.fit(x, None, L, n_jobs=1, **kwargs)
+    two = scale.fit(x, None, L, n_jobs=2, **kwargs)
+    assert np.allclose(one.bootstrap, two.bootstrap)
+    assert one.bootstrap.shape == (4, 3) and np.ptp(one.bootstrap[:, 0]) > 0

@@ -146,7 +146,7 @@ def bootstrap_refits(
     n_jobs: int | None = None,
 ) -> np.ndarray:
     """Internal parameters refitted on each resample (rows of ``counts``), warm-started at ``theta``."""
-    jobs = _jobs(n_jobs, len(counts) * counts.shape[1], batched=form.batched)
+    jobs = _jobs(n_jobs, len(counts), batched=form.batched)
     chunks = np.array_split(np.arange(len(counts)), jobs) if jobs > 1 else [np.arange(len(counts))]
     if jobs == 1:
         return _refit_chunk(form, theta, x, loss, delta, counts)
@@ -173,14 +173,18 @@ def _refit_chunk(form, theta, x, loss, delta, counts):
     return minimize_batch(fun, start, max_iter=2000, ftol=REFIT_FTOL, gtol=REFIT_GTOL).x
 
 
-#: rows × points below which one process beats starting workers (measured in bench/scale.py)
-PARALLEL_MIN_WORK = {True: 2_000_000, False: 20_000}
+#: resamples from which refits go to joblib workers. A batched form never does: one process
+#: runs 1,000 refits in seconds, and splitting the batch over workers was slower in
+#: bench/scale.py (worker start-up and two shrinking batches instead of one). A custom form
+#: refits resample by resample with scipy, which parallelises well.
+PARALLEL_MIN_RESAMPLES = {True: None, False: 100}
 
 
-def _jobs(n_jobs: int | None, work: int, *, batched: bool) -> int:
+def _jobs(n_jobs: int | None, resamples: int, *, batched: bool) -> int:
     cpus = os.cpu_count() or 1
     if n_jobs is None:
-        return min(cpus, 8) if work >= PARALLEL_MIN_WORK[batched] else 1
+        threshold = PARALLEL_MIN_RESAMPLES[batched]
+        return min(cpus, 8) if threshold is not None and resamples >= threshold else 1
     if n_jobs < 0:
         return max(cpus + 1 + n_jobs, 1)
     return max(int(n_jobs), 1)
