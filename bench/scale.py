@@ -29,7 +29,14 @@ from labcoat.scale.forms import CHINCHILLA
 from labcoat.scale.objective import value_and_grad
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "chinchilla" / "svg_extracted_data.csv"
+DATA = (
+    Path(__file__).resolve().parents[1]
+    / ".."
+    / "shared"
+    / "data"
+    / "chinchilla"
+    / "svg_extracted_data.csv"
+)
 DELTA = 1e-3
 
 
@@ -70,7 +77,10 @@ class Load:
 
     def __enter__(self):
         self.stop = mp.Event()
-        self.procs = [mp.Process(target=_spin, args=(self.stop,), daemon=True) for _ in range(os.cpu_count() or 1)]
+        self.procs = [
+            mp.Process(target=_spin, args=(self.stop,), daemon=True)
+            for _ in range(os.cpu_count() or 1)
+        ]
         for p in self.procs:
             p.start()
         time.sleep(0.5)
@@ -97,14 +107,20 @@ def run(label: str, N, D, L, starts: np.ndarray) -> None:
     rel = (ours.objective - loop_best) / loop_best
     print(
         f"[{label}] grid of {len(starts)} starts: scipy loop {loop_s:.1f}s, labcoat {ours_s:.2f}s "
-        f"-> {loop_s / ours_s:.1f}x faster; objective {ours.objective:.10g} vs loop {loop_best:.10g} "
+        f"-> {loop_s / ours_s:.1f}x faster; objective {ours.objective:.10g} "
+        f"vs loop {loop_best:.10g} "
         f"(relative difference {rel:+.1e}; negative: labcoat lower)"
     )
     counts = bootstrap_counts(L.size, 1000, seed=0)
-    _, one_s = timed(lambda: bootstrap_refits(CHINCHILLA, ours.theta, x, L, DELTA, counts, n_jobs=1))
-    _, par_s = timed(lambda: bootstrap_refits(CHINCHILLA, ours.theta, x, L, DELTA, counts, n_jobs=os.cpu_count()))
+    _, one_s = timed(
+        lambda: bootstrap_refits(CHINCHILLA, ours.theta, x, L, DELTA, counts, n_jobs=1)
+    )
+    _, par_s = timed(
+        lambda: bootstrap_refits(CHINCHILLA, ours.theta, x, L, DELTA, counts, n_jobs=os.cpu_count())
+    )
     print(
-        f"[{label}] 1,000 bootstrap refits: one batch {one_s:.2f}s, joblib over {os.cpu_count()} workers "
+        f"[{label}] 1,000 bootstrap refits: one batch {one_s:.2f}s, "
+        f"joblib over {os.cpu_count()} workers "
         f"{par_s:.2f}s"
     )
 
@@ -124,13 +140,21 @@ class _SubGrid:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--starts", type=int, default=None, help="Subsample this many grid starts (default: all 4,500).")
+    parser.add_argument(
+        "--starts",
+        type=int,
+        default=None,
+        help="Subsample this many grid starts (default: all 4,500).",
+    )
     args = parser.parse_args()
     N, D, L, what = load_points()
     starts = CHINCHILLA.grid()
     if args.starts:
         starts = starts[np.random.default_rng(0).choice(len(starts), args.starts, replace=False)]
-    print(f"data: {what}; {os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    print(
+        f"data: {what}; {os.cpu_count()} CPUs; "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+    )
     run("idle", N, D, L, starts)
     with Load():
         run("busy", N, D, L, starts)

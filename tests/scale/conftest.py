@@ -8,7 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-CHINCHILLA_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "chinchilla" / "svg_extracted_data.csv"
+CHINCHILLA_CSV = (
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
+    / "data"
+    / "chinchilla"
+    / "svg_extracted_data.csv"
+)
 
 
 def chinchilla_points(drop_highest: int = 5):

@@ -16,7 +16,9 @@ from .conftest import curve_runs, synthetic_runs
 def runs_csv(tmp_path_factory):
     N, D, L = synthetic_runs(n=30, noise=0.01)
     path = tmp_path_factory.mktemp("scale") / "runs.csv"
-    rows = ["params,tokens,flops,loss"] + [",".join(repr(float(v)) for v in (n, d, 6 * n * d, l)) for n, d, l in zip(N, D, L)]
+    rows = ["params,tokens,flops,loss"] + [
+        ",".join(repr(float(v)) for v in (n, d, 6 * n * d, l)) for n, d, l in zip(N, D, L)
+    ]
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -53,7 +55,9 @@ def test_d_is_derived_from_flops_when_there_is_no_d_column(runs_csv):
 
 
 def test_predict_optimal_and_backtest_json(cli, runs_csv):
-    pred = _json(cli("scale", "predict", runs_csv, *DATA, "--at", "1e10,2e11", "--at", "1e9,1e10", "--json"))
+    pred = _json(
+        cli("scale", "predict", runs_csv, *DATA, "--at", "1e10,2e11", "--at", "1e9,1e10", "--json")
+    )
     assert [p["N"] for p in pred["predictions"]] == [1e10, 1e9]
     first = pred["predictions"][0]
     assert first["interval"][0] < first["loss"] < first["interval"][1]
@@ -66,7 +70,9 @@ def test_predict_optimal_and_backtest_json(cli, runs_csv):
 def curve_jsonl(tmp_path_factory):
     x, L = curve_runs()
     path = tmp_path_factory.mktemp("scale") / "curve.jsonl"
-    path.write_text("".join(json.dumps({"step": float(a), "loss": float(b)}) + "\n" for a, b in zip(x, L)))
+    path.write_text(
+        "".join(json.dumps({"step": float(a), "loss": float(b)}) + "\n" for a, b in zip(x, L))
+    )
     return path
 
 
@@ -87,7 +93,18 @@ def test_backtest_json_and_tables(cli, curve_jsonl):
 def test_curve_from_jsonl_and_parquet(cli, tmp_path, curve_jsonl):
     x, L = curve_runs()
     jsonl = curve_jsonl
-    args = ("--form", "curve", "--x", "step", "--loss", "loss", "--bootstrap", "20", "--no-ledger", "--json")
+    args = (
+        "--form",
+        "curve",
+        "--x",
+        "step",
+        "--loss",
+        "loss",
+        "--bootstrap",
+        "20",
+        "--no-ledger",
+        "--json",
+    )
     from_jsonl = _json(cli("scale", "predict", jsonl, *args, "--at", "1e6"))
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -113,7 +130,9 @@ def test_bad_columns_are_one_line(cli, runs_csv, extra, message):
 
 
 def test_bad_values_and_files_are_one_line(cli, runs_csv, tmp_path):
-    assert "--at: expected N,D" in _one_error_line(cli("scale", "predict", runs_csv, *DATA, "--at", "1e10"))
+    assert "--at: expected N,D" in _one_error_line(
+        cli("scale", "predict", runs_csv, *DATA, "--at", "1e10")
+    )
     assert "no such file" in _one_error_line(cli("scale", "fit", tmp_path / "missing.csv", *DATA))
     bad = tmp_path / "bad.csv"
     bad.write_text(runs_csv.read_text().replace("\n", "\n1e9,1e10,6e19,-2.0\n", 1))
@@ -125,7 +144,19 @@ def test_bad_values_and_files_are_one_line(cli, runs_csv, tmp_path):
         cli("scale", "backtest", runs_csv, *DATA, "--holdout-top", "30")
     )
     assert "--form: optimal allocation needs" in _one_error_line(
-        cli("scale", "optimal", runs_csv, "--x", "params", "--form", "curve", "--loss", "loss", "--flops", "1e20")
+        cli(
+            "scale",
+            "optimal",
+            runs_csv,
+            "--x",
+            "params",
+            "--form",
+            "curve",
+            "--loss",
+            "loss",
+            "--flops",
+            "1e20",
+        )
     )
 
 
@@ -140,5 +171,7 @@ def test_scale_help_does_not_import_scipy(subprocess_env):
         "assert 'scipy' not in sys.modules and 'numpy' not in sys.modules, 'imported eagerly'\n"
         "assert callable(labcoat.scale.fit)\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0, res.stderr

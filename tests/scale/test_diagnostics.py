@@ -20,7 +20,13 @@ def _curve(x, L, **kw):
 
 
 def test_every_check_is_declared_with_what_it_falsifies():
-    assert {c.id for c in CHECKS} == {"scale.points", "scale.grid_edge", "scale.bound", "scale.flat", "scale.residuals"}
+    assert {c.id for c in CHECKS} == {
+        "scale.points",
+        "scale.grid_edge",
+        "scale.bound",
+        "scale.flat",
+        "scale.residuals",
+    }
     assert all(c.falsifies and c.predicts for c in CHECKS)
 
 
@@ -42,8 +48,12 @@ def test_two_distinct_sizes_warn_even_with_many_runs():
 
 def test_optimum_outside_the_grid_warns_and_inside_passes():
     x, _ = curve_runs()
-    steep = _curve(x, (2 + np.exp(20) * x**-3.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size)))
-    inside = _curve(x, (2 + np.exp(12) * x**-1.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size)))
+    steep = _curve(
+        x, (2 + np.exp(20) * x**-3.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))
+    )
+    inside = _curve(
+        x, (2 + np.exp(12) * x**-1.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))
+    )
     found = _finding(steep, "scale.grid_edge")
     assert found.status == "warn" and found.evidence["outside"] == ["alpha"]
     assert _finding(inside, "scale.grid_edge").status == "pass"
@@ -82,8 +92,13 @@ def test_custom_form_matches_the_built_in_curve_and_is_diagnosed():
     x, L = curve_runs()
     builtin = _curve(x, L)
     custom = scale.fit(
-        x, None, L, form=lambda x, E, A, alpha: E + A * x**-alpha,
-        p0={"E": [1.0, 3.0], "A": [10.0, 100.0], "alpha": [0.3, 1.0]}, bootstrap=0, ledger=False,
+        x,
+        None,
+        L,
+        form=lambda x, E, A, alpha: E + A * x**-alpha,
+        p0={"E": [1.0, 3.0], "A": [10.0, 100.0], "alpha": [0.3, 1.0]},
+        bootstrap=0,
+        ledger=False,
     )
     for name in ("E", "A", "alpha"):
         assert custom.params[name] == pytest.approx(builtin.params[name], rel=1e-2)

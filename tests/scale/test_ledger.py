@@ -22,7 +22,9 @@ def test_a_fit_is_recorded_with_its_parameters_and_data_fingerprint(tmp_path):
     summary = stored[0]
     assert summary.check == "scale.fit"
     assert summary.evidence["params"] == fit.params
-    assert isinstance(summary.evidence["data"]["digest"], str) and summary.evidence["data"]["digest"]
+    assert (
+        isinstance(summary.evidence["data"]["digest"], str) and summary.evidence["data"]["digest"]
+    )
     assert {f.check for f in stored[1:]} == {f.check for f in fit.findings}
     # same runs, same fingerprint; one changed loss, another one
     again = _fit(ledger=str(path))
@@ -30,7 +32,11 @@ def test_a_fit_is_recorded_with_its_parameters_and_data_fingerprint(tmp_path):
     L[0] *= 1.01
     changed = scale.fit(x, None, L, form="curve", bootstrap=0, ledger=str(path))
     found = [f for f in Ledger(path).findings(source="scale") if f.check == "scale.fit"]
-    assert found[0].evidence["data"]["digest"] == found[1].evidence["data"]["digest"] != found[2].evidence["data"]["digest"]
+    assert (
+        found[0].evidence["data"]["digest"]
+        == found[1].evidence["data"]["digest"]
+        != found[2].evidence["data"]["digest"]
+    )
     assert again.params == fit.params and changed.params != fit.params
 
 

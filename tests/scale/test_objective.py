@@ -23,8 +23,15 @@ def test_batched_values_and_gradients_match_the_replication_objective():
     N, D, L = synthetic_runs(n=50)
     logx, logy = np.log(np.vstack([N, D])), np.log(L)
     rng = np.random.default_rng(1)
-    theta = np.column_stack([rng.uniform(0, 10, 6), rng.uniform(0, 10, 6), rng.uniform(-1, 1, 6),
-                             rng.uniform(0.1, 1, 6), rng.uniform(0.1, 1, 6)])
+    theta = np.column_stack(
+        [
+            rng.uniform(0, 10, 6),
+            rng.uniform(0, 10, 6),
+            rng.uniform(-1, 1, 6),
+            rng.uniform(0.1, 1, 6),
+            rng.uniform(0.1, 1, 6),
+        ]
+    )
     for delta in (1e-3, 0.1):
         values, grads = objective.value_and_grad(theta, logx, logy, delta)
         for row, value, grad in zip(theta, values, grads):
@@ -58,12 +65,18 @@ def test_batched_lbfgs_reaches_scipy_minima_of_independent_problems():
 
     def fun(x, rows):
         diff = x - centres[rows]
-        return (scales[rows] * diff**2).sum(1) + (diff**4).sum(1), 2 * scales[rows] * diff + 4 * diff**3
+        return (scales[rows] * diff**2).sum(1) + (diff**4).sum(1), 2 * scales[
+            rows
+        ] * diff + 4 * diff**3
 
     out = minimize_batch(fun, np.zeros((25, 4)))
     assert out.converged.all()
     for i in range(25):
-        ref = minimize(lambda x: fun(x[None], np.array([i]))[0][0], np.zeros(4), method="L-BFGS-B",
-                       jac=lambda x: fun(x[None], np.array([i]))[1][0])
+        ref = minimize(
+            lambda x: fun(x[None], np.array([i]))[0][0],
+            np.zeros(4),
+            method="L-BFGS-B",
+            jac=lambda x: fun(x[None], np.array([i]))[1][0],
+        )
         assert np.allclose(out.x[i], ref.x, atol=1e-4)
     assert np.allclose(out.x, centres, atol=1e-4)

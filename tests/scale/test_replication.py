@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from labcoat import scale
@@ -54,4 +53,6 @@ def test_compute_optimal_tokens_per_parameter_near_twenty(replication_fit):
     lo, hi = allocation.intervals["N"]
     assert 15 < allocation.tokens_per_parameter[0] < 25
     assert lo[0] < allocation.N[0] < hi[0]
-    assert allocation.loss[0] == pytest.approx(float(replication_fit.predict(allocation.N, allocation.D).loss[0]))
+    assert allocation.loss[0] == pytest.approx(
+        float(replication_fit.predict(allocation.N, allocation.D).loss[0])
+    )

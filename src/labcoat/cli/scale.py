@@ -16,23 +16,64 @@ from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 
 
-def data_options(*, flops_name: tuple[str, ...] = ("--flops", "--flops-col")) -> Callable[[Any], Any]:
+def data_options(
+    *, flops_name: tuple[str, ...] = ("--flops", "--flops-col")
+) -> Callable[[Any], Any]:
     """The options naming the columns of a runs table, shared by every subcommand."""
     options = [
         click.argument("file", type=click.Path(dir_okay=False)),
-        click.option("--n", "n_col", default=None, help="Column with the model size N (parameters)."),
+        click.option(
+            "--n", "n_col", default=None, help="Column with the model size N (parameters)."
+        ),
         click.option("--d", "d_col", default=None, help="Column with the data D (tokens)."),
-        click.option(*flops_name, "flops_col", default=None, help="Column with training FLOPs; D = FLOPs / (6 N) when --d is not given."),
-        click.option("--x", "x_col", default=None, help="Column with the one variable of --form curve (data, steps or parameters)."),
+        click.option(
+            *flops_name,
+            "flops_col",
+            default=None,
+            help="Column with training FLOPs; D = FLOPs / (6 N) when --d is not given.",
+        ),
+        click.option(
+            "--x",
+            "x_col",
+            default=None,
+            help="Column with the one variable of --form curve (data, steps or parameters).",
+        ),
         click.option("--loss", "loss_col", required=True, help="Column with the final loss."),
-        click.option("--form", type=click.Choice(["chinchilla", "curve"]), default="chinchilla", show_default=True,
-                     help="chinchilla: L = E + A/N^α + B/D^β; curve: L = E + A/x^α."),
-        click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True, help="Bootstrap refits for the intervals."),
-        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the bootstrap."),
-        click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
-                     help="Confidence level of the intervals."),
-        click.option("--ledger", "ledger", default=None, metavar="PATH_OR_URL",
-                     help="Record the fit in this ledger (default: the project's ledger, if one exists)."),
+        click.option(
+            "--form",
+            type=click.Choice(["chinchilla", "curve"]),
+            default="chinchilla",
+            show_default=True,
+            help="chinchilla: L = E + A/N^α + B/D^β; curve: L = E + A/x^α.",
+        ),
+        click.option(
+            "--bootstrap",
+            type=click.IntRange(min=0),
+            default=1000,
+            show_default=True,
+            help="Bootstrap refits for the intervals.",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Seed of the bootstrap.",
+        ),
+        click.option(
+            "--level",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            default=0.95,
+            show_default=True,
+            help="Confidence level of the intervals.",
+        ),
+        click.option(
+            "--ledger",
+            "ledger",
+            default=None,
+            metavar="PATH_OR_URL",
+            help="Record the fit in this ledger (default: the project's ledger, if one exists).",
+        ),
         click.option("--no-ledger", is_flag=True, help="Record nothing."),
         json_option,
     ]
@@ -56,16 +97,22 @@ def _columns(file: str, n_col, d_col, flops_col, x_col, loss_col, form: str):
             raise InputError("--form curve: give --x COL, the column the loss is a curve of")
         return table.scores(x_col), None, loss
     if n_col is None:
-        raise InputError("--n: give the model-size column (and --d, or --flops to derive D = FLOPs / 6N)")
+        raise InputError(
+            "--n: give the model-size column (and --d, or --flops to derive D = FLOPs / 6N)"
+        )
     n = table.scores(n_col)
     if d_col is not None and flops_col is not None:
-        raise InputError("--d and --flops: give one; D is derived from FLOPs only when there is no D column")
+        raise InputError(
+            "--d and --flops: give one; D is derived from FLOPs only when there is no D column"
+        )
     if d_col is not None:
         return n, table.scores(d_col), loss
     if flops_col is not None:
         flops = table.scores(flops_col)
         if (n <= 0).any():
-            raise InputError(f"{file}: column {n_col!r} has a value <= 0; model sizes must be positive")
+            raise InputError(
+                f"{file}: column {n_col!r} has a value <= 0; model sizes must be positive"
+            )
         return n, flops / (6.0 * n), loss
     raise InputError("--d: give the data column, or --flops COL to derive D = FLOPs / (6 N)")
 
@@ -74,7 +121,9 @@ def _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, 
     from labcoat.scale import fit
 
     N, D, L = _columns(file, n_col, d_col, flops_col, x_col, loss_col, form)
-    return fit(N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=False if no_ledger else ledger)
+    return fit(
+        N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=False if no_ledger else ledger
+    )
 
 
 def _show(renderable: Any) -> None:
@@ -88,9 +137,25 @@ def scale() -> None:
 
 @scale.command("fit")
 @data_options()
-def fit_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, level, ledger, no_ledger, as_json):
-    """Fit the law (Huber on log loss, every grid start) with bootstrap intervals and diagnostics."""
-    result = _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger)
+def fit_cmd(
+    file,
+    n_col,
+    d_col,
+    flops_col,
+    x_col,
+    loss_col,
+    form,
+    bootstrap,
+    seed,
+    level,
+    ledger,
+    no_ledger,
+    as_json,
+):
+    """Fit the law (Huber on log loss, every grid start) with intervals and diagnostics."""
+    result = _fit(
+        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
+    )
     if as_json:
         emit_json(result.to_dict(level))
         return
@@ -114,18 +179,47 @@ def _point(text: str, form: str) -> tuple[float, float | None]:
 
 @scale.command("predict")
 @data_options()
-@click.option("--at", "at", multiple=True, required=True, help="Where to predict: N,D (or X for --form curve); repeatable.")
-def predict_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, level, ledger, no_ledger, as_json, at):
+@click.option(
+    "--at",
+    "at",
+    multiple=True,
+    required=True,
+    help="Where to predict: N,D (or X for --form curve); repeatable.",
+)
+def predict_cmd(
+    file,
+    n_col,
+    d_col,
+    flops_col,
+    x_col,
+    loss_col,
+    form,
+    bootstrap,
+    seed,
+    level,
+    ledger,
+    no_ledger,
+    as_json,
+    at,
+):
     """Predicted loss at new sizes, with the law's interval and a prediction interval."""
     import numpy as np
 
     points = [_point(p, form) for p in at]
-    result = _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger)
+    result = _fit(
+        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
+    )
     N = np.array([p[0] for p in points])
     D = None if form == "curve" else np.array([p[1] for p in points])
     prediction = result.predict(N, D, level=level)
     if as_json:
-        emit_json({**prediction.to_dict(), "params": result.params, "warnings": [f.message for f in result.warnings]})
+        emit_json(
+            {
+                **prediction.to_dict(),
+                "params": result.params,
+                "warnings": [f.message for f in result.warnings],
+            }
+        )
         return
     from labcoat.scale.render import fit_view, prediction_view
 
@@ -135,15 +229,45 @@ def predict_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap,
 
 @scale.command("optimal")
 @data_options(flops_name=("--flops-col",))
-@click.option("--flops", "budgets", type=float, multiple=True, required=True, help="FLOP budget C; repeatable.")
-def optimal_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, level, ledger, no_ledger, as_json, budgets):
+@click.option(
+    "--flops",
+    "budgets",
+    type=float,
+    multiple=True,
+    required=True,
+    help="FLOP budget C; repeatable.",
+)
+def optimal_cmd(
+    file,
+    n_col,
+    d_col,
+    flops_col,
+    x_col,
+    loss_col,
+    form,
+    bootstrap,
+    seed,
+    level,
+    ledger,
+    no_ledger,
+    as_json,
+    budgets,
+):
     """Compute-optimal N and D for FLOP budgets (C ≈ 6·N·D), with intervals."""
     if form != "chinchilla":
         raise InputError("--form: optimal allocation needs the chinchilla form (loss in N and D)")
-    result = _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger)
+    result = _fit(
+        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
+    )
     allocation = result.optimal(list(budgets), level=level)
     if as_json:
-        emit_json({**allocation.to_dict(), "params": result.params, "warnings": [f.message for f in result.warnings]})
+        emit_json(
+            {
+                **allocation.to_dict(),
+                "params": result.params,
+                "warnings": [f.message for f in result.warnings],
+            }
+        )
         return
     from labcoat.scale.render import allocation_view, fit_view
 
@@ -153,17 +277,49 @@ def optimal_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap,
 
 @scale.command("backtest")
 @data_options()
-@click.option("--holdout-top", "top", type=click.IntRange(min=1), required=True, help="Hold out the K largest runs (ties included).")
-@click.option("--by", "by", type=click.Choice(["n", "compute"]), default="n", show_default=True,
-              help="Largest by model size (or x) or by compute 6·N·D.")
-def backtest_cmd(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, level, ledger, no_ledger, as_json, top, by):
+@click.option(
+    "--holdout-top",
+    "top",
+    type=click.IntRange(min=1),
+    required=True,
+    help="Hold out the K largest runs (ties included).",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["n", "compute"]),
+    default="n",
+    show_default=True,
+    help="Largest by model size (or x) or by compute 6·N·D.",
+)
+def backtest_cmd(
+    file,
+    n_col,
+    d_col,
+    flops_col,
+    x_col,
+    loss_col,
+    form,
+    bootstrap,
+    seed,
+    level,
+    ledger,
+    no_ledger,
+    as_json,
+    top,
+    by,
+):
     """Fit the smaller runs, predict the K largest: per-run error, MAPE and interval coverage."""
     from labcoat.scale import backtest
 
     N, D, L = _columns(file, n_col, d_col, flops_col, x_col, loss_col, form)
     if top >= len(L):
-        raise InputError(f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer")
-    result = backtest(N, D, L, holdout=by, top=top, form=form, bootstrap=bootstrap, seed=seed, level=level)
+        raise InputError(
+            f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
+        )
+    result = backtest(
+        N, D, L, holdout=by, top=top, form=form, bootstrap=bootstrap, seed=seed, level=level
+    )
     if as_json:
         emit_json(result.to_dict())
         return

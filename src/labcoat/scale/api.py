@@ -40,9 +40,14 @@ def fit(
     chosen = resolve_form(form, p0, 1 if D is None else 2)
     x, loss = training_data(N, D, L, chosen)
     if not (isinstance(huber_delta, (int, float)) and huber_delta > 0):
-        raise InputError(f"huber_delta: expected a positive number (the replication uses 1e-3); got {huber_delta!r}")
+        raise InputError(
+            "huber_delta: expected a positive number (the replication uses 1e-3); "
+            f"got {huber_delta!r}"
+        )
     if not (isinstance(bootstrap, (int, np.integer)) and bootstrap >= 0):
-        raise InputError(f"bootstrap: expected a count of resamples >= 0 (e.g. 1000); got {bootstrap!r}")
+        raise InputError(
+            f"bootstrap: expected a count of resamples >= 0 (e.g. 1000); got {bootstrap!r}"
+        )
     best = grid_search(chosen, x, loss, float(huber_delta))
     refits = np.empty((0, best.theta.size))
     if bootstrap:

@@ -35,16 +35,21 @@ class BacktestResult:
     fit: ScalingFit = field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({
-            "holdout": self.holdout,
-            "n_fit": self.n_fit,
-            "n_holdout": self.n_holdout,
-            "level": self.level,
-            "mape": self.mape,
-            "coverage": self.coverage,
-            "points": self.points,
-            "fit": {"params": self.fit.params, "warnings": [f.message for f in self.fit.warnings]},
-        })
+        return jsonable(
+            {
+                "holdout": self.holdout,
+                "n_fit": self.n_fit,
+                "n_holdout": self.n_holdout,
+                "level": self.level,
+                "mape": self.mape,
+                "coverage": self.coverage,
+                "points": self.points,
+                "fit": {
+                    "params": self.fit.params,
+                    "warnings": [f.message for f in self.fit.warnings],
+                },
+            }
+        )
 
     def __rich__(self):
         from labcoat.scale.render import backtest_view
@@ -87,8 +92,14 @@ def backtest(
             "at least one run must be held out and the rest fitted"
         )
     fitted = fit_law(
-        *_split(x, ~mask, chosen), loss[~mask], form=form, bootstrap=bootstrap, seed=seed,
-        p0=p0, ledger=fit_options.pop("ledger", False), **fit_options,
+        *_split(x, ~mask, chosen),
+        loss[~mask],
+        form=form,
+        bootstrap=bootstrap,
+        seed=seed,
+        p0=p0,
+        ledger=fit_options.pop("ledger", False),
+        **fit_options,
     )
     prediction = fitted.predict(*_split(x, mask, chosen), level=level)
     observed = loss[mask]
@@ -103,7 +114,9 @@ def backtest(
             covered=None if covered is None else bool(covered[i]),
         )
         points.append(row)
-    key = 0 if described.startswith("mask") else (6 * x[0] * x[1] if "compute" in described else x[0])
+    key = (
+        0 if described.startswith("mask") else (6 * x[0] * x[1] if "compute" in described else x[0])
+    )
     order = np.argsort(np.broadcast_to(key, mask.shape)[mask], kind="stable")
     return BacktestResult(
         holdout=described,
@@ -130,21 +143,29 @@ def _holdout_mask(holdout, top, above, x, form) -> tuple[np.ndarray, str]:
                 f"got {mask.dtype} of shape {mask.shape}"
             )
         if top is not None or above is not None:
-            raise InputError("holdout: top= and above= choose runs by a key; a mask already chose them")
+            raise InputError(
+                "holdout: top= and above= choose runs by a key; a mask already chose them"
+            )
         return mask, f"mask of {int(mask.sum())} runs"
     if holdout not in HOLDOUTS:
         raise InputError(f"holdout: expected one of {HOLDOUTS} or a boolean mask; got {holdout!r}")
     if holdout == "compute":
         if x.shape[0] != 2:
-            raise InputError("holdout: 'compute' needs N and D (C = 6·N·D); use 'n' for one variable")
+            raise InputError(
+                "holdout: 'compute' needs N and D (C = 6·N·D); use 'n' for one variable"
+            )
         key, name = 6 * x[0] * x[1], "compute"
     else:
         key, name = x[0], form.variables[0]
     if (top is None) == (above is None):
-        raise InputError("holdout: give exactly one of top= (the K largest runs) or above= (a threshold)")
+        raise InputError(
+            "holdout: give exactly one of top= (the K largest runs) or above= (a threshold)"
+        )
     if top is not None:
         if not (isinstance(top, (int, np.integer)) and 0 < top < key.size):
-            raise InputError(f"top: expected a number of runs between 1 and {key.size - 1}; got {top!r}")
+            raise InputError(
+                f"top: expected a number of runs between 1 and {key.size - 1}; got {top!r}"
+            )
         cut = np.sort(key)[-int(top)]
         return key >= cut, f"{name} >= {cut:.4g} (top {int(top)} by {name})"
     return key > float(above), f"{name} > {float(above):.4g}"

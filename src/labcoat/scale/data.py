@@ -55,6 +55,7 @@ def training_data(N: Any, D: Any, L: Any, form: Any) -> tuple[np.ndarray, np.nda
     if loss.size < needed:
         raise InputError(
             f"L: {loss.size} runs cannot determine {len(form.names)} parameters "
-            f"({', '.join(form.names)}); need at least {needed}, and several times that for intervals"
+            f"({', '.join(form.names)}); need at least {needed}, and several times that "
+            "for intervals"
         )
     return x, loss

@@ -31,7 +31,10 @@ MAX_RUNS_SHARE = 0.6  # fewer sign runs than this share of the expected count, a
     "scale.points",
     layer="scale",
     falsifies="too few runs, or too few distinct sizes, to determine the parameters",
-    predicts=f"at least {POINTS_PER_PARAMETER} runs per parameter and {MIN_LEVELS}+ distinct values of each variable",
+    predicts=(
+        f"at least {POINTS_PER_PARAMETER} runs per parameter and {MIN_LEVELS}+ distinct values "
+        "of each variable"
+    ),
 )
 def _points(fit) -> Outcome:
     n, p = fit.n_points, len(fit.names)
@@ -75,7 +78,9 @@ def _grid_edge(fit) -> Outcome:
     }
     if outside.any():
         names = [fit.form.internal_names[i] for i in np.flatnonzero(outside)]
-        shown = ", ".join(f"{n} = {evidence[n]['value']:.3g} (grid {evidence[n]['grid']})" for n in names)
+        shown = ", ".join(
+            f"{n} = {evidence[n]['value']:.3g} (grid {evidence[n]['grid']})" for n in names
+        )
         return warned(
             f"the fit ended outside the grid of starts: {shown}; the grid may not bracket the "
             "optimum, and such values often mean the form does not fit the data",
@@ -89,7 +94,10 @@ def _grid_edge(fit) -> Outcome:
     "scale.bound",
     layer="scale",
     falsifies="a parameter at its natural bound: an exponent of 0 (no scaling) or a floor E of 0",
-    predicts=f"exponents above {MIN_EXPONENT} and a floor E above {MIN_FLOOR_SHARE:.0%} of the lowest loss",
+    predicts=(
+        f"exponents above {MIN_EXPONENT} and a floor E above {MIN_FLOOR_SHARE:.0%} of the "
+        "lowest loss"
+    ),
     applies=_is_power_law,
 )
 def _bound(fit) -> Outcome:
@@ -98,19 +106,20 @@ def _bound(fit) -> Outcome:
     floor_share = params["E"] / float(np.min(fit._loss))
     evidence = dict(exponents=exponents, E=params["E"], E_over_lowest_loss=floor_share)
     flat = [k for k, v in exponents.items() if v <= MIN_EXPONENT]
+    along = ", ".join(fit.form.variables[fit.form.exponents.index(k)] for k in flat)
     if flat:
         return warned(
             f"{', '.join(f'{k} = {exponents[k]:.3g}' for k in flat)}: the loss does not scale with "
-            f"{', '.join(fit.form.variables[fit.form.exponents.index(k)] for k in flat)} in this fit; "
+            f"{along} in this fit; "
             "extrapolating along it predicts no gain",
             at_bound=flat,
             **evidence,
         )
     if floor_share < MIN_FLOOR_SHARE:
         return warned(
-            f"E = {params['E']:.3g}, {floor_share:.2%} of the lowest loss: the fit finds no irreducible "
-            "loss, so extrapolation lets the loss fall toward 0; check the form, or that the runs "
-            "reach the regime where the loss flattens",
+            f"E = {params['E']:.3g}, {floor_share:.2%} of the lowest loss: the fit finds no "
+            "irreducible loss, so extrapolation lets the loss fall toward 0; check the form, "
+            "or that the runs reach the regime where the loss flattens",
             at_bound=["E"],
             **evidence,
         )
@@ -129,12 +138,16 @@ def _bound(fit) -> Outcome:
 def _flat(fit) -> Outcome:
     jac, names = _centred_jacobian(fit)
     residuals = fit.residuals
-    noise = stats.median_abs_deviation(residuals, scale="normal") or float(np.std(residuals)) or 1e-12
+    noise = (
+        stats.median_abs_deviation(residuals, scale="normal") or float(np.std(residuals)) or 1e-12
+    )
     hessian = jac.T @ jac / noise**2  # Gauss–Newton, in units of the runs' own scatter
     scale = np.sqrt(np.diag(hessian))
     if not np.all(scale > 0):
         dead = [names[i] for i in np.flatnonzero(~(scale > 0))]
-        return warned(f"the predictions do not depend on {', '.join(dead)} at the fit", insensitive=dead)
+        return warned(
+            f"the predictions do not depend on {', '.join(dead)} at the fit", insensitive=dead
+        )
     eigenvalues, vectors = np.linalg.eigh(hessian / np.outer(scale, scale))
     condition = float(eigenvalues[-1] / max(eigenvalues[0], 1e-300))
     direction = {n: round(float(v), 3) for n, v in zip(names, vectors[:, 0])}
@@ -221,17 +234,21 @@ def _residual_trend(fit) -> Outcome:
     for j, name in enumerate(fit.form.variables):
         if np.unique(logx[j]).size < 3:
             continue
-        order = np.lexsort((*np.delete(logx, j, axis=0), logx[j]))  # by this variable, ties by the rest
+        order = np.lexsort(
+            (*np.delete(logx, j, axis=0), logx[j])
+        )  # by this variable, ties by the rest
         trends[name] = {**_polynomial_trend(logx[j], residuals), **_runs(residuals[order])}
     drifting = [
-        k for k, t in trends.items()
+        k
+        for k, t in trends.items()
         if (t["p_value"] < TREND_P and t["r2"] >= TREND_R2)
         or (t["runs_p_value"] < TREND_P and t["runs"] < MAX_RUNS_SHARE * t["runs_expected"])
     ]
     if drifting:
         shown = ", ".join(
             f"log {k} (R² {trends[k]['r2']:.2f}; {trends[k]['runs']} sign runs where noise gives "
-            f"{trends[k]['runs_expected']:.0f}, p = {min(trends[k]['p_value'], trends[k]['runs_p_value']):.1g})"
+            f"{trends[k]['runs_expected']:.0f}, "
+            f"p = {min(trends[k]['p_value'], trends[k]['runs_p_value']):.1g})"
             for k in drifting
         )
         return warned(
@@ -239,7 +256,9 @@ def _residual_trend(fit) -> Outcome:
             "extrapolating along it will be biased",
             trends=trends,
         )
-    return passed("no trend of the residuals in " + ", ".join(f"log {k}" for k in trends), trends=trends)
+    return passed(
+        "no trend of the residuals in " + ", ".join(f"log {k}" for k in trends), trends=trends
+    )
 
 
 def _polynomial_trend(values: np.ndarray, residuals: np.ndarray) -> dict[str, float]:

@@ -97,7 +97,9 @@ class CustomForm:
 
     def __post_init__(self) -> None:
         if not callable(self.function):
-            raise InputError(f"form: expected 'chinchilla', 'curve' or a callable; got {self.function!r}")
+            raise InputError(
+                f"form: expected 'chinchilla', 'curve' or a callable; got {self.function!r}"
+            )
         if not isinstance(self.p0, Mapping) or not self.p0:
             raise InputError(
                 "p0: a custom form needs initial guesses as a dict of parameter name -> value "
@@ -150,11 +152,15 @@ class CustomForm:
         return out
 
 
-def resolve_form(form: Any, p0: Mapping[str, Any] | None, n_variables: int) -> PowerLawSum | CustomForm:
+def resolve_form(
+    form: Any, p0: Mapping[str, Any] | None, n_variables: int
+) -> PowerLawSum | CustomForm:
     """The form object for ``fit(form=...)``, checked against the number of input variables."""
     if isinstance(form, str):
         if form not in FORMS:
-            raise InputError(f"form: unknown form {form!r}; use one of {sorted(FORMS)} or a callable")
+            raise InputError(
+                f"form: unknown form {form!r}; use one of {sorted(FORMS)} or a callable"
+            )
         chosen = FORMS[form]
         if len(chosen.variables) != n_variables:
             needs = "N and D" if len(chosen.variables) == 2 else "one variable (pass D=None)"
@@ -163,6 +169,8 @@ def resolve_form(form: Any, p0: Mapping[str, Any] | None, n_variables: int) -> P
                 + ("; use form='curve' for loss against one quantity" if n_variables == 1 else "")
             )
         if p0 is not None:
-            raise InputError(f"p0: form {form!r} starts from the replication's grid; p0 is for a custom callable")
+            raise InputError(
+                f"p0: form {form!r} starts from the replication's grid; p0 is for a custom callable"
+            )
         return chosen
     return CustomForm(form, p0 or {}, n_variables)

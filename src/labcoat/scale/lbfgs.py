@@ -72,7 +72,9 @@ def minimize_batch(
             rho[active[uphill]] = 0.0
             gamma[active[uphill]] = 0.0
         first = gamma[active] == 0
-        step = np.where(first, np.minimum(1.0, 1.0 / np.maximum(np.abs(ga).sum(axis=1), 1e-300)), 1.0)
+        step = np.where(
+            first, np.minimum(1.0, 1.0 / np.maximum(np.abs(ga).sum(axis=1), 1e-300)), 1.0
+        )
         xn, fn, gn, ok, spent = _backtrack(fun, active, xa, fa, slope, d, step, max_backtracks)
         evaluations += spent
         stalled = active[~ok]

@@ -1,10 +1,10 @@
 """The replication's objective, evaluated for many parameter vectors at once.
 
 A power-law sum ``L = E + Σ_j A_j · x_j^(−α_j)`` is fitted in log space: the prediction is
-``LSE(a_1 − α_1 log x_1, …, a_k − α_k log x_k, e)`` with ``A_j = exp(a_j)`` and ``E = exp(e)``,
-and the loss is Huber (δ) between it and ``log L``, summed over points (Besiroglu et al. 2024,
-following Hoffmann et al. 2022). Parameter vectors are ordered ``(a_1…a_k, e, α_1…α_k)``, which
-for Chinchilla is ``(a, b, e, alpha, beta)``.
+``LSE(a_1 − α_1 log x_1, …, a_k − α_k log x_k, e)`` with ``A_j = exp(a_j)`` and
+``E = exp(e)``, and the loss is Huber (δ) between it and ``log L``, summed over points
+(Besiroglu et al. 2024, following Hoffmann et al. 2022). Parameter vectors are ordered
+``(a_1…a_k, e, α_1…α_k)``, which for Chinchilla is ``(a, b, e, alpha, beta)``.
 
 Every function takes a batch ``theta`` of shape ``(S, 2k + 1)`` and returns one value per row, so
 thousands of starts (or bootstrap resamples, as per-point weights) cost a few array passes

@@ -65,17 +65,22 @@ def record_prediction(fit, N: Any, D: Any = None, *, ledger: Any = None, level: 
 
     notebook = Ledger.for_recording(ledger)
     if notebook is None:
-        raise InputError("ledger: no ledger to record the prediction in; pass ledger=PATH or a labcoat.Ledger")
+        raise InputError(
+            "ledger: no ledger to record the prediction in; pass ledger=PATH or a labcoat.Ledger"
+        )
     prediction = fit.predict(N, D, level=level)
     if prediction.loss.size != 1:
         raise InputError(f"N: record one planned run at a time; got {prediction.loss.size} points")
     at = ", ".join(f"{k}={float(v[0]):.4g}" for k, v in prediction.points.items())
     if prediction.interval is None:
-        raise InputError("record_prediction: the fit has no bootstrap refits; fit with bootstrap > 0")
+        raise InputError(
+            "record_prediction: the fit has no bootstrap refits; fit with bootstrap > 0"
+        )
     lo, hi = prediction.interval[0][0], prediction.interval[1][0]
     digest = data_fingerprint(fit)["digest"].rpartition(":")[2][:12]
     entry = notebook.hypothesis(
-        f"{fit.form.name} law fitted on {fit.n_points} runs (data {digest}) predicts the run at {at}",
+        f"{fit.form.name} law fitted on {fit.n_points} runs (data {digest}) "
+        f"predicts the run at {at}",
         predict=(
             f"final loss {prediction.loss[0]:.4g}, inside [{lo:.4g}, {hi:.4g}] "
             f"({level:.0%} prediction interval)"

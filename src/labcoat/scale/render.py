@@ -27,7 +27,8 @@ def fit_view(fit, level: float = 0.95) -> RenderableType:
     for name, value in fit.params.items():
         table.add_row(name, _g(value), _pair(cis.get(name)))
     note = Text(
-        f"Huber δ={fit.huber_delta:g} on log loss, best of {fit.n_starts} starts, objective {fit.objective:.6g}",
+        f"Huber δ={fit.huber_delta:g} on log loss, best of {fit.n_starts} starts, "
+        f"objective {fit.objective:.6g}",
         style="dim",
     )
     return Group(table, note, findings_grid(fit.findings))
@@ -41,18 +42,31 @@ def prediction_view(prediction) -> RenderableType:
     table.add_column("law CI", justify="right")
     table.add_column("prediction interval", justify="right")
     for row in prediction.rows():
-        table.add_row(*(_g(row[n]) for n in prediction.points), _g(row["loss"]), _pair(row["ci"]), _pair(row["interval"]))
+        table.add_row(
+            *(_g(row[n]) for n in prediction.points),
+            _g(row["loss"]),
+            _pair(row["ci"]),
+            _pair(row["interval"]),
+        )
     return table
 
 
 def allocation_view(allocation) -> RenderableType:
-    table = Table(title=f"compute-optimal allocation, C ≈ 6·N·D ({allocation.level:.0%} intervals)", title_justify="left")
+    table = Table(
+        title=f"compute-optimal allocation, C ≈ 6·N·D ({allocation.level:.0%} intervals)",
+        title_justify="left",
+    )
     for column in ("FLOPs", "N", "N interval", "D", "D interval", "D/N", "loss", "loss interval"):
         table.add_column(column, justify="right")
     for row in allocation.rows():
         table.add_row(
-            _g(row["flops"], 3), _g(row["N"], 3), _pair(row.get("N_interval"), 3), _g(row["D"], 3),
-            _pair(row.get("D_interval"), 3), f"{row['tokens_per_parameter']:.1f}", _g(row["loss"]),
+            _g(row["flops"], 3),
+            _g(row["N"], 3),
+            _pair(row.get("N_interval"), 3),
+            _g(row["D"], 3),
+            _pair(row.get("D_interval"), 3),
+            f"{row['tokens_per_parameter']:.1f}",
+            _g(row["loss"]),
             _pair(row.get("loss_interval")),
         )
     return table
@@ -61,16 +75,32 @@ def allocation_view(allocation) -> RenderableType:
 def backtest_view(result) -> RenderableType:
     variables = result.fit.form.variables
     table = Table(
-        title=f"backtest: fitted {result.n_fit} runs, predicted {result.n_holdout} held out ({result.holdout})",
+        title=(
+            f"backtest: fitted {result.n_fit} runs, predicted {result.n_holdout} held out "
+            f"({result.holdout})"
+        ),
         title_justify="left",
     )
-    for column in (*variables, "observed", "predicted", f"{result.level:.0%} interval", "error %", "inside"):
+    for column in (
+        *variables,
+        "observed",
+        "predicted",
+        f"{result.level:.0%} interval",
+        "error %",
+        "inside",
+    ):
         table.add_column(column, justify="right")
     for p in result.points:
         inside = "–" if p["covered"] is None else ("yes" if p["covered"] else "NO")
         table.add_row(
-            *(_g(p[v], 3) for v in variables), _g(p["observed"]), _g(p["loss"]), _pair(p["interval"]),
-            f"{p['percent_error']:+.2f}", inside,
+            *(_g(p[v], 3) for v in variables),
+            _g(p["observed"]),
+            _g(p["loss"]),
+            _pair(p["interval"]),
+            f"{p['percent_error']:+.2f}",
+            inside,
         )
-    summary = Text(f"MAPE {result.mape:.2f}%  ·  coverage {result.coverage:.0%} (nominal {result.level:.0%})")
+    summary = Text(
+        f"MAPE {result.mape:.2f}%  ·  coverage {result.coverage:.0%} (nominal {result.level:.0%})"
+    )
     return Group(table, summary, findings_grid(result.fit.findings))

@@ -54,7 +54,11 @@ class Prediction:
             row: dict[str, Any] = {name: float(v[i]) for name, v in self.points.items()}
             row["loss"] = float(self.loss[i])
             row["ci"] = None if self.ci is None else [float(self.ci[0][i]), float(self.ci[1][i])]
-            row["interval"] = None if self.interval is None else [float(self.interval[0][i]), float(self.interval[1][i])]
+            row["interval"] = (
+                None
+                if self.interval is None
+                else [float(self.interval[0][i]), float(self.interval[1][i])]
+            )
             out.append(row)
         return out
 
@@ -124,7 +128,11 @@ class ScalingFit:
     @property
     def bootstrap(self) -> np.ndarray:
         """Published parameters of every bootstrap refit, shape (K, P), columns ``names``."""
-        return self.form.natural(self.bootstrap_theta) if len(self.bootstrap_theta) else np.empty((0, len(self.names)))
+        return (
+            self.form.natural(self.bootstrap_theta)
+            if len(self.bootstrap_theta)
+            else np.empty((0, len(self.names)))
+        )
 
     @property
     def residuals(self) -> np.ndarray:
@@ -137,13 +145,19 @@ class ScalingFit:
 
     def _need_bootstrap(self, what: str) -> None:
         if len(self.bootstrap_theta) < 2:
-            raise InputError(f"{what}: this fit has no bootstrap refits; fit again with bootstrap=1000 (or at least 2)")
+            raise InputError(
+                f"{what}: this fit has no bootstrap refits; fit again with bootstrap=1000 "
+                "(or at least 2)"
+            )
 
     def ci(self, level: float = 0.95) -> dict[str, ConfidenceInterval]:
         """Percentile bootstrap interval of each parameter."""
         self._need_bootstrap("ci")
         lo, hi = _quantiles(self.bootstrap, level, axis=0)
-        return {name: ConfidenceInterval(float(lo[i]), float(hi[i])) for i, name in enumerate(self.names)}
+        return {
+            name: ConfidenceInterval(float(lo[i]), float(hi[i]))
+            for i, name in enumerate(self.names)
+        }
 
     @property
     def covariance(self) -> np.ndarray:
@@ -170,7 +184,9 @@ class ScalingFit:
         points = dict(zip(self.form.variables, x))
         return Prediction(points, np.exp(center), ci, interval, level)
 
-    def _prediction_quantiles(self, laws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    def _prediction_quantiles(
+        self, laws: np.ndarray, level: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         residuals = self.residuals
         k, n = laws.shape[0], residuals.size
         if k * n <= MAX_PAIRS:
@@ -184,7 +200,10 @@ class ScalingFit:
     def optimal(self, flops: Any, *, level: float = 0.95) -> Allocation:
         """Compute-optimal N and D for each budget, minimising the fitted loss along C = 6·N·D."""
         if not (isinstance(self.form, PowerLawSum) and self.form.name == "chinchilla"):
-            raise InputError(f"optimal: needs form='chinchilla' (loss in N and D); this fit is {self.form.name!r}")
+            raise InputError(
+                "optimal: needs form='chinchilla' (loss in N and D); "
+                f"this fit is {self.form.name!r}"
+            )
         from labcoat.scale.data import as_positive
 
         budget = as_positive(flops, "flops")
@@ -200,23 +219,27 @@ class ScalingFit:
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
         has_boot = len(self.bootstrap_theta) >= 2
-        return jsonable({
-            "form": self.form.name,
-            "params": self.params,
-            "ci": {k: list(v) for k, v in self.ci(level).items()} if has_boot else None,
-            "level": level,
-            "covariance": {"names": list(self.names), "matrix": self.covariance} if has_boot else None,
-            "n_points": self.n_points,
-            "objective": self.objective,
-            "huber_delta": self.huber_delta,
-            "bootstrap": len(self.bootstrap_theta),
-            "seed": self.seed,
-            "starts": self.n_starts,
-            "converged": self.converged,
-            "warnings": [f.message for f in self.warnings],
-            "findings": [f.to_dict() for f in self.findings],
-            "ledger": self.ledger,
-        })
+        return jsonable(
+            {
+                "form": self.form.name,
+                "params": self.params,
+                "ci": {k: list(v) for k, v in self.ci(level).items()} if has_boot else None,
+                "level": level,
+                "covariance": {"names": list(self.names), "matrix": self.covariance}
+                if has_boot
+                else None,
+                "n_points": self.n_points,
+                "objective": self.objective,
+                "huber_delta": self.huber_delta,
+                "bootstrap": len(self.bootstrap_theta),
+                "seed": self.seed,
+                "starts": self.n_starts,
+                "converged": self.converged,
+                "warnings": [f.message for f in self.warnings],
+                "findings": [f.to_dict() for f in self.findings],
+                "ledger": self.ledger,
+            }
+        )
 
     def record_prediction(self, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):
         """Write this fit's prediction for one planned run to the ledger as a hypothesis, so
@@ -244,7 +267,9 @@ def _allocation(params: np.ndarray, flops: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _quantiles(values: np.ndarray, level: float, axis: int) -> tuple[np.ndarray, np.ndarray]:
     if not 0 < level < 1:
-        raise InputError(f"level: expected a confidence level between 0 and 1 (e.g. 0.95); got {level!r}")
+        raise InputError(
+            f"level: expected a confidence level between 0 and 1 (e.g. 0.95); got {level!r}"
+        )
     tail = (1 - level) / 2
     lo, hi = np.nanquantile(values, [tail, 1 - tail], axis=axis)
     return lo, hi

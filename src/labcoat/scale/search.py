@@ -39,7 +39,9 @@ class SearchResult:
     finalist_objectives: np.ndarray
 
 
-def grid_search(form: PowerLawSum | CustomForm, x: np.ndarray, loss: np.ndarray, delta: float) -> SearchResult:
+def grid_search(
+    form: PowerLawSum | CustomForm, x: np.ndarray, loss: np.ndarray, delta: float
+) -> SearchResult:
     """The lowest objective reached from any start of ``form.grid()``."""
     starts = form.grid()
     if isinstance(form, CustomForm):
@@ -133,7 +135,9 @@ def _loop_search(form: CustomForm, starts, x, loss, delta) -> SearchResult:
 def bootstrap_counts(n_points: int, n_resamples: int, seed: int) -> np.ndarray:
     """Per-point counts of ``n_resamples`` resamples drawn with replacement: shape (K, n)."""
     rng = np.random.default_rng(seed)
-    return rng.multinomial(n_points, np.full(n_points, 1.0 / n_points), size=n_resamples).astype(float)
+    return rng.multinomial(n_points, np.full(n_points, 1.0 / n_points), size=n_resamples).astype(
+        float
+    )
 
 
 def bootstrap_refits(
@@ -145,7 +149,8 @@ def bootstrap_refits(
     counts: np.ndarray,
     n_jobs: int | None = None,
 ) -> np.ndarray:
-    """Internal parameters refitted on each resample (rows of ``counts``), warm-started at ``theta``."""
+    """Internal parameters refitted on each resample (rows of ``counts``), warm-started at
+    ``theta``."""
     jobs = _jobs(n_jobs, len(counts), batched=form.batched)
     chunks = np.array_split(np.arange(len(counts)), jobs) if jobs > 1 else [np.arange(len(counts))]
     if jobs == 1:
@@ -161,10 +166,12 @@ def bootstrap_refits(
 def _refit_chunk(form, theta, x, loss, delta, counts):
     if isinstance(form, CustomForm):
         with np.errstate(invalid="ignore"):
-            return np.array([
-                minimize(custom_objective(form, x, loss, delta, w), theta, method="L-BFGS-B").x
-                for w in counts
-            ])
+            return np.array(
+                [
+                    minimize(custom_objective(form, x, loss, delta, w), theta, method="L-BFGS-B").x
+                    for w in counts
+                ]
+            )
 
     def fun(t, rows):
         return form.value_and_grad(t, x, loss, delta, counts[rows])
