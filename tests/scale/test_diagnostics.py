@@ -104,3 +104,13 @@ def test_custom_form_matches_the_built_in_curve_and_is_diagnosed():
         assert custom.params[name] == pytest.approx(builtin.params[name], rel=1e-2)
     statuses = {f.check: f.status for f in custom.findings}
     assert statuses["scale.grid_edge"] == "skip" and statuses["scale.flat"] == "pass"
+
+
+def test_a_loss_that_rises_with_size_warns_at_the_exponent_bound():
+    x = np.logspace(2, 5, 40)
+    noise = np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))
+    rising = _finding(_curve(x, (2 + 0.05 * x**0.3) * noise), "scale.bound")
+    falling = _finding(_curve(x, (2 + 5 * x**-0.3) * noise), "scale.bound")  # as large a change
+    assert rising.status == "warn" and rising.evidence["at_bound"] == ["alpha"]
+    assert "rises with x" in rising.message
+    assert falling.status == "pass"

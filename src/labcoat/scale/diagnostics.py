@@ -108,10 +108,15 @@ def _bound(fit) -> Outcome:
     flat = [k for k, v in exponents.items() if v <= MIN_EXPONENT]
     along = ", ".join(fit.form.variables[fit.form.exponents.index(k)] for k in flat)
     if flat:
+        rising = any(exponents[k] < 0 for k in flat)
         return warned(
-            f"{', '.join(f'{k} = {exponents[k]:.3g}' for k in flat)}: the loss does not scale with "
-            f"{along} in this fit; "
-            "extrapolating along it predicts no gain",
+            f"{', '.join(f'{k} = {exponents[k]:.3g}' for k in flat)}: the loss "
+            + (
+                f"rises with {along} in this fit (is a larger run worse?)"
+                if rising
+                else f"does not scale with {along} in this fit"
+            )
+            + "; extrapolating along it predicts no gain",
             at_bound=flat,
             **evidence,
         )
