@@ -135,3 +135,15 @@ def test_custom_form_bootstrap_split_over_joblib_matches_one_batch():
         two = scale.fit(x, None, L, n_jobs=2, **kwargs)
     assert np.allclose(one.bootstrap, two.bootstrap)
     assert one.bootstrap.shape == (4, 3) and np.ptp(one.bootstrap[:, 0]) > 0
+
+
+def test_custom_form_refits_reach_the_batched_refits():
+    """Same resamples through scipy (a user's law) and the batched L-BFGS (the built-in curve)."""
+    x, L = curve_runs()
+    builtin = scale.fit(x, None, L, form="curve", bootstrap=10, seed=3, ledger=False)
+    custom = scale.fit(
+        x, None, L, form=lambda x, A, E, alpha: E + A * x**-alpha,
+        p0={"A": 50.0, "E": 2.0, "alpha": 0.5}, bootstrap=10, seed=3, ledger=False, n_jobs=1,
+    )  # fmt: skip
+    assert np.allclose(custom.bootstrap, builtin.bootstrap, rtol=2e-3)
+    assert custom.objective == pytest.approx(builtin.objective, rel=1e-6)
