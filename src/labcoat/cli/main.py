@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "run": "labcoat.cli.ledger:run_command",
     "watch": "labcoat.cli.watch:watch_group",
     "scale": "labcoat.cli.scale:scale",
+    "report": "labcoat.cli.report:report",
 }
 
 

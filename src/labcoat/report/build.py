@@ -1,0 +1,75 @@
+"""One page from a ledger: every run's doctor ladder, watch curves and recorded results, then the
+notebook's chronicle. Which section a run's findings make is decided by their ``source``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from labcoat.report.page import Page, Section
+
+
+def _doctor(run, findings, events) -> Section:
+    from labcoat.report.sections.doctor import doctor_section
+
+    return doctor_section(findings, title=_title("Doctor", run), id=f"doctor-run-{run.id}")
+
+
+def _watch(run, findings, events) -> Section:
+    from labcoat.report.sections.watch import watch_section
+
+    return watch_section(events, title=_title("Watch", run), id=f"watch-run-{run.id}")
+
+
+def _findings(kind: str) -> Callable[[Any, list, list], Section]:
+    def build(run, findings, events) -> Section:
+        from labcoat.report.ladder import findings_list
+
+        return Section(_title(kind.capitalize(), run), findings_list(f.to_dict() for f in findings),
+                       id=f"{kind}-run-{run.id}")
+
+    return build
+
+
+#: finding source → section builder; a new part of labcoat adds one line here
+SECTIONS: dict[str, Callable[[Any, list, list], Section]] = {
+    "doctor": _doctor,
+    "watch": _watch,
+}
+#: the sources a page shows, in this order (those without a builder list their findings)
+SOURCES: tuple[str, ...] = ("doctor", "watch", "stats", "scale", "audit")
+
+
+def _title(kind: str, run: Any) -> str:
+    name = f" · {run.name}" if getattr(run, "name", None) else ""
+    return f"{kind} · run {run.id}{name} · {run.started_at[:16].replace('T', ' ')}"
+
+
+def from_ledger(
+    ledger: Any,
+    *,
+    runs: Sequence[int] | None = None,
+    since: str | None = None,
+    title: str = "labcoat report",
+) -> Page:
+    """A page with a section per recorded doctor run, watched run and result, then the chronicle."""
+    from labcoat.report.sections.ledger import ledger_section
+
+    chosen = [r for r in ledger.runs() if (not runs or r.id in runs) and (since is None or r.started_at >= since)]
+    if runs:
+        missing = sorted(set(runs) - {r.id for r in chosen})
+        if missing:
+            from labcoat.errors import InputError
+
+            raise InputError(f"--run: no run {', '.join(map(str, missing))} in {ledger.location}; "
+                             "`labcoat ledger runs` lists them")
+    page = Page(title, subtitle=f"from {ledger.location} · {len(chosen)} runs")
+    for run in chosen:
+        events = ledger.events(run=run.id)
+        for source in SOURCES:
+            found = ledger.findings(run=run.id, source=source)
+            if found or (source == "watch" and events):
+                build = SECTIONS.get(source) or _findings(source)
+                page.add(build(run, found, events))
+    entries = ledger.entries(since=since) if since else ledger.entries()
+    page.add(ledger_section(entries, chosen))
+    return page

@@ -1,0 +1,119 @@
+"""A watched run: its sampled curves per rank with every alert marked at its step, and its evals.
+
+Reads the events a run wrote (``labcoat.watch(..., events=PATH)`` or the ledger's events):
+alerts are events with a severity; every other numeric event is a point of a series named by
+its kind (``loss``, ``grad_norm``, ``update_ratio``…) or, for ``sample`` records, by each
+numeric field they carry. Long runs are thinned per pixel bucket (min and max), so spikes stay.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Iterable, Mapping
+
+from labcoat.report import charts
+from labcoat.report.downsample import minmax
+from labcoat.report.ladder import findings_list
+from labcoat.report.page import Section, esc
+
+#: how series are titled and drawn, in display order; others follow alphabetically
+KNOWN = {
+    "loss": ("Loss", False),
+    "grad_norm": ("Gradient norm", True),
+    "update_ratio": ("Update / weight ratio", True),
+}
+_NOT_SERIES = {"step", "rank", "time", "kind", "severity", "message", "subject", "evidence", "ranks", "source", "run_id", "id"}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        return float(value)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def as_events(events: Iterable[Any]) -> list[dict]:
+    """Event dicts from dicts or objects with ``to_dict()`` (the ledger's :class:`Event`)."""
+    out = []
+    for e in events:
+        d = e.to_dict() if hasattr(e, "to_dict") else dict(e)
+        data = d.pop("data", None)
+        if isinstance(data, Mapping):  # the ledger keeps extra fields under data
+            d = {**data, **d}
+        out.append(d)
+    return out
+
+
+def split(events: list[dict]) -> tuple[list[dict], dict[str, dict[int, list[tuple[float, float]]]], list[dict]]:
+    """(alerts, series name → rank → [(step, value)], evals)."""
+    from labcoat.watch.alerts import Alert
+
+    alerts, evals = [], []
+    series: dict[str, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for e in events:
+        if Alert.is_alert_event(e):
+            alerts.append(e)
+            continue
+        if e.get("kind") == "eval":
+            evals.append(e)
+            continue
+        step, rank = e.get("step"), e.get("rank") or 0
+        if step is None:
+            continue
+        if e.get("kind") == "sample":
+            fields = {k: v for k, v in e.items() if k not in _NOT_SERIES}
+            values = e.get("values") if isinstance(e.get("values"), Mapping) else fields
+        else:
+            values = {e.get("kind"): e.get("value")}
+        for name, value in values.items():
+            v = _number(value)
+            if v is not None:
+                series[str(name)][int(rank)].append((float(step), v))
+    return alerts, series, evals
+
+
+def _order(names: Iterable[str]) -> list[str]:
+    known = [n for n in KNOWN if n in names]
+    return known + sorted(n for n in names if n not in KNOWN)
+
+
+def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "watch") -> Section:
+    """Curves with alerts marked, the alert list (evidence on click), and the evals."""
+    from labcoat.watch.alerts import Alert, merge_alerts
+
+    evs = as_events(events)
+    raw_alerts, series, evals = split(evs)
+    alerts = merge_alerts(Alert.from_event(e) for e in raw_alerts)
+    marks = [(float(a.step), a.kind) for a in alerts if a.step is not None]
+    ranks = sorted({r for per in series.values() for r in per})
+    head = (f'<p class="meta">{len(evs)} events · {len(alerts)} alert{"s" if len(alerts) != 1 else ""}'
+            f'{f" · {len(ranks)} ranks" if len(ranks) > 1 else ""}</p>')
+    body = [head]
+    plots = []
+    for name in _order(series):
+        label, logy = KNOWN.get(name, (name.replace("_", " "), False))
+        lines = {}
+        for rank, points in sorted(series[name].items()):
+            points.sort()
+            x, y = minmax([p[0] for p in points], [p[1] for p in points])
+            lines[f"rank {rank}" if len(series[name]) > 1 else name] = (x, y)
+        positive = all((y > 0).all() for _, y in lines.values() if len(y))
+        plots.append(charts.line_chart(f"watch-{name}", lines, title=label, ylabel=name, alerts=marks,
+                                       logy=logy and positive))
+    if plots:
+        body.append('<div class="grid">' + "".join(plots) + "</div>")
+    elif alerts:
+        body.append('<p class="muted">This events file holds alerts only (no sampled series).</p>')
+    if alerts:
+        body.append("<h3>Alerts</h3>" + findings_list(a.to_finding().to_dict() for a in alerts))
+    if evals:
+        rows = []
+        for e in evals:
+            ev = e.get("evidence") or {}
+            low, high = (ev.get("interval") or [math.nan, math.nan])[:2]
+            rows.append((f"{ev.get('name', 'eval')} @ {e.get('step')}", float(e.get("value")), float(low), float(high)))
+        body.append(charts.forest("watch-evals", rows, title="Evaluations (anytime-valid intervals)",
+                                  xlabel="score"))
+    return Section(title, "\n".join(body), id=id)

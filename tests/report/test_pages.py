@@ -1,0 +1,63 @@
+"""Pages as files: self-contained, the right sections and marks, spikes kept when thinned."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from labcoat.report import Page
+from labcoat.report.downsample import minmax
+from labcoat.report.sections.doctor import doctor_section
+from labcoat.report.sections.watch import watch_section
+from tests.report import samples
+
+EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["'](?!#|data:)|url\(\s*["']?(?!#|data:)|@import|<script""", re.I)
+
+
+def test_a_page_fetches_nothing_and_declares_so():
+    html = Page("t").add(doctor_section(samples.ladder())).add(watch_section(samples.watch_events())).to_html()
+    assert not EXTERNAL.search(html), EXTERNAL.search(html).group(0)
+    assert "default-src 'none'" in html  # the browser itself refuses any fetch
+    assert html.count("<svg") >= 4  # overfit curve, shuffle strip, loss and gradient norm
+
+
+def test_failing_ladder_opens_its_failing_layer_and_names_the_verdict():
+    html = doctor_section(samples.ladder("update")).to_html()
+    assert re.search(r'<details class="layer failed" data-layer="update" open>', html)
+    assert 'data-verdict="broken"' in html and "update.optimizer.coverage" in html
+    assert "overfit: not run" in html
+    healthy = doctor_section(samples.ladder()).to_html()
+    assert "layer failed" not in healthy and 'data-verdict="healthy"' in healthy
+
+
+def test_watch_marks_one_line_per_alert():
+    html = watch_section(samples.watch_events(alerts_at=(100, 2000, 4000))).to_html()
+    loss_chart = html[html.index('data-chart="watch-loss"'):html.index('data-chart="watch-grad_norm"')]
+    assert len(re.findall(r'<g id="alert-\d+"', loss_chart)) == 3
+
+
+def test_minmax_thinning_keeps_a_one_step_spike():
+    x = np.arange(100_000, dtype=float)
+    y = np.ones_like(x)
+    y[73_421] = 50.0
+    tx, ty = minmax(x, y, buckets=300)
+    assert len(tx) <= 600 and ty.max() == 50.0 and 73_421 in tx
+    assert np.all(np.diff(tx) > 0)  # still in step order
+
+
+def test_minmax_leaves_short_series_alone_and_drops_non_finite():
+    tx, ty = minmax([0, 1, 2], [1.0, float("nan"), 3.0])
+    assert list(tx) == [0, 2] and list(ty) == [1.0, 3.0]
+    with pytest.raises(ValueError):
+        minmax([0, 1], [1.0])
+
+
+def test_page_renders_inline_in_jupyter_and_refuses_a_missing_folder(tmp_path):
+    from labcoat.errors import InputError
+
+    page = Page("t").add(doctor_section(samples.ladder()))
+    assert page._repr_html_().startswith("<!DOCTYPE html>")
+    with pytest.raises(InputError, match="does not exist"):
+        page.save(tmp_path / "nope" / "r.html")
