@@ -92,7 +92,7 @@ def pg_url(pg_database):
     """A PostgreSQL ledger location with no ledger in it yet; emptied again afterwards."""
     import psycopg
 
-    from labcoat.ledger.storage import PG_SCHEMA
+    from labcoat.ledger.store.connection import PG_SCHEMA
 
     def drop():
         with psycopg.connect(pg_database, autocommit=True) as conn:

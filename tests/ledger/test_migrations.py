@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from labcoat.ledger import Ledger, LedgerError
-from labcoat.ledger.migrations import Migrations
-from labcoat.ledger.schema import LEDGER_MIGRATIONS
-from labcoat.ledger.storage import open_store
+from labcoat.ledger.store.connection import open_store
+from labcoat.ledger.store.migrations import Migrations
+from labcoat.ledger.store.schema import LEDGER_MIGRATIONS
 
 
 def test_duplicate_names_are_refused():
@@ -23,7 +23,7 @@ def test_duplicate_names_are_refused():
 
 def test_a_new_ledger_has_every_migration_recorded(ledger):
     names = [a.name for a in LEDGER_MIGRATIONS.applied(ledger.storage)]
-    assert names == LEDGER_MIGRATIONS.names() == ["m001_tables", "m002_indexes"]
+    assert names == LEDGER_MIGRATIONS.names() == ["m001_tables", "m002_indexes", "m003_sealed_on_close"]
     assert LEDGER_MIGRATIONS.pending(ledger.storage) == []
     assert LEDGER_MIGRATIONS.apply(ledger.storage) == []  # applying again does nothing
 

@@ -6,12 +6,12 @@ import subprocess
 
 import pytest
 
-import labcoat.ledger.provenance as provenance_module
+import labcoat.provenance.capture as provenance_module
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
 from labcoat.ledger.diff import compare, flatten, split_patch
 
-from .test_provenance import git, make_repo
+from tests.provenance.test_capture import git, make_repo
 
 
 def test_run_records_provenance_on_entry_and_end_on_exit(ledger, tmp_path):
@@ -65,7 +65,7 @@ def test_run_cannot_end_twice(ledger):
     with ledger.run(git=False) as run:
         pass
     with pytest.raises(InputError, match="has already ended"):
-        ledger._finish_run(run.id, status="ok", exit_status=0)
+        ledger.finish_run(run, status="ok", exit_status=0)
     with pytest.raises(InputError, match="run 99: there is no such run"):
         ledger.get_run(99)
 

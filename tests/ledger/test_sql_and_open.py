@@ -9,7 +9,7 @@ import pytest
 
 from labcoat.errors import LabcoatError
 from labcoat.ledger import Ledger, LedgerError, ReadOnlyError
-from labcoat.ledger.location import default_location, project_root
+from labcoat.ledger.store.location import default_location, project_root
 
 from .tamper import raw_sql
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from labcoat.findings import Finding
-from labcoat.ledger.chain import canonical, link_hash
-from labcoat.ledger.schema import ENTRY_REVISIONS
+from labcoat.ledger.store.chain import canonical, link_hash
+from labcoat.ledger.store.schema import ENTRY_REVISIONS
 
 from .tamper import raw_sql
 
@@ -15,7 +15,7 @@ from .tamper import raw_sql
 def filled(ledger):
     a = ledger.hypothesis("lr too high", predict="loss diverges", tags=["optim"])
     b = ledger.hypothesis("labels shuffled", predict="accuracy at chance", tags=["data"])
-    a.resolve(result="no divergence", verdict="refuted")
+    a = ledger.resolve(a, result="no divergence", verdict="refuted")
     with ledger.run(config={"lr": 0.1}, git=False) as run:
         run.record_events([{"kind": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(5)])
         run.record_findings([Finding("grad_flow", "model", "pass", "all parameters get gradients")])
@@ -26,8 +26,8 @@ def test_intact_ledger_is_truthy_and_counts_rows(filled):
     ledger, a, b = filled
     result = ledger.verify()
     assert result and result.ok and result.problems() == []
-    # 2 created + 1 resolved + finding as hypothesis (created + resolved)
-    assert result.rows["entry_revisions"] == 5
+    # 2 created + 1 resolved; the finding is a row of the run, not an entry
+    assert result.rows["entry_revisions"] == 3
     assert (result.rows["runs"], result.rows["run_ends"], result.rows["events"], result.rows["findings"]) == (1, 1, 5, 1)
 
 
@@ -95,10 +95,10 @@ def test_prediction_order_is_reported(ledger):
     early = ledger.hypothesis("warmup too short", predict="loss spikes in the first 100 steps")
     late = ledger.hypothesis("no prediction given", predict=None)
     changed = ledger.hypothesis("eps too small", predict="spikes vanish with eps=1e-6")
-    early.resolve(result="spikes at step 40", verdict="confirmed")
-    late.resolve(result="something happened", verdict="inconclusive")
-    changed.resolve(result="spikes remained", verdict="refuted")
-    changed.revise(prediction="spikes remain with eps=1e-6")  # rewriting the prediction afterwards
+    early = ledger.resolve(early, result="spikes at step 40", verdict="confirmed")
+    late = ledger.resolve(late, result="something happened", verdict="inconclusive")
+    changed = ledger.resolve(changed, result="spikes remained", verdict="refuted")
+    changed = ledger.revise(changed, prediction="spikes remain with eps=1e-6")  # rewriting the prediction afterwards
     result = ledger.verify()
     assert result.ok  # honest revisions are not tampering ...
     orders = {p.entry_id: p.order for p in result.predictions}
@@ -114,7 +114,7 @@ def test_values_are_stored_as_their_column_type_so_hashes_read_back(ledger):
     import numpy as np
 
     odd = Finding(check=7, layer="model", status="pass", message="ok", step=3.0, rank=np.int64(1), duration_s=1)
-    ledger.record_findings([odd], as_hypotheses=False)
+    ledger.record_findings([odd])
     ledger.record_events([{"kind": "loss", "step": np.int32(4), "value": np.float32(0.5), "time": 10}])
     assert ledger.verify().ok
     [back] = ledger.findings()

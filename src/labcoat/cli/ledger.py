@@ -18,7 +18,7 @@ from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
-from labcoat.ledger.entries import CLOSING_VERDICTS, VERDICTS
+from labcoat.ledger.records.entries import CLOSING_VERDICTS, VERDICTS
 
 ledger_option = click.option(
     "--ledger",
@@ -87,15 +87,19 @@ def resolve_command(entry_id, result, verdict, conclusion, experiment, location,
 @click.option("--until", default=None, help="Created on or before this date (or before this ISO time).")
 @click.option("--run", "runs", type=int, multiple=True, help="Keep entries linked to this run (repeat for OR).")
 @click.option("--any", "match_any", is_flag=True, help="Combine the different filters with OR instead of AND.")
+@click.option("--checks", is_flag=True, help="Also list the entries labcoat 0.1 made for each doctor check.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many entries.")
 @ledger_option
 @json_option
-def list_command(verdicts, tags, texts, since, until, runs, match_any, limit, location, as_json):
-    """List entries. Repeating a filter means OR; different filters are ANDed unless --any."""
+def list_command(verdicts, tags, texts, since, until, runs, match_any, checks, limit, location, as_json):
+    """List your entries. Repeating a filter means OR; different filters are ANDed unless --any.
+
+    Doctor and watch sessions are runs with findings: see `labcoat ledger runs` and
+    `labcoat ledger findings`."""
     with _open(location) as book:
         found = book.entries(
             verdict=verdicts or None, tag=tags or None, text=texts or None, since=since, until=until,
-            run=runs or None, match="any" if match_any else "all", limit=limit,
+            run=runs or None, match="any" if match_any else "all", checks=checks, limit=limit,
         )
         if as_json:
             emit_json({"count": len(found), "entries": [_entry_json(e) for e in found]})
@@ -174,6 +178,25 @@ def runs_command(limit, status, location, as_json):
             from labcoat.ledger.views import runs_table
 
             console().print(runs_table(found))
+
+
+@ledger.command("findings")
+@click.option("--run", "run_id", type=int, default=None, help="Only this run's findings.")
+@click.option("--source", type=click.Choice(("doctor", "watch")), default=None, help="Only the doctor's or the watch's.")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(("pass", "warn", "fail", "skip")), help="Keep this status (repeat for OR).")
+@click.option("--check", "checks", multiple=True, help="Keep this check id (repeat for OR).")
+@ledger_option
+@json_option
+def findings_command(run_id, source, statuses, checks, location, as_json):
+    """List the findings doctor and watch runs recorded, oldest first."""
+    with _open(location) as book:
+        found = book.findings(run=run_id, source=source, status=statuses or None, check=checks or None)
+    if as_json:
+        emit_json({"count": len(found), "findings": [f.to_dict() for f in found]})
+    else:
+        from labcoat.render import findings_table
+
+        console().print(findings_table(found, title=f"{len(found)} findings"))
 
 
 @ledger.command("diff")
@@ -306,6 +329,7 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--data", "data", multiple=True, type=click.Path(exists=True), help="Data file or directory to fingerprint (repeatable).")
 @click.option("--seed", "seeds", multiple=True, help="NAME=VALUE seed to record (repeatable).")
 @click.option("--name", default=None, help="A short name for the run.")
+@click.option("--for", "entries", type=int, multiple=True, metavar="ENTRY_ID", help="Link the run to this hypothesis (repeatable).")
 @click.option("--full-hash", is_flag=True, help="Hash data files in full instead of sampling large ones.")
 @click.option("--no-git", is_flag=True, help="Do not record the git state.")
 @click.option("--max-output-mb", type=click.FloatRange(min=0), default=16.0, show_default=True, help="Keep at most this much of the end of the output.")
@@ -313,7 +337,7 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
 @json_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb, location, as_json, command):
+def run_command(ctx, config, data, seeds, name, entries, full_hash, no_git, max_output_mb, location, as_json, command):
     """Run COMMAND as a recorded run: provenance, teed output, exit status.
 
     labcoat exits with the command's exit code. With --json the command's stdout goes to
@@ -322,6 +346,7 @@ def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb
     \b
     Example:
       labcoat run --config cfg.json --data data/ -- python train.py --lr 0.1
+      labcoat run --for 3 -- python train.py --eps 1e-6    # a run testing entry 3
     """
     from labcoat.ledger.wrap import run_wrapped
 
@@ -335,6 +360,7 @@ def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb
             data=list(data) or None,
             seeds=_parse_seeds(seeds) or None,
             name=name,
+            entries=[book.entry(e) for e in entries],  # an unknown id stops here, before the run
             full_hash=full_hash,
             git=not no_git,
             max_output_bytes=int(max_output_mb * (1 << 20)),

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from labcoat.ledger.runs import Run
+from labcoat.ledger.records.runs import Run
 
 SECTIONS = ("code", "config", "data", "env", "seeds", "command")
 _MISSING = object()

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
-from labcoat.ledger.timestamps import now
+from labcoat.ledger.store.timestamps import now
 
 if TYPE_CHECKING:
-    from labcoat.ledger.entries import Entry
     from labcoat.ledger.ledger import Ledger
-    from labcoat.ledger.runs import Run
+    from labcoat.ledger.records.entries import Entry
+    from labcoat.ledger.records.runs import Run
 
 FORMATS = ("md", "json")
 
@@ -114,25 +114,18 @@ def _blob_value(content: bytes) -> dict[str, str]:
 
 
 def everything(ledger: "Ledger", *, since: Any = None, until: Any = None) -> dict[str, Any]:
-    from labcoat.ledger.blobs import get_blob
+    from labcoat.ledger.store.blobs import get_blob
+    from labcoat.ledger.store.select import rows_where
 
-    found = ledger.entries(since=since, until=until)
+    found = ledger.entries(since=since, until=until, checks=True)
     runs = ledger.runs()
     with ledger.storage.read() as tx:
-        findings = tx.dicts(
-            "SELECT id, run_id, entry_id, source, recorded_at, check_id, layer, status, message, evidence, "
-            "falsifies, predicts, step, rank, duration_s FROM findings ORDER BY id"
-        )
-        events = tx.dicts(
-            "SELECT id, run_id, source, recorded_at, time, step, rank, kind, severity, value, message, data "
-            "FROM events ORDER BY id"
-        )
+        findings, events = rows_where(tx, "findings"), rows_where(tx, "events")
         keys = {r.diff_hash for r in runs if r.diff_hash} | {r.output_hash for r in runs if r.output_hash}
         blobs = {key: _blob_value(get_blob(tx, key) or b"") for key in sorted(keys)}
-    for row in findings:
-        row["evidence"] = json.loads(row["evidence"]) if row["evidence"] else {}
-    for row in events:
-        row["data"] = json.loads(row["data"]) if row["data"] else {}
+    for rows, column in ((findings, "evidence"), (events, "data")):
+        for row in rows:
+            row[column] = json.loads(row[column]) if row[column] else {}
     return jsonable(
         {
             "format": "labcoat-ledger",

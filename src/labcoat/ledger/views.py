@@ -13,10 +13,10 @@ from labcoat.render import findings_table
 if TYPE_CHECKING:
     from labcoat.findings import Finding
     from labcoat.ledger.diff import RunDiff
-    from labcoat.ledger.entries import Entry
-    from labcoat.ledger.runs import Run
-    from labcoat.ledger.sql import SqlResult
-    from labcoat.ledger.verify import VerifyResult
+    from labcoat.ledger.records.entries import Entry
+    from labcoat.ledger.records.runs import Run
+    from labcoat.ledger.store.sql import SqlResult
+    from labcoat.ledger.store.verify import VerifyResult
 
 VERDICT_STYLE = {"open": "cyan", "confirmed": "bold red", "refuted": "green", "inconclusive": "yellow"}
 RUN_STYLE = {"ok": "green", "failed": "bold red", "interrupted": "yellow", "killed": "bold red", "running": "cyan"}
@@ -78,12 +78,12 @@ def entry_view(entry: "Entry", history: list["Entry"] | None = None, findings: l
 
 def runs_table(runs: Iterable["Run"]) -> Table:
     table = Table()
-    for name in ("id", "started", "status", "exit", "command", "commit", "config"):
+    for name in ("id", "name", "started", "status", "exit", "command", "commit", "config"):
         table.add_column(name, overflow="fold")
     for r in runs:
         commit = (r.git_commit or "")[:10] + ("*" if r.git_dirty else "")
         table.add_row(
-            str(r.id), r.started_at[:19].replace("T", " "), Text(r.status, style=RUN_STYLE.get(r.status, "")),
+            str(r.id), r.name or "", r.started_at[:19].replace("T", " "), Text(r.status, style=RUN_STYLE.get(r.status, "")),
             "" if r.exit_status is None else str(r.exit_status), _short(" ".join(r.command), 50),
             commit, (r.config_hash or "")[:10],
         )
@@ -140,6 +140,8 @@ def verify_view(result: "VerifyResult") -> RenderableType:
     parts: list[RenderableType] = [head, table]
     for problem in result.problems():
         parts.append(Text(f"✗ {problem}", style="red"))
+    for note in result.notes:
+        parts.append(Text(f"! {note}", style="yellow"))
     n = len(result.predictions)
     if n:
         parts.append(

@@ -21,8 +21,8 @@ from typing import IO, Any, Sequence
 
 from labcoat.errors import LabcoatError
 from labcoat.ledger.ledger import Ledger
-from labcoat.ledger.location import ENV_LEDGER, ENV_RUN_ID
-from labcoat.ledger.provenance import capture_provenance
+from labcoat.ledger.records.entries import Entry
+from labcoat.ledger.store.location import ENV_LEDGER, ENV_RUN_ID
 
 #: how much of the combined output is kept in the ledger (the end is kept)
 DEFAULT_MAX_OUTPUT_BYTES = 16 << 20
@@ -162,16 +162,18 @@ def run_wrapped(
     data: Any = None,
     seeds: Any = None,
     name: str | None = None,
+    entries: Sequence[Entry] = (),
     full_hash: bool = False,
     git: bool = True,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
 ) -> WrappedRun:
-    """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger."""
-    provenance = capture_provenance(
-        config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git,
-        exclude=ledger.storage.own_files(),
-    )
-    run_id = ledger._start_run(provenance, name=name)
+    """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger.
+    The run is linked to ``entries`` (hypotheses it tests) before the command starts."""
+    run_id = ledger.start_run(
+        name=name, config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git
+    ).id
+    for entry in entries:
+        ledger.revise(entry, runs=(*entry.runs, run_id))
     env = dict(os.environ)
     env[ENV_LEDGER] = ledger.storage.target
     env[ENV_RUN_ID] = str(run_id)
@@ -184,7 +186,8 @@ def run_wrapped(
             proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         except OSError as exc:
             code = 127 if isinstance(exc, FileNotFoundError) else 126
-            ledger._finish_run(run_id, status="failed", exit_status=code, error=f"{type(exc).__name__}: {exc}", duration_s=0.0)
+            error = f"{type(exc).__name__}: {exc}"
+            ledger.finish_run(run_id, status="failed", exit_status=code, error=error, duration_s=0.0)
             raise CommandNotStarted(
                 f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)", code
             ) from exc
@@ -204,7 +207,7 @@ def run_wrapped(
     duration = time.monotonic() - t0
     status, exit_status = _ending(returncode, signals.interrupts > 0)
     output = tail.value()
-    ledger._finish_run(
+    ledger.finish_run(
         run_id,
         status=status,
         exit_status=exit_status,

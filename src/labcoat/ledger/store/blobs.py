@@ -10,8 +10,8 @@ import hashlib
 import zlib
 from datetime import datetime, timezone
 
-from labcoat.ledger.chain import Break
-from labcoat.ledger.storage import Tx
+from labcoat.ledger.store.chain import Break
+from labcoat.ledger.store.connection import Tx
 
 
 def blob_key(content: bytes) -> str:
@@ -43,7 +43,7 @@ def get_blob(tx: Tx, key: str) -> bytes | None:
 def check_blobs(tx: Tx) -> tuple[int, list[Break]]:
     """Re-hash every blob; returns (blobs seen, breaks)."""
     breaks, seen = [], 0
-    for row in tx.iter_dicts("SELECT hash, size, encoding, content FROM blobs ORDER BY hash", batch=64):
+    for row in tx.dicts("SELECT hash, size, encoding, content FROM blobs ORDER BY hash", batch=64):
         seen += 1
         try:
             content = _unpack(row["encoding"], row["content"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-from labcoat.ledger.storage import PG_SCHEMA, POSTGRES, LedgerError, Store, Tx
+from labcoat.ledger.store.connection import PG_SCHEMA, POSTGRES, LedgerError, Store, Tx
 
 TABLE = "_labcoat_migrations"
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from labcoat.errors import InputError
-from labcoat.ledger.environment import capture_environment, relevant_variables
-from labcoat.ledger.fingerprint import CHUNK_BYTES, SAMPLE_ABOVE_BYTES, fingerprint, fingerprint_all
-from labcoat.ledger.gitinfo import git_state
-from labcoat.ledger.provenance import capture_provenance, normalise_config
+from labcoat.provenance.environment import capture_environment, relevant_variables
+from labcoat.provenance.fingerprint import CHUNK_BYTES, SAMPLE_ABOVE_BYTES, fingerprint, fingerprint_all
+from labcoat.provenance.git import git_state
+from labcoat.provenance.capture import capture_provenance, normalise_config
 
 
 def git(repo, *args):
@@ -64,7 +64,7 @@ def test_uncommitted_changes_and_untracked_files_are_in_the_diff(repo):
 
 
 def test_large_untracked_files_are_named_not_copied(repo, monkeypatch):
-    import labcoat.ledger.gitinfo as gitinfo
+    import labcoat.provenance.git as gitinfo
 
     monkeypatch.setattr(gitinfo, "MAX_UNTRACKED_FILE_BYTES", 1000)
     (repo / "big.bin").write_bytes(os.urandom(5000))
@@ -187,7 +187,7 @@ def test_fingerprint_all_names_inputs(tmp_path):
 
 def test_environment_lists_packages_without_importing_torch(subprocess_env):
     code = (
-        "import sys, json; from labcoat.ledger.environment import capture_environment; "
+        "import sys, json; from labcoat.provenance.environment import capture_environment; "
         "env = capture_environment(); "
         "print(json.dumps({'torch_imported': 'torch' in sys.modules, 'torch': env['torch'], "
         "'has_torch_pkg': 'torch' in env['packages'], 'numpy': env['packages'].get('numpy')}))"

@@ -3,7 +3,7 @@
 The statement runs through the store's read-only door: a ``mode=ro`` connection with
 ``query_only`` and no ATTACH on SQLite, a read-only transaction that has already taken its
 snapshot (so it cannot be switched back to read-write) on PostgreSQL. One statement at a time,
-with a time limit. Writes are refused with :class:`~labcoat.ledger.storage.ReadOnlyError`.
+with a time limit. Writes are refused with :class:`~labcoat.ledger.store.connection.ReadOnlyError`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
-from labcoat.ledger.storage import Store
+from labcoat.ledger.store.connection import Store
 
 
 @dataclass

@@ -8,9 +8,9 @@ timestamps as ISO-8601 UTC text, so both databases return exactly what was hashe
 
 from __future__ import annotations
 
-from labcoat.ledger.chain import GENESIS, ChainSpec
-from labcoat.ledger.migrations import Migrations
-from labcoat.ledger.storage import Tx
+from labcoat.ledger.store.chain import GENESIS, ChainSpec
+from labcoat.ledger.store.connection import Tx
+from labcoat.ledger.store.migrations import Migrations
 
 ENTRY_REVISIONS = ChainSpec.of(
     "entry_revisions",
@@ -110,3 +110,14 @@ def m002_indexes(tx: Tx) -> None:
         "CREATE INDEX ix_events_run_step ON events (run_id, step)",
     ):
         tx.execute(statement)
+
+
+#: the migration after which a closed SQLite ledger is no longer left in WAL mode
+SEALED_ON_CLOSE = "m003_sealed_on_close"
+
+
+@LEDGER_MIGRATIONS(name=SEALED_ON_CLOSE)
+def m003_sealed_on_close(tx: Tx) -> None:
+    """No table changes: it marks the ledgers that labcoat checkpoints and takes out of WAL mode
+    when it closes them, so that ``verify`` may read a WAL-mode file with no ``-wal`` beside
+    it as one separated from its commits (older ledgers were left in WAL mode when closed)."""

@@ -51,8 +51,8 @@ def git_state(
 ) -> GitState | None:
     """The repository state around ``cwd``; None when git is absent or this is not a repository.
 
-    Untracked files in ``exclude`` (the ledger's own database, which changes with every run)
-    are not part of the state.
+    Files in ``exclude`` (the ledger's own database, which changes with every run) are never
+    part of the state, tracked or not: they neither make the tree dirty nor enter the diff.
     """
     cwd = os.fspath(cwd or os.getcwd())
     if shutil.which("git") is None:
@@ -62,8 +62,11 @@ def git_state(
         return None
     commit = _out(_git(["rev-parse", "--verify", "-q", "HEAD"], root)) or None
     branch = _out(_git(["symbolic-ref", "--short", "-q", "HEAD"], root)) or None
-    untracked, skipped = _untracked(root, {os.path.realpath(p) for p in exclude})
-    diff = _diff(root, commit, untracked)
+    excluded = {os.path.realpath(p) for p in exclude}
+    untracked, skipped = _untracked(root, excluded)
+    inside = [os.path.relpath(p, os.path.realpath(root)) for p in sorted(excluded)]
+    pathspec = [f":(top,exclude,literal){p}" for p in inside if not p.startswith("..")]
+    diff = _diff(root, commit, untracked, pathspec)
     return GitState(
         root=root,
         commit=commit,
@@ -92,7 +95,7 @@ def _untracked(root: str, exclude: set[str]) -> tuple[list[str], list[str]]:
     return kept, skipped
 
 
-def _diff(root: str, commit: str | None, untracked: list[str]) -> bytes:
+def _diff(root: str, commit: str | None, untracked: list[str], excluded: list[str]) -> bytes:
     base = commit or _out(_git(["hash-object", "-t", "tree", os.devnull], root))
     if base is None:
         return b""
@@ -112,7 +115,8 @@ def _diff(root: str, commit: str | None, untracked: list[str]) -> bytes:
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
-        proc = _git(["diff", base, "--binary", "--no-color", "--no-ext-diff", "--no-textconv"], root, env=env)
+        args = ["diff", base, "--binary", "--no-color", "--no-ext-diff", "--no-textconv"]
+        proc = _git([*args, "--", ":(top)", *excluded] if excluded else args, root, env=env)
     return proc.stdout if proc.returncode == 0 else b""
 
 

@@ -12,13 +12,13 @@ commit order: a row provably existed before every row after it.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import operator
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from labcoat.ledger.storage import Tx
+from labcoat._jsonable import dumps
+from labcoat.ledger.store.connection import Tx
 
 GENESIS = "0" * 64
 
@@ -63,7 +63,7 @@ class Break:
 
 def canonical(content: Mapping[str, Any]) -> bytes:
     """The bytes that are hashed: sorted keys, no spaces, UTF-8, no NaN."""
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return dumps(content).encode()
 
 
 def link_hash(table: str, prev_hash: str, content: Mapping[str, Any]) -> str:
@@ -130,7 +130,7 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
     breaks: list[Break] = []
     expected_prev, expected_id, seen = GENESIS, 1, 0
     columns = ", ".join((*spec.columns, "prev_hash", "hash"))
-    for row in tx.iter_dicts(f"SELECT {columns} FROM {spec.table} ORDER BY id"):
+    for row in tx.dicts(f"SELECT {columns} FROM {spec.table} ORDER BY id"):
         seen += 1
         row_id = row["id"]
         if row_id != expected_id:
@@ -166,7 +166,3 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
         )
     return seen, breaks
 
-
-def content_digest(obj: Any) -> str:
-    """sha256 of a JSON value in canonical form: the hash of a config or an environment."""
-    return hashlib.sha256(canonical(obj)).hexdigest()
