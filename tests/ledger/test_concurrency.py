@@ -33,7 +33,10 @@ def _writers(location: str, workers: int, count: int, tmp_path: Path, env: dict)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, location, str(w), str(count), str(go)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for w in range(workers)
     ]
@@ -49,7 +52,9 @@ def _check_nothing_lost(location: str, workers: int, count: int) -> None:
         found = ledger.entries()
         assert len(found) == workers * count
         assert sorted(e.id for e in found) == list(range(1, workers * count + 1))
-        assert {e.title for e in found} == {f"w{w}-{i}" for w in range(workers) for i in range(count)}
+        assert {e.title for e in found} == {
+            f"w{w}-{i}" for w in range(workers) for i in range(count)
+        }
         assert len(ledger.entries(tag="w3")) == count
         assert ledger.verify().ok
         # the writers really ran at the same time: their entries interleave in commit order
@@ -91,7 +96,12 @@ with ledger.storage.write() as tx:
 
 def test_writer_killed_mid_transaction_leaves_a_verified_ledger(tmp_path, subprocess_env):
     location = str(tmp_path / "ledger.db")
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, location, "20"], env=subprocess_env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED, location, "20"],
+        env=subprocess_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     committed = []
     for line in proc.stdout:
         if line.startswith("committed"):
@@ -126,9 +136,16 @@ while True:
 """
 
 
-def test_writer_killed_at_an_arbitrary_moment_keeps_every_acknowledged_batch(tmp_path, subprocess_env):
+def test_writer_killed_at_an_arbitrary_moment_keeps_every_acknowledged_batch(
+    tmp_path, subprocess_env
+):
     location = str(tmp_path / "ledger.db")
-    proc = subprocess.Popen([sys.executable, "-c", BUSY, location], env=subprocess_env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BUSY, location],
+        env=subprocess_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     acknowledged = 0
     for line in proc.stdout:
         acknowledged = int(line)

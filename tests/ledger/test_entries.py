@@ -21,23 +21,34 @@ def test_hypothesis_is_written_at_once(ledger, location):
     # another handle (another process would do the same) sees it before any resolve
     with Ledger(location) as other:
         seen = other.entry(e.id)
-    assert (seen.title, seen.prediction, seen.tags) == ("lr too high", "loss diverges above lr=1", ("optim",))
+    assert (seen.title, seen.prediction, seen.tags) == (
+        "lr too high",
+        "loss diverges above lr=1",
+        ("optim",),
+    )
 
 
 def test_resolve_appends_a_revision_and_keeps_the_prediction(ledger):
     e = ledger.hypothesis("labels are shuffled", predict="train accuracy stays at chance")
-    e = ledger.resolve(e, result="accuracy reached 0.98", verdict="refuted", conclusion="labels are fine")
+    e = ledger.resolve(
+        e, result="accuracy reached 0.98", verdict="refuted", conclusion="labels are fine"
+    )
     assert (e.verdict, e.revision, e.result) == ("refuted", 2, "accuracy reached 0.98")
     history = ledger.history(e.id)
     assert [h.revision for h in history] == [1, 2]
     assert history[0].result is None and history[0].verdict == "open"
     assert history[1].prediction == "train accuracy stays at chance"
-    assert history[0].recorded_at <= history[1].recorded_at and history[0].created_at == history[1].created_at
+    assert (
+        history[0].recorded_at <= history[1].recorded_at
+        and history[0].created_at == history[1].created_at
+    )
 
 
 def test_resolve_refuses_bad_verdicts_and_unknown_entries(ledger):
     e = ledger.hypothesis("x", predict="y")
-    with pytest.raises(InputError, match="verdict: must be one of confirmed, refuted, inconclusive; got 'open'"):
+    with pytest.raises(
+        InputError, match="verdict: must be one of confirmed, refuted, inconclusive; got 'open'"
+    ):
         e = ledger.resolve(e, result="r", verdict="open")
     with pytest.raises(InputError, match="verdict"):
         e = ledger.resolve(e, result="r", verdict="maybe")
@@ -52,7 +63,9 @@ def test_resolve_refuses_bad_verdicts_and_unknown_entries(ledger):
 
 def test_links_to_parents_and_runs_must_exist(ledger):
     parent = ledger.hypothesis("loss plateaus", predict="lr schedule is flat")
-    child = ledger.hypothesis("warmup too long", predict="plateau ends at step 1000", parents=[parent])
+    child = ledger.hypothesis(
+        "warmup too long", predict="plateau ends at step 1000", parents=[parent]
+    )
     assert child.parents == (parent.id,)
     with pytest.raises(InputError, match="parents: there is no entry 42"):
         ledger.hypothesis("orphan", predict="p", parents=[42])
@@ -69,8 +82,16 @@ def test_a_single_string_is_one_tag(ledger):
 
 @pytest.fixture
 def notebook(ledger):
-    a = ledger.hypothesis("Loss spikes come from bad batches", predict="spikes repeat at the same batch", tags=["data", "spikes"])
-    b = ledger.hypothesis("Loss spikes come from Adam epsilon", predict="larger eps removes spikes", tags=["optim", "spikes"])
+    a = ledger.hypothesis(
+        "Loss spikes come from bad batches",
+        predict="spikes repeat at the same batch",
+        tags=["data", "spikes"],
+    )
+    b = ledger.hypothesis(
+        "Loss spikes come from Adam epsilon",
+        predict="larger eps removes spikes",
+        tags=["optim", "spikes"],
+    )
     c = ledger.hypothesis("Eval leak between splits", predict="overlap is zero", tags=["data"])
     a = ledger.resolve(a, result="spikes moved with shuffling", verdict="refuted")
     b = ledger.resolve(b, result="eps=1e-6 removed them", verdict="confirmed")

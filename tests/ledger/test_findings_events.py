@@ -24,17 +24,32 @@ def _labels(case):
     return passed("loss reached 0.001", final_loss=0.001)
 
 
-@REGISTRY.check("grads_flow", layer="model", falsifies="part of the graph is detached", predicts="every parameter gets a gradient")
+@REGISTRY.check(
+    "grads_flow",
+    layer="model",
+    falsifies="part of the graph is detached",
+    predicts="every parameter gets a gradient",
+)
 def _grads(case):
     return failed("2 parameters got no gradient", parameters=["head.weight", "head.bias"])
 
 
-@REGISTRY.check("init_scale", layer="model", falsifies="initialisation is badly scaled", predicts="logits start near zero")
+@REGISTRY.check(
+    "init_scale",
+    layer="model",
+    falsifies="initialisation is badly scaled",
+    predicts="logits start near zero",
+)
 def _init(case):
     return warned("initial logits have std 4.2", std=4.2)
 
 
-@REGISTRY.check("amp_dtype", layer="model", falsifies="mixed precision overflows", predicts="no inf in fp16 activations")
+@REGISTRY.check(
+    "amp_dtype",
+    layer="model",
+    falsifies="mixed precision overflows",
+    predicts="no inf in fp16 activations",
+)
 def _amp(case):
     return skipped("no GPU: mixed precision is not used")
 
@@ -70,15 +85,23 @@ def test_findings_read_back_as_finding_objects(ledger):
         ledger.record_findings(original, run=run.id)
     assert ledger.findings(run=run.id) == original
     assert [f.check for f in ledger.findings(status="fail")] == ["grads_flow"]
-    assert [f.check for f in ledger.findings(status=["warn", "skip"])] == ["init_scale", "amp_dtype"]
-    assert [f.check for f in ledger.findings(check=["amp_dtype", "labels_aligned"])] == ["labels_aligned", "amp_dtype"]
+    assert [f.check for f in ledger.findings(status=["warn", "skip"])] == [
+        "init_scale",
+        "amp_dtype",
+    ]
+    assert [f.check for f in ledger.findings(check=["amp_dtype", "labels_aligned"])] == [
+        "labels_aligned",
+        "amp_dtype",
+    ]
     assert ledger.findings(source="watch") == []
     with pytest.raises(InputError, match="status: must be among"):
         ledger.findings(status="broken")
 
 
 def test_watch_findings_keep_step_and_rank(ledger):
-    alert = Check("loss_finite", "update", "the loss became NaN", "the loss stays finite", run=lambda c: None)
+    alert = Check(
+        "loss_finite", "update", "the loss became NaN", "the loss stays finite", run=lambda c: None
+    )
     finding = alert.finding(failed("loss is nan at step 120", loss="nan"), step=120, rank=3)
     with ledger.run(git=False) as run:
         run.record_findings([finding], source="watch")
@@ -102,11 +125,22 @@ def test_entries_older_labcoat_made_for_checks_are_listed_only_on_request(ledger
     from labcoat.ledger.store.schema import FINDINGS
 
     with ledger.storage.write() as tx:
-        old = entries.create(tx, title="labels are shuffled", prediction="overfits", tags=["doctor", "data"])
-        row = {"entry_id": old.id, "source": "doctor", "recorded_at": "2025-01-01T00:00:00+00:00",
-               "check_id": "labels_aligned", "status": "pass", "severity": 0, "evidence": "{}"}
+        old = entries.create(
+            tx, title="labels are shuffled", prediction="overfits", tags=["doctor", "data"]
+        )
+        row = {
+            "entry_id": old.id,
+            "source": "doctor",
+            "recorded_at": "2025-01-01T00:00:00+00:00",
+            "check_id": "labels_aligned",
+            "status": "pass",
+            "severity": 0,
+            "evidence": "{}",
+        }
         append(tx, FINDINGS, [row])
-    mine = ledger.hypothesis("labels are shuffled", predict="overfits", tags=["doctor", "data"])  # the twin
+    mine = ledger.hypothesis(
+        "labels are shuffled", predict="overfits", tags=["doctor", "data"]
+    )  # the twin
     assert [e.id for e in ledger.entries()] == [mine.id]
     assert [e.id for e in ledger.entries(tag="doctor", match="any", verdict="open")] == [mine.id]
     assert [e.id for e in ledger.entries(checks=True)] == [old.id, mine.id]
@@ -127,8 +161,20 @@ def test_findings_join_the_run_that_labcoat_run_is_recording(ledger, monkeypatch
 def test_events_in_bulk_with_nan_and_filters(ledger):
     with ledger.run(git=False) as run:
         n = run.record_events(
-            [{"kind": "loss", "step": s, "rank": s % 2, "value": 1.0 / (s + 1), "lr": 0.1} for s in range(100)]
-            + [{"kind": "loss_spike", "step": 100, "rank": 0, "value": float("nan"), "severity": "fail", "message": "loss is nan"}]
+            [
+                {"kind": "loss", "step": s, "rank": s % 2, "value": 1.0 / (s + 1), "lr": 0.1}
+                for s in range(100)
+            ]
+            + [
+                {
+                    "kind": "loss_spike",
+                    "step": 100,
+                    "rank": 0,
+                    "value": float("nan"),
+                    "severity": "fail",
+                    "message": "loss is nan",
+                }
+            ]
         )
     assert n == 101
     spikes = ledger.events(run=run.id, kind="loss_spike")
@@ -155,9 +201,16 @@ def test_events_may_be_dataclasses_like_watch_alerts(ledger):
         message: str
         evidence: dict
 
-    ledger.record_events([Alert("desync", 50, 2, "fail", "rank 2 differs", {"tensor": "fc.weight"})])
+    ledger.record_events(
+        [Alert("desync", 50, 2, "fail", "rank 2 differs", {"tensor": "fc.weight"})]
+    )
     [event] = ledger.events(kind="desync")
-    assert (event.step, event.rank, event.severity, event.data) == (50, 2, "fail", {"evidence": {"tensor": "fc.weight"}})
+    assert (event.step, event.rank, event.severity, event.data) == (
+        50,
+        2,
+        "fail",
+        {"evidence": {"tensor": "fc.weight"}},
+    )
     with pytest.raises(InputError, match="must be a mapping, a dataclass"):
         ledger.record_events([object()])
 

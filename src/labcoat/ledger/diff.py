@@ -33,7 +33,13 @@ class Change:
         return "changed"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"section": self.section, "key": self.key, "kind": self.kind, "before": self.before, "after": self.after}
+        return {
+            "section": self.section,
+            "key": self.key,
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+        }
 
 
 @dataclass
@@ -84,7 +90,9 @@ def compare(section: str, before: Any, after: Any) -> list[Change]:
     for key in sorted(set(a) | set(b)):
         x, y = a.get(key, _MISSING), b.get(key, _MISSING)
         if x != y:
-            changes.append(Change(section, key, None if x is _MISSING else x, None if y is _MISSING else y))
+            changes.append(
+                Change(section, key, None if x is _MISSING else x, None if y is _MISSING else y)
+            )
     return changes
 
 
@@ -148,7 +156,9 @@ def _data_changes(a: Run, b: Run) -> list[Change]:
     return changes
 
 
-def diff_runs(a: Run, b: Run, *, diff_a: str = "", diff_b: str = "", commit_stat: list[str] | None = None) -> RunDiff:
+def diff_runs(
+    a: Run, b: Run, *, diff_a: str = "", diff_b: str = "", commit_stat: list[str] | None = None
+) -> RunDiff:
     """Compare run ``a`` (before) with run ``b`` (after). ``diff_*`` are their uncommitted diffs."""
     changes = _code_changes(a, b, diff_a, diff_b)
     changes += compare("config", a.config, b.config)

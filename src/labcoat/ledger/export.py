@@ -30,7 +30,15 @@ def export(ledger: "Ledger", format: str = "md", *, since: Any = None, until: An
         raise InputError(f"format: must be one of {', '.join(FORMATS)}; got {format!r}")
     if format == "md":
         return markdown(ledger, since=since, until=until)
-    return json.dumps(everything(ledger, since=since, until=until), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return (
+        json.dumps(
+            everything(ledger, since=since, until=until),
+            indent=1,
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        + "\n"
+    )
 
 
 def _time(stamp: str | None) -> str:
@@ -55,12 +63,20 @@ def _entry_md(entry: "Entry", history: list["Entry"], runs: dict[int, "Run"]) ->
     if entry.tags:
         out.append(f"- Tags: {', '.join(entry.tags)}")
     if entry.prediction:
-        when = f" (revision {first_prediction.revision}, {_time(first_prediction.recorded_at)})" if first_prediction else ""
+        when = (
+            f" (revision {first_prediction.revision}, {_time(first_prediction.recorded_at)})"
+            if first_prediction
+            else ""
+        )
         out.append(f"- Prediction{when}: {entry.prediction}")
     if entry.experiment:
         out.append(f"- Experiment: {entry.experiment}")
     if entry.result:
-        when = f" (revision {first_result.revision}, {first_result.recorded_at[:10]} {_time(first_result.recorded_at)})" if first_result else ""
+        when = (
+            f" (revision {first_result.revision}, {first_result.recorded_at[:10]} {_time(first_result.recorded_at)})"
+            if first_result
+            else ""
+        )
         lines = entry.result.splitlines()
         out.append(f"- Result{when}: {lines[0]}")
         out.extend(f"  {line}" for line in lines[1:])
@@ -71,7 +87,9 @@ def _entry_md(entry: "Entry", history: list["Entry"], runs: dict[int, "Run"]) ->
     for run_id in entry.runs:
         out.append(f"- {_run_line(runs[run_id])}" if run_id in runs else f"- run {run_id}")
     if len(history) > 1:
-        out.append(f"- Revisions: {len(history)} (last: {history[-1].change}, {history[-1].recorded_at[:10]})")
+        out.append(
+            f"- Revisions: {len(history)} (last: {history[-1].change}, {history[-1].recorded_at[:10]})"
+        )
     out.append("")
     return out
 
@@ -82,7 +100,9 @@ def markdown(ledger: "Ledger", *, since: Any = None, until: Any = None) -> str:
     counts = defaultdict(int)
     for e in found:
         counts[e.verdict] += 1
-    summary = ", ".join(f"{counts[v]} {v}" for v in ("open", "confirmed", "refuted", "inconclusive") if counts[v])
+    summary = ", ".join(
+        f"{counts[v]} {v}" for v in ("open", "confirmed", "refuted", "inconclusive") if counts[v]
+    )
     out = [
         "# Ledger chronicle",
         "",
@@ -121,7 +141,9 @@ def everything(ledger: "Ledger", *, since: Any = None, until: Any = None) -> dic
     runs = ledger.runs()
     with ledger.storage.read() as tx:
         findings, events = rows_where(tx, "findings"), rows_where(tx, "events")
-        keys = {r.diff_hash for r in runs if r.diff_hash} | {r.output_hash for r in runs if r.output_hash}
+        keys = {r.diff_hash for r in runs if r.diff_hash} | {
+            r.output_hash for r in runs if r.output_hash
+        }
         blobs = {key: _blob_value(get_blob(tx, key) or b"") for key in sorted(keys)}
     for rows, column in ((findings, "evidence"), (events, "data")):
         for row in rows:
@@ -132,7 +154,10 @@ def everything(ledger: "Ledger", *, since: Any = None, until: Any = None) -> dic
             "version": 1,
             "location": ledger.location,
             "exported_at": now(),
-            "entries": [{**e.to_dict(), "history": [h.to_dict() for h in ledger.history(e.id)]} for e in found],
+            "entries": [
+                {**e.to_dict(), "history": [h.to_dict() for h in ledger.history(e.id)]}
+                for e in found
+            ],
             "runs": [r.to_dict() for r in runs],
             "findings": findings,
             "events": events,

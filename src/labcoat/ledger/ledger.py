@@ -55,7 +55,9 @@ class ActiveRun:
 
     def hypothesis(self, title: str, *, predict: str | None, **kwargs: Any) -> Entry:
         """An entry linked to this run."""
-        return self.ledger.hypothesis(title, predict=predict, runs=(*kwargs.pop("runs", ()), self.id), **kwargs)
+        return self.ledger.hypothesis(
+            title, predict=predict, runs=(*kwargs.pop("runs", ()), self.id), **kwargs
+        )
 
     def record_findings(self, findings: Iterable[Finding], **kwargs: Any) -> list[int]:
         return self.ledger.record_findings(findings, run=self.id, **kwargs)
@@ -99,7 +101,9 @@ class Ledger:
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ):
         self._active_runs: list[int] = []  # `with ledger.run()` blocks open in this process
-        self._store: Store = open_store(resolve_location(path_or_url), busy_timeout_s=busy_timeout_s)
+        self._store: Store = open_store(
+            resolve_location(path_or_url), busy_timeout_s=busy_timeout_s
+        )
         self._closer = weakref.finalize(self, self._store.close)  # at exit, if not before
         try:
             self._open(create)
@@ -120,7 +124,9 @@ class Ledger:
         return cls(target, create=False)
 
     @classmethod
-    def for_recording(cls, ledger: "Ledger | str | os.PathLike[str] | bool | None") -> "Ledger | None":
+    def for_recording(
+        cls, ledger: "Ledger | str | os.PathLike[str] | bool | None"
+    ) -> "Ledger | None":
         """Resolve the ``ledger=`` argument the doctor and the watch take.
 
         ``False``: record nowhere. ``None``: the default ledger only if it already exists (never
@@ -144,12 +150,15 @@ class Ledger:
     def _open(self, create: bool) -> None:
         store = self._store
         # an empty file is no ledger either: a reading command must not turn it into one
-        missing = isinstance(store, SQLiteStore) and (not store.exists() or store.path.stat().st_size == 0)
+        missing = isinstance(store, SQLiteStore) and (
+            not store.exists() or store.path.stat().st_size == 0
+        )
         if missing and not create:
             empty = " (the file is empty)" if store.exists() else ""
             raise LedgerError(
-                f"ledger {store.location}: there is no ledger here yet{empty}; create one by recording "
-                "an entry (`labcoat ledger add ...`) or a run (`labcoat run -- ...`), or pass another --ledger"
+                f"ledger {store.location}: there is no ledger here yet{empty}; create one by "
+                "recording an entry (`labcoat ledger add ...`) or a run (`labcoat run -- ...`), "
+                "or pass another --ledger"
             )
         if missing:
             with store.write():
@@ -206,10 +215,16 @@ class Ledger:
         parents: Iterable[int | Entry] = (),
         runs: Iterable[int | Run | ActiveRun] = (),
     ) -> Entry:
-        """Record a suspected cause and its prediction now, before the experiment; returns the entry."""
+        """Record a suspected cause and its prediction now, before the experiment."""
         with self._store.write() as tx:
             return _entries.create(
-                tx, title=title, prediction=predict, experiment=experiment, tags=tags, parents=parents, runs=runs
+                tx,
+                title=title,
+                prediction=predict,
+                experiment=experiment,
+                tags=tags,
+                parents=parents,
+                runs=runs,
             )
 
     def entry(self, entry_id: int | Entry) -> Entry:
@@ -233,8 +248,12 @@ class Ledger:
         """Record the result and verdict of an entry as its next revision; returns it."""
         with self._store.write() as tx:
             return _entries.resolve(
-                tx, int(getattr(entry_id, "id", entry_id)), result=result, verdict=verdict,
-                conclusion=conclusion, experiment=experiment,
+                tx,
+                int(getattr(entry_id, "id", entry_id)),
+                result=result,
+                verdict=verdict,
+                conclusion=conclusion,
+                experiment=experiment,
             )
 
     def revise(self, entry_id: int | Entry, **changes: Any) -> Entry:
@@ -262,20 +281,32 @@ class Ledger:
         ``checks=True`` also returns the entries labcoat 0.1 made for each doctor check."""
         with self._store.read() as tx:
             return _entries.query(
-                tx, verdict=verdict, tag=tag, text=text, since=since, until=until, run=run,
-                parent=parent, match=match, checks=checks, limit=limit,
+                tx,
+                verdict=verdict,
+                tag=tag,
+                text=text,
+                since=since,
+                until=until,
+                run=run,
+                parent=parent,
+                match=match,
+                checks=checks,
+                limit=limit,
             )
 
     # ---- runs -------------------------------------------------------------------------
 
     def start_run(self, *, name: str | None = None, **capture: Any) -> ActiveRun:
         """Capture provenance (``capture``: config, data, seeds, command, full_hash, git) and
-        write the run's start now; end it with :meth:`finish_run`. ``with ledger.run()`` does both."""
+        write the run's start now; end it with :meth:`finish_run` (``with ledger.run()`` does
+        both)."""
         provenance = capture_provenance(**capture, exclude=self._store.own_files())
         with self._store.write() as tx:
             return ActiveRun(_runs.start(tx, provenance, name=name), provenance, self)
 
-    def finish_run(self, run: int | Run | ActiveRun, *, status: str, exit_status: int | None, **end: Any) -> None:
+    def finish_run(
+        self, run: int | Run | ActiveRun, *, status: str, exit_status: int | None, **end: Any
+    ) -> None:
         """Write a run's end (``end``: error, output bytes, duration_s, seeds); a run ends once."""
         with self._store.write() as tx:
             _runs.finish(tx, _run_id(run), status=status, exit_status=exit_status, **end)
@@ -300,7 +331,13 @@ class Ledger:
         and entries recorded inside the block join the run.
         """
         active = self.start_run(
-            name=name, config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git
+            name=name,
+            config=config,
+            data=data,
+            seeds=seeds,
+            command=command,
+            full_hash=full_hash,
+            git=git,
         )
         self._active_runs.append(active.id)
         error: BaseException | None = None
@@ -313,7 +350,9 @@ class Ledger:
             self._active_runs.remove(active.id)
             status, code = _runs.status_of(None if error is None else type(error))
             self.finish_run(
-                active, status=status, exit_status=code,
+                active,
+                status=status,
+                exit_status=code,
                 error=None if error is None else f"{type(error).__name__}: {error}",
                 duration_s=time.monotonic() - active.started,
                 seeds=automatic_seeds(),  # a seed set inside the block shows up here
@@ -349,7 +388,9 @@ class Ledger:
 
         a, b = self.get_run(run_a), self.get_run(run_b)
         stat = commit_stat(b.git_root or a.git_root, a.git_commit, b.git_commit)
-        return diff_runs(a, b, diff_a=self.run_diff_text(a), diff_b=self.run_diff_text(b), commit_stat=stat)
+        return diff_runs(
+            a, b, diff_a=self.run_diff_text(a), diff_b=self.run_diff_text(b), commit_stat=stat
+        )
 
     def current_run_id(self) -> int | None:
         """The innermost ``with ledger.run()`` block open on this ledger, else the run
@@ -364,7 +405,11 @@ class Ledger:
     # ---- findings and events ----------------------------------------------------------
 
     def record_findings(
-        self, findings: Iterable[Finding], *, run: int | Run | ActiveRun | None = None, source: str = "doctor"
+        self,
+        findings: Iterable[Finding],
+        *,
+        run: int | Run | ActiveRun | None = None,
+        source: str = "doctor",
     ) -> list[int]:
         """Store the findings of one doctor or watch session as rows of one run; returns their ids.
 
@@ -374,7 +419,9 @@ class Ledger:
         """
         items = [_findings.as_finding(f) for f in findings]
         run_id = _run_id(run) if run is not None else self.current_run_id()
-        provenance = None if run_id is not None else capture_provenance(exclude=self._store.own_files())
+        provenance = (
+            None if run_id is not None else capture_provenance(exclude=self._store.own_files())
+        )
         with self._store.write() as tx:
             if provenance is not None:
                 run_id = _runs.start(tx, provenance, name=source)
@@ -394,10 +441,16 @@ class Ledger:
     ) -> list[Finding]:
         """Stored findings as :class:`labcoat.Finding` objects, in the order they were recorded."""
         with self._store.read() as tx:
-            return _findings.query(tx, run_id=_run_id(run), source=source, status=status, check=check, entry_id=entry)
+            return _findings.query(
+                tx, run_id=_run_id(run), source=source, status=status, check=check, entry_id=entry
+            )
 
     def record_events(
-        self, events: Iterable[Any], *, run: int | Run | ActiveRun | None = None, source: str = "watch"
+        self,
+        events: Iterable[Any],
+        *,
+        run: int | Run | ActiveRun | None = None,
+        source: str = "watch",
     ) -> int:
         """Append many events in one transaction (the watch's path); returns the count.
 
@@ -412,7 +465,12 @@ class Ledger:
             return _events.record_all(tx, events, run_id=run_id, source=source)
 
     def record_event(
-        self, kind: str, *, run: int | Run | ActiveRun | None = None, source: str = "watch", **fields: Any
+        self,
+        kind: str,
+        *,
+        run: int | Run | ActiveRun | None = None,
+        source: str = "watch",
+        **fields: Any,
     ) -> int:
         """Append one event; prefer :meth:`record_events` for many."""
         return self.record_events([{"kind": kind, **fields}], run=run, source=source)
@@ -430,8 +488,14 @@ class Ledger:
     ) -> list[Event]:
         with self._store.read() as tx:
             return _events.query(
-                tx, run_id=_run_id(run), kind=kind, source=source, rank=rank,
-                min_step=min_step, max_step=max_step, limit=limit,
+                tx,
+                run_id=_run_id(run),
+                kind=kind,
+                source=source,
+                rank=rank,
+                min_step=min_step,
+                max_step=max_step,
+                limit=limit,
             )
 
     # ---- trust, queries, export -------------------------------------------------------
@@ -446,7 +510,7 @@ class Ledger:
         return run_sql(self._store, query, params, timeout_s=timeout_s)
 
     def export(self, format: str = "md", **options: Any) -> str:
-        """The ledger as a dated Markdown chronicle (``"md"``) or as JSON with everything (``"json"``)."""
+        """The ledger as a dated Markdown chronicle (``"md"``) or as JSON with everything."""
         from labcoat.ledger.export import export
 
         return export(self, format, **options)

@@ -114,7 +114,10 @@ class _Signals:
 
     def install(self) -> None:
         if threading.current_thread() is threading.main_thread():  # only it may set handlers
-            for sig, handler in ((signal.SIGINT, self._on_sigint), (signal.SIGTERM, self._on_sigterm)):
+            for sig, handler in (
+                (signal.SIGINT, self._on_sigint),
+                (signal.SIGTERM, self._on_sigterm),
+            ):
                 self.previous[sig] = signal.signal(sig, handler)
 
     def attach(self, proc: subprocess.Popen) -> None:
@@ -170,7 +173,13 @@ def run_wrapped(
     """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger.
     The run is linked to ``entries`` (hypotheses it tests) before the command starts."""
     run_id = ledger.start_run(
-        name=name, config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git
+        name=name,
+        config=config,
+        data=data,
+        seeds=seeds,
+        command=command,
+        full_hash=full_hash,
+        git=git,
     ).id
     for entry in entries:
         ledger.revise(entry, runs=(*entry.runs, run_id))
@@ -183,13 +192,18 @@ def run_wrapped(
     try:
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            proc = subprocess.Popen(
+                list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            )
         except OSError as exc:
             code = 127 if isinstance(exc, FileNotFoundError) else 126
             error = f"{type(exc).__name__}: {exc}"
-            ledger.finish_run(run_id, status="failed", exit_status=code, error=error, duration_s=0.0)
+            ledger.finish_run(
+                run_id, status="failed", exit_status=code, error=error, duration_s=0.0
+            )
             raise CommandNotStarted(
-                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)", code
+                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)",
+                code,
             ) from exc
         signals.attach(proc)
         tail = _Tail(max_output_bytes)
@@ -215,4 +229,6 @@ def run_wrapped(
         output=output,
         duration_s=duration,
     )
-    return WrappedRun(run_id, status, exit_status, round(duration, 6), tail.total, tail.total > len(output))
+    return WrappedRun(
+        run_id, status, exit_status, round(duration, 6), tail.total, tail.total > len(output)
+    )

@@ -33,7 +33,9 @@ class GitState:
     untracked_skipped: tuple[str, ...] = field(default=())
 
 
-def _git(args: list[str], cwd: str | os.PathLike[str], *, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _git(
+    args: list[str], cwd: str | os.PathLike[str], *, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     base = dict(os.environ)
     base.update({"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
     base.update(env or {})
@@ -79,7 +81,11 @@ def git_state(
 
 def _untracked(root: str, exclude: set[str]) -> tuple[list[str], list[str]]:
     proc = _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
-    names = [n for n in proc.stdout.decode(errors="surrogateescape").split("\0") if n] if proc.returncode == 0 else []
+    names = (
+        [n for n in proc.stdout.decode(errors="surrogateescape").split("\0") if n]
+        if proc.returncode == 0
+        else []
+    )
     names = [n for n in names if os.path.realpath(os.path.join(root, n)) not in exclude]
     kept, skipped, total = [], [], 0
     for name in sorted(names):
@@ -129,4 +135,6 @@ def commit_stat(root: str | None, before: str | None, after: str | None) -> list
     proc = _git(["diff", "--stat", "--no-color", before, after], root)
     if proc.returncode != 0:
         return []
-    return [line.rstrip() for line in proc.stdout.decode(errors="replace").splitlines() if line.strip()]
+    return [
+        line.rstrip() for line in proc.stdout.decode(errors="replace").splitlines() if line.strip()
+    ]

@@ -23,7 +23,17 @@ VERDICTS = ("open", "confirmed", "refuted", "inconclusive")
 #: verdicts that close an entry (what ``resolve`` accepts)
 CLOSING_VERDICTS = ("confirmed", "refuted", "inconclusive")
 #: fields a revision may change
-EDITABLE = ("title", "prediction", "experiment", "result", "verdict", "conclusion", "tags", "parents", "runs")
+EDITABLE = (
+    "title",
+    "prediction",
+    "experiment",
+    "result",
+    "verdict",
+    "conclusion",
+    "tags",
+    "parents",
+    "runs",
+)
 _LINKS = ("tags", "parents", "runs")
 
 
@@ -72,7 +82,10 @@ def _text(value: Any, name: str, *, required: bool = False) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise InputError(f"{name}: expected text; got {'nothing' if value is None else 'a ' + type(value).__name__}")
+        raise InputError(
+            f"{name}: expected text; got "
+            + ("nothing" if value is None else f"a {type(value).__name__}")
+        )
     if required and not value.strip():
         raise InputError(f"{name}: is empty; give a short sentence")
     return value.strip() or None
@@ -127,11 +140,18 @@ def _check_links(tx: Tx, entry: Entry) -> None:
     if entry.id in entry.parents:
         raise InputError(f"parents: entry {entry.id} cannot be its own parent")
     for pid in entry.parents:
-        if tx.value("SELECT 1 FROM entry_revisions WHERE entry_id = ? AND revision = 1", (pid,)) is None:
-            raise InputError(f"parents: there is no entry {pid} in this ledger; `labcoat ledger list` shows the ids")
+        if (
+            tx.value("SELECT 1 FROM entry_revisions WHERE entry_id = ? AND revision = 1", (pid,))
+            is None
+        ):
+            raise InputError(
+                f"parents: there is no entry {pid} in this ledger; `labcoat ledger list` shows the ids"
+            )
     for rid in entry.runs:
         if tx.value("SELECT 1 FROM runs WHERE id = ?", (rid,)) is None:
-            raise InputError(f"runs: there is no run {rid} in this ledger; `labcoat ledger runs` shows the ids")
+            raise InputError(
+                f"runs: there is no run {rid} in this ledger; `labcoat ledger runs` shows the ids"
+            )
 
 
 # ---- writing ----------------------------------------------------------------------------
@@ -141,25 +161,46 @@ def _write_revision(tx: Tx, entry: Entry) -> Entry:
     _check_links(tx, entry)
     row = {name: getattr(entry, name) for name in EDITABLE}
     row.update({name: encode(list(getattr(entry, name))) for name in _LINKS})
-    row.update(entry_id=entry.id, revision=entry.revision, recorded_at=now(), change=entry.change, author=entry.author)
+    row.update(
+        entry_id=entry.id,
+        revision=entry.revision,
+        recorded_at=now(),
+        change=entry.change,
+        author=entry.author,
+    )
     [revision_id] = append(tx, ENTRY_REVISIONS, [row])
     index = [(revision_id, entry.id, "tag", t) for t in entry.tags]
     index += [(revision_id, entry.id, "parent", str(p)) for p in entry.parents]
     index += [(revision_id, entry.id, "run", str(r)) for r in entry.runs]
-    tx.executemany("INSERT INTO entry_index (revision_id, entry_id, kind, value) VALUES (?, ?, ?, ?)", index)
-    recorded_at, digest = tx.one("SELECT recorded_at, hash FROM entry_revisions WHERE id = ?", (revision_id,))
-    return replace(entry, recorded_at=recorded_at, hash=digest, created_at=entry.created_at or recorded_at)
+    tx.executemany(
+        "INSERT INTO entry_index (revision_id, entry_id, kind, value) VALUES (?, ?, ?, ?)", index
+    )
+    recorded_at, digest = tx.one(
+        "SELECT recorded_at, hash FROM entry_revisions WHERE id = ?", (revision_id,)
+    )
+    return replace(
+        entry, recorded_at=recorded_at, hash=digest, created_at=entry.created_at or recorded_at
+    )
 
 
-def create(tx: Tx, *, title: str, prediction: str | None, author: str | None = None, **links: Any) -> Entry:
-    """Write revision 1 of a new entry (verdict open); ``links``: experiment, tags, parents, runs."""
+def create(
+    tx: Tx, *, title: str, prediction: str | None, author: str | None = None, **links: Any
+) -> Entry:
+    """Write revision 1 of a new entry (verdict open); ``links``: experiment, tags, parents,
+    runs."""
     unknown = sorted(set(links) - {"experiment", *_LINKS})
     if unknown:
         raise InputError(f"hypothesis: unknown field(s) {', '.join(unknown)}")
     clean = {key: _clean(key, value) for key, value in links.items()}
     next_id = int(tx.value("SELECT COALESCE(MAX(entry_id), 0) FROM entry_revisions")) + 1
     author = author if author is not None else host_details()["user"]
-    entry = Entry(next_id, _clean("title", title), prediction=_text(prediction, "predict"), author=author, **clean)
+    entry = Entry(
+        next_id,
+        _clean("title", title),
+        prediction=_text(prediction, "predict"),
+        author=author,
+        **clean,
+    )
     return _write_revision(tx, entry)
 
 
@@ -167,7 +208,9 @@ def revise(tx: Tx, entry_id: int, change: str = "revised", **changes: Any) -> En
     """Write the next revision of ``entry_id`` with ``changes`` applied."""
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:
-        raise InputError(f"revise: cannot change {', '.join(unknown)}; editable fields are {', '.join(EDITABLE)}")
+        raise InputError(
+            f"revise: cannot change {', '.join(unknown)}; editable fields are {', '.join(EDITABLE)}"
+        )
     base = current(tx, entry_id)
     clean = {key: _clean(key, value) for key, value in changes.items()}
     return _write_revision(tx, replace(base, revision=base.revision + 1, change=change, **clean))
@@ -184,14 +227,20 @@ def resolve(tx: Tx, entry_id: int, *, result: str, verdict: str, **more: Any) ->
 # ---- reading ----------------------------------------------------------------------------
 
 #: every revision, named as :class:`Entry` fields, with the entry's creation time
-REVISIONS = """(SELECT r.entry_id AS id, r.id AS revision_id, r.revision, r.recorded_at, r.change, r.title,
-    r.prediction, r.experiment, r.result, r.verdict, r.conclusion, r.tags, r.parents, r.runs,
-    r.author, r.hash, f.recorded_at AS created_at
-    FROM entry_revisions r JOIN entry_revisions f ON f.entry_id = r.entry_id AND f.revision = 1) q"""
-LATEST: Clause = ("q.revision = (SELECT MAX(m.revision) FROM entry_revisions m WHERE m.entry_id = q.id)", ())
+REVISIONS = """(SELECT r.entry_id AS id, r.id AS revision_id, r.revision, r.recorded_at, r.change,
+    r.title, r.prediction, r.experiment, r.result, r.verdict, r.conclusion, r.tags, r.parents,
+    r.runs, r.author, r.hash, f.recorded_at AS created_at
+    FROM entry_revisions r
+    JOIN entry_revisions f ON f.entry_id = r.entry_id AND f.revision = 1) q"""
+LATEST: Clause = (
+    "q.revision = (SELECT MAX(m.revision) FROM entry_revisions m WHERE m.entry_id = q.id)",
+    (),
+)
 #: entries that an older labcoat wrote for each doctor check (its findings point to them)
 CHECK_ENTRY: Clause = ("EXISTS (SELECT 1 FROM findings x WHERE x.entry_id = q.id)", ())
-_SEARCHED = " || ' ' || ".join(f"COALESCE(q.{c}, '')" for c in ("title", "prediction", "experiment", "result", "conclusion"))
+_SEARCHED = " || ' ' || ".join(
+    f"COALESCE(q.{c}, '')" for c in ("title", "prediction", "experiment", "result", "conclusion")
+)
 
 
 def _entries(rows: list[dict[str, Any]]) -> list[Entry]:
@@ -201,21 +250,26 @@ def _entries(rows: list[dict[str, Any]]) -> list[Entry]:
 def current(tx: Tx, entry_id: int) -> Entry:
     found = _entries(rows_where(tx, REVISIONS, [("q.id = ?", (entry_id,)), LATEST]))
     if not found:
-        raise InputError(f"entry {entry_id}: there is no such entry; `labcoat ledger list` shows the ids")
+        raise InputError(
+            f"entry {entry_id}: there is no such entry; `labcoat ledger list` shows the ids"
+        )
     return found[0]
 
 
 def history(tx: Tx, entry_id: int) -> list[Entry]:
     found = _entries(rows_where(tx, REVISIONS, [("q.id = ?", (entry_id,))], order_by="q.revision"))
     if not found:
-        raise InputError(f"entry {entry_id}: there is no such entry; `labcoat ledger list` shows the ids")
+        raise InputError(
+            f"entry {entry_id}: there is no such entry; `labcoat ledger list` shows the ids"
+        )
     return found
 
 
 def _linked(kind: str, values: tuple) -> Clause:
     marks = ", ".join("?" * len(values))
     return (
-        f"EXISTS (SELECT 1 FROM entry_index x WHERE x.revision_id = q.revision_id AND x.kind = '{kind}' "
+        "EXISTS (SELECT 1 FROM entry_index x WHERE x.revision_id = q.revision_id "
+        f"AND x.kind = '{kind}' "
         f"AND x.value IN ({marks}))",
         tuple(str(v) for v in values),
     )
@@ -248,15 +302,25 @@ def query(
     texts = [t for t in (_text(t, "text") for t in _many(text)) if t]
     lo, hi = bound(since, name="since"), bound(until, name="until", end=True)
     filters = where(**{"q.verdict": verdicts or None})
-    for kind, values in (("tag", clean_tags(tag)), ("run", clean_ids(run, "run")), ("parent", clean_ids(parent, "parent"))):
+    for kind, values in (
+        ("tag", clean_tags(tag)),
+        ("run", clean_ids(run, "run")),
+        ("parent", clean_ids(parent, "parent")),
+    ):
         if values:
             filters.append(_linked(kind, values))
     if texts:
         like = f"LOWER({_SEARCHED}) LIKE ? ESCAPE '\\'"
         filters.append((" OR ".join([like] * len(texts)), tuple(_like(t) for t in texts)))
     if lo or hi:
-        filters.append((" AND ".join(c for c, v in (("q.created_at >= ?", lo), ("q.created_at < ?", hi)) if v),
-                        tuple(v for v in (lo, hi) if v)))
+        filters.append(
+            (
+                " AND ".join(
+                    c for c, v in (("q.created_at >= ?", lo), ("q.created_at < ?", hi)) if v
+                ),
+                tuple(v for v in (lo, hi) if v),
+            )
+        )
     always = [LATEST] if checks else [LATEST, (f"NOT {CHECK_ENTRY[0]}", ())]
     if match == "any":
         rows = rows_where(tx, REVISIONS, always, either=filters, order_by="q.id", limit=limit)

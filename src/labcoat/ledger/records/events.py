@@ -41,7 +41,11 @@ class Event:
     recorded_at: str | None = None
 
     def __post_init__(self) -> None:
-        if self.value is None and isinstance(self.data.get("value"), str) and self.data["value"] in _NON_FINITE:
+        if (
+            self.value is None
+            and isinstance(self.data.get("value"), str)
+            and self.data["value"] in _NON_FINITE
+        ):
             self.value = _NON_FINITE[self.data.pop("value")]
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,7 +71,9 @@ def _number(value: Any, name: str, kind: str, cast: type) -> Any:
     try:
         return None if value is None else cast(value)
     except (TypeError, ValueError):
-        raise InputError(f"events: {name} must be a number; got {value!r} in a {kind!r} event") from None
+        raise InputError(
+            f"events: {name} must be a number; got {value!r} in a {kind!r} event"
+        ) from None
 
 
 def to_row(event: Any, *, run_id: int | None, source: str, recorded_at: str) -> dict[str, Any]:
@@ -107,9 +113,21 @@ def record_all(tx: Tx, events: Iterable[Any], *, run_id: int | None, source: str
 
 
 def query(
-    tx: Tx, *, min_step: int | None = None, max_step: int | None = None, limit: int | None = None, **columns: Any
+    tx: Tx,
+    *,
+    min_step: int | None = None,
+    max_step: int | None = None,
+    limit: int | None = None,
+    **columns: Any,
 ) -> list[Event]:
     """Events in the order they were recorded; ``columns``: run_id, kind, source, rank."""
     clauses = where(**columns)
-    clauses += [(f"step {op} ?", (int(v),)) for op, v in ((">=", min_step), ("<=", max_step)) if v is not None]
-    return [record(Event, row, json_columns=("data",)) for row in rows_where(tx, "events", clauses, limit=limit)]
+    clauses += [
+        (f"step {op} ?", (int(v),))
+        for op, v in ((">=", min_step), ("<=", max_step))
+        if v is not None
+    ]
+    return [
+        record(Event, row, json_columns=("data",))
+        for row in rows_where(tx, "events", clauses, limit=limit)
+    ]

@@ -24,13 +24,19 @@ def as_finding(item: Any) -> Finding:
     elif isinstance(item, Mapping):
         finding = Finding.from_dict(item)
     else:
-        raise InputError(f"findings: expected labcoat.Finding objects (or their to_dict()); got a {type(item).__name__}")
+        raise InputError(
+            f"findings: expected labcoat.Finding objects (or their to_dict()); got a {type(item).__name__}"
+        )
     if finding.status not in STATUSES:
-        raise InputError(f"findings: status must be one of {', '.join(STATUSES)}; got {finding.status!r}")
+        raise InputError(
+            f"findings: status must be one of {', '.join(STATUSES)}; got {finding.status!r}"
+        )
     for name in ("step", "rank"):
         value = getattr(finding, name)
         if value is not None and not float(value).is_integer():
-            raise InputError(f"findings: {name} must be a whole number; got {value!r} in check {finding.check!r}")
+            raise InputError(
+                f"findings: {name} must be a whole number; got {value!r} in check {finding.check!r}"
+            )
     return finding
 
 
@@ -39,7 +45,10 @@ def record_all(tx: Tx, findings: Iterable[Any], *, run_id: int, source: str) -> 
     stamp = now()
     rows = [
         {
-            **{name: getattr(f, name) for name in ("layer", "status", "message", "falsifies", "predicts", "step", "rank")},
+            **{
+                name: getattr(f, name)
+                for name in ("layer", "status", "message", "falsifies", "predicts", "step", "rank")
+            },
             "run_id": run_id,
             "source": source,
             "recorded_at": stamp,

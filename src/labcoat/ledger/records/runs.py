@@ -60,7 +60,9 @@ class Run:
     end_seeds: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.data = [d if isinstance(d, Fingerprint) else Fingerprint.from_dict(d) for d in self.data]
+        self.data = [
+            d if isinstance(d, Fingerprint) else Fingerprint.from_dict(d) for d in self.data
+        ]
         self.git_dirty = None if self.git_dirty is None else bool(self.git_dirty)
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,7 +98,10 @@ def start(tx: Tx, provenance: Provenance, *, name: str | None = None) -> int:
     }
     if git is not None:
         row.update(
-            git_root=git.root, git_commit=git.commit, git_branch=git.branch, git_dirty=int(git.dirty),
+            git_root=git.root,
+            git_commit=git.commit,
+            git_branch=git.branch,
+            git_dirty=int(git.dirty),
             diff_hash=put_blob(tx, git.diff) if git.diff else None,
             untracked_skipped=encode(list(git.untracked_skipped), max_items=many),
         )
@@ -142,15 +147,17 @@ def exists(tx: Tx, run_id: int) -> int:
 
 
 #: a run's start and end rows, named as :class:`Run` fields
-SOURCE = """(SELECT r.id, r.name, r.started_at, r.command, r.cwd, r.host, r.user_name AS user, r.pid,
-    r.git_root, r.git_commit, r.git_branch, r.git_dirty, r.diff_hash, r.untracked_skipped, r.config,
+SOURCE = """(SELECT r.id, r.name, r.started_at, r.command, r.cwd, r.host, r.user_name AS user,
+    r.pid, r.git_root, r.git_commit, r.git_branch, r.git_dirty, r.diff_hash, r.untracked_skipped, r.config,
     r.config_hash, r.data, r.data_hash, r.env, r.env_hash, r.seeds, e.ended_at,
     COALESCE(e.status, 'running') AS status, e.exit_status, e.error, e.output_hash, e.output_bytes,
     e.duration_s, e.seeds AS end_seeds
     FROM runs r LEFT JOIN run_ends e ON e.run_id = r.id) q"""
 
 
-def listing(tx: Tx, *, run_id: int | None = None, status: str | None = None, limit: int | None = None) -> list[Run]:
+def listing(
+    tx: Tx, *, run_id: int | None = None, status: str | None = None, limit: int | None = None
+) -> list[Run]:
     """Runs, oldest first (the latest ``limit`` when given)."""
     rows = rows_where(tx, SOURCE, where(id=run_id, status=status), order_by="id DESC", limit=limit)
     return [record(Run, row, json_columns=_JSON) for row in reversed(rows)]

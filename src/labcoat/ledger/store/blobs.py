@@ -26,7 +26,13 @@ def put_blob(tx: Tx, content: bytes) -> str:
     tx.execute(
         "INSERT INTO blobs (hash, size, encoding, content, created_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (hash) DO NOTHING",
-        (key, len(content), encoding, stored, datetime.now(timezone.utc).isoformat(timespec="microseconds")),
+        (
+            key,
+            len(content),
+            encoding,
+            stored,
+            datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        ),
     )
     return key
 
@@ -48,8 +54,14 @@ def check_blobs(tx: Tx) -> tuple[int, list[Break]]:
         try:
             content = _unpack(row["encoding"], row["content"])
         except zlib.error:
-            breaks.append(Break("blobs", None, "edited", f"blob {row['hash'][:19]}… cannot be decompressed"))
+            breaks.append(
+                Break("blobs", None, "edited", f"blob {row['hash'][:19]}… cannot be decompressed")
+            )
             continue
         if blob_key(content) != row["hash"] or len(content) != row["size"]:
-            breaks.append(Break("blobs", None, "edited", f"blob {row['hash'][:19]}… no longer matches its hash"))
+            breaks.append(
+                Break(
+                    "blobs", None, "edited", f"blob {row['hash'][:19]}… no longer matches its hash"
+                )
+            )
     return seen, breaks

@@ -44,7 +44,9 @@ class ChainSpec:
 
     def insert_sql(self) -> str:
         names = (*self.columns, "prev_hash", "hash")
-        return f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        return (
+            f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        )
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,10 @@ def append(tx: Tx, spec: ChainSpec, rows: Sequence[Mapping[str, Any]]) -> list[i
         prev = digest
     if values:
         tx.executemany(spec.insert_sql(), values)
-        tx.execute("UPDATE chain_heads SET last_id = ?, hash = ? WHERE name = ?", (last_id, prev, spec.table))
+        tx.execute(
+            "UPDATE chain_heads SET last_id = ?, hash = ? WHERE name = ?",
+            (last_id, prev, spec.table),
+        )
     return ids
 
 
@@ -135,13 +140,20 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
         row_id = row["id"]
         if row_id != expected_id:
             breaks.append(
-                Break(spec.table, row_id, "missing", f"rows {expected_id}..{row_id - 1} were deleted")
+                Break(
+                    spec.table, row_id, "missing", f"rows {expected_id}..{row_id - 1} were deleted"
+                )
                 if row_id > expected_id
                 else Break(spec.table, row_id, "missing", f"id {row_id} appears out of order")
             )
         elif row["prev_hash"] != expected_prev:
             breaks.append(
-                Break(spec.table, row_id, "relinked", "does not follow the row before it (a row was replaced or inserted by hand)")
+                Break(
+                    spec.table,
+                    row_id,
+                    "relinked",
+                    "does not follow the row before it (a row was replaced or inserted by hand)",
+                )
             )
         content = {c: row[c] for c in spec.columns}
         try:
@@ -149,7 +161,14 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
         except ValueError:
             actual = ""
         if actual != row["hash"]:
-            breaks.append(Break(spec.table, row_id, "edited", "content changed after it was written (hash mismatch)"))
+            breaks.append(
+                Break(
+                    spec.table,
+                    row_id,
+                    "edited",
+                    "content changed after it was written (hash mismatch)",
+                )
+            )
         expected_prev, expected_id = row["hash"], row_id + 1
     head = tx.one("SELECT last_id, hash FROM chain_heads WHERE name = ?", (spec.table,))
     if head is None:
@@ -165,4 +184,3 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
             )
         )
     return seen, breaks
-

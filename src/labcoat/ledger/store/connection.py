@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from labcoat.errors import InputError, LabcoatError
 
@@ -39,7 +39,9 @@ PG_SCHEMA = "labcoat"
 #: key of the PostgreSQL advisory lock that serialises writers (any fixed 64-bit number)
 PG_WRITE_LOCK = 0x4C424354_4C454447
 DEFAULT_BUSY_TIMEOUT_S = 60.0
-READ_ONLY_FIX = "the ledger is on read-only media or its file is not writable; copy it somewhere writable"
+READ_ONLY_FIX = (
+    "the ledger is on read-only media or its file is not writable; copy it somewhere writable"
+)
 
 # Connections inherited through fork() must never be used or closed by the child: SQLite's
 # locks are per process. The child opens its own and parks the inherited ones here.
@@ -47,7 +49,8 @@ _INHERITED: list[Any] = []
 
 
 class LedgerError(LabcoatError):
-    """The ledger's storage cannot be used: corrupt or foreign file, unreachable server, lock timeout."""
+    """The ledger's storage cannot be used: corrupt or foreign file, unreachable server, lock
+    timeout."""
 
 
 class ReadOnlyError(LedgerError):
@@ -70,7 +73,9 @@ class Dialect:
 
 
 SQLITE = Dialect("sqlite", int="INTEGER", real="REAL", blob="BLOB", placeholder="?")
-POSTGRES = Dialect("postgresql", int="BIGINT", real="DOUBLE PRECISION", blob="BYTEA", placeholder="%s")
+POSTGRES = Dialect(
+    "postgresql", int="BIGINT", real="DOUBLE PRECISION", blob="BYTEA", placeholder="%s"
+)
 
 
 class Tx:
@@ -87,7 +92,9 @@ class Tx:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self._cur.executemany(sql.replace("?", self.dialect.placeholder), [tuple(r) for r in rows])
+            self._cur.executemany(
+                sql.replace("?", self.dialect.placeholder), [tuple(r) for r in rows]
+            )
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
         return self.execute(sql, params)._cur.fetchone()
@@ -103,7 +110,9 @@ class Tx:
         """Names of the columns of the last statement's result."""
         return [d[0] for d in self._cur.description or ()]
 
-    def dicts(self, sql: str, params: Sequence[Any] = (), *, batch: int = 2000) -> Iterator[dict[str, Any]]:
+    def dicts(
+        self, sql: str, params: Sequence[Any] = (), *, batch: int = 2000
+    ) -> Iterator[dict[str, Any]]:
         """Rows as dicts, streamed without holding the whole result in memory."""
         self.execute(sql, params)
         names = self.columns()
@@ -134,14 +143,17 @@ class Store(ABC):
 
     @abstractmethod
     def write(self) -> "contextmanager[Tx]":
-        """A transaction holding the ledger's write lock; commits at the end, rolls back on error."""
+        """A transaction holding the ledger's write lock; commits at the end, rolls back on
+        error."""
 
     @abstractmethod
     def read(self) -> "contextmanager[Tx]":
         """A read-only transaction (one consistent snapshot) on this thread's reader."""
 
     @abstractmethod
-    def readonly_sql(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0) -> tuple[list[str], list[tuple]]:
+    def readonly_sql(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+    ) -> tuple[list[str], list[tuple]]:
         """Run one statement that must not change anything; returns (column names, rows)."""
 
     @abstractmethod
@@ -178,7 +190,11 @@ class Store(ABC):
     def _reader(self) -> Any:
         """This thread's read-only connection, opened on first use and again after fork()."""
         conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid() and self._usable(conn):
+        if (
+            conn is not None
+            and getattr(self._local, "pid", None) == os.getpid()
+            and self._usable(conn)
+        ):
             return conn
         if conn is not None:
             _INHERITED.append(conn)
@@ -229,8 +245,19 @@ def _sqlite_message(exc: sqlite3.Error, location: str, busy_timeout_s: float) ->
             "point --ledger or LABCOAT_LEDGER at a labcoat ledger, or move this file away"
         )
     if "unable to open" in text or "readonly" in text:
-        return f"ledger {location}: cannot open the file ({text}); check the path and its permissions"
+        return (
+            f"ledger {location}: cannot open the file ({text}); check the path and its permissions"
+        )
     return f"ledger {location}: {text}"
+
+
+def _says_wal_mode(path: Path) -> bool:
+    """The file header's read/write versions are 2 in WAL mode (1 in rollback mode)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(20)[18:20] == b"\x02\x02"
+    except OSError:
+        return False
 
 
 def _writable(path: Path) -> bool:
@@ -247,7 +274,9 @@ class SQLiteStore(Store):
 
     dialect = SQLITE
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    ):
         super().__init__(busy_timeout_s=busy_timeout_s)
         self.path = Path(path).expanduser().resolve()
         self.location = self.target = str(self.path)
@@ -256,14 +285,21 @@ class SQLiteStore(Store):
                 f"ledger {self.location}: is a directory; give the path of a database file, e.g. .labcoat/ledger.db"
             )
         self.wal = self.path.with_name(self.path.name + "-wal")
-        self.read_only = self.path.exists() and not (_writable(self.path) and _writable(self.path.parent))
+        self.read_only = self.path.exists() and not (
+            _writable(self.path) and _writable(self.path.parent)
+        )
+        # seen before any connection of ours can make a new, empty -wal file beside it
+        self._cut_from_wal = _says_wal_mode(self.path) and not self.wal.exists()
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def own_files(self) -> tuple[Path, ...]:
         """The database file and the journal files SQLite keeps beside it."""
-        return (self.path, *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal")))
+        return (
+            self.path,
+            *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal")),
+        )
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -281,13 +317,22 @@ class SQLiteStore(Store):
         try:
             if not folder.exists() and folder.name == ".labcoat":
                 folder.mkdir(parents=True)  # the default place: keep it out of git, as pytest does
-                (folder / ".gitignore").write_text("# created by labcoat: the ledger is not code\n*\n")
+                (folder / ".gitignore").write_text(
+                    "# created by labcoat: the ledger is not code\n*\n"
+                )
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise LedgerError(f"ledger {self.location}: cannot create its folder ({exc.strerror or exc})") from exc
+            raise LedgerError(
+                f"ledger {self.location}: cannot create its folder ({exc.strerror or exc})"
+            ) from exc
         with self._errors():
             new = not self.path.exists() or self.path.stat().st_size == 0
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             if new:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -358,8 +403,11 @@ class SQLiteStore(Store):
         how = "immutable=1" if self.read_only and not self.wal.exists() else "mode=ro"
         with self._errors():
             conn = sqlite3.connect(
-                f"{self.path.as_uri()}?{how}", uri=True, timeout=self.busy_timeout_s,
-                isolation_level=None, check_same_thread=False,
+                f"{self.path.as_uri()}?{how}",
+                uri=True,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
             )
             conn.execute("PRAGMA query_only = ON")
             conn.set_authorizer(_deny_attach)
@@ -377,7 +425,9 @@ class SQLiteStore(Store):
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
-    def readonly_sql(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0) -> tuple[list[str], list[tuple]]:
+    def readonly_sql(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+    ) -> tuple[list[str], list[tuple]]:
         conn = self._reader()
         deadline = time.monotonic() + timeout_s
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
@@ -387,14 +437,23 @@ class SQLiteStore(Store):
             columns = [d[0] for d in cur.description or ()]
         except sqlite3.Error as exc:
             text = str(exc)
-            if "readonly" in text or "read-only" in text or "not authorized" in text or "query_only" in text:
+            if (
+                "readonly" in text
+                or "read-only" in text
+                or "not authorized" in text
+                or "query_only" in text
+            ):
                 raise ReadOnlyError(
                     f"ledger sql is read-only: the statement was refused ({text}); "
                     "change the ledger through labcoat's commands, which keep its hash chains"
                 ) from exc
             if "interrupted" in text:
-                raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
-            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                raise LedgerError(
+                    f"ledger sql: the query ran past {timeout_s:g} s and was stopped"
+                ) from exc
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                exc, sqlite3.OperationalError
+            ):
                 raise LedgerError(_sqlite_message(exc, self.location, self.busy_timeout_s)) from exc
             raise InputError(f"ledger sql: {text}") from exc
         finally:
@@ -421,20 +480,19 @@ class SQLiteStore(Store):
         """A file that says a writer has it open (WAL mode) but has no ``-wal`` beside it was
         copied or moved without the commits that lived there; a ``-wal`` holding commits means
         the file alone is not the whole ledger yet (a writer is open, or one died)."""
-        with open(self.path, "rb") as f:
-            header = f.read(20)
-        in_wal_mode = len(header) == 20 and header[18:20] == b"\x02\x02"
         wal_bytes = self.wal.stat().st_size if self.wal.exists() else None
-        if in_wal_mode and wal_bytes is None and not self._written_by_an_older_labcoat():
+        if self._cut_from_wal and not self._written_by_an_older_labcoat():
             return [
-                f"{self.path.name}: the file says a writer had it open, but its -wal file is missing: "
-                "commits made since its last checkpoint are not in it (was it copied while labcoat "
-                "was writing? copy ledger.db-wal with it, or copy after every labcoat process ended)"
+                f"{self.path.name}: the file says a writer had it open, but its -wal file is "
+                "missing: commits made since its last checkpoint are not in it (was it copied "
+                "while labcoat was writing? copy its -wal file with it, or copy after every "
+                "labcoat process ended)"
             ], []
         if wal_bytes and wal_bytes > 32 and self.wal.stat().st_mtime >= self.path.stat().st_mtime:
             return [], [
                 f"{self.wal.name} holds {wal_bytes:,} bytes of commits not yet in {self.path.name} "
-                "(a labcoat process is writing, or one died): copy both files, or copy after it ends"
+                "(a labcoat process is writing, or one died): copy both files, or copy after "
+                "it ends"
             ]
         return [], []
 
@@ -550,7 +608,9 @@ class PostgresStore(Store):
         with self._errors(), conn.transaction():
             yield Tx(conn.cursor(), POSTGRES)
 
-    def readonly_sql(self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0) -> tuple[list[str], list[tuple]]:
+    def readonly_sql(
+        self, sql: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+    ) -> tuple[list[str], list[tuple]]:
         psycopg = _psycopg()
         conn = self._reader()
         try:
@@ -566,7 +626,9 @@ class PostgresStore(Store):
                 columns = [d.name for d in cur.description or ()]
                 rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
         except psycopg.errors.QueryCanceled as exc:
-            raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
+            raise LedgerError(
+                f"ledger sql: the query ran past {timeout_s:g} s and was stopped"
+            ) from exc
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
             raise _read_only_refused(exc) from exc
         except psycopg.OperationalError as exc:
@@ -579,7 +641,10 @@ class PostgresStore(Store):
 
     def table_names(self) -> set[str]:
         with self.read() as tx:
-            rows = tx.all("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (PG_SCHEMA,))
+            rows = tx.all(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                (PG_SCHEMA,),
+            )
         return {r[0] for r in rows}
 
 
@@ -587,7 +652,9 @@ def is_postgres_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
-def open_store(location: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> Store:
+def open_store(
+    location: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+) -> Store:
     """The store for a file path, ``sqlite:///path`` or ``postgresql://…`` URL."""
     text = os.fspath(location)
     if is_postgres_url(text):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, fields
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 from labcoat._jsonable import dumps, jsonable
@@ -29,7 +30,11 @@ def where(**columns: Any) -> list[Clause]:
             continue
         if isinstance(value, (list, tuple, set, frozenset)):
             values = tuple(value)
-            clauses.append((f"{column} IN ({', '.join('?' * len(values))})", values) if values else ("1 = 0", ()))
+            clauses.append(
+                (f"{column} IN ({', '.join('?' * len(values))})", values)
+                if values
+                else ("1 = 0", ())
+            )
         else:
             clauses.append((f"{column} = ?", (value,)))
     return clauses
@@ -47,7 +52,9 @@ def rows_where(
     """Rows of ``source`` matching every clause and, when ``either`` is given, any one of those."""
     parts = list(clauses)
     if either:
-        parts.append(("(" + " OR ".join(sql for sql, _ in either) + ")", sum((p for _, p in either), ())))
+        parts.append(
+            ("(" + " OR ".join(sql for sql, _ in either) + ")", sum((p for _, p in either), ()))
+        )
     sql = f"SELECT * FROM {source}"
     if parts:
         sql += " WHERE " + " AND ".join(f"({c})" for c, _ in parts)
@@ -63,13 +70,21 @@ def encode(value: Any, *, max_items: int = 1000) -> str | None:
     return None if value is None else dumps(jsonable(value, max_items=max_items))
 
 
+@lru_cache(maxsize=None)
+def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    return tuple(
+        (f.name, f.default is not MISSING or f.default_factory is not MISSING) for f in fields(cls)
+    )
+
+
 def record(cls: type[T], row: Mapping[str, Any], json_columns: Iterable[str] = ()) -> T:
     """The dataclass ``cls`` from a row named like its fields; NULL means the field's default."""
-    decode = set(json_columns)
     values = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        value = row.get(f.name)
-        if value is None and (f.default is not MISSING or f.default_factory is not MISSING):
-            continue
-        values[f.name] = json.loads(value) if f.name in decode and value is not None else value
+    for name, has_default in _fields(cls):
+        value = row.get(name)
+        if value is None:
+            if not has_default:
+                values[name] = None
+        else:
+            values[name] = json.loads(value) if name in json_columns else value
     return cls(**values)

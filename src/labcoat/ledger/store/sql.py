@@ -40,9 +40,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def run_sql(store: Store, query: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0) -> SqlResult:
+def run_sql(
+    store: Store, query: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+) -> SqlResult:
     if not isinstance(query, str) or not query.strip():
-        raise InputError("sql: the query is empty; give one SELECT statement, e.g. \"SELECT id, title FROM entry_revisions\"")
+        raise InputError(
+            'sql: the query is empty; give one SELECT statement, e.g. "SELECT id, title FROM entry_revisions"'
+        )
     if timeout_s <= 0:
         raise InputError(f"timeout: must be positive seconds; got {timeout_s!r}")
     columns, rows = store.readonly_sql(query, params, timeout_s=timeout_s)

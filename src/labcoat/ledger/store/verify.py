@@ -89,7 +89,8 @@ class VerifyResult:
             "rows": dict(self.rows),
             "problems": self.problems(),
             "breaks": [
-                {"table": b.table, "row_id": b.row_id, "kind": b.kind, "detail": b.detail} for b in self.breaks
+                {"table": b.table, "row_id": b.row_id, "kind": b.kind, "detail": b.detail}
+                for b in self.breaks
             ],
             "integrity": list(self.integrity),
             "notes": list(self.notes),
@@ -119,9 +120,23 @@ def _check_index(tx: Tx) -> list[Break]:
         except (TypeError, ValueError):
             continue  # an unreadable revision is already reported as edited by its chain
         if actual.pop(int(row["id"]), set()) != expected:
-            breaks.append(Break("entry_index", int(row["id"]), "edited", "tags/links index no longer matches the revision"))
+            breaks.append(
+                Break(
+                    "entry_index",
+                    int(row["id"]),
+                    "edited",
+                    "tags/links index no longer matches the revision",
+                )
+            )
     for revision_id in sorted(actual):
-        breaks.append(Break("entry_index", revision_id, "edited", "index rows for a revision that does not exist"))
+        breaks.append(
+            Break(
+                "entry_index",
+                revision_id,
+                "edited",
+                "index rows for a revision that does not exist",
+            )
+        )
     return breaks
 
 
@@ -132,7 +147,10 @@ def _check_references(tx: Tx) -> list[Break]:
         "UNION ALL SELECT 'run_ends', id, output_hash FROM run_ends WHERE output_hash IS NOT NULL "
         "AND output_hash NOT IN (SELECT hash FROM blobs)"
     )
-    return [Break(table, int(row_id), "missing", f"blob {key[:19]}… it refers to was deleted") for table, row_id, key in missing]
+    return [
+        Break(table, int(row_id), "missing", f"blob {key[:19]}… it refers to was deleted")
+        for table, row_id, key in missing
+    ]
 
 
 def _prediction_order(tx: Tx) -> list[PredictionOrder]:
