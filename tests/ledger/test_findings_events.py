@@ -222,3 +222,21 @@ def test_existing_ledger_is_found_for_diagnose(isolated):
     found.record_findings(doctor_findings())
     assert len(found.findings()) == 4 and found.entries() == []
     found.close()
+
+
+def test_the_watch_path_a_run_its_event_batches_and_its_findings(ledger):
+    """What a watch does: open a run, write sampled series and alerts in batches, end with
+    its findings; a batch with one bad event is refused whole."""
+    run = ledger.start_run(name="watch", git=False)
+    for start in range(0, 300, 100):
+        batch = [{"kind": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(start, start + 100)]
+        assert ledger.record_events(batch, run=run) == 100
+    with pytest.raises(InputError, match="step must be a number"):
+        ledger.record_events([{"kind": "loss", "step": 300}, {"kind": "loss", "step": "x"}], run=run)
+    ledger.record_events([{"kind": "alert", "step": 299, "severity": "warn", "message": "no trend"}], run=run)
+    ledger.record_findings(doctor_findings()[:1], run=run, source="watch")
+    ledger.finish_run(run, status="ok", exit_status=None)
+    assert len(ledger.events(run=run, kind="loss")) == 300  # the refused batch left nothing
+    assert [e.message for e in ledger.events(run=run, kind="alert")] == ["no trend"]
+    assert [r.name for r in ledger.runs()] == ["watch"] and ledger.get_run(run).status == "ok"
+    assert ledger.verify().rows["events"] == 301
