@@ -229,11 +229,17 @@ def test_the_watch_path_a_run_its_event_batches_and_its_findings(ledger):
     its findings; a batch with one bad event is refused whole."""
     run = ledger.start_run(name="watch", git=False)
     for start in range(0, 300, 100):
-        batch = [{"kind": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(start, start + 100)]
+        batch = [
+            {"kind": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(start, start + 100)
+        ]
         assert ledger.record_events(batch, run=run) == 100
     with pytest.raises(InputError, match="step must be a number"):
-        ledger.record_events([{"kind": "loss", "step": 300}, {"kind": "loss", "step": "x"}], run=run)
-    ledger.record_events([{"kind": "alert", "step": 299, "severity": "warn", "message": "no trend"}], run=run)
+        ledger.record_events(
+            [{"kind": "loss", "step": 300}, {"kind": "loss", "step": "x"}], run=run
+        )
+    ledger.record_events(
+        [{"kind": "alert", "step": 299, "severity": "warn", "message": "no trend"}], run=run
+    )
     ledger.record_findings(doctor_findings()[:1], run=run, source="watch")
     ledger.finish_run(run, status="ok", exit_status=None)
     assert len(ledger.events(run=run, kind="loss")) == 300  # the refused batch left nothing

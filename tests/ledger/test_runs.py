@@ -9,7 +9,7 @@ import pytest
 import labcoat.provenance.capture as provenance_module
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
-from labcoat.ledger.diff import compare, flatten, split_patch
+from labcoat.provenance.diff import compare, flatten, split_patch
 from tests.provenance.test_capture import git, make_repo
 
 

@@ -5,7 +5,6 @@ keeps rows (SQLite or PostgreSQL, append-only and hash-chained) and ``records`` 
 their meaning (entries, runs, findings, events); provenance capture is :mod:`labcoat.provenance`.
 """
 
-from labcoat.ledger.diff import Change, RunDiff
 from labcoat.ledger.ledger import ActiveRun, Ledger
 from labcoat.ledger.records.entries import VERDICTS, Entry
 from labcoat.ledger.records.events import Event
@@ -15,6 +14,7 @@ from labcoat.ledger.store.location import default_location
 from labcoat.ledger.store.sql import SqlResult
 from labcoat.ledger.store.verify import PredictionOrder, VerifyResult
 from labcoat.provenance import Fingerprint, fingerprint
+from labcoat.provenance.diff import Change, RunDiff
 
 __all__ = [
     "ActiveRun",

@@ -383,7 +383,7 @@ class Ledger:
 
     def diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun):
         """What changed in code, config, data, environment and seeds from ``run_a`` to ``run_b``."""
-        from labcoat.ledger.diff import diff_runs
+        from labcoat.provenance.diff import diff_runs
         from labcoat.provenance import commit_stat
 
         a, b = self.get_run(run_a), self.get_run(run_b)

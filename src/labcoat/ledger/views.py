@@ -12,7 +12,7 @@ from labcoat.render import findings_table
 
 if TYPE_CHECKING:
     from labcoat.findings import Finding
-    from labcoat.ledger.diff import RunDiff
+    from labcoat.provenance.diff import RunDiff
     from labcoat.ledger.records.entries import Entry
     from labcoat.ledger.records.runs import Run
     from labcoat.ledger.store.sql import SqlResult
@@ -202,7 +202,7 @@ def verify_view(result: "VerifyResult") -> RenderableType:
 
 
 def diff_view(diff: "RunDiff") -> RenderableType:
-    from labcoat.ledger.diff import SECTIONS
+    from labcoat.provenance.diff import SECTIONS
 
     if diff.same:
         return Text(

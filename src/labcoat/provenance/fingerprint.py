@@ -99,7 +99,7 @@ def fingerprint_file(
 def fingerprint_directory(
     path: str | os.PathLike[str], *, full: bool = False, name: str | None = None
 ) -> Fingerprint:
-    """Every regular file under ``path`` by relative name (hidden files included, links followed)."""
+    """Every regular file under ``path`` by relative name (hidden files too, links followed)."""
     root = Path(path)
     h = _hasher()
     total, count, methods = 0, 0, set()
@@ -213,7 +213,7 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
 
 
 def fingerprint_all(data: Any, *, full: bool = False) -> list[Fingerprint]:
-    """A list of fingerprints for ``data``: one input, a sequence of inputs, or a name -> input dict."""
+    """Fingerprints of ``data``: one input, a sequence of inputs, or a dict name -> input."""
     if data is None:
         return []
     if isinstance(data, Mapping):

@@ -127,7 +127,7 @@ def _diff(root: str, commit: str | None, untracked: list[str], excluded: list[st
 
 
 def commit_stat(root: str | None, before: str | None, after: str | None) -> list[str]:
-    """``git diff --stat before after`` lines, or [] when the repository or a commit is not at hand."""
+    """``git diff --stat before after`` lines, or [] without the repository or a commit."""
     if not root or not before or not after or before == after or shutil.which("git") is None:
         return []
     if not os.path.isdir(root):

@@ -1,5 +1,8 @@
 """What changed between two runs: code, config, data, environment, seeds and command.
 
+It compares two recorded provenances (a :class:`labcoat.ledger.Run` holds one) and their
+uncommitted diffs; it needs nothing else from the ledger.
+
 Each difference is one :class:`Change` (section, key, before, after). Nested config and
 environment values are compared key by key (``optimizer.lr``, ``packages.numpy``) so a silent
 dependency upgrade shows up as one line, not as "the environment hash differs".
@@ -9,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from labcoat.ledger.records.runs import Run
+if TYPE_CHECKING:
+    from labcoat.ledger.records.runs import Run
 
 SECTIONS = ("code", "config", "data", "env", "seeds", "command")
 _MISSING = object()
