@@ -161,26 +161,14 @@ def run_wrapped(
     *,
     stdout: Any,
     stderr: Any,
-    config: Any = None,
-    data: Any = None,
-    seeds: Any = None,
-    name: str | None = None,
     entries: Sequence[Entry] = (),
-    full_hash: bool = False,
-    git: bool = True,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    **capture: Any,
 ) -> WrappedRun:
     """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger.
-    The run is linked to ``entries`` (hypotheses it tests) before the command starts."""
-    run_id = ledger.start_run(
-        name=name,
-        config=config,
-        data=data,
-        seeds=seeds,
-        command=command,
-        full_hash=full_hash,
-        git=git,
-    ).id
+    ``capture`` is what :meth:`Ledger.start_run` takes (name, config, data, seeds, full_hash,
+    git). The run is linked to ``entries`` (hypotheses it tests) before the command starts."""
+    run_id = ledger.start_run(command=command, **capture).id
     for entry in entries:
         ledger.revise(entry, runs=(*entry.runs, run_id))
     env = dict(os.environ)
