@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import PurePath
 from typing import Any
@@ -48,6 +49,15 @@ def jsonable(obj: Any, *, max_items: int = 1000) -> Any:
     if callable(item):
         return jsonable(item(), max_items=max_items)
     return str(obj)
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON text of a plain value: sorted keys, no spaces, UTF-8 kept, NaN refused.
+
+    The one encoding for what is stored and hashed (the ledger, provenance digests): the same
+    value always gives the same text. Pass ``jsonable(x)`` for values that are not plain yet.
+    """
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _float(x: float) -> float | str:

@@ -1,4 +1,4 @@
-"""diagnose(ledger=...) records each check in the lab notebook, and only where asked."""
+"""diagnose(ledger=...) records one run with its findings in the lab notebook, only where asked."""
 
 import pytest
 
@@ -6,15 +6,16 @@ import labcoat
 from tests.doctor.helpers import diagnose, mlp
 
 
-def test_findings_recorded_as_resolved_hypotheses(tmp_path):
+def test_a_doctor_session_is_one_run_with_its_findings(tmp_path):
     path = tmp_path / "ledger.db"
     report = diagnose(mlp(), ledger=str(path))
     ledger = labcoat.Ledger(path)
-    stored = ledger.findings(source="doctor")
+    [run] = ledger.runs()
+    assert run.name == "doctor"
+    stored = ledger.findings(run=run, source="doctor")
     assert [f.check for f in stored] == [f.check for f in report.findings]
     assert report.extras["ledger"]["findings"]
-    coverage = next(e for e in ledger.entries() if e.title == report["update.optimizer.coverage"].falsifies)
-    assert coverage.verdict == "refuted"  # the failure mode was ruled out
+    assert ledger.entries() == []  # the user's hypotheses are not buried under the checks
     assert ledger.verify()
 
 
@@ -28,7 +29,7 @@ def test_failed_check_is_a_confirmed_hypothesis(tmp_path):
     assert report.failed_layer == "update"
     failed = ledger.findings(status="fail")
     assert [f.check for f in failed] == ["update.optimizer.coverage"]
-    assert "confirmed" in {e.verdict for e in ledger.entries(verdict="confirmed")}
+    assert ledger.findings(check="update.optimizer.coverage")[0].falsifies == failed[0].falsifies
 
 
 def test_default_none_creates_nothing_when_no_ledger_exists(tmp_path, monkeypatch):
@@ -59,3 +60,4 @@ def test_findings_inside_a_run_block_join_that_run(tmp_path):
     outside = diagnose(mlp(), ledger=ledger)
     inside = ledger.findings(run=run)
     assert inside and len(ledger.findings()) == len(inside) + len(outside.findings)
+    assert [r.name for r in ledger.runs()] == [None, "doctor"]  # the block's run, then one of its own

@@ -18,7 +18,9 @@ from labcoat.ledger import Ledger
 
 
 def _postgres_bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3])
+    )
     if found:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
@@ -34,7 +36,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def postgres_server():
     """Admin URL of a throwaway PostgreSQL cluster, or a skip when it cannot be started."""
-    pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'labcoat[postgres]')")
+    pytest.importorskip(
+        "psycopg", reason="psycopg 3 is not installed (pip install 'labcoat[postgres]')"
+    )
     bindir = _postgres_bin()
     if bindir is None:
         pytest.skip("PostgreSQL server binaries are not installed (apt-get install postgresql)")
@@ -54,16 +58,45 @@ def postgres_server():
     data, log = os.path.join(root, "data"), os.path.join(root, "server.log")
     port = _free_port()
     init = subprocess.run(
-        [*as_user, str(bindir / "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"],
-        capture_output=True, text=True, cwd=root,
+        [
+            *as_user,
+            str(bindir / "initdb"),
+            "-D",
+            data,
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
     )
     if init.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"initdb failed: {init.stderr.strip()[-300:]}")
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=60"
     start = subprocess.run(
-        [*as_user, str(bindir / "pg_ctl"), "-D", data, "-o", options, "-l", log, "-w", "-t", "60", "start"],
-        capture_output=True, text=True, cwd=root,
+        [
+            *as_user,
+            str(bindir / "pg_ctl"),
+            "-D",
+            data,
+            "-o",
+            options,
+            "-l",
+            log,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
     )
     if start.returncode != 0:
         tail = Path(log).read_text()[-300:] if os.path.exists(log) else start.stderr
@@ -72,7 +105,11 @@ def postgres_server():
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}"
     finally:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", data, "-m", "immediate", "stop"], capture_output=True, cwd=root)
+        subprocess.run(
+            [*as_user, str(bindir / "pg_ctl"), "-D", data, "-m", "immediate", "stop"],
+            capture_output=True,
+            cwd=root,
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -92,7 +129,7 @@ def pg_url(pg_database):
     """A PostgreSQL ledger location with no ledger in it yet; emptied again afterwards."""
     import psycopg
 
-    from labcoat.ledger.storage import PG_SCHEMA
+    from labcoat.ledger.store.connection import PG_SCHEMA
 
     def drop():
         with psycopg.connect(pg_database, autocommit=True) as conn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Sequence
 
-from labcoat.ledger.storage import PG_SCHEMA, is_postgres_url
+from labcoat.ledger.store.connection import PG_SCHEMA, is_postgres_url
 
 
 def raw_sql(location: str, sql: str, params: Sequence[Any] = ()) -> list[tuple]:

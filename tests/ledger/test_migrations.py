@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from labcoat.ledger import Ledger, LedgerError
-from labcoat.ledger.migrations import Migrations
-from labcoat.ledger.schema import LEDGER_MIGRATIONS
-from labcoat.ledger.storage import open_store
+from labcoat.ledger.store.connection import open_store
+from labcoat.ledger.store.migrations import Migrations
+from labcoat.ledger.store.schema import LEDGER_MIGRATIONS
 
 
 def test_duplicate_names_are_refused():
@@ -23,7 +23,11 @@ def test_duplicate_names_are_refused():
 
 def test_a_new_ledger_has_every_migration_recorded(ledger):
     names = [a.name for a in LEDGER_MIGRATIONS.applied(ledger.storage)]
-    assert names == LEDGER_MIGRATIONS.names() == ["m001_tables", "m002_indexes"]
+    assert (
+        names
+        == LEDGER_MIGRATIONS.names()
+        == ["m001_tables", "m002_indexes", "m003_sealed_on_close", "m004_findings_by_entry"]
+    )
     assert LEDGER_MIGRATIONS.pending(ledger.storage) == []
     assert LEDGER_MIGRATIONS.apply(ledger.storage) == []  # applying again does nothing
 
@@ -52,7 +56,10 @@ def test_migrations_run_in_order_once_and_a_failure_rolls_back_with_its_record(l
         columns = [d[0] for d in tx.execute("SELECT * FROM demo_things")._cur.description]
     assert columns == ["id", "name"]
 
-    m._steps["m2_broken"] = lambda tx: (calls.append("m2 fixed"), tx.execute("ALTER TABLE demo_things ADD COLUMN size INTEGER"))
+    m._steps["m2_broken"] = lambda tx: (
+        calls.append("m2 fixed"),
+        tx.execute("ALTER TABLE demo_things ADD COLUMN size INTEGER"),
+    )
     assert m.apply(store) == ["m2_broken"]
     assert calls == ["m1", "m2", "m2 fixed"]
     store.close()

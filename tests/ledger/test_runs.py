@@ -6,18 +6,23 @@ import subprocess
 
 import pytest
 
-import labcoat.ledger.provenance as provenance_module
+import labcoat.provenance.capture as provenance_module
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
-from labcoat.ledger.diff import compare, flatten, split_patch
-
-from .test_provenance import git, make_repo
+from labcoat.provenance.diff import compare, flatten, split_patch
+from tests.provenance.test_capture import git, make_repo
 
 
 def test_run_records_provenance_on_entry_and_end_on_exit(ledger, tmp_path):
     data = tmp_path / "train.csv"
     data.write_text("x,y\n1,0\n")
-    with ledger.run(config={"lr": 0.1, "opt": {"eps": 1e-8}}, data=[str(data)], seeds={"torch": 0}, name="baseline", git=False) as run:
+    with ledger.run(
+        config={"lr": 0.1, "opt": {"eps": 1e-8}},
+        data=[str(data)],
+        seeds={"torch": 0},
+        name="baseline",
+        git=False,
+    ) as run:
         during = ledger.get_run(run.id)
         assert during.status == "running" and during.ended_at is None  # already on record
     stored = ledger.get_run(run.id)
@@ -65,7 +70,7 @@ def test_run_cannot_end_twice(ledger):
     with ledger.run(git=False) as run:
         pass
     with pytest.raises(InputError, match="has already ended"):
-        ledger._finish_run(run.id, status="ok", exit_status=0)
+        ledger.finish_run(run, status="ok", exit_status=0)
     with pytest.raises(InputError, match="run 99: there is no such run"):
         ledger.get_run(99)
 
@@ -86,15 +91,28 @@ def test_diff_shows_config_data_env_and_seed_changes(ledger, tmp_path, monkeypat
     data.write_text("x,y\n1,0\n")
     labels = tmp_path / "labels.csv"
     labels.write_text("0\n")
-    with ledger.run(config={"lr": 0.1, "opt": {"name": "adam", "eps": 1e-8}}, data=[str(data), str(labels)], seeds=0, git=False) as a:
+    with ledger.run(
+        config={"lr": 0.1, "opt": {"name": "adam", "eps": 1e-8}},
+        data=[str(data), str(labels)],
+        seeds=0,
+        git=False,
+    ) as a:
         pass
     data.write_text("x,y\n1,1\n")
     _environment_with(monkeypatch, numpy="0.0.1-silently-upgraded")
-    with ledger.run(config={"lr": 0.1, "opt": {"name": "adam", "eps": 1e-6}, "warmup": 100}, data=[str(data), str(labels)], seeds=1, git=False) as b:
+    with ledger.run(
+        config={"lr": 0.1, "opt": {"name": "adam", "eps": 1e-6}, "warmup": 100},
+        data=[str(data), str(labels)],
+        seeds=1,
+        git=False,
+    ) as b:
         pass
     diff = ledger.diff(a.id, b.id)
     assert not diff.same
-    assert {(c.key, c.kind) for c in diff.section("config")} == {("opt.eps", "changed"), ("warmup", "added")}
+    assert {(c.key, c.kind) for c in diff.section("config")} == {
+        ("opt.eps", "changed"),
+        ("warmup", "added"),
+    }
     assert [c.key for c in diff.section("data")] == [str(data)]  # labels unchanged
     env = {c.key: c for c in diff.section("env")}
     assert env["packages.numpy"].after == "0.0.1-silently-upgraded"
@@ -125,13 +143,21 @@ def test_diff_shows_code_changes_and_the_diff_is_stored_once(tmp_path, monkeypat
     with ledger.run() as b:
         pass
     ra, rsame, rb = ledger.get_run(a.id), ledger.get_run(same_tree.id), ledger.get_run(b.id)
-    assert ra.git_dirty and ra.diff_hash == rsame.diff_hash and not rb.git_dirty and rb.diff_hash is None
+    assert (
+        ra.git_dirty
+        and ra.diff_hash == rsame.diff_hash
+        and not rb.git_dirty
+        and rb.diff_hash is None
+    )
     assert "+width = 128" in ledger.run_diff_text(a.id)
     assert ledger.verify().rows["blobs"] == 1  # two runs, one stored diff
     code = {c.key: c for c in ledger.diff(a.id, b.id).section("code")}
     assert code["commit"].before == ra.git_commit and code["commit"].after == rb.git_commit
     assert code["dirty"].before is True and code["dirty"].after is False
-    assert code["uncommitted model.py"].before == "+1 -1" and code["uncommitted model.py"].after is None
+    assert (
+        code["uncommitted model.py"].before == "+1 -1"
+        and code["uncommitted model.py"].after is None
+    )
     assert any("data.py" in line for line in ledger.diff(a.id, b.id).commit_stat)
     assert ledger.diff(a.id, same_tree.id).section("code") == []
     ledger.close()
@@ -145,7 +171,9 @@ def test_flatten_and_compare():
 
 def test_split_patch_by_file():
     patch = subprocess.run(
-        ["git", "diff", "--no-index", "--no-color", "/dev/null", __file__], capture_output=True, text=True
+        ["git", "diff", "--no-index", "--no-color", "/dev/null", __file__],
+        capture_output=True,
+        text=True,
     ).stdout
     parts = split_patch(patch + patch.replace("test_runs.py", "other.py"))
     assert len(parts) == 2

@@ -9,7 +9,7 @@ import pytest
 
 from labcoat.errors import LabcoatError
 from labcoat.ledger import Ledger, LedgerError, ReadOnlyError
-from labcoat.ledger.location import default_location, project_root
+from labcoat.ledger.store.location import default_location, project_root
 
 from .tamper import raw_sql
 
@@ -72,8 +72,12 @@ def test_cli_sql_refuses_writes_with_one_line(cli, location):
     assert cli("ledger", "add", "kept", "--predict", "p", "--ledger", location).code == 0
     res = cli("ledger", "sql", "DELETE FROM entry_revisions", "--ledger", location)
     assert res.code == 2
-    assert res.err.count("\n") == 1 and res.err.startswith("labcoat: error: ledger sql is read-only")
-    ok = cli("ledger", "sql", "SELECT count(*) AS n FROM entry_revisions", "--ledger", location, "--json")
+    assert res.err.count("\n") == 1 and res.err.startswith(
+        "labcoat: error: ledger sql is read-only"
+    )
+    ok = cli(
+        "ledger", "sql", "SELECT count(*) AS n FROM entry_revisions", "--ledger", location, "--json"
+    )
     assert ok.code == 0 and '"rows": [[1]]' in ok.out
 
 

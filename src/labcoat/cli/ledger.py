@@ -18,7 +18,7 @@ from labcoat.cli.group import Group
 from labcoat.cli.output import console, emit_json, json_option
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
-from labcoat.ledger.entries import CLOSING_VERDICTS, VERDICTS
+from labcoat.ledger.records.entries import CLOSING_VERDICTS, VERDICTS
 
 ledger_option = click.option(
     "--ledger",
@@ -44,17 +44,32 @@ def ledger() -> None:
 
 @ledger.command("add")
 @click.argument("title")
-@click.option("--predict", "prediction", required=True, help="What you expect to observe, written before the experiment.")
+@click.option(
+    "--predict",
+    "prediction",
+    required=True,
+    help="What you expect to observe, written before the experiment.",
+)
 @click.option("--experiment", default=None, help="How the prediction will be tested.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
-@click.option("--parent", "parents", type=int, multiple=True, help="Id of an entry this follows from (repeatable).")
-@click.option("--run", "runs", type=int, multiple=True, help="Id of a run this entry is about (repeatable).")
+@click.option(
+    "--parent",
+    "parents",
+    type=int,
+    multiple=True,
+    help="Id of an entry this follows from (repeatable).",
+)
+@click.option(
+    "--run", "runs", type=int, multiple=True, help="Id of a run this entry is about (repeatable)."
+)
 @ledger_option
 @json_option
 def add_command(title, prediction, experiment, tags, parents, runs, location, as_json):
     """Record a hypothesis TITLE and its prediction now."""
     with _open(location, create=True) as book:
-        entry = book.hypothesis(title, predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs)
+        entry = book.hypothesis(
+            title, predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs
+        )
         if as_json:
             emit_json({"id": entry.id, "entry": _entry_json(entry), "ledger": book.location})
         else:
@@ -64,7 +79,12 @@ def add_command(title, prediction, experiment, tags, parents, runs, location, as
 @ledger.command("resolve")
 @click.argument("entry_id", type=int)
 @click.option("--result", required=True, help="What was observed.")
-@click.option("--verdict", required=True, type=click.Choice(CLOSING_VERDICTS), help="The hypothesis was confirmed, refuted or neither.")
+@click.option(
+    "--verdict",
+    required=True,
+    type=click.Choice(CLOSING_VERDICTS),
+    help="The hypothesis was confirmed, refuted or neither.",
+)
 @click.option("--conclusion", default=None, help="What follows, and the next step.")
 @click.option("--experiment", default=None, help="How it was tested, if not recorded before.")
 @ledger_option
@@ -72,30 +92,79 @@ def add_command(title, prediction, experiment, tags, parents, runs, location, as
 def resolve_command(entry_id, result, verdict, conclusion, experiment, location, as_json):
     """Record the result and verdict of entry ENTRY_ID (a new revision)."""
     with _open(location) as book:
-        entry = book.resolve(entry_id, result=result, verdict=verdict, conclusion=conclusion, experiment=experiment)
+        entry = book.resolve(
+            entry_id, result=result, verdict=verdict, conclusion=conclusion, experiment=experiment
+        )
         if as_json:
-            emit_json({"id": entry.id, "revision": entry.revision, "verdict": entry.verdict, "entry": _entry_json(entry)})
+            emit_json(
+                {
+                    "id": entry.id,
+                    "revision": entry.revision,
+                    "verdict": entry.verdict,
+                    "entry": _entry_json(entry),
+                }
+            )
         else:
             console().print(f"entry #{entry.id} is now {entry.verdict} (revision {entry.revision})")
 
 
 @ledger.command("list")
-@click.option("--verdict", "verdicts", multiple=True, type=click.Choice(VERDICTS), help="Keep this verdict (repeat for OR).")
+@click.option(
+    "--verdict",
+    "verdicts",
+    multiple=True,
+    type=click.Choice(VERDICTS),
+    help="Keep this verdict (repeat for OR).",
+)
 @click.option("--tag", "tags", multiple=True, help="Keep entries with this tag (repeat for OR).")
-@click.option("--text", "texts", multiple=True, help="Keep entries containing this text, any case (repeat for OR).")
-@click.option("--since", default=None, help="Created on or after this date/time (YYYY-MM-DD or ISO time).")
-@click.option("--until", default=None, help="Created on or before this date (or before this ISO time).")
-@click.option("--run", "runs", type=int, multiple=True, help="Keep entries linked to this run (repeat for OR).")
-@click.option("--any", "match_any", is_flag=True, help="Combine the different filters with OR instead of AND.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many entries.")
+@click.option(
+    "--text",
+    "texts",
+    multiple=True,
+    help="Keep entries containing this text, any case (repeat for OR).",
+)
+@click.option(
+    "--since", default=None, help="Created on or after this date/time (YYYY-MM-DD or ISO time)."
+)
+@click.option(
+    "--until", default=None, help="Created on or before this date (or before this ISO time)."
+)
+@click.option(
+    "--run",
+    "runs",
+    type=int,
+    multiple=True,
+    help="Keep entries linked to this run (repeat for OR).",
+)
+@click.option(
+    "--any", "match_any", is_flag=True, help="Combine the different filters with OR instead of AND."
+)
+@click.option(
+    "--checks", is_flag=True, help="Also list the entries labcoat 0.1 made for each doctor check."
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="At most this many entries."
+)
 @ledger_option
 @json_option
-def list_command(verdicts, tags, texts, since, until, runs, match_any, limit, location, as_json):
-    """List entries. Repeating a filter means OR; different filters are ANDed unless --any."""
+def list_command(
+    verdicts, tags, texts, since, until, runs, match_any, checks, limit, location, as_json
+):
+    """List your entries. Repeating a filter means OR; different filters are ANDed unless --any.
+
+    Doctor and watch sessions are runs with findings: see `labcoat ledger runs` and
+    `labcoat ledger findings`."""
     with _open(location) as book:
         found = book.entries(
-            verdict=verdicts or None, tag=tags or None, text=texts or None, since=since, until=until,
-            run=runs or None, match="any" if match_any else "all", limit=limit,
+            verdict=verdicts or None,
+            tag=tags or None,
+            text=texts or None,
+            since=since,
+            until=until,
+            run=runs or None,
+            match="any" if match_any else "all",
+            checks=checks,
+            limit=limit,
         )
         if as_json:
             emit_json({"count": len(found), "entries": [_entry_json(e) for e in found]})
@@ -107,9 +176,22 @@ def list_command(verdicts, tags, texts, since, until, runs, match_any, limit, lo
 
 @ledger.command("show")
 @click.argument("entry_id", type=int, required=False)
-@click.option("--run", "run_id", type=int, default=None, help="Show this run (provenance, findings) instead of an entry.")
-@click.option("--diff", "show_diff", is_flag=True, help="With --run: print the run's uncommitted diff.")
-@click.option("--output", "show_output", is_flag=True, help="With --run: print the output labcoat run captured.")
+@click.option(
+    "--run",
+    "run_id",
+    type=int,
+    default=None,
+    help="Show this run (provenance, findings) instead of an entry.",
+)
+@click.option(
+    "--diff", "show_diff", is_flag=True, help="With --run: print the run's uncommitted diff."
+)
+@click.option(
+    "--output",
+    "show_output",
+    is_flag=True,
+    help="With --run: print the output labcoat run captured.",
+)
 @ledger_option
 @json_option
 def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
@@ -124,8 +206,13 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         history = book.history(entry_id)
         found = book.findings(entry=entry_id)
         if as_json:
-            emit_json({"entry": _entry_json(entry), "history": [_entry_json(h) for h in history],
-                       "findings": [f.to_dict() for f in found]})
+            emit_json(
+                {
+                    "entry": _entry_json(entry),
+                    "history": [_entry_json(h) for h in history],
+                    "findings": [f.to_dict() for f in found],
+                }
+            )
         else:
             from labcoat.ledger.views import entry_view
 
@@ -137,8 +224,12 @@ def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_
     found = book.findings(run=run_id)
     entries = book.entries(run=run_id)
     if as_json:
-        payload = {"run": run.to_dict(), "findings": [f.to_dict() for f in found], "entries": [e.id for e in entries],
-                   "events": len(book.events(run=run_id))}
+        payload = {
+            "run": run.to_dict(),
+            "findings": [f.to_dict() for f in found],
+            "entries": [e.id for e in entries],
+            "events": len(book.events(run=run_id)),
+        }
         if show_diff:
             payload["diff"] = book.run_diff_text(run_id)
         if show_output:
@@ -159,7 +250,12 @@ def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_
 
 @ledger.command("runs")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the latest N runs.")
-@click.option("--status", type=click.Choice(("running", "ok", "failed", "interrupted", "killed")), default=None, help="Only runs that ended this way.")
+@click.option(
+    "--status",
+    type=click.Choice(("running", "ok", "failed", "interrupted", "killed")),
+    default=None,
+    help="Only runs that ended this way.",
+)
 @ledger_option
 @json_option
 def runs_command(limit, status, location, as_json):
@@ -167,13 +263,59 @@ def runs_command(limit, status, location, as_json):
     with _open(location) as book:
         found = book.runs(limit=limit, status=status)
         if as_json:
-            keys = ("id", "name", "started_at", "ended_at", "status", "exit_status", "command", "git_commit",
-                    "git_dirty", "config_hash", "data_hash", "env_hash")
-            emit_json({"count": len(found), "runs": [{k: getattr(r, k) for k in keys} for r in found]})
+            keys = (
+                "id",
+                "name",
+                "started_at",
+                "ended_at",
+                "status",
+                "exit_status",
+                "command",
+                "git_commit",
+                "git_dirty",
+                "config_hash",
+                "data_hash",
+                "env_hash",
+            )
+            emit_json(
+                {"count": len(found), "runs": [{k: getattr(r, k) for k in keys} for r in found]}
+            )
         else:
             from labcoat.ledger.views import runs_table
 
             console().print(runs_table(found))
+
+
+@ledger.command("findings")
+@click.option("--run", "run_id", type=int, default=None, help="Only this run's findings.")
+@click.option(
+    "--source",
+    type=click.Choice(("doctor", "watch")),
+    default=None,
+    help="Only the doctor's or the watch's.",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(("pass", "warn", "fail", "skip")),
+    help="Keep this status (repeat for OR).",
+)
+@click.option("--check", "checks", multiple=True, help="Keep this check id (repeat for OR).")
+@ledger_option
+@json_option
+def findings_command(run_id, source, statuses, checks, location, as_json):
+    """List the findings doctor and watch runs recorded, oldest first."""
+    with _open(location) as book:
+        found = book.findings(
+            run=run_id, source=source, status=statuses or None, check=checks or None
+        )
+    if as_json:
+        emit_json({"count": len(found), "findings": [f.to_dict() for f in found]})
+    else:
+        from labcoat.render import findings_table
+
+        console().print(findings_table(found, title=f"{len(found)} findings"))
 
 
 @ledger.command("diff")
@@ -208,8 +350,21 @@ def verify_command(ctx, location, as_json):
 
 
 @ledger.command("export")
-@click.option("--format", "fmt", type=click.Choice(("md", "json")), default="md", show_default=True, help="md: a dated chronicle; json: everything, for other tools.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to this file instead of stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("md", "json")),
+    default="md",
+    show_default=True,
+    help="md: a dated chronicle; json: everything, for other tools.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to this file instead of stdout.",
+)
 @click.option("--since", default=None, help="Only entries created on or after this date.")
 @click.option("--until", default=None, help="Only entries created on or before this date.")
 @ledger_option
@@ -227,7 +382,12 @@ def export_command(fmt, output, since, until, location, as_json):
                 f"--output {output}: cannot write it ({exc.strerror or exc}); give a path in an existing, writable folder"
             ) from None
     if as_json:
-        payload: dict[str, Any] = {"format": fmt, "ledger": where, "output": output, "bytes": len(text.encode())}
+        payload: dict[str, Any] = {
+            "format": fmt,
+            "ledger": where,
+            "output": output,
+            "bytes": len(text.encode()),
+        }
         if not output:
             payload["content"] = json.loads(text) if fmt == "json" else text
         emit_json(payload)
@@ -239,8 +399,17 @@ def export_command(fmt, output, since, until, location, as_json):
 
 @ledger.command("sql")
 @click.argument("query")
-@click.option("--param", "params", multiple=True, help="A value for a ? placeholder (repeatable, in order).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.001), default=30.0, show_default=True, help="Seconds before the query is stopped.")
+@click.option(
+    "--param", "params", multiple=True, help="A value for a ? placeholder (repeatable, in order)."
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0.001),
+    default=30.0,
+    show_default=True,
+    help="Seconds before the query is stopped.",
+)
 @ledger_option
 @json_option
 def sql_command(query, params, timeout_s, location, as_json):
@@ -264,10 +433,14 @@ def _load_config(value: str | None) -> Any:
         try:
             return json.loads(value)
         except json.JSONDecodeError as exc:
-            raise InputError(f"--config: inline JSON does not parse ({exc.msg} at column {exc.colno})") from None
+            raise InputError(
+                f"--config: inline JSON does not parse ({exc.msg} at column {exc.colno})"
+            ) from None
     path = Path(value)
     if not path.is_file():
-        raise InputError(f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or '{{\"lr\": 0.1}}'")
+        raise InputError(
+            f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or '{{\"lr\": 0.1}}'"
+        )
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -303,17 +476,52 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
 @click.option("--config", default=None, help="Config to record: a JSON/TOML file or inline JSON.")
-@click.option("--data", "data", multiple=True, type=click.Path(exists=True), help="Data file or directory to fingerprint (repeatable).")
+@click.option(
+    "--data",
+    "data",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="Data file or directory to fingerprint (repeatable).",
+)
 @click.option("--seed", "seeds", multiple=True, help="NAME=VALUE seed to record (repeatable).")
 @click.option("--name", default=None, help="A short name for the run.")
-@click.option("--full-hash", is_flag=True, help="Hash data files in full instead of sampling large ones.")
+@click.option(
+    "--for",
+    "entries",
+    type=int,
+    multiple=True,
+    metavar="ENTRY_ID",
+    help="Link the run to this hypothesis (repeatable).",
+)
+@click.option(
+    "--full-hash", is_flag=True, help="Hash data files in full instead of sampling large ones."
+)
 @click.option("--no-git", is_flag=True, help="Do not record the git state.")
-@click.option("--max-output-mb", type=click.FloatRange(min=0), default=16.0, show_default=True, help="Keep at most this much of the end of the output.")
+@click.option(
+    "--max-output-mb",
+    type=click.FloatRange(min=0),
+    default=16.0,
+    show_default=True,
+    help="Keep at most this much of the end of the output.",
+)
 @ledger_option
 @json_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb, location, as_json, command):
+def run_command(
+    ctx,
+    config,
+    data,
+    seeds,
+    name,
+    entries,
+    full_hash,
+    no_git,
+    max_output_mb,
+    location,
+    as_json,
+    command,
+):
     """Run COMMAND as a recorded run: provenance, teed output, exit status.
 
     labcoat exits with the command's exit code. With --json the command's stdout goes to
@@ -322,6 +530,7 @@ def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb
     \b
     Example:
       labcoat run --config cfg.json --data data/ -- python train.py --lr 0.1
+      labcoat run --for 3 -- python train.py --eps 1e-6    # a run testing entry 3
     """
     from labcoat.ledger.wrap import run_wrapped
 
@@ -335,6 +544,7 @@ def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb
             data=list(data) or None,
             seeds=_parse_seeds(seeds) or None,
             name=name,
+            entries=[book.entry(e) for e in entries],  # an unknown id stops here, before the run
             full_hash=full_hash,
             git=not no_git,
             max_output_bytes=int(max_output_mb * (1 << 20)),
@@ -349,4 +559,3 @@ def run_command(ctx, config, data, seeds, name, full_hash, no_git, max_output_mb
             err=True,
         )
     ctx.exit(result.exit_status)
-

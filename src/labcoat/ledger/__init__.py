@@ -1,21 +1,20 @@
 """The ledger: a lab notebook of hypotheses, runs and provenance that can be queried and trusted.
 
-``labcoat.Ledger`` is the entry point; see :mod:`labcoat.ledger.ledger`. Storage is SQLite by
-default (``.labcoat/ledger.db`` at the project root) or PostgreSQL, rows are append-only and
-hash-chained, and every run records its code, config, data, environment and seeds.
+``labcoat.Ledger`` is the entry point (:mod:`labcoat.ledger.ledger`). Underneath, ``store``
+keeps rows (SQLite or PostgreSQL, append-only and hash-chained) and ``records`` gives them
+their meaning (entries, runs, findings, events); provenance capture is :mod:`labcoat.provenance`.
 """
 
-from labcoat.ledger.diff import Change, RunDiff
-from labcoat.ledger.entries import VERDICTS, Entry
-from labcoat.ledger.events import Event
-from labcoat.ledger.fingerprint import Fingerprint, fingerprint
-from labcoat.ledger.findings import VERDICT_FOR_STATUS
-from labcoat.ledger.ledger import Ledger
-from labcoat.ledger.location import default_location
-from labcoat.ledger.runs import ActiveRun, Run
-from labcoat.ledger.sql import SqlResult
-from labcoat.ledger.storage import LedgerError, ReadOnlyError
-from labcoat.ledger.verify import PredictionOrder, VerifyResult
+from labcoat.ledger.ledger import ActiveRun, Ledger
+from labcoat.ledger.records.entries import VERDICTS, Entry
+from labcoat.ledger.records.events import Event
+from labcoat.ledger.records.runs import Run
+from labcoat.ledger.store.connection import LedgerError, ReadOnlyError
+from labcoat.ledger.store.location import default_location
+from labcoat.ledger.store.sql import SqlResult
+from labcoat.ledger.store.verify import PredictionOrder, VerifyResult
+from labcoat.provenance import Fingerprint, fingerprint
+from labcoat.provenance.diff import Change, RunDiff
 
 __all__ = [
     "ActiveRun",
@@ -31,7 +30,6 @@ __all__ = [
     "RunDiff",
     "SqlResult",
     "VERDICTS",
-    "VERDICT_FOR_STATUS",
     "VerifyResult",
     "default_location",
     "fingerprint",

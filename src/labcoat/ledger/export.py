@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
-from labcoat.ledger.timestamps import now
+from labcoat.ledger.store.timestamps import now
 
 if TYPE_CHECKING:
-    from labcoat.ledger.entries import Entry
     from labcoat.ledger.ledger import Ledger
-    from labcoat.ledger.runs import Run
+    from labcoat.ledger.records.entries import Entry
+    from labcoat.ledger.records.runs import Run
 
 FORMATS = ("md", "json")
 
@@ -30,7 +30,15 @@ def export(ledger: "Ledger", format: str = "md", *, since: Any = None, until: An
         raise InputError(f"format: must be one of {', '.join(FORMATS)}; got {format!r}")
     if format == "md":
         return markdown(ledger, since=since, until=until)
-    return json.dumps(everything(ledger, since=since, until=until), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return (
+        json.dumps(
+            everything(ledger, since=since, until=until),
+            indent=1,
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        + "\n"
+    )
 
 
 def _time(stamp: str | None) -> str:
@@ -55,12 +63,20 @@ def _entry_md(entry: "Entry", history: list["Entry"], runs: dict[int, "Run"]) ->
     if entry.tags:
         out.append(f"- Tags: {', '.join(entry.tags)}")
     if entry.prediction:
-        when = f" (revision {first_prediction.revision}, {_time(first_prediction.recorded_at)})" if first_prediction else ""
+        when = (
+            f" (revision {first_prediction.revision}, {_time(first_prediction.recorded_at)})"
+            if first_prediction
+            else ""
+        )
         out.append(f"- Prediction{when}: {entry.prediction}")
     if entry.experiment:
         out.append(f"- Experiment: {entry.experiment}")
     if entry.result:
-        when = f" (revision {first_result.revision}, {first_result.recorded_at[:10]} {_time(first_result.recorded_at)})" if first_result else ""
+        when = (
+            f" (revision {first_result.revision}, {first_result.recorded_at[:10]} {_time(first_result.recorded_at)})"
+            if first_result
+            else ""
+        )
         lines = entry.result.splitlines()
         out.append(f"- Result{when}: {lines[0]}")
         out.extend(f"  {line}" for line in lines[1:])
@@ -71,7 +87,9 @@ def _entry_md(entry: "Entry", history: list["Entry"], runs: dict[int, "Run"]) ->
     for run_id in entry.runs:
         out.append(f"- {_run_line(runs[run_id])}" if run_id in runs else f"- run {run_id}")
     if len(history) > 1:
-        out.append(f"- Revisions: {len(history)} (last: {history[-1].change}, {history[-1].recorded_at[:10]})")
+        out.append(
+            f"- Revisions: {len(history)} (last: {history[-1].change}, {history[-1].recorded_at[:10]})"
+        )
     out.append("")
     return out
 
@@ -82,7 +100,9 @@ def markdown(ledger: "Ledger", *, since: Any = None, until: Any = None) -> str:
     counts = defaultdict(int)
     for e in found:
         counts[e.verdict] += 1
-    summary = ", ".join(f"{counts[v]} {v}" for v in ("open", "confirmed", "refuted", "inconclusive") if counts[v])
+    summary = ", ".join(
+        f"{counts[v]} {v}" for v in ("open", "confirmed", "refuted", "inconclusive") if counts[v]
+    )
     out = [
         "# Ledger chronicle",
         "",
@@ -114,32 +134,30 @@ def _blob_value(content: bytes) -> dict[str, str]:
 
 
 def everything(ledger: "Ledger", *, since: Any = None, until: Any = None) -> dict[str, Any]:
-    from labcoat.ledger.blobs import get_blob
+    from labcoat.ledger.store.blobs import get_blob
+    from labcoat.ledger.store.select import rows_where
 
-    found = ledger.entries(since=since, until=until)
+    found = ledger.entries(since=since, until=until, checks=True)
     runs = ledger.runs()
     with ledger.storage.read() as tx:
-        findings = tx.dicts(
-            "SELECT id, run_id, entry_id, source, recorded_at, check_id, layer, status, message, evidence, "
-            "falsifies, predicts, step, rank, duration_s FROM findings ORDER BY id"
-        )
-        events = tx.dicts(
-            "SELECT id, run_id, source, recorded_at, time, step, rank, kind, severity, value, message, data "
-            "FROM events ORDER BY id"
-        )
-        keys = {r.diff_hash for r in runs if r.diff_hash} | {r.output_hash for r in runs if r.output_hash}
+        findings, events = rows_where(tx, "findings"), rows_where(tx, "events")
+        keys = {r.diff_hash for r in runs if r.diff_hash} | {
+            r.output_hash for r in runs if r.output_hash
+        }
         blobs = {key: _blob_value(get_blob(tx, key) or b"") for key in sorted(keys)}
-    for row in findings:
-        row["evidence"] = json.loads(row["evidence"]) if row["evidence"] else {}
-    for row in events:
-        row["data"] = json.loads(row["data"]) if row["data"] else {}
+    for rows, column in ((findings, "evidence"), (events, "data")):
+        for row in rows:
+            row[column] = json.loads(row[column]) if row[column] else {}
     return jsonable(
         {
             "format": "labcoat-ledger",
             "version": 1,
             "location": ledger.location,
             "exported_at": now(),
-            "entries": [{**e.to_dict(), "history": [h.to_dict() for h in ledger.history(e.id)]} for e in found],
+            "entries": [
+                {**e.to_dict(), "history": [h.to_dict() for h in ledger.history(e.id)]}
+                for e in found
+            ],
             "runs": [r.to_dict() for r in runs],
             "findings": findings,
             "events": events,

@@ -1,32 +1,31 @@
 """``labcoat.Ledger``: the lab notebook's one entry point.
 
 It opens (and, when asked, creates and migrates) the store, refuses files that are not
-ledgers, and routes every write through the store's single write path. Reads use the
-read-only connections, so reading never waits for a writer.
+ledgers, and routes every write through the store's single write path; reads use read-only
+connections, so reading never waits for a writer. The records it returns are plain data: to
+change one, call the ledger (``ledger.resolve(entry, ...)``). The ledger is closed, and its
+file sealed, by ``close()``, at the end of a ``with`` block, or when the process exits.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Sequence
+import time
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Sequence
 
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from labcoat.ledger import entries as _entries
-from labcoat.ledger import events as _events
-from labcoat.ledger import findings as _findings
-from labcoat.ledger import runs as _runs
-from labcoat.ledger.diff import RunDiff, diff_runs
-from labcoat.ledger.entries import Entry, EntryFilter
-from labcoat.ledger.events import Event
-from labcoat.ledger.gitinfo import commit_stat
-from labcoat.ledger.location import ENV_LEDGER, ENV_RUN_ID, resolve_location
-from labcoat.ledger.migrations import TABLE as MIGRATIONS_TABLE
-from labcoat.ledger.provenance import Provenance
-from labcoat.ledger.runs import ActiveRun, Run
-from labcoat.ledger.schema import LEDGER_MIGRATIONS
-from labcoat.ledger.sql import SqlResult, run_sql
-from labcoat.ledger.storage import (
+from labcoat.ledger.records import entries as _entries
+from labcoat.ledger.records import events as _events
+from labcoat.ledger.records import findings as _findings
+from labcoat.ledger.records import runs as _runs
+from labcoat.ledger.records.entries import Entry
+from labcoat.ledger.records.events import Event
+from labcoat.ledger.records.runs import RUN_STATUSES, Run
+from labcoat.ledger.store.connection import (
     APPLICATION_ID,
     DEFAULT_BUSY_TIMEOUT_S,
     LedgerError,
@@ -35,7 +34,55 @@ from labcoat.ledger.storage import (
     is_postgres_url,
     open_store,
 )
-from labcoat.ledger.verify import VerifyResult, verify
+from labcoat.ledger.store.location import ENV_LEDGER, ENV_RUN_ID, resolve_location
+from labcoat.ledger.store.migrations import TABLE as MIGRATIONS_TABLE
+from labcoat.ledger.store.schema import LEDGER_MIGRATIONS
+from labcoat.ledger.store.sql import SqlResult, run_sql
+from labcoat.ledger.store.verify import VerifyResult, verify
+from labcoat.provenance import Provenance, capture_provenance
+from labcoat.provenance.environment import automatic_seeds
+
+
+@dataclass
+class ActiveRun:
+    """The run a ``with ledger.run(...) as run:`` block records: its id and provenance, and
+    shortcuts that record into it through the ledger's public calls."""
+
+    id: int
+    provenance: Provenance
+    ledger: "Ledger" = field(repr=False)
+    started: float = field(default_factory=time.monotonic, repr=False)
+
+    def hypothesis(self, title: str, *, predict: str | None, **kwargs: Any) -> Entry:
+        """An entry linked to this run."""
+        return self.ledger.hypothesis(
+            title, predict=predict, runs=(*kwargs.pop("runs", ()), self.id), **kwargs
+        )
+
+    def record_findings(self, findings: Iterable[Finding], **kwargs: Any) -> list[int]:
+        return self.ledger.record_findings(findings, run=self.id, **kwargs)
+
+    def record_events(self, events: Iterable[Any], **kwargs: Any) -> int:
+        return self.ledger.record_events(events, run=self.id, **kwargs)
+
+    def record_event(self, kind: str, **kwargs: Any) -> int:
+        return self.ledger.record_event(kind, run=self.id, **kwargs)
+
+    def events(self, **kwargs: Any) -> list[Event]:
+        return self.ledger.events(run=self.id, **kwargs)
+
+    def record(self) -> Run:
+        """The run as stored now."""
+        return self.ledger.get_run(self.id)
+
+
+def _run_id(run: Any) -> int | None:
+    if run is None:
+        return None
+    run_id = getattr(run, "id", run)
+    if isinstance(run_id, bool) or not isinstance(run_id, int):
+        raise InputError(f"run: expected a run id or a run; got {run!r}")
+    return run_id
 
 
 class Ledger:
@@ -43,7 +90,7 @@ class Ledger:
 
     ``path_or_url`` is a file path, ``sqlite:///PATH`` or ``postgresql://…``; None means
     ``$LABCOAT_LEDGER`` or ``.labcoat/ledger.db`` at the project root. A missing SQLite file is
-    created unless ``create=False``.
+    created unless ``create=False``. A file on read-only media opens read-only.
     """
 
     def __init__(
@@ -53,13 +100,15 @@ class Ledger:
         create: bool = True,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ):
-        self._target = resolve_location(path_or_url)
         self._active_runs: list[int] = []  # `with ledger.run()` blocks open in this process
-        self._store: Store = open_store(self._target, busy_timeout_s=busy_timeout_s)
+        self._store: Store = open_store(
+            resolve_location(path_or_url), busy_timeout_s=busy_timeout_s
+        )
+        self._closer = weakref.finalize(self, self._store.close)  # at exit, if not before
         try:
             self._open(create)
         except BaseException:
-            self._store.close()
+            self.close()
             raise
 
     @classmethod
@@ -75,7 +124,9 @@ class Ledger:
         return cls(target, create=False)
 
     @classmethod
-    def for_recording(cls, ledger: "Ledger | str | os.PathLike[str] | bool | None") -> "Ledger | None":
+    def for_recording(
+        cls, ledger: "Ledger | str | os.PathLike[str] | bool | None"
+    ) -> "Ledger | None":
         """Resolve the ``ledger=`` argument the doctor and the watch take.
 
         ``False``: record nowhere. ``None``: the default ledger only if it already exists (never
@@ -96,38 +147,34 @@ class Ledger:
             f"None (the default ledger if it exists) or False (nowhere); got {type(ledger).__name__}"
         )
 
-    # ---- opening ----------------------------------------------------------------------
-
     def _open(self, create: bool) -> None:
         store = self._store
         # an empty file is no ledger either: a reading command must not turn it into one
-        missing = isinstance(store, SQLiteStore) and (not store.exists() or store.path.stat().st_size == 0)
+        missing = isinstance(store, SQLiteStore) and (
+            not store.exists() or store.path.stat().st_size == 0
+        )
         if missing and not create:
             empty = " (the file is empty)" if store.exists() else ""
             raise LedgerError(
-                f"ledger {store.location}: there is no ledger here yet{empty}; create one by recording "
-                "an entry (`labcoat ledger add ...`) or pass another --ledger"
+                f"ledger {store.location}: there is no ledger here yet{empty}; create one by "
+                "recording an entry (`labcoat ledger add ...`) or a run (`labcoat run -- ...`), "
+                "or pass another --ledger"
             )
         if missing:
             with store.write():
                 pass  # creates the file in WAL mode with labcoat's application id
-        self._refuse_foreign()
-        if LEDGER_MIGRATIONS.pending(store):
-            LEDGER_MIGRATIONS.apply(store)
-
-    def _refuse_foreign(self) -> None:
-        store = self._store
         tables = store.table_names()
         foreign = bool(tables) and MIGRATIONS_TABLE not in tables
         if isinstance(store, SQLiteStore):
-            app_id = store.application_id()
-            foreign = foreign or app_id not in (0, APPLICATION_ID)
+            foreign = foreign or store.application_id() not in (0, APPLICATION_ID)
         if foreign:
             shown = ", ".join(sorted(tables)[:6]) + (", …" if len(tables) > 6 else "")
             raise LedgerError(
-                f"ledger {store.location}: this database is not a labcoat ledger (it holds: {shown or 'no tables'}); "
+                f"ledger {store.location}: this database is not a labcoat ledger (it holds: {shown}); "
                 "point --ledger or LABCOAT_LEDGER at a ledger file, or at a path that does not exist yet"
             )
+        if LEDGER_MIGRATIONS.pending(store) and not store.read_only:  # read-only media: read as is
+            LEDGER_MIGRATIONS.apply(store)
 
     @property
     def location(self) -> str:
@@ -144,7 +191,8 @@ class Ledger:
         return self._store.dialect.name
 
     def close(self) -> None:
-        self._store.close()
+        """Close every connection; on SQLite, write the WAL into the file first."""
+        self._closer()
 
     def __enter__(self) -> "Ledger":
         return self
@@ -157,10 +205,6 @@ class Ledger:
 
     # ---- entries ----------------------------------------------------------------------
 
-    def _own(self, entry: Entry) -> Entry:
-        entry._ledger = self
-        return entry
-
     def hypothesis(
         self,
         title: str,
@@ -171,27 +215,26 @@ class Ledger:
         parents: Iterable[int | Entry] = (),
         runs: Iterable[int | Run | ActiveRun] = (),
     ) -> Entry:
-        """Record a suspected cause and its prediction now, before the experiment; returns the entry."""
+        """Record a suspected cause and its prediction now, before the experiment."""
         with self._store.write() as tx:
-            entry = _entries.create(
-                tx, title=title, prediction=predict, experiment=experiment, tags=tags, parents=parents, runs=runs
+            return _entries.create(
+                tx,
+                title=title,
+                prediction=predict,
+                experiment=experiment,
+                tags=tags,
+                parents=parents,
+                runs=runs,
             )
-        return self._own(entry)
 
-    def entry(self, entry_id: int) -> Entry:
+    def entry(self, entry_id: int | Entry) -> Entry:
         with self._store.read() as tx:
-            entry = _entries.current(tx, int(entry_id))
-        if entry is None:
-            raise InputError(f"entry {entry_id}: there is no such entry; `labcoat ledger list` shows the ids")
-        return self._own(entry)
+            return _entries.current(tx, int(getattr(entry_id, "id", entry_id)))
 
-    def history(self, entry_id: int) -> list[Entry]:
+    def history(self, entry_id: int | Entry) -> list[Entry]:
         """Every revision of an entry, oldest first."""
         with self._store.read() as tx:
-            revisions = _entries.history(tx, int(entry_id))
-        if not revisions:
-            raise InputError(f"entry {entry_id}: there is no such entry; `labcoat ledger list` shows the ids")
-        return [self._own(e) for e in revisions]
+            return _entries.history(tx, int(getattr(entry_id, "id", entry_id)))
 
     def resolve(
         self,
@@ -202,19 +245,21 @@ class Ledger:
         conclusion: str | None = None,
         experiment: str | None = None,
     ) -> Entry:
-        """Record the result and verdict of an entry as its next revision."""
+        """Record the result and verdict of an entry as its next revision; returns it."""
         with self._store.write() as tx:
-            entry = _entries.resolve(
-                tx, int(getattr(entry_id, "id", entry_id)), result=result, verdict=verdict,
-                conclusion=conclusion, experiment=experiment,
+            return _entries.resolve(
+                tx,
+                int(getattr(entry_id, "id", entry_id)),
+                result=result,
+                verdict=verdict,
+                conclusion=conclusion,
+                experiment=experiment,
             )
-        return self._own(entry)
 
     def revise(self, entry_id: int | Entry, **changes: Any) -> Entry:
         """Change fields of an entry in a new revision (the earlier ones are kept)."""
         with self._store.write() as tx:
-            entry = _entries.revise(tx, int(getattr(entry_id, "id", entry_id)), "revised", **changes)
-        return self._own(entry)
+            return _entries.revise(tx, int(getattr(entry_id, "id", entry_id)), **changes)
 
     def entries(
         self,
@@ -227,21 +272,46 @@ class Ledger:
         run: int | Sequence[int] | None = None,
         parent: int | Sequence[int] | None = None,
         match: str = "all",
+        checks: bool = False,
         limit: int | None = None,
     ) -> list[Entry]:
-        """Entries as of their latest revision. A list for one filter means any of them; the
-        filters are combined with AND (``match="all"``) or OR (``match="any"``). ``since`` and
-        ``until`` are dates or times the entry was created (a bare ``until`` date is inclusive)."""
-        flt = EntryFilter.build(
-            verdict=verdict, tag=tag, text=text, since=since, until=until,
-            run=run, parent=parent, match=match, limit=limit,
-        )
+        """The user's entries as of their latest revision. A list for one filter means any of
+        them; filters combine with AND (``match="all"``) or OR (``match="any"``). ``since`` and
+        ``until`` are dates or times the entry was created (a bare ``until`` date is inclusive).
+        ``checks=True`` also returns the entries labcoat 0.1 made for each doctor check."""
         with self._store.read() as tx:
-            found = _entries.query(tx, flt)
-        return [self._own(e) for e in found]
+            return _entries.query(
+                tx,
+                verdict=verdict,
+                tag=tag,
+                text=text,
+                since=since,
+                until=until,
+                run=run,
+                parent=parent,
+                match=match,
+                checks=checks,
+                limit=limit,
+            )
 
     # ---- runs -------------------------------------------------------------------------
 
+    def start_run(self, *, name: str | None = None, **capture: Any) -> ActiveRun:
+        """Capture provenance (``capture``: config, data, seeds, command, full_hash, git) and
+        write the run's start now; end it with :meth:`finish_run` (``with ledger.run()`` does
+        both)."""
+        provenance = capture_provenance(**capture, exclude=self._store.own_files())
+        with self._store.write() as tx:
+            return ActiveRun(_runs.start(tx, provenance, name=name), provenance, self)
+
+    def finish_run(
+        self, run: int | Run | ActiveRun, *, status: str, exit_status: int | None, **end: Any
+    ) -> None:
+        """Write a run's end (``end``: error, output bytes, duration_s, seeds); a run ends once."""
+        with self._store.write() as tx:
+            _runs.finish(tx, _run_id(run), status=status, exit_status=exit_status, **end)
+
+    @contextmanager
     def run(
         self,
         config: Any = None,
@@ -252,36 +322,50 @@ class Ledger:
         command: Sequence[str] | None = None,
         full_hash: bool = False,
         git: bool = True,
-    ) -> ActiveRun:
-        """``with ledger.run(config=cfg, data=[path]) as run:`` records a run with its provenance.
+    ) -> Iterator[ActiveRun]:
+        """``with ledger.run(config=cfg, data=[path]) as run:`` records a run with its provenance
+        on entry and its end (status, duration, an exception's type and message) on exit.
 
         ``data`` is a path, array or tensor, a list of them, or a dict name -> one of them;
-        large files are fingerprinted by sampling unless ``full_hash=True``.
+        large files are fingerprinted by sampling unless ``full_hash=True``. Findings, events
+        and entries recorded inside the block join the run.
         """
-        return ActiveRun(
-            self, name=name, config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git
+        active = self.start_run(
+            name=name,
+            config=config,
+            data=data,
+            seeds=seeds,
+            command=command,
+            full_hash=full_hash,
+            git=git,
         )
-
-    def _start_run(self, provenance: Provenance, *, name: str | None = None) -> int:
-        with self._store.write() as tx:
-            return _runs.start(tx, provenance, name=name)
-
-    def _finish_run(self, run_id: int, **end: Any) -> None:
-        with self._store.write() as tx:
-            _runs.finish(tx, run_id, **end)
+        self._active_runs.append(active.id)
+        error: BaseException | None = None
+        try:
+            yield active
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._active_runs.remove(active.id)
+            status, code = _runs.status_of(None if error is None else type(error))
+            self.finish_run(
+                active,
+                status=status,
+                exit_status=code,
+                error=None if error is None else f"{type(error).__name__}: {error}",
+                duration_s=time.monotonic() - active.started,
+                seeds=automatic_seeds(),  # a seed set inside the block shows up here
+            )
 
     def get_run(self, run: int | Run | ActiveRun) -> Run:
-        run_id = self._run_id(run)
         with self._store.read() as tx:
-            found = _runs.get(tx, run_id)
-        if found is None:
-            raise InputError(f"run {run_id}: there is no such run; `labcoat ledger runs` shows the ids")
-        return found
+            return _runs.get(tx, _run_id(run))
 
     def runs(self, *, limit: int | None = None, status: str | None = None) -> list[Run]:
         """Runs, oldest first (the latest ``limit`` when given)."""
-        if status is not None and status not in _runs.RUN_STATUSES:
-            raise InputError(f"status: must be one of {', '.join(_runs.RUN_STATUSES)}; got {status!r}")
+        if status is not None and status not in RUN_STATUSES:
+            raise InputError(f"status: must be one of {', '.join(RUN_STATUSES)}; got {status!r}")
         with self._store.read() as tx:
             return _runs.listing(tx, limit=limit, status=status)
 
@@ -289,29 +373,24 @@ class Ledger:
         """The uncommitted diff recorded for a run ('' when the tree was clean)."""
         found = self.get_run(run)
         with self._store.read() as tx:
-            return _runs.diff_text(tx, found)
+            return _runs.blob_text(tx, found.diff_hash)
 
     def run_output(self, run: int | Run | ActiveRun) -> str:
         """The output ``labcoat run`` captured for a run."""
         found = self.get_run(run)
         with self._store.read() as tx:
-            return _runs.output_text(tx, found)
+            return _runs.blob_text(tx, found.output_hash)
 
-    def diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun) -> RunDiff:
+    def diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun):
         """What changed in code, config, data, environment and seeds from ``run_a`` to ``run_b``."""
-        a, b = self.get_run(run_a), self.get_run(run_b)
-        with self._store.read() as tx:
-            diff_a, diff_b = _runs.diff_text(tx, a), _runs.diff_text(tx, b)
-        stat = commit_stat(b.git_root or a.git_root, a.git_commit, b.git_commit)
-        return diff_runs(a, b, diff_a=diff_a, diff_b=diff_b, commit_stat=stat)
+        from labcoat.provenance.diff import diff_runs
+        from labcoat.provenance import commit_stat
 
-    def _run_id(self, run: int | Run | ActiveRun | None) -> int | None:
-        if run is None:
-            return None
-        run_id = getattr(run, "id", run)
-        if isinstance(run_id, bool) or not isinstance(run_id, int):
-            raise InputError(f"run: expected a run id or a run; got {run!r}")
-        return run_id
+        a, b = self.get_run(run_a), self.get_run(run_b)
+        stat = commit_stat(b.git_root or a.git_root, a.git_commit, b.git_commit)
+        return diff_runs(
+            a, b, diff_a=self.run_diff_text(a), diff_b=self.run_diff_text(b), commit_stat=stat
+        )
 
     def current_run_id(self) -> int | None:
         """The innermost ``with ledger.run()`` block open on this ledger, else the run
@@ -319,17 +398,9 @@ class Ledger:
         if self._active_runs:
             return self._active_runs[-1]
         run_id, target = os.environ.get(ENV_RUN_ID, ""), os.environ.get(ENV_LEDGER, "")
-        if not run_id.isdigit() or not target:
-            return None
-        if open_store(target).location != self.location:
+        if not run_id.isdigit() or not target or open_store(target).location != self.location:
             return None
         return int(run_id)
-
-    def _checked_run(self, tx: Any, run: Any) -> int | None:
-        run_id = self._run_id(run) if run is not None else self.current_run_id()
-        if run_id is not None and tx.value("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
-            raise InputError(f"run {run_id}: there is no such run; `labcoat ledger runs` shows the ids")
-        return run_id
 
     # ---- findings and events ----------------------------------------------------------
 
@@ -339,22 +410,25 @@ class Ledger:
         *,
         run: int | Run | ActiveRun | None = None,
         source: str = "doctor",
-        as_hypotheses: bool | None = None,
     ) -> list[int]:
-        """Store findings against ``run``, all in one transaction; returns their row ids.
+        """Store the findings of one doctor or watch session as rows of one run; returns their ids.
 
-        Doctor findings (``as_hypotheses`` defaults to ``source == "doctor"``) also become
-        resolved entries: the failure mode a check falsifies is the hypothesis, its healthy
-        prediction the prediction, and pass/fail/warn/skip map to refuted/confirmed/
-        inconclusive/inconclusive (see :mod:`labcoat.ledger.findings`). ``run=None`` means the
-        innermost open ``with ledger.run()`` block, else the run ``labcoat run`` is recording
-        around this process, if any.
+        They join ``run``, else the innermost open ``with ledger.run()`` block, else the run
+        ``labcoat run`` is recording around this process; with none of those, a run named
+        ``source`` is recorded for them, with this process's provenance. All in one transaction.
         """
-        if as_hypotheses is None:
-            as_hypotheses = source == "doctor"
+        items = [_findings.as_finding(f) for f in findings]
+        run_id = _run_id(run) if run is not None else self.current_run_id()
+        provenance = (
+            None if run_id is not None else capture_provenance(exclude=self._store.own_files())
+        )
         with self._store.write() as tx:
-            run_id = self._checked_run(tx, run)
-            return _findings.record(tx, findings, run_id=run_id, source=source, as_hypotheses=as_hypotheses)
+            if provenance is not None:
+                run_id = _runs.start(tx, provenance, name=source)
+            ids = _findings.record_all(tx, items, run_id=_runs.exists(tx, run_id), source=source)
+            if provenance is not None:
+                _runs.finish(tx, run_id, status="ok", exit_status=None)
+        return ids
 
     def findings(
         self,
@@ -362,26 +436,41 @@ class Ledger:
         source: str | None = None,
         status: str | Sequence[str] | None = None,
         *,
+        check: str | Sequence[str] | None = None,
         entry: int | None = None,
     ) -> list[Finding]:
         """Stored findings as :class:`labcoat.Finding` objects, in the order they were recorded."""
         with self._store.read() as tx:
-            return _findings.query(tx, run_id=self._run_id(run), source=source, status=status, entry_id=entry)
+            return _findings.query(
+                tx, run_id=_run_id(run), source=source, status=status, check=check, entry_id=entry
+            )
 
     def record_events(
-        self, events: Iterable[Any], *, run: int | Run | ActiveRun | None = None, source: str = "watch"
+        self,
+        events: Iterable[Any],
+        *,
+        run: int | Run | ActiveRun | None = None,
+        source: str = "watch",
     ) -> int:
-        """Append many events in one transaction (the fast path for the watch); returns the count.
+        """Append many events in one transaction (the watch's path); returns the count.
 
-        Each event is a mapping or an object with ``to_dict()`` holding ``kind`` and any of
-        step, rank, time, value, severity, message, data; other keys go into ``data``.
+        Each event is a mapping, a dataclass or an object with ``to_dict()`` holding ``kind``
+        and any of step, rank, time, value, severity, message, data; other keys go into
+        ``data``. ``run=None`` means the current run (see :meth:`record_findings`), if any.
         """
+        run_id = _run_id(run) if run is not None else self.current_run_id()
         with self._store.write() as tx:
-            run_id = self._checked_run(tx, run)
-            return _events.record(tx, events, run_id=run_id, source=source)
+            if run_id is not None:
+                _runs.exists(tx, run_id)
+            return _events.record_all(tx, events, run_id=run_id, source=source)
 
     def record_event(
-        self, kind: str, *, run: int | Run | ActiveRun | None = None, source: str = "watch", **fields: Any
+        self,
+        kind: str,
+        *,
+        run: int | Run | ActiveRun | None = None,
+        source: str = "watch",
+        **fields: Any,
     ) -> int:
         """Append one event; prefer :meth:`record_events` for many."""
         return self.record_events([{"kind": kind, **fields}], run=run, source=source)
@@ -389,7 +478,7 @@ class Ledger:
     def events(
         self,
         run: int | Run | ActiveRun | None = None,
-        kind: str | None = None,
+        kind: str | Sequence[str] | None = None,
         *,
         source: str | None = None,
         rank: int | None = None,
@@ -399,14 +488,21 @@ class Ledger:
     ) -> list[Event]:
         with self._store.read() as tx:
             return _events.query(
-                tx, run_id=self._run_id(run), kind=kind, source=source, rank=rank,
-                min_step=min_step, max_step=max_step, limit=limit,
+                tx,
+                run_id=_run_id(run),
+                kind=kind,
+                source=source,
+                rank=rank,
+                min_step=min_step,
+                max_step=max_step,
+                limit=limit,
             )
 
     # ---- trust, queries, export -------------------------------------------------------
 
     def verify(self) -> VerifyResult:
-        """Check every hash chain, blob and index; truthy when nothing was changed behind labcoat's back."""
+        """Check every hash chain, blob and index, and that the file holds every commit; truthy
+        when nothing was changed or lost behind labcoat's back."""
         return verify(self._store)
 
     def sql(self, query: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0) -> SqlResult:
@@ -414,7 +510,7 @@ class Ledger:
         return run_sql(self._store, query, params, timeout_s=timeout_s)
 
     def export(self, format: str = "md", **options: Any) -> str:
-        """The ledger as a dated Markdown chronicle (``"md"``) or as JSON with everything (``"json"``)."""
+        """The ledger as a dated Markdown chronicle (``"md"``) or as JSON with everything."""
         from labcoat.ledger.export import export
 
         return export(self, format, **options)

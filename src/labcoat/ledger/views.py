@@ -12,14 +12,25 @@ from labcoat.render import findings_table
 
 if TYPE_CHECKING:
     from labcoat.findings import Finding
-    from labcoat.ledger.diff import RunDiff
-    from labcoat.ledger.entries import Entry
-    from labcoat.ledger.runs import Run
-    from labcoat.ledger.sql import SqlResult
-    from labcoat.ledger.verify import VerifyResult
+    from labcoat.provenance.diff import RunDiff
+    from labcoat.ledger.records.entries import Entry
+    from labcoat.ledger.records.runs import Run
+    from labcoat.ledger.store.sql import SqlResult
+    from labcoat.ledger.store.verify import VerifyResult
 
-VERDICT_STYLE = {"open": "cyan", "confirmed": "bold red", "refuted": "green", "inconclusive": "yellow"}
-RUN_STYLE = {"ok": "green", "failed": "bold red", "interrupted": "yellow", "killed": "bold red", "running": "cyan"}
+VERDICT_STYLE = {
+    "open": "cyan",
+    "confirmed": "bold red",
+    "refuted": "green",
+    "inconclusive": "yellow",
+}
+RUN_STYLE = {
+    "ok": "green",
+    "failed": "bold red",
+    "interrupted": "yellow",
+    "killed": "bold red",
+    "running": "cyan",
+}
 
 
 def verdict_text(verdict: str) -> Text:
@@ -39,14 +50,22 @@ def entries_table(entries: Iterable["Entry"], *, title: str | None = None) -> Ta
         table.add_column(name, overflow="fold")
     for e in entries:
         table.add_row(
-            str(e.id), e.created_at[:16].replace("T", " "), verdict_text(e.verdict),
-            _short(e.title), _short(e.prediction, 40), ", ".join(e.tags),
+            str(e.id),
+            e.created_at[:16].replace("T", " "),
+            verdict_text(e.verdict),
+            _short(e.title),
+            _short(e.prediction, 40),
+            ", ".join(e.tags),
         )
     return table
 
 
-def entry_view(entry: "Entry", history: list["Entry"] | None = None, findings: list["Finding"] | None = None) -> RenderableType:
-    head = Text.assemble((f"#{entry.id} ", "bold"), (entry.title, "bold"), "  ", verdict_text(entry.verdict))
+def entry_view(
+    entry: "Entry", history: list["Entry"] | None = None, findings: list["Finding"] | None = None
+) -> RenderableType:
+    head = Text.assemble(
+        (f"#{entry.id} ", "bold"), (entry.title, "bold"), "  ", verdict_text(entry.verdict)
+    )
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -69,7 +88,9 @@ def entry_view(entry: "Entry", history: list["Entry"] | None = None, findings: l
         for name in ("rev", "recorded", "change", "verdict", "hash"):
             revs.add_column(name)
         for h in history:
-            revs.add_row(str(h.revision), h.recorded_at, h.change, verdict_text(h.verdict), h.hash[:12])
+            revs.add_row(
+                str(h.revision), h.recorded_at, h.change, verdict_text(h.verdict), h.hash[:12]
+            )
         parts.append(revs)
     if findings:
         parts.append(findings_table(findings, title="findings"))
@@ -78,14 +99,19 @@ def entry_view(entry: "Entry", history: list["Entry"] | None = None, findings: l
 
 def runs_table(runs: Iterable["Run"]) -> Table:
     table = Table()
-    for name in ("id", "started", "status", "exit", "command", "commit", "config"):
+    for name in ("id", "name", "started", "status", "exit", "command", "commit", "config"):
         table.add_column(name, overflow="fold")
     for r in runs:
         commit = (r.git_commit or "")[:10] + ("*" if r.git_dirty else "")
         table.add_row(
-            str(r.id), r.started_at[:19].replace("T", " "), Text(r.status, style=RUN_STYLE.get(r.status, "")),
-            "" if r.exit_status is None else str(r.exit_status), _short(" ".join(r.command), 50),
-            commit, (r.config_hash or "")[:10],
+            str(r.id),
+            r.name or "",
+            r.started_at[:19].replace("T", " "),
+            Text(r.status, style=RUN_STYLE.get(r.status, "")),
+            "" if r.exit_status is None else str(r.exit_status),
+            _short(" ".join(r.command), 50),
+            commit,
+            (r.config_hash or "")[:10],
         )
     return table
 
@@ -98,7 +124,11 @@ def _ending(run: "Run") -> str:
 
 
 def run_view(run: "Run", findings: list["Finding"] | None = None) -> RenderableType:
-    head = Text.assemble((f"run {run.id}", "bold"), f" {run.name or ''}  ", Text(run.status, style=RUN_STYLE.get(run.status, "")))
+    head = Text.assemble(
+        (f"run {run.id}", "bold"),
+        f" {run.name or ''}  ",
+        Text(run.status, style=RUN_STYLE.get(run.status, "")),
+    )
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -111,13 +141,28 @@ def run_view(run: "Run", findings: list["Finding"] | None = None) -> RenderableT
         ("started", run.started_at),
         ("ended", _ending(run)),
         ("error", run.error),
-        ("git", f"{run.git_branch or '(detached)'} @ {run.git_commit or '(no commit)'}" + (" dirty" if run.git_dirty else "") if run.git_root else "not a git repository"),
+        (
+            "git",
+            f"{run.git_branch or '(detached)'} @ {run.git_commit or '(no commit)'}"
+            + (" dirty" if run.git_dirty else "")
+            if run.git_root
+            else "not a git repository",
+        ),
         ("diff", run.diff_hash),
-        ("config", f"{run.config_hash[:16]}  {_short(str(run.config), 80)}" if run.config_hash else None),
-        ("data", "; ".join(f"{d.name}: {d.digest.split(':')[-1][:12]} ({d.method})" for d in run.data)),
+        (
+            "config",
+            f"{run.config_hash[:16]}  {_short(str(run.config), 80)}" if run.config_hash else None,
+        ),
+        (
+            "data",
+            "; ".join(f"{d.name}: {d.digest.split(':')[-1][:12]} ({d.method})" for d in run.data),
+        ),
         ("python", f"{python.get('version')} {python.get('executable', '')}" if python else None),
         ("torch", f"{torch.get('version')} cuda {torch.get('cuda')}" if torch else None),
-        ("packages", f"{len((run.env or {}).get('packages', {}))} recorded, env {(run.env_hash or '')[:16]}"),
+        (
+            "packages",
+            f"{len((run.env or {}).get('packages', {}))} recorded, env {(run.env_hash or '')[:16]}",
+        ),
         ("seeds", ", ".join(f"{k}={v}" for k, v in run.seeds.items())),
     ]
     for label, value in rows:
@@ -140,6 +185,8 @@ def verify_view(result: "VerifyResult") -> RenderableType:
     parts: list[RenderableType] = [head, table]
     for problem in result.problems():
         parts.append(Text(f"✗ {problem}", style="red"))
+    for note in result.notes:
+        parts.append(Text(f"! {note}", style="yellow"))
     n = len(result.predictions)
     if n:
         parts.append(
@@ -155,16 +202,24 @@ def verify_view(result: "VerifyResult") -> RenderableType:
 
 
 def diff_view(diff: "RunDiff") -> RenderableType:
-    from labcoat.ledger.diff import SECTIONS
+    from labcoat.provenance.diff import SECTIONS
 
     if diff.same:
-        return Text(f"runs {diff.run_a} and {diff.run_b}: no differences in code, config, data, environment or seeds")
+        return Text(
+            f"runs {diff.run_a} and {diff.run_b}: no differences in code, config, data, environment or seeds"
+        )
     table = Table(title=f"run {diff.run_a} → run {diff.run_b}")
     for name in ("section", "key", "change", f"run {diff.run_a}", f"run {diff.run_b}"):
         table.add_column(name, overflow="fold")
     for section in SECTIONS:
         for c in diff.section(section):
-            table.add_row(section, c.key, c.kind, "" if c.before is None else str(c.before), "" if c.after is None else str(c.after))
+            table.add_row(
+                section,
+                c.key,
+                c.kind,
+                "" if c.before is None else str(c.before),
+                "" if c.after is None else str(c.after),
+            )
     parts: list[RenderableType] = [table]
     if diff.commit_stat:
         parts.append(Text("\n".join(diff.commit_stat), style="dim"))

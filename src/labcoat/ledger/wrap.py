@@ -21,8 +21,8 @@ from typing import IO, Any, Sequence
 
 from labcoat.errors import LabcoatError
 from labcoat.ledger.ledger import Ledger
-from labcoat.ledger.location import ENV_LEDGER, ENV_RUN_ID
-from labcoat.ledger.provenance import capture_provenance
+from labcoat.ledger.records.entries import Entry
+from labcoat.ledger.store.location import ENV_LEDGER, ENV_RUN_ID
 
 #: how much of the combined output is kept in the ledger (the end is kept)
 DEFAULT_MAX_OUTPUT_BYTES = 16 << 20
@@ -114,7 +114,10 @@ class _Signals:
 
     def install(self) -> None:
         if threading.current_thread() is threading.main_thread():  # only it may set handlers
-            for sig, handler in ((signal.SIGINT, self._on_sigint), (signal.SIGTERM, self._on_sigterm)):
+            for sig, handler in (
+                (signal.SIGINT, self._on_sigint),
+                (signal.SIGTERM, self._on_sigterm),
+            ):
                 self.previous[sig] = signal.signal(sig, handler)
 
     def attach(self, proc: subprocess.Popen) -> None:
@@ -158,20 +161,16 @@ def run_wrapped(
     *,
     stdout: Any,
     stderr: Any,
-    config: Any = None,
-    data: Any = None,
-    seeds: Any = None,
-    name: str | None = None,
-    full_hash: bool = False,
-    git: bool = True,
+    entries: Sequence[Entry] = (),
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    **capture: Any,
 ) -> WrappedRun:
-    """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger."""
-    provenance = capture_provenance(
-        config=config, data=data, seeds=seeds, command=command, full_hash=full_hash, git=git,
-        exclude=ledger.storage.own_files(),
-    )
-    run_id = ledger._start_run(provenance, name=name)
+    """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger.
+    ``capture`` is what :meth:`Ledger.start_run` takes (name, config, data, seeds, full_hash,
+    git). The run is linked to ``entries`` (hypotheses it tests) before the command starts."""
+    run_id = ledger.start_run(command=command, **capture).id
+    for entry in entries:
+        ledger.revise(entry, runs=(*entry.runs, run_id))
     env = dict(os.environ)
     env[ENV_LEDGER] = ledger.storage.target
     env[ENV_RUN_ID] = str(run_id)
@@ -181,12 +180,18 @@ def run_wrapped(
     try:
         t0 = time.monotonic()
         try:
-            proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            proc = subprocess.Popen(
+                list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            )
         except OSError as exc:
             code = 127 if isinstance(exc, FileNotFoundError) else 126
-            ledger._finish_run(run_id, status="failed", exit_status=code, error=f"{type(exc).__name__}: {exc}", duration_s=0.0)
+            error = f"{type(exc).__name__}: {exc}"
+            ledger.finish_run(
+                run_id, status="failed", exit_status=code, error=error, duration_s=0.0
+            )
             raise CommandNotStarted(
-                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)", code
+                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)",
+                code,
             ) from exc
         signals.attach(proc)
         tail = _Tail(max_output_bytes)
@@ -204,7 +209,7 @@ def run_wrapped(
     duration = time.monotonic() - t0
     status, exit_status = _ending(returncode, signals.interrupts > 0)
     output = tail.value()
-    ledger._finish_run(
+    ledger.finish_run(
         run_id,
         status=status,
         exit_status=exit_status,
@@ -212,4 +217,6 @@ def run_wrapped(
         output=output,
         duration_s=duration,
     )
-    return WrappedRun(run_id, status, exit_status, round(duration, 6), tail.total, tail.total > len(output))
+    return WrappedRun(
+        run_id, status, exit_status, round(duration, 6), tail.total, tail.total > len(output)
+    )

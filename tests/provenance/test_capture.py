@@ -13,10 +13,15 @@ import numpy as np
 import pytest
 
 from labcoat.errors import InputError
-from labcoat.ledger.environment import capture_environment, relevant_variables
-from labcoat.ledger.fingerprint import CHUNK_BYTES, SAMPLE_ABOVE_BYTES, fingerprint, fingerprint_all
-from labcoat.ledger.gitinfo import git_state
-from labcoat.ledger.provenance import capture_provenance, normalise_config
+from labcoat.provenance.capture import capture_provenance, normalise_config
+from labcoat.provenance.environment import capture_environment, relevant_variables
+from labcoat.provenance.fingerprint import (
+    CHUNK_BYTES,
+    SAMPLE_ABOVE_BYTES,
+    fingerprint,
+    fingerprint_all,
+)
+from labcoat.provenance.git import git_state
 
 
 def git(repo, *args):
@@ -59,12 +64,14 @@ def test_uncommitted_changes_and_untracked_files_are_in_the_diff(repo):
     assert "notes.md" in diff and "+new idea" in diff
     assert "model.ckpt" not in diff
     assert (repo / ".git" / "index").read_bytes() == index_before  # the user's index is untouched
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True
+    ).stdout
     assert "?? notes.md" in status  # still untracked
 
 
 def test_large_untracked_files_are_named_not_copied(repo, monkeypatch):
-    import labcoat.ledger.gitinfo as gitinfo
+    import labcoat.provenance.git as gitinfo
 
     monkeypatch.setattr(gitinfo, "MAX_UNTRACKED_FILE_BYTES", 1000)
     (repo / "big.bin").write_bytes(os.urandom(5000))
@@ -121,7 +128,9 @@ def test_small_files_are_hashed_in_full_and_ignore_mtime(tmp_path):
 
 def test_large_files_are_sampled_and_full_hash_sees_every_byte(tmp_path):
     path = tmp_path / "shard.bin"
-    data = bytearray(np.random.default_rng(0).integers(0, 256, SAMPLE_ABOVE_BYTES * 4, dtype=np.uint8).tobytes())
+    data = bytearray(
+        np.random.default_rng(0).integers(0, 256, SAMPLE_ABOVE_BYTES * 4, dtype=np.uint8).tobytes()
+    )
     path.write_bytes(data)
     sampled, full = fingerprint(path), fingerprint(path, full=True)
     assert (sampled.method, full.method) == ("sampled", "full") and sampled.digest != full.digest
@@ -187,14 +196,21 @@ def test_fingerprint_all_names_inputs(tmp_path):
 
 def test_environment_lists_packages_without_importing_torch(subprocess_env):
     code = (
-        "import sys, json; from labcoat.ledger.environment import capture_environment; "
+        "import sys, json; from labcoat.provenance.environment import capture_environment; "
         "env = capture_environment(); "
         "print(json.dumps({'torch_imported': 'torch' in sys.modules, 'torch': env['torch'], "
         "'has_torch_pkg': 'torch' in env['packages'], 'numpy': env['packages'].get('numpy')}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, check=True
+    )
     info = json.loads(out.stdout)
-    assert info == {"torch_imported": False, "torch": None, "has_torch_pkg": True, "numpy": np.__version__}
+    assert info == {
+        "torch_imported": False,
+        "torch": None,
+        "has_torch_pkg": True,
+        "numpy": np.__version__,
+    }
 
 
 def test_environment_describes_torch_when_it_is_imported():
@@ -216,7 +232,9 @@ def test_gpus_are_described_when_cuda_is_available(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: f"Lab GPU {i}")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i: (9, 0))
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(total_memory=80 << 30))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(total_memory=80 << 30)
+    )
     details = capture_environment()["torch"]
     assert details["cuda_available"] is True and "tf32_matmul" in details
     assert details["gpus"] == [
@@ -226,7 +244,13 @@ def test_gpus_are_described_when_cuda_is_available(monkeypatch):
 
 def test_relevant_variables_keep_numerics_and_drop_secrets():
     kept = relevant_variables(
-        {"CUDA_VISIBLE_DEVICES": "0", "PYTHONHASHSEED": "0", "HF_TOKEN": "x", "NCCL_SECRET_KEY": "y", "HOME": "/root"}
+        {
+            "CUDA_VISIBLE_DEVICES": "0",
+            "PYTHONHASHSEED": "0",
+            "HF_TOKEN": "x",
+            "NCCL_SECRET_KEY": "y",
+            "HOME": "/root",
+        }
     )
     assert kept == {"CUDA_VISIBLE_DEVICES": "0", "PYTHONHASHSEED": "0"}
 
@@ -239,7 +263,10 @@ def test_config_forms():
 
     assert normalise_config(Cfg()) == {"lr": 0.1, "layers": [64, 64]}
     assert normalise_config(argparse.Namespace(lr=0.2)) == {"lr": 0.2}
-    assert normalise_config({"opt": {"eps": np.float64(1e-8)}, "n": np.int64(3)}) == {"opt": {"eps": 1e-8}, "n": 3}
+    assert normalise_config({"opt": {"eps": np.float64(1e-8)}, "n": np.int64(3)}) == {
+        "opt": {"eps": 1e-8},
+        "n": 3,
+    }
     with pytest.raises(InputError, match="config: expected a mapping"):
         normalise_config([("lr", 0.1)])
 
@@ -248,7 +275,11 @@ def test_capture_provenance_hashes_config_data_and_environment(repo, monkeypatch
     monkeypatch.chdir(repo)
     p1 = capture_provenance(config={"lr": 0.1, "bs": 32}, data=[str(repo / "train.py")], seeds=0)
     p2 = capture_provenance(config={"bs": 32, "lr": 0.1}, data=[str(repo / "train.py")], seeds=0)
-    assert p1.config_hash == p2.config_hash and p1.data_hash == p2.data_hash and p1.env_hash == p2.env_hash
+    assert (
+        p1.config_hash == p2.config_hash
+        and p1.data_hash == p2.data_hash
+        and p1.env_hash == p2.env_hash
+    )
     assert p1.seeds["seed"] == 0 and p1.git.commit == p2.git.commit
     assert capture_provenance(config={"lr": 0.2, "bs": 32}).config_hash != p1.config_hash
     assert p1.command[0] == sys.executable

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-from labcoat.ledger.storage import PG_SCHEMA, POSTGRES, LedgerError, Store, Tx
+from labcoat.ledger.store.connection import PG_SCHEMA, POSTGRES, LedgerError, Store, Tx
 
 TABLE = "_labcoat_migrations"
 
@@ -39,7 +39,9 @@ class Migrations:
         def register(step: Step) -> Step:
             key = name or step.__name__
             if key in self._steps:
-                raise ValueError(f"migration set {self.name!r} already has a migration named {key!r}")
+                raise ValueError(
+                    f"migration set {self.name!r} already has a migration named {key!r}"
+                )
             self._steps[key] = step
             return step
 
@@ -95,7 +97,11 @@ class Migrations:
                 step(tx)
                 tx.execute(
                     f"INSERT INTO {TABLE} (migration_set, name, applied_at) VALUES (?, ?, ?)",
-                    (self.name, name, datetime.now(timezone.utc).isoformat(timespec="microseconds")),
+                    (
+                        self.name,
+                        name,
+                        datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                    ),
                 )
             ran.append(name)
         return ran

@@ -10,8 +10,8 @@ import hashlib
 import zlib
 from datetime import datetime, timezone
 
-from labcoat.ledger.chain import Break
-from labcoat.ledger.storage import Tx
+from labcoat.ledger.store.chain import Break
+from labcoat.ledger.store.connection import Tx
 
 
 def blob_key(content: bytes) -> str:
@@ -26,7 +26,13 @@ def put_blob(tx: Tx, content: bytes) -> str:
     tx.execute(
         "INSERT INTO blobs (hash, size, encoding, content, created_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (hash) DO NOTHING",
-        (key, len(content), encoding, stored, datetime.now(timezone.utc).isoformat(timespec="microseconds")),
+        (
+            key,
+            len(content),
+            encoding,
+            stored,
+            datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        ),
     )
     return key
 
@@ -43,13 +49,19 @@ def get_blob(tx: Tx, key: str) -> bytes | None:
 def check_blobs(tx: Tx) -> tuple[int, list[Break]]:
     """Re-hash every blob; returns (blobs seen, breaks)."""
     breaks, seen = [], 0
-    for row in tx.iter_dicts("SELECT hash, size, encoding, content FROM blobs ORDER BY hash", batch=64):
+    for row in tx.dicts("SELECT hash, size, encoding, content FROM blobs ORDER BY hash", batch=64):
         seen += 1
         try:
             content = _unpack(row["encoding"], row["content"])
         except zlib.error:
-            breaks.append(Break("blobs", None, "edited", f"blob {row['hash'][:19]}… cannot be decompressed"))
+            breaks.append(
+                Break("blobs", None, "edited", f"blob {row['hash'][:19]}… cannot be decompressed")
+            )
             continue
         if blob_key(content) != row["hash"] or len(content) != row["size"]:
-            breaks.append(Break("blobs", None, "edited", f"blob {row['hash'][:19]}… no longer matches its hash"))
+            breaks.append(
+                Break(
+                    "blobs", None, "edited", f"blob {row['hash'][:19]}… no longer matches its hash"
+                )
+            )
     return seen, breaks

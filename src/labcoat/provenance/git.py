@@ -33,7 +33,9 @@ class GitState:
     untracked_skipped: tuple[str, ...] = field(default=())
 
 
-def _git(args: list[str], cwd: str | os.PathLike[str], *, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _git(
+    args: list[str], cwd: str | os.PathLike[str], *, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     base = dict(os.environ)
     base.update({"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
     base.update(env or {})
@@ -51,8 +53,8 @@ def git_state(
 ) -> GitState | None:
     """The repository state around ``cwd``; None when git is absent or this is not a repository.
 
-    Untracked files in ``exclude`` (the ledger's own database, which changes with every run)
-    are not part of the state.
+    Files in ``exclude`` (the ledger's own database, which changes with every run) are never
+    part of the state, tracked or not: they neither make the tree dirty nor enter the diff.
     """
     cwd = os.fspath(cwd or os.getcwd())
     if shutil.which("git") is None:
@@ -62,8 +64,11 @@ def git_state(
         return None
     commit = _out(_git(["rev-parse", "--verify", "-q", "HEAD"], root)) or None
     branch = _out(_git(["symbolic-ref", "--short", "-q", "HEAD"], root)) or None
-    untracked, skipped = _untracked(root, {os.path.realpath(p) for p in exclude})
-    diff = _diff(root, commit, untracked)
+    excluded = {os.path.realpath(p) for p in exclude}
+    untracked, skipped = _untracked(root, excluded)
+    inside = [os.path.relpath(p, os.path.realpath(root)) for p in sorted(excluded)]
+    pathspec = [f":(top,exclude,literal){p}" for p in inside if not p.startswith("..")]
+    diff = _diff(root, commit, untracked, pathspec)
     return GitState(
         root=root,
         commit=commit,
@@ -76,7 +81,11 @@ def git_state(
 
 def _untracked(root: str, exclude: set[str]) -> tuple[list[str], list[str]]:
     proc = _git(["ls-files", "--others", "--exclude-standard", "-z"], root)
-    names = [n for n in proc.stdout.decode(errors="surrogateescape").split("\0") if n] if proc.returncode == 0 else []
+    names = (
+        [n for n in proc.stdout.decode(errors="surrogateescape").split("\0") if n]
+        if proc.returncode == 0
+        else []
+    )
     names = [n for n in names if os.path.realpath(os.path.join(root, n)) not in exclude]
     kept, skipped, total = [], [], 0
     for name in sorted(names):
@@ -92,7 +101,7 @@ def _untracked(root: str, exclude: set[str]) -> tuple[list[str], list[str]]:
     return kept, skipped
 
 
-def _diff(root: str, commit: str | None, untracked: list[str]) -> bytes:
+def _diff(root: str, commit: str | None, untracked: list[str], excluded: list[str]) -> bytes:
     base = commit or _out(_git(["hash-object", "-t", "tree", os.devnull], root))
     if base is None:
         return b""
@@ -112,12 +121,13 @@ def _diff(root: str, commit: str | None, untracked: list[str]) -> bytes:
                 timeout=GIT_TIMEOUT_S,
                 check=False,
             )
-        proc = _git(["diff", base, "--binary", "--no-color", "--no-ext-diff", "--no-textconv"], root, env=env)
+        args = ["diff", base, "--binary", "--no-color", "--no-ext-diff", "--no-textconv"]
+        proc = _git([*args, "--", ":(top)", *excluded] if excluded else args, root, env=env)
     return proc.stdout if proc.returncode == 0 else b""
 
 
 def commit_stat(root: str | None, before: str | None, after: str | None) -> list[str]:
-    """``git diff --stat before after`` lines, or [] when the repository or a commit is not at hand."""
+    """``git diff --stat before after`` lines, or [] without the repository or a commit."""
     if not root or not before or not after or before == after or shutil.which("git") is None:
         return []
     if not os.path.isdir(root):
@@ -125,4 +135,6 @@ def commit_stat(root: str | None, before: str | None, after: str | None) -> list
     proc = _git(["diff", "--stat", "--no-color", before, after], root)
     if proc.returncode != 0:
         return []
-    return [line.rstrip() for line in proc.stdout.decode(errors="replace").splitlines() if line.strip()]
+    return [
+        line.rstrip() for line in proc.stdout.decode(errors="replace").splitlines() if line.strip()
+    ]

@@ -18,8 +18,27 @@ import sys
 from typing import Any
 
 #: variables that change what a run computes or where; matched by exact name or prefix
-VARIABLE_NAMES = ("PYTHONHASHSEED", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT")
-VARIABLE_PREFIXES = ("CUDA_", "CUBLAS_", "CUDNN_", "NCCL_", "TORCH_", "PYTORCH_", "OMP_", "MKL_", "OPENBLAS_", "XLA_", "TF_")
+VARIABLE_NAMES = (
+    "PYTHONHASHSEED",
+    "WORLD_SIZE",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_PORT",
+)
+VARIABLE_PREFIXES = (
+    "CUDA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "NCCL_",
+    "TORCH_",
+    "PYTORCH_",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "XLA_",
+    "TF_",
+)
 SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
 
 
@@ -27,12 +46,25 @@ def installed_packages() -> dict[str, str]:
     """Distribution name (normalised, as pip shows it) -> version, sorted by name."""
     found: dict[str, str] = {}
     for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"] if dist.metadata else None
+        name, version = _from_folder_name(dist) or (
+            dist.metadata["Name"] if dist.metadata else None,
+            dist.version,
+        )
         if not name:
             continue
         key = name.lower().replace("_", "-").replace(".", "-")
-        found.setdefault(key, dist.version)  # first on sys.path wins, as for imports
+        found.setdefault(key, version)  # first on sys.path wins, as for imports
     return dict(sorted(found.items()))
+
+
+def _from_folder_name(dist: importlib.metadata.Distribution) -> tuple[str, str] | None:
+    """(name, version) from a ``name-version.dist-info`` folder: what pip writes, read without
+    parsing each METADATA file (that takes about half a second for a few hundred packages)."""
+    folder = getattr(dist, "_path", None)
+    if folder is None or folder.suffix != ".dist-info":
+        return None
+    name, _, version = folder.stem.partition("-")
+    return (name, version) if name and version[:1].isdigit() else None
 
 
 def relevant_variables(environ: dict[str, str] | None = None) -> dict[str, str]:

@@ -5,13 +5,15 @@ goes through two doors:
 
 - :meth:`Store.write` is the only write path. SQLite takes the write lock up front with
   ``BEGIN IMMEDIATE`` (WAL mode, a busy timeout), so concurrent writers queue instead of failing
-  half-way; PostgreSQL takes a transaction-scoped advisory lock, so appends to the hash chains are
-  serial there too. The transaction commits when the block ends and rolls back on any exception.
-- :meth:`Store.read` hands out a read-only connection per thread (SQLite ``mode=ro``; a
-  read-only session on PostgreSQL). In WAL mode readers never wait for writers.
+  half-way; PostgreSQL takes a transaction-scoped advisory lock, so appends to the hash chains
+  are serial there too. The transaction commits when the block ends and rolls back on any error.
+- :meth:`Store.read` hands out a read-only connection per thread (SQLite ``mode=ro``, or
+  ``immutable`` on read-only media; a read-only session on PostgreSQL). Readers never wait.
 
-Storage failures (a corrupt file, a server that cannot be reached, a lock held too long) become
-:class:`LedgerError`, which the CLI prints as one line.
+A SQLite ledger is in WAL mode only while a writer has it open. :meth:`Store.close` (called on
+exit too) checkpoints the WAL into the file and, as the last connection, turns WAL mode off, so
+the file alone is the whole ledger: it can be copied, and it can be read from read-only media.
+Storage failures become :class:`LedgerError`, which the CLI prints as one line.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from labcoat.errors import InputError, LabcoatError
 
@@ -37,6 +39,9 @@ PG_SCHEMA = "labcoat"
 #: key of the PostgreSQL advisory lock that serialises writers (any fixed 64-bit number)
 PG_WRITE_LOCK = 0x4C424354_4C454447
 DEFAULT_BUSY_TIMEOUT_S = 60.0
+READ_ONLY_FIX = (
+    "the ledger is on read-only media or its file is not writable; copy it somewhere writable"
+)
 
 # Connections inherited through fork() must never be used or closed by the child: SQLite's
 # locks are per process. The child opens its own and parks the inherited ones here.
@@ -44,7 +49,8 @@ _INHERITED: list[Any] = []
 
 
 class LedgerError(LabcoatError):
-    """The ledger's storage cannot be used: corrupt or foreign file, unreachable server, lock timeout."""
+    """The ledger's storage cannot be used: corrupt or foreign file, unreachable server, lock
+    timeout."""
 
 
 class ReadOnlyError(LedgerError):
@@ -53,27 +59,23 @@ class ReadOnlyError(LedgerError):
 
 @dataclass(frozen=True)
 class Dialect:
-    """What differs between the two databases: types and placeholder syntax."""
+    """What differs between the two databases: column types and placeholder syntax."""
 
     name: str
     int: str
     real: str
     blob: str
-    text: str = "TEXT"
+    placeholder: str
 
     def ddl(self, template: str) -> str:
-        """Fill ``{int}``, ``{real}``, ``{blob}``, ``{text}`` in a CREATE statement."""
-        return template.format(int=self.int, real=self.real, blob=self.blob, text=self.text)
+        """Fill ``{int}``, ``{real}``, ``{blob}`` in a CREATE statement."""
+        return template.format(int=self.int, real=self.real, blob=self.blob)
 
 
-SQLITE = Dialect("sqlite", int="INTEGER", real="REAL", blob="BLOB")
-POSTGRES = Dialect("postgresql", int="BIGINT", real="DOUBLE PRECISION", blob="BYTEA")
-
-
-@lru_cache(maxsize=512)
-def _pg_sql(sql: str) -> str:
-    """``?`` placeholders to psycopg's ``%s``. Our own SQL never has a literal ``?`` or ``%``."""
-    return sql.replace("?", "%s")
+SQLITE = Dialect("sqlite", int="INTEGER", real="REAL", blob="BLOB", placeholder="?")
+POSTGRES = Dialect(
+    "postgresql", int="BIGINT", real="DOUBLE PRECISION", blob="BYTEA", placeholder="%s"
+)
 
 
 class Tx:
@@ -83,16 +85,16 @@ class Tx:
         self._cur = cursor
         self.dialect = dialect
 
-    def _sql(self, sql: str) -> str:
-        return _pg_sql(sql) if self.dialect is POSTGRES else sql
-
     def execute(self, sql: str, params: Sequence[Any] = ()) -> "Tx":
-        self._cur.execute(self._sql(sql), tuple(params))
+        # our own SQL never holds a literal ? or %, so the placeholders translate plainly
+        self._cur.execute(sql.replace("?", self.dialect.placeholder), tuple(params))
         return self
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self._cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+            self._cur.executemany(
+                sql.replace("?", self.dialect.placeholder), [tuple(r) for r in rows]
+            )
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple | None:
         return self.execute(sql, params)._cur.fetchone()
@@ -104,19 +106,17 @@ class Tx:
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return self.execute(sql, params)._cur.fetchall()
 
-    def dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        rows = self.all(sql, params)
-        names = [d[0] for d in self._cur.description]
-        return [dict(zip(names, row)) for row in rows]
+    def columns(self) -> list[str]:
+        """Names of the columns of the last statement's result."""
+        return [d[0] for d in self._cur.description or ()]
 
-    def iter_dicts(self, sql: str, params: Sequence[Any] = (), *, batch: int = 2000) -> Iterator[dict[str, Any]]:
-        """Stream rows as dicts without holding the whole result in memory."""
+    def dicts(
+        self, sql: str, params: Sequence[Any] = (), *, batch: int = 2000
+    ) -> Iterator[dict[str, Any]]:
+        """Rows as dicts, streamed without holding the whole result in memory."""
         self.execute(sql, params)
-        names = [d[0] for d in self._cur.description]
-        while True:
-            rows = self._cur.fetchmany(batch)
-            if not rows:
-                return
+        names = self.columns()
+        while rows := self._cur.fetchmany(batch):
             for row in rows:
                 yield dict(zip(names, row))
 
@@ -129,6 +129,8 @@ class Store(ABC):
     location: str
     #: what opens this store again, e.g. from a child process (may hold a password: never print)
     target: str
+    #: nothing may be written: the file or its folder is not writable
+    read_only = False
 
     def __init__(self, *, busy_timeout_s: float) -> None:
         self.busy_timeout_s = float(busy_timeout_s)
@@ -141,7 +143,8 @@ class Store(ABC):
 
     @abstractmethod
     def write(self) -> "contextmanager[Tx]":
-        """A transaction holding the ledger's write lock; commits at the end, rolls back on error."""
+        """A transaction holding the ledger's write lock; commits at the end, rolls back on
+        error."""
 
     @abstractmethod
     def read(self) -> "contextmanager[Tx]":
@@ -157,10 +160,6 @@ class Store(ABC):
     def table_names(self) -> set[str]:
         """Tables in the ledger's namespace (the file, or the ``labcoat`` schema)."""
 
-    @abstractmethod
-    def close(self) -> None:
-        """Close every connection this process opened."""
-
     def exists(self) -> bool:
         return True
 
@@ -168,22 +167,65 @@ class Store(ABC):
         """Files on disk that belong to this store (none for a server)."""
         return ()
 
-    def _thread_reader(self, connect: Callable[[], Any], *, usable: Callable[[Any], bool] = lambda conn: True) -> Any:
+    def check_integrity(self) -> list[str]:
+        """The database engine's own consistency check; an empty list means healthy."""
+        return []
+
+    def storage_problems(self) -> tuple[list[str], list[str]]:
+        """(problems, notes) about how the ledger sits on disk, beyond its rows."""
+        return [], []
+
+    def _writer_conn(self) -> Any:
+        """This process's write connection, opened on first use and again after fork()."""
+        if self._writer is not None and self._writer_pid == os.getpid():
+            return self._writer
+        if self._writer is not None:
+            _INHERITED.append(self._writer)
+        self._writer, self._writer_pid = self._connect_writer(), os.getpid()
+        return self._writer
+
+    def _connect_writer(self) -> Any:
+        raise NotImplementedError
+
+    def _reader(self) -> Any:
         """This thread's read-only connection, opened on first use and again after fork()."""
         conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid() and usable(conn):
+        if (
+            conn is not None
+            and getattr(self._local, "pid", None) == os.getpid()
+            and self._usable(conn)
+        ):
             return conn
         if conn is not None:
             _INHERITED.append(conn)
-        conn = connect()
+        conn = self._connect_reader()
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._lock:
             self._readers.append(conn)
         return conn
 
-    def check_integrity(self) -> list[str]:
-        """The database engine's own consistency check; an empty list means healthy."""
-        return []
+    def _connect_reader(self) -> Any:
+        raise NotImplementedError
+
+    def _usable(self, conn: Any) -> bool:
+        return True
+
+    def close(self) -> None:
+        """Close every connection this process opened (readers first: the writer seals)."""
+        with self._lock:
+            for conn in self._readers:
+                try:
+                    conn.close()
+                except Exception:  # owned by a finished thread, or already gone
+                    pass
+            self._readers.clear()
+            self._local = threading.local()
+            if self._writer is not None and self._writer_pid == os.getpid():
+                self._close_writer(self._writer)
+            self._writer = None
+
+    def _close_writer(self, conn: Any) -> None:
+        conn.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,31 +245,61 @@ def _sqlite_message(exc: sqlite3.Error, location: str, busy_timeout_s: float) ->
             "point --ledger or LABCOAT_LEDGER at a labcoat ledger, or move this file away"
         )
     if "unable to open" in text or "readonly" in text:
-        return f"ledger {location}: cannot open the file ({text}); check the path and its permissions"
+        return (
+            f"ledger {location}: cannot open the file ({text}); check the path and its permissions"
+        )
     return f"ledger {location}: {text}"
 
 
+def _says_wal_mode(path: Path) -> bool:
+    """The file header's read/write versions are 2 in WAL mode (1 in rollback mode)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(20)[18:20] == b"\x02\x02"
+    except OSError:
+        return False
+
+
+def _writable(path: Path) -> bool:
+    """Writable, and meant to be: a file or folder with no write bit counts as read-only even
+    for root, whom the permission check itself never stops."""
+    try:
+        return os.access(path, os.W_OK) and bool(stat.S_IMODE(path.stat().st_mode) & 0o222)
+    except OSError:
+        return False
+
+
 class SQLiteStore(Store):
-    """A ledger in one SQLite file, in WAL mode, safe for many writer processes."""
+    """A ledger in one SQLite file, in WAL mode while written, safe for many writer processes."""
 
     dialect = SQLITE
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S):
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    ):
         super().__init__(busy_timeout_s=busy_timeout_s)
         self.path = Path(path).expanduser().resolve()
         self.location = self.target = str(self.path)
         if self.path.is_dir():
             raise InputError(
-                f"ledger {self.location}: is a directory; give the path of a database file, "
-                "e.g. .labcoat/ledger.db"
+                f"ledger {self.location}: is a directory; give the path of a database file, e.g. .labcoat/ledger.db"
             )
+        self.wal = self.path.with_name(self.path.name + "-wal")
+        self.read_only = self.path.exists() and not (
+            _writable(self.path) and _writable(self.path.parent)
+        )
+        # seen before any connection of ours can make a new, empty -wal file beside it
+        self._cut_from_wal = _says_wal_mode(self.path) and not self.wal.exists()
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def own_files(self) -> tuple[Path, ...]:
         """The database file and the journal files SQLite keeps beside it."""
-        return (self.path, *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal")))
+        return (
+            self.path,
+            *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal")),
+        )
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -239,18 +311,27 @@ class SQLiteStore(Store):
             raise LedgerError(_sqlite_message(exc, self.location, self.busy_timeout_s)) from exc
 
     def _connect_writer(self) -> sqlite3.Connection:
-        if self._writer is not None and self._writer_pid == os.getpid():
-            return self._writer
-        if self._writer is not None:  # inherited through fork
-            _INHERITED.append(self._writer)
+        if self.read_only:
+            raise LedgerError(f"ledger {self.location}: cannot record anything: {READ_ONLY_FIX}")
+        folder = self.path.parent
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not folder.exists() and folder.name == ".labcoat":
+                folder.mkdir(parents=True)  # the default place: keep it out of git, as pytest does
+                (folder / ".gitignore").write_text(
+                    "# created by labcoat: the ledger is not code\n*\n"
+                )
+            folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise LedgerError(f"ledger {self.location}: cannot create its folder ({exc.strerror or exc})") from exc
+            raise LedgerError(
+                f"ledger {self.location}: cannot create its folder ({exc.strerror or exc})"
+            ) from exc
         with self._errors():
             new = not self.path.exists() or self.path.stat().st_size == 0
             conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+                self.path,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             if new:
@@ -264,13 +345,24 @@ class SQLiteStore(Store):
             # WAL + NORMAL: a commit survives the process being killed; only an OS crash or
             # power loss can drop the last commits, and never corrupts the file.
             conn.execute("PRAGMA synchronous = NORMAL")
-        self._writer, self._writer_pid = conn, os.getpid()
         return conn
+
+    def _close_writer(self, conn: sqlite3.Connection) -> None:
+        """Checkpoint the WAL into the file; as the last connection, leave WAL mode too, so the
+        file alone holds every commit (another process still open keeps WAL mode on)."""
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("PRAGMA journal_mode = DELETE")
+        except sqlite3.Error:
+            pass  # busy: another connection is open, and the last one to close seals the file
+        finally:
+            conn.close()
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
         with self._lock:
-            conn = self._connect_writer()
+            conn = self._writer_conn()
             cur = conn.cursor()
             if self._depth:  # nested: a savepoint inside the open transaction
                 name = f"labcoat_{self._depth}"
@@ -303,15 +395,15 @@ class SQLiteStore(Store):
             finally:
                 self._depth = 0
 
-    def _reader(self) -> sqlite3.Connection:
-        return self._thread_reader(self._connect_reader)
-
     def _connect_reader(self) -> sqlite3.Connection:
         if not self.path.exists():
             raise LedgerError(f"ledger {self.location}: no such file")
+        # on read-only media SQLite cannot make the -shm file a WAL reader needs; with no WAL
+        # beside the file there is nothing but the file to read, so it is opened as immutable
+        how = "immutable=1" if self.read_only and not self.wal.exists() else "mode=ro"
         with self._errors():
             conn = sqlite3.connect(
-                f"{self.path.as_uri()}?mode=ro",
+                f"{self.path.as_uri()}?{how}",
                 uri=True,
                 timeout=self.busy_timeout_s,
                 isolation_level=None,
@@ -345,14 +437,23 @@ class SQLiteStore(Store):
             columns = [d[0] for d in cur.description or ()]
         except sqlite3.Error as exc:
             text = str(exc)
-            if "readonly" in text or "read-only" in text or "not authorized" in text or "query_only" in text:
+            if (
+                "readonly" in text
+                or "read-only" in text
+                or "not authorized" in text
+                or "query_only" in text
+            ):
                 raise ReadOnlyError(
                     f"ledger sql is read-only: the statement was refused ({text}); "
                     "change the ledger through labcoat's commands, which keep its hash chains"
                 ) from exc
             if "interrupted" in text:
-                raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
-            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                raise LedgerError(
+                    f"ledger sql: the query ran past {timeout_s:g} s and was stopped"
+                ) from exc
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                exc, sqlite3.OperationalError
+            ):
                 raise LedgerError(_sqlite_message(exc, self.location, self.busy_timeout_s)) from exc
             raise InputError(f"ledger sql: {text}") from exc
         finally:
@@ -375,18 +476,33 @@ class SQLiteStore(Store):
             rows = [r[0] for r in tx.all("PRAGMA integrity_check")]
         return [] if rows == ["ok"] else rows
 
-    def close(self) -> None:
-        with self._lock:
-            if self._writer is not None and self._writer_pid == os.getpid():
-                self._writer.close()
-            self._writer = None
-            for conn in self._readers:
-                try:
-                    conn.close()
-                except sqlite3.ProgrammingError:  # owned by a finished thread
-                    pass
-            self._readers.clear()
-            self._local = threading.local()
+    def storage_problems(self) -> tuple[list[str], list[str]]:
+        """A file that says a writer has it open (WAL mode) but has no ``-wal`` beside it was
+        copied or moved without the commits that lived there; a ``-wal`` holding commits means
+        the file alone is not the whole ledger yet (a writer is open, or one died)."""
+        wal_bytes = self.wal.stat().st_size if self.wal.exists() else None
+        if self._cut_from_wal and not self._written_by_an_older_labcoat():
+            return [
+                f"{self.path.name}: the file says a writer had it open, but its -wal file is "
+                "missing: commits made since its last checkpoint are not in it (was it copied "
+                "while labcoat was writing? copy its -wal file with it, or copy after every "
+                "labcoat process ended)"
+            ], []
+        if wal_bytes and wal_bytes > 32 and self.wal.stat().st_mtime >= self.path.stat().st_mtime:
+            return [], [
+                f"{self.wal.name} holds {wal_bytes:,} bytes of commits not yet in {self.path.name} "
+                "(a labcoat process is writing, or one died): copy both files, or copy after "
+                "it ends"
+            ]
+        return [], []
+
+    def _written_by_an_older_labcoat(self) -> bool:
+        """Ledgers from before the seal-on-close migration were left in WAL mode when closed."""
+        from labcoat.ledger.store.migrations import TABLE
+        from labcoat.ledger.store.schema import SEALED_ON_CLOSE
+
+        with self.read() as tx:
+            return tx.value(f"SELECT 1 FROM {TABLE} WHERE name = ?", (SEALED_ON_CLOSE,)) is None
 
 
 def _deny_attach(action: int, *_: Any) -> int:
@@ -421,6 +537,13 @@ def _psycopg():
     return psycopg
 
 
+def _read_only_refused(exc: BaseException) -> ReadOnlyError:
+    return ReadOnlyError(
+        f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
+        "through labcoat's commands, which keep its hash chains"
+    )
+
+
 class PostgresStore(Store):
     """A team ledger on a PostgreSQL server, in its own ``labcoat`` schema."""
 
@@ -437,10 +560,7 @@ class PostgresStore(Store):
         try:
             yield
         except psycopg.errors.ReadOnlySqlTransaction as exc:
-            raise ReadOnlyError(
-                f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
-                "through labcoat's commands, which keep its hash chains"
-            ) from exc
+            raise _read_only_refused(exc) from exc
         except psycopg.errors.IntegrityError:
             raise
         except psycopg.OperationalError as exc:
@@ -456,17 +576,20 @@ class PostgresStore(Store):
             conn.execute("SET default_transaction_read_only = on")
         return conn
 
-    def _writer_conn(self) -> Any:
-        if self._writer is not None and self._writer_pid == os.getpid() and not self._writer.closed:
-            return self._writer
-        if self._writer is not None:
-            _INHERITED.append(self._writer)
-        self._writer, self._writer_pid = self._connect(read_only=False), os.getpid()
-        return self._writer
+    def _connect_writer(self) -> Any:
+        return self._connect(read_only=False)
+
+    def _connect_reader(self) -> Any:
+        return self._connect(read_only=True)
+
+    def _usable(self, conn: Any) -> bool:
+        return not conn.closed
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
         with self._lock:
+            if self._writer is not None and self._writer.closed:
+                self._writer = None
             conn = self._writer_conn()
             outermost = self._depth == 0
             self._depth += 1
@@ -478,9 +601,6 @@ class PostgresStore(Store):
                     yield Tx(cur, POSTGRES)
             finally:
                 self._depth -= 1
-
-    def _reader(self) -> Any:
-        return self._thread_reader(lambda: self._connect(read_only=True), usable=lambda conn: not conn.closed)
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -506,53 +626,44 @@ class PostgresStore(Store):
                 columns = [d.name for d in cur.description or ()]
                 rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
         except psycopg.errors.QueryCanceled as exc:
-            raise LedgerError(f"ledger sql: the query ran past {timeout_s:g} s and was stopped") from exc
-        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
-            raise ReadOnlyError(
-                f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
-                "through labcoat's commands, which keep its hash chains"
+            raise LedgerError(
+                f"ledger sql: the query ran past {timeout_s:g} s and was stopped"
             ) from exc
+        except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as exc:
+            raise _read_only_refused(exc) from exc
         except psycopg.OperationalError as exc:
             raise LedgerError(f"ledger {self.location}: {_first_line(exc)}") from exc
         except psycopg.Error as exc:
-            text = _first_line(exc)
-            if "read-only" in text or "read only" in text:
-                raise ReadOnlyError(f"ledger sql is read-only: the statement was refused ({text})") from exc
-            raise InputError(f"ledger sql: {text}") from exc
+            if "read-only" in _first_line(exc) or "read only" in _first_line(exc):
+                raise _read_only_refused(exc) from exc
+            raise InputError(f"ledger sql: {_first_line(exc)}") from exc
         return columns, rows
 
     def table_names(self) -> set[str]:
         with self.read() as tx:
-            rows = tx.all("SELECT table_name FROM information_schema.tables WHERE table_schema = ?", (PG_SCHEMA,))
+            rows = tx.all(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                (PG_SCHEMA,),
+            )
         return {r[0] for r in rows}
-
-    def close(self) -> None:
-        with self._lock:
-            if self._writer is not None and self._writer_pid == os.getpid():
-                self._writer.close()
-            self._writer = None
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-            self._local = threading.local()
 
 
 def is_postgres_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
-def open_store(location: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> Store:
+def open_store(
+    location: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+) -> Store:
     """The store for a file path, ``sqlite:///path`` or ``postgresql://…`` URL."""
     text = os.fspath(location)
     if is_postgres_url(text):
         return PostgresStore(text, busy_timeout_s=busy_timeout_s)
-    if text.startswith("sqlite:///"):
-        return SQLiteStore(text[len("sqlite:///") :], busy_timeout_s=busy_timeout_s)
-    if "://" in text:
+    if "://" in text and not text.startswith("sqlite:///"):
         raise InputError(
             f"ledger: {redact_url(text)!r} is not a location labcoat can open; give a file path, "
             "sqlite:///PATH or postgresql://USER@HOST/DB"
         )
     if not text.strip():
         raise InputError("ledger: the location is empty; give a file path or a postgresql:// URL")
-    return SQLiteStore(text, busy_timeout_s=busy_timeout_s)
+    return SQLiteStore(text.removeprefix("sqlite:///"), busy_timeout_s=busy_timeout_s)

@@ -9,21 +9,28 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from labcoat._jsonable import jsonable
+from labcoat._jsonable import dumps, jsonable
 from labcoat.errors import InputError
-from labcoat.ledger.chain import content_digest
-from labcoat.ledger.environment import automatic_seeds, capture_environment, host_details
-from labcoat.ledger.fingerprint import Fingerprint, fingerprint_all
-from labcoat.ledger.gitinfo import GitState, git_state
+from labcoat.provenance.environment import automatic_seeds, capture_environment, host_details
+from labcoat.provenance.fingerprint import Fingerprint, fingerprint_all
+from labcoat.provenance.git import GitState, git_state
+
+
+def content_digest(obj: Any) -> str:
+    """sha256 of a JSON value in canonical form: the hash of a config or an environment."""
+    return hashlib.sha256(dumps(obj).encode()).hexdigest()
 
 
 @dataclass
 class Provenance:
+    """What a run was: command, host, code, config, data, environment and seeds."""
+
     command: list[str]
     cwd: str
     host: str

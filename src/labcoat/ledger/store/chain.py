@@ -12,13 +12,13 @@ commit order: a row provably existed before every row after it.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import operator
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from labcoat.ledger.storage import Tx
+from labcoat._jsonable import dumps
+from labcoat.ledger.store.connection import Tx
 
 GENESIS = "0" * 64
 
@@ -44,7 +44,9 @@ class ChainSpec:
 
     def insert_sql(self) -> str:
         names = (*self.columns, "prev_hash", "hash")
-        return f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        return (
+            f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+        )
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Break:
 
 def canonical(content: Mapping[str, Any]) -> bytes:
     """The bytes that are hashed: sorted keys, no spaces, UTF-8, no NaN."""
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return dumps(content).encode()
 
 
 def link_hash(table: str, prev_hash: str, content: Mapping[str, Any]) -> str:
@@ -121,7 +123,10 @@ def append(tx: Tx, spec: ChainSpec, rows: Sequence[Mapping[str, Any]]) -> list[i
         prev = digest
     if values:
         tx.executemany(spec.insert_sql(), values)
-        tx.execute("UPDATE chain_heads SET last_id = ?, hash = ? WHERE name = ?", (last_id, prev, spec.table))
+        tx.execute(
+            "UPDATE chain_heads SET last_id = ?, hash = ? WHERE name = ?",
+            (last_id, prev, spec.table),
+        )
     return ids
 
 
@@ -130,18 +135,25 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
     breaks: list[Break] = []
     expected_prev, expected_id, seen = GENESIS, 1, 0
     columns = ", ".join((*spec.columns, "prev_hash", "hash"))
-    for row in tx.iter_dicts(f"SELECT {columns} FROM {spec.table} ORDER BY id"):
+    for row in tx.dicts(f"SELECT {columns} FROM {spec.table} ORDER BY id"):
         seen += 1
         row_id = row["id"]
         if row_id != expected_id:
             breaks.append(
-                Break(spec.table, row_id, "missing", f"rows {expected_id}..{row_id - 1} were deleted")
+                Break(
+                    spec.table, row_id, "missing", f"rows {expected_id}..{row_id - 1} were deleted"
+                )
                 if row_id > expected_id
                 else Break(spec.table, row_id, "missing", f"id {row_id} appears out of order")
             )
         elif row["prev_hash"] != expected_prev:
             breaks.append(
-                Break(spec.table, row_id, "relinked", "does not follow the row before it (a row was replaced or inserted by hand)")
+                Break(
+                    spec.table,
+                    row_id,
+                    "relinked",
+                    "does not follow the row before it (a row was replaced or inserted by hand)",
+                )
             )
         content = {c: row[c] for c in spec.columns}
         try:
@@ -149,7 +161,14 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
         except ValueError:
             actual = ""
         if actual != row["hash"]:
-            breaks.append(Break(spec.table, row_id, "edited", "content changed after it was written (hash mismatch)"))
+            breaks.append(
+                Break(
+                    spec.table,
+                    row_id,
+                    "edited",
+                    "content changed after it was written (hash mismatch)",
+                )
+            )
         expected_prev, expected_id = row["hash"], row_id + 1
     head = tx.one("SELECT last_id, hash FROM chain_heads WHERE name = ?", (spec.table,))
     if head is None:
@@ -165,8 +184,3 @@ def walk(tx: Tx, spec: ChainSpec) -> tuple[int, list[Break]]:
             )
         )
     return seen, breaks
-
-
-def content_digest(obj: Any) -> str:
-    """sha256 of a JSON value in canonical form: the hash of a config or an environment."""
-    return hashlib.sha256(canonical(obj)).hexdigest()

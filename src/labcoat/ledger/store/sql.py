@@ -3,7 +3,7 @@
 The statement runs through the store's read-only door: a ``mode=ro`` connection with
 ``query_only`` and no ATTACH on SQLite, a read-only transaction that has already taken its
 snapshot (so it cannot be switched back to read-write) on PostgreSQL. One statement at a time,
-with a time limit. Writes are refused with :class:`~labcoat.ledger.storage.ReadOnlyError`.
+with a time limit. Writes are refused with :class:`~labcoat.ledger.store.connection.ReadOnlyError`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
-from labcoat.ledger.storage import Store
+from labcoat.ledger.store.connection import Store
 
 
 @dataclass
@@ -40,9 +40,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def run_sql(store: Store, query: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0) -> SqlResult:
+def run_sql(
+    store: Store, query: str, params: Sequence[Any] = (), *, timeout_s: float = 30.0
+) -> SqlResult:
     if not isinstance(query, str) or not query.strip():
-        raise InputError("sql: the query is empty; give one SELECT statement, e.g. \"SELECT id, title FROM entry_revisions\"")
+        raise InputError(
+            'sql: the query is empty; give one SELECT statement, e.g. "SELECT id, title FROM entry_revisions"'
+        )
     if timeout_s <= 0:
         raise InputError(f"timeout: must be positive seconds; got {timeout_s!r}")
     columns, rows = store.readonly_sql(query, params, timeout_s=timeout_s)

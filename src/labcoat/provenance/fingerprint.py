@@ -63,7 +63,9 @@ def _hasher() -> "hashlib._Hash":
     return hashlib.blake2b(digest_size=32)
 
 
-def _digest_reader(size: int, read_at: Callable[[int, int], bytes], *, full: bool) -> tuple[str, str]:
+def _digest_reader(
+    size: int, read_at: Callable[[int, int], bytes], *, full: bool
+) -> tuple[str, str]:
     """Hash ``size`` bytes read through ``read_at(offset, n)``: all of them, or a sample."""
     h = _hasher()
     h.update(size.to_bytes(8, "little"))
@@ -79,7 +81,9 @@ def _digest_reader(size: int, read_at: Callable[[int, int], bytes], *, full: boo
     return "sampled", h.hexdigest()
 
 
-def fingerprint_file(path: str | os.PathLike[str], *, full: bool = False, name: str | None = None) -> Fingerprint:
+def fingerprint_file(
+    path: str | os.PathLike[str], *, full: bool = False, name: str | None = None
+) -> Fingerprint:
     p = Path(path)
     size = p.stat().st_size
     with open(p, "rb") as f:
@@ -92,8 +96,10 @@ def fingerprint_file(path: str | os.PathLike[str], *, full: bool = False, name: 
     return Fingerprint(name or str(path), "file", f"blake2b:{digest}", size, method)
 
 
-def fingerprint_directory(path: str | os.PathLike[str], *, full: bool = False, name: str | None = None) -> Fingerprint:
-    """Every regular file under ``path`` by relative name (hidden files included, links followed)."""
+def fingerprint_directory(
+    path: str | os.PathLike[str], *, full: bool = False, name: str | None = None
+) -> Fingerprint:
+    """Every regular file under ``path`` by relative name (hidden files too, links followed)."""
     root = Path(path)
     h = _hasher()
     total, count, methods = 0, 0, set()
@@ -106,13 +112,19 @@ def fingerprint_directory(path: str | os.PathLike[str], *, full: bool = False, n
         count += 1
         methods.add(part.method)
     method = "sampled" if "sampled" in methods else "full"
-    return Fingerprint(name or str(path), "directory", f"blake2b:{h.hexdigest()}", total, method, files=count)
+    return Fingerprint(
+        name or str(path), "directory", f"blake2b:{h.hexdigest()}", total, method, files=count
+    )
 
 
-def _fingerprint_buffer(buf: memoryview, *, kind: str, name: str, full: bool, shape=None, dtype=None) -> Fingerprint:
+def _fingerprint_buffer(
+    buf: memoryview, *, kind: str, name: str, full: bool, shape=None, dtype=None
+) -> Fingerprint:
     flat = buf.cast("B") if buf.ndim != 1 or buf.format != "B" else buf
     method, digest = _digest_reader(len(flat), lambda o, n: flat[o : o + n], full=full)
-    if shape is not None or dtype is not None:  # the same bytes as another dtype/shape are other data
+    if (
+        shape is not None or dtype is not None
+    ):  # the same bytes as another dtype/shape are other data
         h = _hasher()
         h.update(f"{dtype}|{shape}|{digest}".encode())
         digest = h.hexdigest()
@@ -154,8 +166,12 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
         t = obj.detach().to("cpu").contiguous()
         raw = t.reshape(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
         return _fingerprint_buffer(
-            memoryview(raw.numpy()), kind="tensor", name=name or "tensor", full=full,
-            shape=tuple(t.shape), dtype=str(t.dtype),
+            memoryview(raw.numpy()),
+            kind="tensor",
+            name=name or "tensor",
+            full=full,
+            shape=tuple(t.shape),
+            dtype=str(t.dtype),
         )
     if hasattr(obj, "__array__") and not isinstance(obj, (str, bytes)):  # numpy, pandas, …
         import numpy as np
@@ -167,18 +183,28 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
                 "convert it to a numeric or string dtype before fingerprinting"
             )
         return _fingerprint_buffer(
-            memoryview(a.reshape(-1).view(np.uint8)), kind="array", name=name or "array", full=full,
-            shape=tuple(int(s) for s in a.shape), dtype=str(a.dtype),
+            memoryview(a.reshape(-1).view(np.uint8)),
+            kind="array",
+            name=name or "array",
+            full=full,
+            shape=tuple(int(s) for s in a.shape),
+            dtype=str(a.dtype),
         )
     tensors = getattr(obj, "tensors", None)
     if isinstance(tensors, (tuple, list)) and tensors:
-        parts = [fingerprint(t, name=f"{name or 'dataset'}[{i}]", full=full) for i, t in enumerate(tensors)]
+        parts = [
+            fingerprint(t, name=f"{name or 'dataset'}[{i}]", full=full)
+            for i, t in enumerate(tensors)
+        ]
         h = _hasher()
         for part in parts:
             h.update(part.digest.encode())
         return Fingerprint(
-            name or type(obj).__name__, "collection", f"blake2b:{h.hexdigest()}",
-            sum(p.size for p in parts), "sampled" if any(p.method == "sampled" for p in parts) else "full",
+            name or type(obj).__name__,
+            "collection",
+            f"blake2b:{h.hexdigest()}",
+            sum(p.size for p in parts),
+            "sampled" if any(p.method == "sampled" for p in parts) else "full",
         )
     raise InputError(
         f"data: cannot fingerprint a {type(obj).__name__}; pass file or directory paths, bytes, "
@@ -187,13 +213,22 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
 
 
 def fingerprint_all(data: Any, *, full: bool = False) -> list[Fingerprint]:
-    """A list of fingerprints for ``data``: one input, a sequence of inputs, or a name -> input dict."""
+    """Fingerprints of ``data``: one input, a sequence of inputs, or a dict name -> input."""
     if data is None:
         return []
     if isinstance(data, Mapping):
         return [fingerprint(v, name=str(k), full=full) for k, v in data.items()]
-    if isinstance(data, (str, os.PathLike, bytes, bytearray, memoryview)) or _is_tensor(data) or hasattr(data, "shape"):
+    if (
+        isinstance(data, (str, os.PathLike, bytes, bytearray, memoryview))
+        or _is_tensor(data)
+        or hasattr(data, "shape")
+    ):
         return [fingerprint(data, full=full)]
     if isinstance(data, (list, tuple)):
-        return [fingerprint(v, full=full, name=None if isinstance(v, (str, os.PathLike)) else f"data[{i}]") for i, v in enumerate(data)]
+        return [
+            fingerprint(
+                v, full=full, name=None if isinstance(v, (str, os.PathLike)) else f"data[{i}]"
+            )
+            for i, v in enumerate(data)
+        ]
     return [fingerprint(data, full=full)]

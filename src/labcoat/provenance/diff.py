@@ -1,5 +1,8 @@
 """What changed between two runs: code, config, data, environment, seeds and command.
 
+It compares two recorded provenances (a :class:`labcoat.ledger.Run` holds one) and their
+uncommitted diffs; it needs nothing else from the ledger.
+
 Each difference is one :class:`Change` (section, key, before, after). Nested config and
 environment values are compared key by key (``optimizer.lr``, ``packages.numpy``) so a silent
 dependency upgrade shows up as one line, not as "the environment hash differs".
@@ -9,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from labcoat.ledger.runs import Run
+if TYPE_CHECKING:
+    from labcoat.ledger.records.runs import Run
 
 SECTIONS = ("code", "config", "data", "env", "seeds", "command")
 _MISSING = object()
@@ -33,7 +37,13 @@ class Change:
         return "changed"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"section": self.section, "key": self.key, "kind": self.kind, "before": self.before, "after": self.after}
+        return {
+            "section": self.section,
+            "key": self.key,
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+        }
 
 
 @dataclass
@@ -84,7 +94,9 @@ def compare(section: str, before: Any, after: Any) -> list[Change]:
     for key in sorted(set(a) | set(b)):
         x, y = a.get(key, _MISSING), b.get(key, _MISSING)
         if x != y:
-            changes.append(Change(section, key, None if x is _MISSING else x, None if y is _MISSING else y))
+            changes.append(
+                Change(section, key, None if x is _MISSING else x, None if y is _MISSING else y)
+            )
     return changes
 
 
@@ -148,7 +160,9 @@ def _data_changes(a: Run, b: Run) -> list[Change]:
     return changes
 
 
-def diff_runs(a: Run, b: Run, *, diff_a: str = "", diff_b: str = "", commit_stat: list[str] | None = None) -> RunDiff:
+def diff_runs(
+    a: Run, b: Run, *, diff_a: str = "", diff_b: str = "", commit_stat: list[str] | None = None
+) -> RunDiff:
     """Compare run ``a`` (before) with run ``b`` (after). ``diff_*`` are their uncommitted diffs."""
     changes = _code_changes(a, b, diff_a, diff_b)
     changes += compare("config", a.config, b.config)

@@ -1,7 +1,8 @@
 """``verify``: is the ledger still what labcoat wrote, and did each prediction precede its result?
 
 It walks every hash chain, re-hashes every blob, checks the derived tag/link index against the
-chained revisions, and (on SQLite) runs the engine's integrity check, all in one read snapshot.
+chained revisions, and (on SQLite) runs the engine's integrity check, all in one read snapshot,
+and checks that the file is whole: not cut off from commits still in its ``-wal`` file.
 For every resolved entry it reports where in the chain its prediction and its result were
 first recorded: an intact chain is the evidence that the prediction came first.
 """
@@ -13,10 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat.ledger.blobs import check_blobs
-from labcoat.ledger.chain import Break, walk
-from labcoat.ledger.schema import CHAINS
-from labcoat.ledger.storage import Store, Tx
+from labcoat.ledger.store.blobs import check_blobs
+from labcoat.ledger.store.chain import Break, walk
+from labcoat.ledger.store.connection import Store, Tx
+from labcoat.ledger.store.schema import CHAINS
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,14 @@ class VerifyResult:
     breaks: list[Break] = field(default_factory=list)
     integrity: list[str] = field(default_factory=list)
     predictions: list[PredictionOrder] = field(default_factory=list)
+    #: the file on disk is not the whole ledger (its WAL is missing): a problem
+    storage: list[str] = field(default_factory=list)
+    #: worth knowing, not a problem (commits still in the WAL while a writer is open)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.breaks and not self.integrity
+        return not self.breaks and not self.integrity and not self.storage
 
     def __bool__(self) -> bool:
         return self.ok
@@ -74,7 +79,8 @@ class VerifyResult:
         return sum(p.order == "before" for p in self.predictions)
 
     def problems(self) -> list[str]:
-        return [str(b) for b in self.breaks] + [f"integrity check: {line}" for line in self.integrity]
+        integrity = [f"integrity check: {line}" for line in self.integrity]
+        return [str(b) for b in self.breaks] + integrity + list(self.storage)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,9 +89,11 @@ class VerifyResult:
             "rows": dict(self.rows),
             "problems": self.problems(),
             "breaks": [
-                {"table": b.table, "row_id": b.row_id, "kind": b.kind, "detail": b.detail} for b in self.breaks
+                {"table": b.table, "row_id": b.row_id, "kind": b.kind, "detail": b.detail}
+                for b in self.breaks
             ],
             "integrity": list(self.integrity),
+            "notes": list(self.notes),
             "predictions": {
                 "resolved": len(self.predictions),
                 "predicted_first": self.predicted_first,
@@ -104,7 +112,7 @@ def _check_index(tx: Tx) -> list[Break]:
     for revision_id, kind, value in tx.all("SELECT revision_id, kind, value FROM entry_index"):
         actual[int(revision_id)].add((kind, value))
     breaks = []
-    for row in tx.iter_dicts("SELECT id, tags, parents, runs FROM entry_revisions ORDER BY id"):
+    for row in tx.dicts("SELECT id, tags, parents, runs FROM entry_revisions ORDER BY id"):
         try:
             expected = {("tag", t) for t in json.loads(row["tags"])}
             expected |= {("parent", str(p)) for p in json.loads(row["parents"])}
@@ -112,9 +120,23 @@ def _check_index(tx: Tx) -> list[Break]:
         except (TypeError, ValueError):
             continue  # an unreadable revision is already reported as edited by its chain
         if actual.pop(int(row["id"]), set()) != expected:
-            breaks.append(Break("entry_index", int(row["id"]), "edited", "tags/links index no longer matches the revision"))
+            breaks.append(
+                Break(
+                    "entry_index",
+                    int(row["id"]),
+                    "edited",
+                    "tags/links index no longer matches the revision",
+                )
+            )
     for revision_id in sorted(actual):
-        breaks.append(Break("entry_index", revision_id, "edited", "index rows for a revision that does not exist"))
+        breaks.append(
+            Break(
+                "entry_index",
+                revision_id,
+                "edited",
+                "index rows for a revision that does not exist",
+            )
+        )
     return breaks
 
 
@@ -125,12 +147,15 @@ def _check_references(tx: Tx) -> list[Break]:
         "UNION ALL SELECT 'run_ends', id, output_hash FROM run_ends WHERE output_hash IS NOT NULL "
         "AND output_hash NOT IN (SELECT hash FROM blobs)"
     )
-    return [Break(table, int(row_id), "missing", f"blob {key[:19]}… it refers to was deleted") for table, row_id, key in missing]
+    return [
+        Break(table, int(row_id), "missing", f"blob {key[:19]}… it refers to was deleted")
+        for table, row_id, key in missing
+    ]
 
 
 def _prediction_order(tx: Tx) -> list[PredictionOrder]:
     state: dict[int, dict[str, Any]] = {}
-    for row in tx.iter_dicts(
+    for row in tx.dicts(
         "SELECT entry_id, revision, recorded_at, prediction, result FROM entry_revisions ORDER BY id"
     ):
         s = state.setdefault(int(row["entry_id"]), {"pred": None, "result": None, "changed": False})
@@ -171,4 +196,5 @@ def verify(store: Store) -> VerifyResult:
         result.breaks.extend(_check_index(tx))
         result.predictions = _prediction_order(tx)
     result.integrity = store.check_integrity()
+    result.storage, result.notes = store.storage_problems()
     return result

@@ -8,36 +8,98 @@ timestamps as ISO-8601 UTC text, so both databases return exactly what was hashe
 
 from __future__ import annotations
 
-from labcoat.ledger.chain import GENESIS, ChainSpec
-from labcoat.ledger.migrations import Migrations
-from labcoat.ledger.storage import Tx
+from labcoat.ledger.store.chain import GENESIS, ChainSpec
+from labcoat.ledger.store.connection import Tx
+from labcoat.ledger.store.migrations import Migrations
 
 ENTRY_REVISIONS = ChainSpec.of(
     "entry_revisions",
-    id=int, entry_id=int, revision=int, recorded_at=str, change=str, title=str, prediction=str,
-    experiment=str, result=str, verdict=str, conclusion=str, tags=str, parents=str, runs=str, author=str,
+    id=int,
+    entry_id=int,
+    revision=int,
+    recorded_at=str,
+    change=str,
+    title=str,
+    prediction=str,
+    experiment=str,
+    result=str,
+    verdict=str,
+    conclusion=str,
+    tags=str,
+    parents=str,
+    runs=str,
+    author=str,
 )
 RUNS = ChainSpec.of(
     "runs",
-    id=int, name=str, started_at=str, command=str, cwd=str, host=str, user_name=str, pid=int,
-    git_root=str, git_commit=str, git_branch=str, git_dirty=int, diff_hash=str, untracked_skipped=str,
-    config=str, config_hash=str, data=str, data_hash=str, env=str, env_hash=str, seeds=str,
+    id=int,
+    name=str,
+    started_at=str,
+    command=str,
+    cwd=str,
+    host=str,
+    user_name=str,
+    pid=int,
+    git_root=str,
+    git_commit=str,
+    git_branch=str,
+    git_dirty=int,
+    diff_hash=str,
+    untracked_skipped=str,
+    config=str,
+    config_hash=str,
+    data=str,
+    data_hash=str,
+    env=str,
+    env_hash=str,
+    seeds=str,
 )
 RUN_ENDS = ChainSpec.of(
     "run_ends",
-    id=int, run_id=int, ended_at=str, status=str, exit_status=int, error=str, output_hash=str,
-    output_bytes=int, duration_s=float, seeds=str,
+    id=int,
+    run_id=int,
+    ended_at=str,
+    status=str,
+    exit_status=int,
+    error=str,
+    output_hash=str,
+    output_bytes=int,
+    duration_s=float,
+    seeds=str,
 )
 FINDINGS = ChainSpec.of(
     "findings",
-    id=int, run_id=int, entry_id=int, source=str, recorded_at=str, check_id=str, layer=str, status=str,
-    severity=int, message=str, evidence=str, falsifies=str, predicts=str, step=int, rank=int,
+    id=int,
+    run_id=int,
+    entry_id=int,
+    source=str,
+    recorded_at=str,
+    check_id=str,
+    layer=str,
+    status=str,
+    severity=int,
+    message=str,
+    evidence=str,
+    falsifies=str,
+    predicts=str,
+    step=int,
+    rank=int,
     duration_s=float,
 )
 EVENTS = ChainSpec.of(
     "events",
-    id=int, run_id=int, source=str, recorded_at=str, time=float, step=int, rank=int, kind=str,
-    severity=str, value=float, message=str, data=str,
+    id=int,
+    run_id=int,
+    source=str,
+    recorded_at=str,
+    time=float,
+    step=int,
+    rank=int,
+    kind=str,
+    severity=str,
+    value=float,
+    message=str,
+    data=str,
 )
 CHAINS: tuple[ChainSpec, ...] = (ENTRY_REVISIONS, RUNS, RUN_ENDS, FINDINGS, EVENTS)
 
@@ -47,26 +109,37 @@ LEDGER_MIGRATIONS = Migrations("ledger")
 @LEDGER_MIGRATIONS()
 def m001_tables(tx: Tx) -> None:
     ddl = tx.dialect.ddl
-    tx.execute(ddl("CREATE TABLE chain_heads (name TEXT PRIMARY KEY, last_id {int} NOT NULL, hash TEXT NOT NULL)"))
-    tx.execute(ddl("""
+    tx.execute(
+        ddl(
+            "CREATE TABLE chain_heads (name TEXT PRIMARY KEY, last_id {int} NOT NULL, hash TEXT NOT NULL)"
+        )
+    )
+    tx.execute(
+        ddl("""
         CREATE TABLE blobs (
             hash TEXT PRIMARY KEY, size {int} NOT NULL, encoding TEXT NOT NULL,
-            content {blob} NOT NULL, created_at TEXT NOT NULL)"""))
-    tx.execute(ddl("""
+            content {blob} NOT NULL, created_at TEXT NOT NULL)""")
+    )
+    tx.execute(
+        ddl("""
         CREATE TABLE entry_revisions (
             id {int} PRIMARY KEY, entry_id {int} NOT NULL, revision {int} NOT NULL,
             recorded_at TEXT NOT NULL, change TEXT NOT NULL, title TEXT NOT NULL,
             prediction TEXT, experiment TEXT, result TEXT, verdict TEXT NOT NULL, conclusion TEXT,
             tags TEXT NOT NULL, parents TEXT NOT NULL, runs TEXT NOT NULL, author TEXT,
             prev_hash TEXT NOT NULL, hash TEXT NOT NULL,
-            UNIQUE (entry_id, revision))"""))
+            UNIQUE (entry_id, revision))""")
+    )
     # derived from each revision's tags, parents and runs so that filters are plain indexed SQL
     # on both databases; verify() checks that it still matches the chained JSON
-    tx.execute(ddl("""
+    tx.execute(
+        ddl("""
         CREATE TABLE entry_index (
             revision_id {int} NOT NULL REFERENCES entry_revisions (id), entry_id {int} NOT NULL,
-            kind TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (revision_id, kind, value))"""))
-    tx.execute(ddl("""
+            kind TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (revision_id, kind, value))""")
+    )
+    tx.execute(
+        ddl("""
         CREATE TABLE runs (
             id {int} PRIMARY KEY, name TEXT, started_at TEXT NOT NULL, command TEXT NOT NULL,
             cwd TEXT, host TEXT, user_name TEXT, pid {int},
@@ -74,28 +147,37 @@ def m001_tables(tx: Tx) -> None:
             diff_hash TEXT REFERENCES blobs (hash), untracked_skipped TEXT,
             config TEXT, config_hash TEXT, data TEXT, data_hash TEXT,
             env TEXT, env_hash TEXT, seeds TEXT,
-            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)"""))
-    tx.execute(ddl("""
+            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""")
+    )
+    tx.execute(
+        ddl("""
         CREATE TABLE run_ends (
             id {int} PRIMARY KEY, run_id {int} NOT NULL UNIQUE REFERENCES runs (id),
             ended_at TEXT NOT NULL, status TEXT NOT NULL, exit_status {int}, error TEXT,
             output_hash TEXT REFERENCES blobs (hash), output_bytes {int}, duration_s {real},
-            seeds TEXT, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)"""))
-    tx.execute(ddl("""
+            seeds TEXT, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""")
+    )
+    tx.execute(
+        ddl("""
         CREATE TABLE findings (
             id {int} PRIMARY KEY, run_id {int} REFERENCES runs (id), entry_id {int},
             source TEXT NOT NULL, recorded_at TEXT NOT NULL, check_id TEXT NOT NULL, layer TEXT,
             status TEXT NOT NULL, severity {int} NOT NULL, message TEXT, evidence TEXT,
             falsifies TEXT, predicts TEXT, step {int}, rank {int}, duration_s {real},
-            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)"""))
-    tx.execute(ddl("""
+            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""")
+    )
+    tx.execute(
+        ddl("""
         CREATE TABLE events (
             id {int} PRIMARY KEY, run_id {int} REFERENCES runs (id), source TEXT NOT NULL,
             recorded_at TEXT NOT NULL, time {real}, step {int}, rank {int}, kind TEXT NOT NULL,
             severity TEXT, value {real}, message TEXT, data TEXT,
-            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)"""))
+            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""")
+    )
     for spec in CHAINS:
-        tx.execute("INSERT INTO chain_heads (name, last_id, hash) VALUES (?, 0, ?)", (spec.table, GENESIS))
+        tx.execute(
+            "INSERT INTO chain_heads (name, last_id, hash) VALUES (?, 0, ?)", (spec.table, GENESIS)
+        )
 
 
 @LEDGER_MIGRATIONS()
@@ -110,3 +192,21 @@ def m002_indexes(tx: Tx) -> None:
         "CREATE INDEX ix_events_run_step ON events (run_id, step)",
     ):
         tx.execute(statement)
+
+
+#: the migration after which a closed SQLite ledger is no longer left in WAL mode
+SEALED_ON_CLOSE = "m003_sealed_on_close"
+
+
+@LEDGER_MIGRATIONS(name=SEALED_ON_CLOSE)
+def m003_sealed_on_close(tx: Tx) -> None:
+    """No table changes: it marks the ledgers that labcoat checkpoints and takes out of WAL mode
+    when it closes them, so that ``verify`` may read a WAL-mode file with no ``-wal`` beside
+    it as one separated from its commits (older ledgers were left in WAL mode when closed)."""
+
+
+@LEDGER_MIGRATIONS()
+def m004_findings_by_entry(tx: Tx) -> None:
+    """``ledger list`` leaves out the entries labcoat 0.1 wrote per doctor check: those that a
+    finding points to."""
+    tx.execute("CREATE INDEX ix_findings_entry ON findings (entry_id)")
