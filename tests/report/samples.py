@@ -51,3 +51,16 @@ def watch_events(steps: int = 5000, alerts_at: tuple[int, ...] = (1200, 3400)) -
         events.append({"kind": "spike", "step": s, "rank": 0, "severity": "warn", "subject": "loss",
                        "value": 9.0, "message": f"loss spiked {i}", "evidence": {"z": 9.0}})
     return events
+
+
+def learning_curve(bootstrap: int = 20):
+    """A 1-D learning curve fitted on 12 generated runs, and a backtest of its largest 4."""
+    import numpy as np
+
+    from labcoat import scale
+
+    x = np.logspace(6, 9, 12)
+    y = (1.7 + 300 * x**-0.3) * (1 + 0.01 * np.sin(np.arange(12)))
+    fit = scale.fit(x, None, y, form="curve", bootstrap=bootstrap, ledger=False)
+    held = scale.backtest(x, None, y, form="curve", holdout="n", top=4, bootstrap=bootstrap, ledger=False)
+    return fit, held

@@ -64,3 +64,19 @@ def test_phone_width_has_no_sideways_scroll_and_dark_mode_changes_colours(tmp_pa
     # chart text follows the page's colour (currentColor), so it stays readable in both modes
     ink = page.evaluate("getComputedStyle(document.querySelector('.chart')).color")
     assert ink == ("rgb(230, 237, 243)" if dark else "rgb(27, 31, 36)")
+
+
+def test_scale_page_draws_the_band_and_the_held_out_runs(tmp_path, open_report):
+    from labcoat.report.sections.scale import scale_section
+
+    fit, held = samples.learning_curve()
+    path = _write(tmp_path, "scale", scale_section(fit), scale_section(held, title="Backtest", id="bt"))
+    shown = open_report(path)
+    page = shown.page
+    first = page.locator('#scale [data-chart="scale-fit"]')
+    assert first.locator("g#band path").count() == 1 and first.locator("g#points-0 use").count() == 12
+    backtest = page.locator('#bt [data-chart="scale-fit"]')
+    held_marks = backtest.locator("g#points-1 use").count() + backtest.locator("g#points-2 use").count()
+    assert held_marks == 4 and backtest.locator("g#points-0 use").count() == 8
+    assert "MAPE" in page.locator("#bt .verdict").inner_text()
+    assert not shown.requests and not shown.console_errors

@@ -1,0 +1,94 @@
+"""A scaling-law fit: the runs, the fitted law with its prediction band, and (for a backtest)
+the held-out runs it was asked to predict, each inside or outside its interval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from labcoat.report import charts
+from labcoat.report.ladder import findings_list
+from labcoat.report.page import Section, esc
+
+#: how far past the largest run the band is drawn (a factor on the x axis)
+EXTRAPOLATE = 30.0
+
+
+def _axis(fit: Any) -> tuple[np.ndarray, str]:
+    """The x of each fitted run: compute (6·N·D) for a law in N and D, else its one variable."""
+    x = np.asarray(fit._x, dtype=float)
+    if x.shape[0] == 2:
+        return 6.0 * x[0] * x[1], "compute C = 6·N·D (FLOP)"
+    return x[0], getattr(fit.form, "variables", ("x",))[0]
+
+
+def _band(fit: Any, lo: float, hi: float) -> tuple[np.ndarray, ...] | None:
+    """The law along the x axis: the compute-optimal frontier for (N, D), else the curve."""
+    grid = np.logspace(np.log10(lo), np.log10(hi), 80)
+    if np.asarray(fit._x).shape[0] == 2:
+        if getattr(fit.form, "name", "") != "chinchilla":
+            return None
+        alloc = fit.optimal(grid)
+        low, high = (alloc.intervals or {}).get("loss", (alloc.loss, alloc.loss))
+        return grid, alloc.loss, low, high
+    if np.asarray(fit._x).shape[0] != 1:
+        return None
+    pred = fit.predict(grid)
+    low, high = pred.interval if pred.interval is not None else (pred.loss, pred.loss)
+    return grid, pred.loss, low, high
+
+
+def _chart(fit: Any, held: list[dict] | None = None, title: str = "") -> str:
+    x, label = _axis(fit)
+    loss = np.asarray(fit._loss, dtype=float)
+    points = {"fitted runs": (x, loss)}
+    top = x.max()
+    if held:
+        if "D" in held[0]:
+            hx = np.array([6.0 * p["N"] * p["D"] for p in held])
+        else:
+            hx = np.array([next(v for k, v in p.items() if k not in ("loss",)) for p in held])
+        inside = np.array([bool(p.get("covered")) for p in held])
+        observed = np.array([p["observed"] for p in held])
+        points["held out, inside interval"] = (hx[inside], observed[inside])
+        points["held out, outside interval"] = (hx[~inside], observed[~inside])
+        top = max(top, hx.max())
+    band = _band(fit, x.min(), top * (1.0 if held else EXTRAPOLATE))
+    if band is None:
+        return ""
+    frontier = " (compute-optimal frontier)" if "compute" in label else ""
+    return charts.band_chart(
+        "scale-fit", *band, points=points, title=title or f"Fitted law{frontier} with its prediction band",
+        xlabel=label, ylabel="loss",
+        caption="The band is the law's bootstrap interval along the frontier; runs off the "
+                "frontier sit above it." if frontier else "",
+    )
+
+
+def _params(fit: Any) -> str:
+    ci = fit.ci() if len(getattr(fit, "bootstrap_theta", [])) >= 2 else {}
+    rows = "".join(
+        f"<tr><td>{esc(k)}</td><td>{v:.4g}</td><td>{'' if k not in ci else f'{ci[k].low:.4g} – {ci[k].high:.4g}'}</td></tr>"
+        for k, v in fit.params.items()
+    )
+    return f'<div class="scroll"><table><tr><th>parameter</th><th>estimate</th><th>95% interval</th></tr>{rows}</table></div>'
+
+
+def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale") -> Section:
+    """A :class:`~labcoat.scale.ScalingFit` or a backtest result (it has ``.fit`` and ``.points``)."""
+    backtest = hasattr(result, "points") and hasattr(result, "fit")
+    fit = result.fit if backtest else result
+    body = [f'<p class="meta">{fit.n_points} runs · form {esc(fit.form.name)} · objective {fit.objective:.4g}</p>']
+    if backtest:
+        body.append(f'<div class="verdict {"pass" if result.coverage >= 0.9 * result.level else "warn"}">'
+                    f"Backtest ({esc(result.holdout)}): {result.n_holdout} held-out runs predicted from "
+                    f"{result.n_fit}; MAPE {result.mape:.2f}%, {result.coverage:.0%} inside their "
+                    f"{result.level:.0%} intervals</div>")
+    chart = _chart(fit, result.points if backtest else None)
+    if chart:
+        body.append(chart)
+    body.append(_params(fit))
+    if fit.findings:
+        body.append("<h3>Diagnostics</h3>" + findings_list(f.to_dict() for f in fit.findings))
+    return Section(title, "\n".join(body), id=id)
