@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "labcoat.cli.ledger:ledger",
     "run": "labcoat.cli.ledger:run_command",
     "watch": "labcoat.cli.watch:watch_group",
+    "audit": "labcoat.cli.audit:audit",
 }
 
 
