@@ -29,17 +29,22 @@ BOILERPLATE = (
 
 
 def sentence(rng: np.random.Generator) -> str:
-    def noun_phrase() -> str:
-        adj = f"{rng.choice(ADJECTIVES)} " if rng.random() < 0.6 else ""
-        return f"the {adj}{rng.choice(NOUNS)}"
+    u = rng.random(12)  # one draw per sentence; indexing lists is much faster than rng.choice
 
-    parts = [noun_phrase(), str(rng.choice(VERBS)), noun_phrase()]
-    if rng.random() < 0.5:
-        parts += [str(rng.choice(PREPOSITIONS)), noun_phrase()]
-    if rng.random() < 0.4:
-        parts.append(str(rng.choice(ADVERBS)))
+    def pick(words: tuple | list, x: float) -> str:
+        return words[int(x * len(words))]
+
+    def noun_phrase(a: float, b: float, c: float) -> str:
+        adj = f"{pick(ADJECTIVES, b)} " if a < 0.6 else ""
+        return f"the {adj}{pick(NOUNS, c)}"
+
+    parts = [noun_phrase(*u[0:3]), pick(VERBS, u[3]), noun_phrase(*u[4:7])]
+    if u[7] < 0.5:
+        parts += [pick(PREPOSITIONS, u[8]), noun_phrase(u[9], u[10], u[11])]
+    if u[11] < 0.4:
+        parts.append(pick(ADVERBS, (u[11] * 2.5) % 1))
     text = " ".join(parts)
-    return text[0].upper() + text[1:] + rng.choice([".", ".", "!", "?", ";"])
+    return text[0].upper() + text[1:] + pick((".", ".", "!", "?", ";"), (u[3] * 7) % 1)
 
 
 def paragraph(rng: np.random.Generator, sentences: int) -> str:

@@ -182,7 +182,7 @@ def contamination(
         with index_file.open("wb") as fh:
             pickle.dump(_Index(vocab, index, tokenize), fh)
         tasks = [(str(index_file), shard, str(work / f"counts-{i:05d}.npy")) for i, shard in enumerate(shards)]
-        done = runner.map(count_shard, tasks)
+        done = runner.map(count_shard, tasks, small=sum(s.size for s in shards) < corpus_io.SHARD_BYTES)
         doc_freq = np.zeros(len(index), np.int64)
         for out_file, _size, _docs in done:
             doc_freq += np.load(out_file)

@@ -198,7 +198,7 @@ def _text_duplicates(a, b, threshold, num_perm, shingle_words, engine, workers, 
             signature_shard,
             [(f, str(work / f"signatures-{k:05d}.npz"), num_perm, shingle_words) for k, f in enumerate(shard_files)],
         )
-        groups = max(1, min(bands, runner.workers))
+        groups = max(1, min(bands, runner.workers, len(sig_files)))  # small inputs: one task
         band_sets = [list(range(bands))[g::groups] for g in range(groups)]
         pair_files = runner.map(
             bucket_pairs, [(sig_files, bs, rows, str(work / f"candidates-{g:03d}.npy")) for g, bs in enumerate(band_sets)]
