@@ -74,8 +74,9 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return found
 
 
-def shards(paths: Sequence[str | os.PathLike[str]], *, column: str = "text", shard_bytes: int = SHARD_BYTES) -> list[Shard]:
-    """Split the corpus into shards of about ``shard_bytes`` each."""
+def shards(paths: Sequence[str | os.PathLike[str]], *, column: str = "text", shard_bytes: int | None = None) -> list[Shard]:
+    """Split the corpus into shards of about ``shard_bytes`` each (default :data:`SHARD_BYTES`)."""
+    shard_bytes = shard_bytes or SHARD_BYTES
     out: list[Shard] = []
     texts: list[str] = []
     text_bytes = 0
