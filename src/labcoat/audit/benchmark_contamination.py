@@ -190,10 +190,8 @@ def contamination(
     found = doc_freq >= 1
     if max_docs is not None:
         found &= doc_freq <= max_docs
-    items = []
-    for key, a in zip(ids, item_ids):
-        overlap = _overlap(index, a, found, method, skip_budget)
-        items.append(ItemOverlap(key, overlap is not None and overlap > dirty_above, overlap))
+    overlaps = _overlaps(index, item_ids, found, method, skip_budget)
+    items = [ItemOverlap(key, o is not None and o > dirty_above, o) for key, o in zip(ids, overlaps)]
     corpus_bytes = sum(s.size for s in shards)
     result = Contamination(
         items=items,
@@ -265,21 +263,39 @@ def _count_batch(index: _Index, batch: list[str], ends: list[int], counts: np.nd
         np.add.at(counts, pairs % len(counts), 1)
 
 
-def _overlap(index: GramIndex, ids: np.ndarray, found: np.ndarray, method: str, skip_budget: int) -> float | None:
-    if len(ids) < index.n:
-        return None
-    starts, pos = index.lookup(ids)
-    hit = np.zeros(len(ids) - index.n + 1, bool)
-    hit[starts[found[pos]]] = True
+def _overlaps(index: GramIndex, item_ids: list[np.ndarray], found: np.ndarray, method: str, skip_budget: int) -> list[float | None]:
+    """Each item's share of n-grams (GPT-3) or tokens (Llama 2) found; None when shorter than n.
+
+    All items are looked up at once: joined with a 0 between them, every window inside an item
+    is one of the index's grams."""
+    joined = np.concatenate([np.append(a, 0) for a in item_ids])
+    ends = np.cumsum([len(a) + 1 for a in item_ids]) - 1
+    starts, pos = index.lookup(joined)
+    owner = np.searchsorted(ends, starts)
+    hit = found[pos]
     if method == "gpt3":
-        return float(hit.mean())
-    covered = np.zeros(len(ids), np.int64)  # Llama 2: tokens inside a matched span
-    np.add.at(covered, np.flatnonzero(hit)[:, None] + np.arange(index.n), 1)
-    covered = covered > 0
+        grams = np.bincount(owner, minlength=len(item_ids))
+        shared = np.bincount(owner, weights=hit, minlength=len(item_ids))
+        return [None if g == 0 else float(s / g) for g, s in zip(grams, shared)]
+    out: list[float | None] = []
+    first = np.concatenate(([0], ends[:-1] + 1))
+    for k, a in enumerate(item_ids):
+        if len(a) < index.n:
+            out.append(None)
+            continue
+        covered = np.zeros(len(a), np.int64)  # Llama 2: tokens inside a matched span
+        local = starts[(owner == k) & hit] - first[k]
+        np.add.at(covered, local[:, None] + np.arange(index.n), 1)
+        out.append(_fill_gaps(covered > 0, skip_budget))
+    return out
+
+
+def _fill_gaps(covered: np.ndarray, skip_budget: int) -> float:
+    """Share of tokens covered once gaps of at most ``skip_budget`` tokens between matched
+    spans count as matched (Llama 2's skip-gram budget)."""
     if skip_budget > 0 and covered.any():
         where = np.flatnonzero(covered)
-        gaps = np.diff(where) - 1
-        for left, gap in zip(where[:-1], gaps):
+        for left, gap in zip(where[:-1], np.diff(where) - 1):
             if 0 < gap <= skip_budget:
                 covered[left + 1 : left + 1 + gap] = True
     return float(covered.mean())
