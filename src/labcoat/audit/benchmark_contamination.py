@@ -25,8 +25,14 @@ import numpy as np
 
 from labcoat.audit import corpus as corpus_io
 from labcoat.audit.checks import AuditResult, check
-from labcoat.audit.engine import make_engine, workdir as make_workdir
-from labcoat.audit.text import GramIndex, build_vocabulary, window_hashes, word_ids, words
+from labcoat.audit.engine import make_engine
+from labcoat.audit.engine import workdir as make_workdir
+from labcoat.audit.text import (
+    GramIndex,
+    build_vocabulary,
+    word_ids,
+    words,
+)
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
 

@@ -61,4 +61,4 @@ def declared(id: str) -> Check:
     return REGISTRY[id]
 
 
-__all__ = ["AuditResult", "LAYER", "Outcome", "REGISTRY", "check", "declared"]
+__all__ = ["LAYER", "REGISTRY", "AuditResult", "Outcome", "check", "declared"]

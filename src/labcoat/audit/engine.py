@@ -43,10 +43,9 @@ class RayEngine:
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None):
-        try:
-            import ray
-        except ImportError:
-            raise InputError("engine: 'ray' needs Ray; `pip install 'labcoat[ray]'`") from None
+        from labcoat.audit.requires import require
+
+        ray = require("ray", "ray", "engine='ray'")
         self._ray = ray
         if not ray.is_initialized():
             src = str(Path(__file__).resolve().parents[2])  # so workers import this labcoat

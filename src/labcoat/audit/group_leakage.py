@@ -3,6 +3,7 @@ split, so a model can score by recognising the group rather than learning the ta
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -97,7 +98,7 @@ def _ids(values: Any, name: str) -> list[str]:
         raise InputError(f"{name}: expected one group id per row (a list or array); got {type(values).__name__}")
     out = []
     for i, v in enumerate(values):
-        if v is None or v == "" or (isinstance(v, float) and v != v):
+        if v is None or v == "" or (isinstance(v, float) and math.isnan(v)):
             raise InputError(f"{name}: row {i} has no group id; fill it in or drop the row")
         out.append(_text(v))
     if not out:

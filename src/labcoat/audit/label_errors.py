@@ -42,7 +42,7 @@ class LabelIssues(AuditResult):
 
     @property
     def count(self) -> int:
-        return int(len(self.indices))
+        return len(self.indices)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -116,9 +116,10 @@ def label_issues(
     if ids is not None and len(ids) != len(y):
         raise InputError(f"ids: got {len(ids)} ids for {len(y)} labels; pass one id per row")
 
-    from cleanlab.filter import find_label_issues
-    from cleanlab.rank import get_label_quality_scores
+    from labcoat.audit.requires import require
 
+    find_label_issues = require("cleanlab.filter", "audit", "auditing labels").find_label_issues
+    get_label_quality_scores = require("cleanlab.rank", "audit", "auditing labels").get_label_quality_scores
     ranked = np.asarray(find_label_issues(y, probs, return_indices_ranked_by="self_confidence", n_jobs=1))
     quality = get_label_quality_scores(y, probs, method="self_confidence")
     flagged = ranked if rows is None else rows[ranked]  # rows of the user's data

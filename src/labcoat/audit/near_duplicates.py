@@ -15,12 +15,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from labcoat.audit.checks import AuditResult, check
-from labcoat.audit.engine import make_engine, workdir as make_workdir
+from labcoat.audit.engine import make_engine
+from labcoat.audit.engine import workdir as make_workdir
 from labcoat.audit.text import words
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
@@ -180,7 +181,9 @@ def duplicates(
 
 
 def _text_duplicates(a, b, threshold, num_perm, shingle_words, engine, workers, address, workdir) -> Duplicates:
-    from datasketch import MinHashLSH
+    from labcoat.audit.requires import require
+
+    MinHashLSH = require("datasketch", "audit", "finding duplicate texts").MinHashLSH
 
     if isinstance(num_perm, bool) or not isinstance(num_perm, int) or num_perm < 16:
         raise InputError(f"num_perm: expected an int of at least 16; got {num_perm!r}")

@@ -20,7 +20,7 @@ from labcoat.errors import InputError
 BATCH_SIZE = 32
 MAX_EPOCHS = 100
 #: epochs without a better held-out loss before a copy stops
-PATIENCE = 5
+PATIENCE = 3
 #: share of the training folds held out to decide when to stop
 STOP_FRACTION = 0.1
 
