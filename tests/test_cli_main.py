@@ -91,7 +91,7 @@ def test_a_directory_given_for_a_file_is_a_one_line_error(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "choices"),
-    [((), "checks, doctor, ledger, run, stats, watch"), (("watch",), "report"), (("ledger",), "add, diff, export")],
+    [((), "audit, checks, doctor, ledger, run, stats, watch"), (("watch",), "report"), (("ledger",), "add, diff, export")],
 )
 def test_a_group_without_its_command_lists_the_choices(cli, args, choices):
     line = _one_error_line(cli(*args))
