@@ -107,7 +107,7 @@ def labels_cmd(setup, pred_probs, labels_file, label_column, id_column, folds, s
 @click.argument("other", type=click.Path(dir_okay=False), required=False)
 @click.option("--text-column", default=None, help="Compare this text column (CSV, JSONL, Parquet); else numeric rows.")
 @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None, help="Similarity for a near-duplicate (Jaccard for text, default 0.7; cosine for arrays, default 0.98).")
-@click.option("--kind", type=click.Choice(["auto", "text", "tensor"]), default="auto", show_default=True)
+@click.option("--kind", type=click.Choice(["auto", "text", "tensor"]), default="auto", show_default=True, help="Texts or numeric rows (auto: texts when --text-column is given).")
 @click.option("--num-perm", type=click.IntRange(min=16), default=128, show_default=True, help="MinHash permutations (text).")
 @engine_option
 @workers_option
