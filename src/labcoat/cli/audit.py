@@ -143,7 +143,7 @@ def duplicates_cmd(train, other, text_column, threshold, kind, num_perm, engine,
 @click.option("--score-column", default=None, help="Column of --eval with the model's score: clean vs dirty with error bars.")
 @click.option("--corpus-column", default="text", show_default=True, help="Text column of JSONL/Parquet corpus files.")
 @click.option("--n", "n", type=click.IntRange(min=1), default=13, show_default=True, help="n-gram length.")
-@click.option("--method", type=click.Choice(["gpt3", "llama2"]), default="gpt3", show_default=True)
+@click.option("--method", type=click.Choice(["gpt3", "llama2"]), default="gpt3", show_default=True, help="gpt3: dirty on any shared n-gram; llama2: dirty above 80% of tokens in shared spans.")
 @engine_option
 @workers_option
 @address_option
