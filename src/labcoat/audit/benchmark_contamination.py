@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pickle
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -177,14 +178,13 @@ def contamination(
     tokens = [split(t) for t in texts]
     vocab = build_vocabulary(tokens)
     item_ids = [word_ids(t, vocab) for t in tokens]
-    long_enough = [a for a in item_ids if len(a) >= n]
-    grams = np.concatenate([np.lib.stride_tricks.sliding_window_view(a, n).reshape(-1) for a in long_enough]) if long_enough else np.empty(0, np.int64)
-    index = GramIndex(grams, n)
+    windows = [np.lib.stride_tricks.sliding_window_view(a, n).reshape(-1) for a in item_ids if len(a) >= n]
+    index = GramIndex(np.concatenate(windows) if windows else np.empty(0, np.int64), n)
     shards = corpus_io.shards(corpus, column=corpus_column)
     runner = make_engine(engine, workers=workers, address=address)
     started = time.perf_counter()
     with make_workdir(workdir) as work:
-        index_file = work / "eval-index.pkl"
+        index_file = work / f"eval-index-{uuid.uuid4().hex}.pkl"  # worker processes cache it by name
         with index_file.open("wb") as fh:
             pickle.dump(_Index(vocab, index, tokenize), fh)
         tasks = [(str(index_file), shard, str(work / f"counts-{i:05d}.npy")) for i, shard in enumerate(shards)]
