@@ -117,17 +117,20 @@ def test_contamination_cli(cli, tmp_path):
     (tmp_path / "corpus").mkdir()
     docs = documents(30, rng)
     docs[3] += " " + items[11]
-    for i, d in enumerate(docs):
+    docs[25] += " " + items[2]
+    for i, d in enumerate(docs[:20]):
         (tmp_path / "corpus" / f"{i}.txt").write_text(d)
+    with (tmp_path / "more.jsonl").open("w") as fh:
+        fh.writelines(json.dumps({"text": d}) + "\n" for d in docs[20:])
     with (tmp_path / "eval.jsonl").open("w") as fh:
         for i, t in enumerate(items):
             fh.write(json.dumps({"id": f"q{i}", "question": t, "acc": i % 2}) + "\n")
-    res = cli("audit", "contamination", "--corpus", tmp_path / "corpus", "--eval", tmp_path / "eval.jsonl",
+    res = cli("audit", "contamination", "--corpus", tmp_path / "corpus", tmp_path / "more.jsonl", "--eval", tmp_path / "eval.jsonl",
               "--text-column", "question", "--id-column", "id", "--score-column", "acc", "--json", "--no-ledger")
     assert res.code == 1
     out = json.loads(res.out)
-    assert out["n_dirty"] == 1 and out["n_items"] == 20
-    assert [i["id"] for i in out["items"] if i["dirty"]] == ["q11"]
+    assert out["n_dirty"] == 2 and out["n_items"] == 20 and out["corpus"]["documents"] == 30
+    assert [i["id"] for i in out["items"] if i["dirty"]] == ["q2", "q11"]
     assert "no column 'query'" in _one_line_error(cli("audit", "contamination", "--corpus", tmp_path / "corpus",
                                                       "--eval", tmp_path / "eval.jsonl", "--text-column", "query"))
 

@@ -136,7 +136,8 @@ def duplicates_cmd(train, other, text_column, threshold, kind, num_perm, engine,
 
 
 @audit.command("contamination")
-@click.option("--corpus", "corpus", multiple=True, required=True, help="Training corpus: files, directories or globs (repeat).")
+@click.argument("more_corpus", nargs=-1, metavar="")
+@click.option("--corpus", "corpus", multiple=True, required=True, help="Training corpus: files, directories or globs (--corpus A B C or repeated).")
 @click.option("--eval", "eval_file", type=click.Path(dir_okay=False), required=True, help="Eval items (CSV, JSONL, Parquet).")
 @click.option("--text-column", required=True, help="Column of --eval with each item's text.")
 @click.option("--id-column", default=None, help="Column of --eval naming each item (default: row number).")
@@ -150,7 +151,7 @@ def duplicates_cmd(train, other, text_column, threshold, kind, num_perm, engine,
 @json_option
 @ledger_option
 @no_ledger_option
-def contamination_cmd(corpus, eval_file, text_column, id_column, score_column, corpus_column, n, method, engine, workers,
+def contamination_cmd(more_corpus, corpus, eval_file, text_column, id_column, score_column, corpus_column, n, method, engine, workers,
                       address, as_json, ledger, no_ledger) -> None:
     """Eval items whose n-grams appear in a training corpus (GPT-3's or Llama 2's method).
 
@@ -165,7 +166,7 @@ def contamination_cmd(corpus, eval_file, text_column, id_column, score_column, c
     texts = [str(v) if v is not None else "" for v in table.column(text_column)]
     ids = None if id_column is None else table.labels(id_column).tolist()
     scores = None if score_column is None else table.scores(score_column)
-    result = contamination(list(corpus), texts, n=n, method=method, ids=ids, scores=scores, corpus_column=corpus_column,
+    result = contamination([*corpus, *more_corpus], texts, n=n, method=method, ids=ids, scores=scores, corpus_column=corpus_column,
                            engine=engine, workers=workers, address=address, ledger=_ledger(ledger, no_ledger))
     _finish(result, as_json, f"contamination · {eval_file}")
 
