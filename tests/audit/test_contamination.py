@@ -111,3 +111,17 @@ def test_bad_input(planted, tmp_path):
         contamination([tmp_path / "missing.jsonl"], items, ledger=False)
     with pytest.raises(InputError, match="one per item"):
         contamination(paths, items, scores=[1.0], corpus_column="content", ledger=False)
+
+
+def test_byte_hashed_words_match_the_word_splitter(planted):
+    from labcoat.audit.text import Vocabulary, build_vocabulary, word_ids, words
+
+    docs = ["Hello, World! It's a 13-gram TEST_case", "École — “naïve” ÜBER\u00a0straße", "", "tab\tand\nnewline"]
+    vocab = build_vocabulary([words(d) for d in docs[:2]])
+    ids, doc = Vocabulary(vocab).ids_of(docs)
+    assert ids.tolist() == np.concatenate([word_ids(words(d), vocab) for d in docs]).tolist()
+    assert doc.tolist() == [i for i, d in enumerate(docs) for _ in words(d)]
+    paths, items, dirty, _, _ = planted  # the byte path and the plain word path agree end to end
+    fast = contamination(paths, items, corpus_column="content", ledger=False)
+    plain = contamination(paths, items, corpus_column="content", tokenize=words, ledger=False)
+    assert [i.to_dict() for i in fast.items] == [i.to_dict() for i in plain.items]

@@ -28,12 +28,7 @@ from labcoat.audit import corpus as corpus_io
 from labcoat.audit.checks import AuditResult, check
 from labcoat.audit.engine import make_engine
 from labcoat.audit.engine import workdir as make_workdir
-from labcoat.audit.text import (
-    GramIndex,
-    build_vocabulary,
-    word_ids,
-    words,
-)
+from labcoat.audit.text import GramIndex, Vocabulary, build_vocabulary, word_ids, words
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -43,8 +38,9 @@ GPT3_MAX_DOCS = 10
 #: Llama 2: an item is dirty above this share of contaminated tokens
 LLAMA2_DIRTY = 0.8
 LLAMA2_SKIP_BUDGET = 4
-#: words read before the n-grams of a batch of documents are looked up at once
+#: words (characters on the fast path) read before a batch of documents is looked up at once
 BATCH_WORDS = 200_000
+BATCH_CHARS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -186,7 +182,7 @@ def contamination(
     with make_workdir(workdir) as work:
         index_file = work / f"eval-index-{uuid.uuid4().hex}.pkl"  # worker processes cache it by name
         with index_file.open("wb") as fh:
-            pickle.dump(_Index(vocab, index, tokenize), fh)
+            pickle.dump(_Index(vocab, index, tokenize, None if tokenize else Vocabulary(vocab)), fh)
         tasks = [(str(index_file), shard, str(work / f"counts-{i:05d}.npy")) for i, shard in enumerate(shards)]
         done = runner.map(count_shard, tasks, small=sum(s.size for s in shards) < corpus_io.SHARD_BYTES)
         doc_freq = np.zeros(len(index), np.int64)
@@ -227,6 +223,7 @@ class _Index:
     vocab: dict[str, int]
     grams: GramIndex
     tokenize: Callable[[str], list[str]] | None
+    by_hash: Vocabulary | None = None  # the fast path for the default word splitter
 
 
 _LOADED: dict[str, _Index] = {}
@@ -239,23 +236,47 @@ def count_shard(index_file: str, shard: corpus_io.Shard, out_file: str) -> tuple
     if index is None:
         with open(index_file, "rb") as fh:
             index = _LOADED[index_file] = pickle.load(fh)
-    split = index.tokenize or words
     counts = np.zeros(len(index.grams), np.int32)
     docs = 0
-    batch: list[str] = []
+    if index.by_hash is not None:
+        batch: list[str] = []
+        size = 0
+        for doc in shard.documents():
+            batch.append(doc)
+            size += len(doc)
+            docs += 1
+            if size >= BATCH_CHARS:
+                _count_hashed(index, batch, counts)
+                batch, size = [], 0
+        if batch:
+            _count_hashed(index, batch, counts)
+        np.save(out_file, counts)
+        return out_file, shard.size, docs
+    split = index.tokenize or words
+    words_batch: list[str] = []
     ends: list[int] = []
     for doc in shard.documents():
-        batch.extend(split(doc))
-        ends.append(len(batch))
-        batch.append("")  # id 0: no n-gram spans two documents
+        words_batch.extend(split(doc))
+        ends.append(len(words_batch))
+        words_batch.append("")  # id 0: no n-gram spans two documents
         docs += 1
-        if len(batch) >= BATCH_WORDS:
-            _count_batch(index, batch, ends, counts)
-            batch, ends = [], []
-    if batch:
-        _count_batch(index, batch, ends, counts)
+        if len(words_batch) >= BATCH_WORDS:
+            _count_batch(index, words_batch, ends, counts)
+            words_batch, ends = [], []
+    if words_batch:
+        _count_batch(index, words_batch, ends, counts)
     np.save(out_file, counts)
     return out_file, shard.size, docs
+
+
+def _count_hashed(index: _Index, batch: list[str], counts: np.ndarray) -> None:
+    """As :func:`_count_batch`, with words matched by the hash of their bytes."""
+    ids, doc = index.by_hash.ids_of(batch)
+    starts, pos = index.grams.lookup(ids)
+    inside = doc[starts] == doc[starts + index.grams.n - 1]  # windows within one document
+    if inside.any():
+        pairs = np.unique(doc[starts[inside]].astype(np.int64) * len(counts) + pos[inside])
+        np.add.at(counts, pairs % len(counts), 1)
 
 
 def _count_batch(index: _Index, batch: list[str], ends: list[int], counts: np.ndarray) -> None:

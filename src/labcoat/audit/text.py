@@ -63,7 +63,55 @@ def windows(ids: np.ndarray, n: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(ids, n)
 
 
-class GramIndex:
+#: low bits of a hash that address a :class:`HashTable` slot (a 16 MiB table)
+_FILTER_BITS = 22
+_FILTER_MASK = np.uint64((1 << _FILTER_BITS) - 1)
+
+
+class _Hashed:
+    """Sorted hashes with a :class:`HashTable` built on first use; pickles without the table
+    (worker processes rebuild it rather than load it)."""
+
+    hashes: np.ndarray
+    _table: "HashTable | None" = None
+
+    @property
+    def table(self) -> "HashTable":
+        if self._table is None:
+            self._table = HashTable(self.hashes)
+        return self._table
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_table"}
+
+
+class HashTable:
+    """Positions of sorted 64-bit hashes, found by their low bits (one array read), with a
+    binary search only for the few slots two hashes share."""
+
+    SHARED = -2
+
+    def __init__(self, hashes: np.ndarray):
+        self.hashes = hashes  # sorted
+        slots = (hashes & _FILTER_MASK).astype(np.int64)
+        self.slot = np.full(1 << _FILTER_BITS, -1, np.int32)
+        self.slot[slots] = np.arange(len(hashes), dtype=np.int32)
+        values, counts = np.unique(slots, return_counts=True)
+        self.slot[values[counts > 1]] = self.SHARED
+
+    def find(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query positions found, their positions in ``hashes``)."""
+        pos = self.slot[(queries & _FILTER_MASK).astype(np.int64)].astype(np.int64)
+        shared = np.flatnonzero(pos == self.SHARED)
+        if shared.size:
+            found = np.searchsorted(self.hashes, queries[shared])
+            pos[shared] = np.minimum(found, len(self.hashes) - 1)
+        where = np.flatnonzero(pos >= 0)
+        where = where[self.hashes[pos[where]] == queries[where]]
+        return where, pos[where]
+
+
+class GramIndex(_Hashed):
     """The distinct n-grams of a set of texts, looked up by hash and verified word by word, so
     a hash collision never counts as a match."""
 
@@ -88,12 +136,95 @@ class GramIndex:
         starts = np.flatnonzero(known)
         if starts.size == 0:
             return starts, starts
-        h = h[starts]
-        pos = np.searchsorted(self.hashes, h)
-        pos[pos == len(self.hashes)] = 0
-        hit = self.hashes[pos] == h
-        starts, pos = starts[hit], pos[hit]
+        where, pos = self.table.find(h[starts])
+        starts = starts[where]
         if starts.size:  # verify word by word
             same = np.all(windows(ids, self.n)[starts] == self.grams[pos], axis=1)
             starts, pos = starts[same], pos[same]
         return starts, pos
+
+
+# -- words straight from bytes ----------------------------------------------------------------
+#
+# Looking every corpus word up in a dict costs more than everything else together. Instead, the
+# bytes of a batch of documents are normalised through a 256-entry table (ASCII letters
+# lower-cased, other ASCII non-alphanumerics to spaces), each word gets a polynomial hash of its
+# bytes from one cumulative sum, and the hashes are matched against the eval vocabulary's
+# through a :class:`HashTable`. Documents with non-ASCII text go through :func:`words` first, so both paths
+# split text into the same words.
+
+#: odd 64-bit multiplier of the per-word byte hash, and its inverse modulo 2**64
+_BYTE_MULTIPLIER = 0xC2B2AE3D27D4EB4F
+_BYTE_INVERSE = pow(_BYTE_MULTIPLIER, -1, 1 << 64)
+_SPACE = 32
+
+
+def _byte_table() -> np.ndarray:
+    table = np.full(256, _SPACE, np.uint8)
+    for c in range(128):
+        if chr(c).isalnum():
+            table[c] = ord(chr(c).lower())
+    table[128:] = np.arange(128, 256)  # bytes of non-ASCII characters, already normalised
+    return table
+
+
+_TABLE = _byte_table()
+_POWERS: dict[str, np.ndarray] = {}
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """R**k and R**-k modulo 2**64 for k < n (grown and cached)."""
+    if len(_POWERS.get("up", ())) < n:
+        size = max(2 * n, 1 << 16)  # headroom, so growing batches do not recompute
+        with np.errstate(over="ignore"):
+            up = np.cumprod(np.full(size, _BYTE_MULTIPLIER, np.uint64))
+            down = np.cumprod(np.full(size, _BYTE_INVERSE, np.uint64))
+        _POWERS["up"] = np.concatenate(([np.uint64(1)], up[:-1]))
+        _POWERS["down"] = np.concatenate(([np.uint64(1)], down[:-1]))
+    return _POWERS["up"][:n], _POWERS["down"][:n]
+
+
+def normalised_bytes(text: str) -> bytes:
+    """The text's bytes ready for :func:`hash_words`: ASCII text as it is (the byte table does
+    the rest), other text through :func:`words`."""
+    if text.isascii():
+        return text.encode("ascii")
+    return " ".join(words(text)).encode("utf-8")
+
+
+def hash_words(buf: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, first byte offset) of every word in ``buf`` (see :func:`normalised_bytes`)."""
+    c = _TABLE[np.frombuffer(buf, np.uint8)]
+    inside = np.concatenate(([False], c != _SPACE, [False]))
+    edges = np.diff(inside.astype(np.int8))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    up, down = _powers(len(c) + 1)
+    with np.errstate(over="ignore"):
+        prefix = np.concatenate(([np.uint64(0)], np.cumsum(c.astype(np.uint64) * up[: len(c)])))
+        hashes = (prefix[ends] - prefix[starts]) * down[starts]
+    return hashes, starts
+
+
+class Vocabulary(_Hashed):
+    """The eval set's words by hash, for :meth:`ids_of` (ids as :func:`build_vocabulary`)."""
+
+    def __init__(self, vocab: dict[str, int]):
+        listed = list(vocab)
+        hashes, _ = hash_words(" ".join(listed).encode("utf-8"))
+        order = np.argsort(hashes, kind="stable")
+        self.hashes = hashes[order]
+        self.ids = np.array([vocab[w] for w in listed], np.int64)[order]
+
+    def ids_of(self, documents: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Word ids of the documents' words in order (0: not an eval word) and the document
+        each word belongs to."""
+        parts = [normalised_bytes(d) for d in documents]
+        offsets = np.cumsum([0] + [len(p) + 1 for p in parts[:-1]])
+        hashes, starts = hash_words(b" ".join(parts))
+        doc = np.searchsorted(offsets, starts, side="right") - 1
+        ids = np.zeros(len(hashes), np.int64)
+        if len(self.hashes) == 0:
+            return ids, doc
+        where, pos = self.table.find(hashes)
+        ids[where] = self.ids[pos]
+        return ids, doc
