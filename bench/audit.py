@@ -80,8 +80,10 @@ def measure(path: Path, items: list[str], mb: float) -> dict[str, tuple[float, s
     out = {}
     dirty, seconds = plain_loop(path, items)
     out["plain loop"] = (mb / seconds, dirty)
-    for name, kwargs in (("local, 2 workers", {"engine": "local", "workers": 2}),
-                         ("ray, 2 workers", {"engine": "ray"})):
+    for name, kwargs in (
+        ("local, 2 workers", {"engine": "local", "workers": 2}),
+        ("ray, 2 workers", {"engine": "ray"}),
+    ):
         start = time.perf_counter()  # the whole call: eval index, corpus pass and report
         result = contamination([path], items, ledger=False, **kwargs)
         out[name] = (mb / (time.perf_counter() - start), set(result.dirty_ids))
@@ -102,10 +104,19 @@ def main() -> None:
         import ray
 
         t = time.perf_counter()
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}})
-        print(f"corpus {mb:.1f} MB, {len(items)} eval items; Ray started in {time.perf_counter() - t:.1f} s "
-              f"(not counted); {os.cpu_count()} cores")
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={
+                "env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+            },
+        )
+        print(
+            f"corpus {mb:.1f} MB, {len(items)} eval items; Ray started in "
+            f"{time.perf_counter() - t:.1f} s "
+            f"(not counted); {os.cpu_count()} cores"
+        )
         rows = {}
         rows["idle"] = measure(path, items, mb)
         stop = mp.Event()
@@ -123,7 +134,11 @@ def main() -> None:
         base, truth = figures["plain loop"]
         print(f"\n{condition}:")
         for name, (speed, dirty) in figures.items():
-            agree = "same dirty items" if dirty == truth else f"DIFFERENT dirty items ({len(dirty)} vs {len(truth)})"
+            agree = (
+                "same dirty items"
+                if dirty == truth
+                else f"DIFFERENT dirty items ({len(dirty)} vs {len(truth)})"
+            )
             print(f"  {name:18s} {speed:7.2f} MB/s  {speed / base:5.2f}x the plain loop  {agree}")
 
 

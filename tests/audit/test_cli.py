@@ -48,22 +48,53 @@ def probs_and_labels(tmp_path):
 
 def test_labels_json(cli, probs_and_labels):
     d, flipped = probs_and_labels
-    out = _json(cli("audit", "labels", "--pred-probs", d / "p.npy", "--labels", d / "y.npy", "--json", "--no-ledger"))
+    out = _json(
+        cli(
+            "audit",
+            "labels",
+            "--pred-probs",
+            d / "p.npy",
+            "--labels",
+            d / "y.npy",
+            "--json",
+            "--no-ledger",
+        )
+    )
     assert sorted(out["issues"]) == flipped and out["count"] == 3 and len(out["scores"]) == 3
-    out = _json(cli("audit", "labels", "--pred-probs", d / "p.npy", "--labels", d / "y.csv", "--label-column", "label",
-                    "--id-column", "item", "--json", "--no-ledger"))
+    out = _json(
+        cli(
+            "audit",
+            "labels",
+            "--pred-probs",
+            d / "p.npy",
+            "--labels",
+            d / "y.csv",
+            "--label-column",
+            "label",
+            "--id-column",
+            "item",
+            "--json",
+            "--no-ledger",
+        )
+    )
     assert out["ids"] == [f"q{i}" for i in out["issues"]]
 
 
 def test_labels_bad_input(cli, probs_and_labels):
     d, _ = probs_and_labels
     np.save(d / "logits.npy", np.random.default_rng(0).normal(size=(200, 3)))
-    assert "not probabilities" in _one_line_error(cli("audit", "labels", "--pred-probs", d / "logits.npy", "--labels", d / "y.npy"))
-    assert "--label-column" in _one_line_error(cli("audit", "labels", "--pred-probs", d / "p.npy", "--labels", d / "y.csv"))
-    assert "no such file" in _one_line_error(cli("audit", "labels", "--pred-probs", d / "nope.npy", "--labels", d / "y.npy"))
+    assert "not probabilities" in _one_line_error(
+        cli("audit", "labels", "--pred-probs", d / "logits.npy", "--labels", d / "y.npy")
+    )
+    assert "--label-column" in _one_line_error(
+        cli("audit", "labels", "--pred-probs", d / "p.npy", "--labels", d / "y.csv")
+    )
+    assert "no such file" in _one_line_error(
+        cli("audit", "labels", "--pred-probs", d / "nope.npy", "--labels", d / "y.npy")
+    )
 
 
-SETUP = '''
+SETUP = """
 import numpy as np, torch
 from sklearn.datasets import load_digits
 from torch import nn
@@ -78,13 +109,21 @@ def experiment():
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     return labcoat.Experiment(model, (torch.tensor(x, dtype=torch.float32), torch.tensor(y)),
                               nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters(), lr=1e-2))
-'''
+"""
 
 
 def test_labels_from_a_setup_file(cli, tmp_path):
     torch.set_num_threads(1)
     (tmp_path / "setup.py").write_text(SETUP)
-    result = cli("audit", "labels", f"{tmp_path / 'setup.py'}:experiment", "--folds", "2", "--json", "--no-ledger")
+    result = cli(
+        "audit",
+        "labels",
+        f"{tmp_path / 'setup.py'}:experiment",
+        "--folds",
+        "2",
+        "--json",
+        "--no-ledger",
+    )
     out = _json(result)  # what the file printed went to stderr
     assert {5, 17, 99, 250} & set(out["issues"]) and out["folds"]["folds"] == 2
     assert "noise from the user's file" in result.err
@@ -97,18 +136,40 @@ def test_duplicates_text_table_and_arrays(cli, tmp_path):
     for name, rows in (("train", train), ("val", val)):
         with (tmp_path / f"{name}.jsonl").open("w") as fh:
             fh.writelines(json.dumps({"text": t}) + "\n" for t in rows)
-    res = cli("audit", "duplicates", tmp_path / "train.jsonl", tmp_path / "val.jsonl", "--text-column", "text", "--json", "--no-ledger")
+    res = cli(
+        "audit",
+        "duplicates",
+        tmp_path / "train.jsonl",
+        tmp_path / "val.jsonl",
+        "--text-column",
+        "text",
+        "--json",
+        "--no-ledger",
+    )
     assert res.code == 1  # an exact copy across splits fails the check
     out = json.loads(res.out)
-    assert out["pairs"] == [{"a": 7, "b": 4, "similarity": 1.0, "exact": True}] and (out["n_a"], out["n_b"]) == (50, 20)
+    assert out["pairs"] == [{"a": 7, "b": 4, "similarity": 1.0, "exact": True}] and (
+        out["n_a"],
+        out["n_b"],
+    ) == (50, 20)
 
     x, _ = load_digits(return_X_y=True)
     np.save(tmp_path / "a.npy", x[:300])
     torch.save(torch.tensor(x[300:400]), tmp_path / "b.pt")
-    out = _json(cli("audit", "duplicates", tmp_path / "a.npy", tmp_path / "b.pt", "--json", "--no-ledger"))
+    out = _json(
+        cli("audit", "duplicates", tmp_path / "a.npy", tmp_path / "b.pt", "--json", "--no-ledger")
+    )
     assert not [p for p in out["pairs"] if p["exact"]]
     assert "no column 'body'" in _one_line_error(
-        cli("audit", "duplicates", tmp_path / "train.jsonl", tmp_path / "val.jsonl", "--text-column", "body"))
+        cli(
+            "audit",
+            "duplicates",
+            tmp_path / "train.jsonl",
+            tmp_path / "val.jsonl",
+            "--text-column",
+            "body",
+        )
+    )
 
 
 def test_contamination_cli(cli, tmp_path):
@@ -125,14 +186,39 @@ def test_contamination_cli(cli, tmp_path):
     with (tmp_path / "eval.jsonl").open("w") as fh:
         for i, t in enumerate(items):
             fh.write(json.dumps({"id": f"q{i}", "question": t, "acc": i % 2}) + "\n")
-    res = cli("audit", "contamination", "--corpus", tmp_path / "corpus", tmp_path / "more.jsonl", "--eval", tmp_path / "eval.jsonl",
-              "--text-column", "question", "--id-column", "id", "--score-column", "acc", "--json", "--no-ledger")
+    res = cli(
+        "audit",
+        "contamination",
+        "--corpus",
+        tmp_path / "corpus",
+        tmp_path / "more.jsonl",
+        "--eval",
+        tmp_path / "eval.jsonl",
+        "--text-column",
+        "question",
+        "--id-column",
+        "id",
+        "--score-column",
+        "acc",
+        "--json",
+        "--no-ledger",
+    )
     assert res.code == 1
     out = json.loads(res.out)
     assert out["n_dirty"] == 2 and out["n_items"] == 20 and out["corpus"]["documents"] == 30
     assert [i["id"] for i in out["items"] if i["dirty"]] == ["q2", "q11"]
-    assert "no column 'query'" in _one_line_error(cli("audit", "contamination", "--corpus", tmp_path / "corpus",
-                                                      "--eval", tmp_path / "eval.jsonl", "--text-column", "query"))
+    assert "no column 'query'" in _one_line_error(
+        cli(
+            "audit",
+            "contamination",
+            "--corpus",
+            tmp_path / "corpus",
+            "--eval",
+            tmp_path / "eval.jsonl",
+            "--text-column",
+            "query",
+        )
+    )
 
 
 def test_groups_cli_and_ledger(cli, tmp_path):
@@ -142,15 +228,34 @@ def test_groups_cli_and_ledger(cli, tmp_path):
             w.writerow(["patient", "x"])
             w.writerows([p, i] for i, p in enumerate(patients))
     ledger = tmp_path / "ledger.db"
-    res = cli("audit", "groups", tmp_path / "train.csv", tmp_path / "test.csv", "--group", "patient", "--json",
-              "--ledger", ledger)
+    res = cli(
+        "audit",
+        "groups",
+        tmp_path / "train.csv",
+        tmp_path / "test.csv",
+        "--group",
+        "patient",
+        "--json",
+        "--ledger",
+        ledger,
+    )
     assert res.code == 1
     assert json.loads(res.out)["shared"] == [{"group": "p3", "n_a": 2, "n_b": 1}]
     stored = labcoat.Ledger(ledger).findings(source="audit")
     assert [(f.check, f.status) for f in stored] == [("audit.groups", "fail")]
-    table = cli("audit", "groups", tmp_path / "train.csv", tmp_path / "test.csv", "--group", "patient", "--no-ledger")
+    table = cli(
+        "audit",
+        "groups",
+        tmp_path / "train.csv",
+        tmp_path / "test.csv",
+        "--group",
+        "patient",
+        "--no-ledger",
+    )
     assert "p3" in table.out and "audit.groups" in table.out
-    assert "no column 'site'" in _one_line_error(cli("audit", "groups", tmp_path / "train.csv", tmp_path / "test.csv", "--group", "site"))
+    assert "no column 'site'" in _one_line_error(
+        cli("audit", "groups", tmp_path / "train.csv", tmp_path / "test.csv", "--group", "site")
+    )
 
 
 def test_audit_help_imports_no_heavy_library(subprocess_env):
@@ -163,5 +268,7 @@ def test_audit_help_imports_no_heavy_library(subprocess_env):
         "heavy = {'torch', 'cleanlab', 'datasketch', 'ray', 'scipy'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0, res.stderr

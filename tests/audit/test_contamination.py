@@ -30,7 +30,9 @@ def planted(tmp_path_factory):
         docs[host] = docs[host] + " " + copy + " " + paragraph(rng, 2)
     near_miss = int(np.setdiff1d(np.arange(N_ITEMS), dirty)[0])
     ws = items[near_miss].split()
-    docs[int(np.setdiff1d(np.arange(300), hosts)[0])] += " " + " ".join(ws[i] for i in range(len(ws)) if i % 8)
+    docs[int(np.setdiff1d(np.arange(300), hosts)[0])] += " " + " ".join(
+        ws[i] for i in range(len(ws)) if i % 8
+    )
     boilerplate_item = int(np.setdiff1d(np.arange(N_ITEMS), dirty)[1])
     items[boilerplate_item] = BOILERPLATE + ". " + items[boilerplate_item]  # docs end with it
     for d in range(15):
@@ -79,8 +81,12 @@ def test_llama2_token_spans(planted):
     half = next(iter(dirty))
     ws = items[half].split()
     edited = list(items)
-    edited[half] = " ".join(ws[: len(ws) // 2] + ["novel"] * (len(ws) - len(ws) // 2))  # half copied
-    result = contamination(paths, edited, method="llama2", n=10, corpus_column="content", ledger=False)
+    edited[half] = " ".join(
+        ws[: len(ws) // 2] + ["novel"] * (len(ws) - len(ws) // 2)
+    )  # half copied
+    result = contamination(
+        paths, edited, method="llama2", n=10, corpus_column="content", ledger=False
+    )
     overlap = {i.id: i.overlap for i in result.items}
     assert set(result.dirty_ids) == dirty - {half}
     assert 0.3 < overlap[half] < 0.8
@@ -116,12 +122,17 @@ def test_bad_input(planted, tmp_path):
 def test_byte_hashed_words_match_the_word_splitter(planted):
     from labcoat.audit.text import Vocabulary, build_vocabulary, word_ids, words
 
-    docs = ["Hello, World! It's a 13-gram TEST_case", "École — “naïve” ÜBER\u00a0straße", "", "tab\tand\nnewline"]
+    docs = [
+        "Hello, World! It's a 13-gram TEST_case",
+        "École — “naïve” ÜBER\u00a0straße",
+        "",
+        "tab\tand\nnewline",
+    ]
     vocab = build_vocabulary([words(d) for d in docs[:2]])
     ids, doc = Vocabulary(vocab).ids_of(docs)
     assert ids.tolist() == np.concatenate([word_ids(words(d), vocab) for d in docs]).tolist()
     assert doc.tolist() == [i for i, d in enumerate(docs) for _ in words(d)]
-    paths, items, dirty, _, _ = planted  # the byte path and the plain word path agree end to end
+    paths, items, _, _, _ = planted  # the byte path and the plain word path agree end to end
     fast = contamination(paths, items, corpus_column="content", ledger=False)
     plain = contamination(paths, items, corpus_column="content", tokenize=words, ledger=False)
     assert [i.to_dict() for i in fast.items] == [i.to_dict() for i in plain.items]

@@ -26,7 +26,9 @@ def _plant_images(train, test, rng):
     exact = rng.choice(len(test), 10, replace=False)
     test[exact] = train[:10]
     near = rng.choice(np.setdiff1d(np.arange(len(test)), exact), 10, replace=False)
-    test[near] = np.clip(train[10:20] + rng.normal(0, 0.5, (10, train.shape[1])), 0, 16)  # sensor noise
+    test[near] = np.clip(
+        train[10:20] + rng.normal(0, 0.5, (10, train.shape[1])), 0, 16
+    )  # sensor noise
     truth = set(zip(range(10), exact.tolist())) | set(zip(range(10, 20), near.tolist()))
     return test, exact, truth
 
@@ -34,7 +36,9 @@ def _plant_images(train, test, rng):
 def test_planted_image_copies_and_near_copies(digits_split):
     train, test = digits_split
     planted, exact_rows, truth = _plant_images(train, test, np.random.default_rng(1))
-    result = duplicates(train, planted.astype(np.float32), ledger=False)  # float32 vs float64: same values
+    result = duplicates(
+        train, planted.astype(np.float32), ledger=False
+    )  # float32 vs float64: same values
     found = {(p.a, p.b) for p in result.pairs}
     assert len(found & truth) / len(truth) >= 0.95
     assert len(found & truth) / len(found) >= 0.9
@@ -54,9 +58,11 @@ def test_within_split_groups_and_canonical_hash():
     x, _ = load_digits(return_X_y=True)
     train = np.concatenate([x[:300], x[:3]]).astype(np.uint8)  # rows 300..302 copy rows 0..2
     result = duplicates(torch.tensor(train), None, ledger=False)
-    assert result.within["a"][:3] == [[0, 300], [1, 301], [2, 302]] or {(0, 300), (1, 301), (2, 302)} <= {
-        tuple(g) for g in result.within["a"]
-    }
+    assert result.within["a"][:3] == [[0, 300], [1, 301], [2, 302]] or {
+        (0, 300),
+        (1, 301),
+        (2, 302),
+    } <= {tuple(g) for g in result.within["a"]}
     assert result.findings[1].status == "warn"
     assert result.findings[0].status == "skip"
 

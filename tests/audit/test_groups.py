@@ -29,7 +29,9 @@ def test_row_split_leaks_patients(visits):
 
 
 def test_group_split_passes(visits):
-    train, test = next(GroupShuffleSplit(test_size=0.25, random_state=0).split(visits, groups=visits))
+    train, test = next(
+        GroupShuffleSplit(test_size=0.25, random_state=0).split(visits, groups=visits)
+    )
     result = groups(visits[train], visits[test], ledger=False)
     assert result.n_shared == 0 and result.findings[0].status == "pass"
 

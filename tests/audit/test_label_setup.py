@@ -73,7 +73,11 @@ def test_setup_needs_integer_class_targets(digits):
     x, _ = digits
     torch.manual_seed(0)
     model = nn.Linear(64, 1)
-    bad = labcoat.Experiment(model, (torch.tensor(x, dtype=torch.float32), torch.randn(ROWS)), nn.MSELoss(),
-                             torch.optim.SGD(model.parameters(), lr=0.1))
+    bad = labcoat.Experiment(
+        model,
+        (torch.tensor(x, dtype=torch.float32), torch.randn(ROWS)),
+        nn.MSELoss(),
+        torch.optim.SGD(model.parameters(), lr=0.1),
+    )
     with pytest.raises(InputError, match="integer class"):
         label_issues(None, setup=bad, ledger=False, progress=False)

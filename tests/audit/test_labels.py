@@ -69,7 +69,11 @@ def test_to_dict_carries_row_indices_and_ids(digits):
     "labels, probs, said",
     [
         (np.array([0, 1, 2]), np.full((3, 3), 0.5), "not probabilities"),
-        (np.array([0, 1]), np.full((3, 2), 0.5), "2 rows" if False else "has 3 rows but labels has 2"),
+        (
+            np.array([0, 1]),
+            np.full((3, 2), 0.5),
+            "2 rows" if False else "has 3 rows but labels has 2",
+        ),
         (np.array([0.5, 1.0, 0.0]), np.full((3, 2), 0.5), "integer class indices"),
         (np.array([0, 1, 5]), np.full((3, 2), 0.5), "class indices 0..1"),
         (np.array([0, 1, 1]), np.array([[1.0, 0.0], [np.nan, 1.0], [0.0, 1.0]]), "NaN"),

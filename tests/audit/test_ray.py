@@ -19,8 +19,12 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 def local_ray():
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": SRC}})
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": SRC}},
+        )
     yield
     if started:
         ray.shutdown()
@@ -42,7 +46,9 @@ def test_ray_pipelines_match_local(local_ray, tmp_path, monkeypatch):
     by_ray = contamination([tmp_path / "corpus.jsonl"], items, engine="ray", ledger=False)
     assert by_ray.corpus["shards"] > 2 and by_ray.corpus["engine"] == "ray"
     assert by_ray.dirty_ids == [4, 20]
-    local = contamination([tmp_path / "corpus.jsonl"], items, engine="local", workers=1, ledger=False)
+    local = contamination(
+        [tmp_path / "corpus.jsonl"], items, engine="local", workers=1, ledger=False
+    )
     assert [i.to_dict() for i in by_ray.items] == [i.to_dict() for i in local.items]
 
     test = documents(60, rng)

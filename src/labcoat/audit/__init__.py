@@ -24,7 +24,16 @@ _LAZY: dict[str, str] = {
     "SharedGroups": "labcoat.audit.group_leakage:SharedGroups",
 }
 
-__all__ = ["Contamination", "Duplicates", "LabelIssues", "SharedGroups", "contamination", "duplicates", "groups", "label_issues"]
+__all__ = [
+    "Contamination",
+    "Duplicates",
+    "LabelIssues",
+    "SharedGroups",
+    "contamination",
+    "duplicates",
+    "groups",
+    "label_issues",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -116,15 +116,28 @@ def _contamination_outcome(result: Contamination) -> Outcome:
         evidence["clean_minus_dirty"] = d
         lo, hi = d["ci"]
         verdict = "moved" if d["p_value"] < 0.05 else "did not detectably move"
-        moved = f"; dirty items score {-d['diff']:+.3g} vs clean (95% CI {-hi:+.3g} to {-lo:+.3g}): contamination {verdict} the score"
+        moved = (
+            f"; dirty items score {-d['diff']:+.3g} vs clean (95% CI {-hi:+.3g} to {-lo:+.3g}): "
+            f"contamination {verdict} the score"
+        )
     if result.n_dirty:
-        return failed(f"{result.n_dirty} of {len(result.items)} eval items are in the corpus ({result.method}, {result.n}-grams){moved}", **evidence)
+        return failed(
+            f"{result.n_dirty} of {len(result.items)} eval items are in the corpus "
+            f"({result.method}, {result.n}-grams){moved}",
+            **evidence,
+        )
     if result.n_unchecked:
         return warned(
-            f"no dirty items, but {result.n_unchecked} of {len(result.items)} are shorter than {result.n} "
-            "tokens and were not checked; pass a smaller n", **evidence,
+            f"no dirty items, but {result.n_unchecked} of {len(result.items)} are shorter than "
+            f"{result.n} "
+            "tokens and were not checked; pass a smaller n",
+            **evidence,
         )
-    return passed(f"none of {len(result.items)} eval items is in the corpus ({result.method}, {result.n}-grams)", **evidence)
+    return passed(
+        f"none of {len(result.items)} eval items is in the corpus ({result.method}, "
+        f"{result.n}-grams)",
+        **evidence,
+    )
 
 
 def contamination(
@@ -174,17 +187,26 @@ def contamination(
     tokens = [split(t) for t in texts]
     vocab = build_vocabulary(tokens)
     item_ids = [word_ids(t, vocab) for t in tokens]
-    windows = [np.lib.stride_tricks.sliding_window_view(a, n).reshape(-1) for a in item_ids if len(a) >= n]
+    windows = [
+        np.lib.stride_tricks.sliding_window_view(a, n).reshape(-1) for a in item_ids if len(a) >= n
+    ]
     index = GramIndex(np.concatenate(windows) if windows else np.empty(0, np.int64), n)
     shards = corpus_io.shards(corpus, column=corpus_column)
     runner = make_engine(engine, workers=workers, address=address)
     started = time.perf_counter()
     with make_workdir(workdir) as work:
-        index_file = work / f"eval-index-{uuid.uuid4().hex}.pkl"  # worker processes cache it by name
+        index_file = (
+            work / f"eval-index-{uuid.uuid4().hex}.pkl"
+        )  # worker processes cache it by name
         with index_file.open("wb") as fh:
             pickle.dump(_Index(vocab, index, tokenize, None if tokenize else Vocabulary(vocab)), fh)
-        tasks = [(str(index_file), shard, str(work / f"counts-{i:05d}.npy")) for i, shard in enumerate(shards)]
-        done = runner.map(count_shard, tasks, small=sum(s.size for s in shards) < corpus_io.SHARD_BYTES)
+        tasks = [
+            (str(index_file), shard, str(work / f"counts-{i:05d}.npy"))
+            for i, shard in enumerate(shards)
+        ]
+        done = runner.map(
+            count_shard, tasks, small=sum(s.size for s in shards) < corpus_io.SHARD_BYTES
+        )
         doc_freq = np.zeros(len(index), np.int64)
         for out_file, _size, _docs in done:
             doc_freq += np.load(out_file)
@@ -193,7 +215,9 @@ def contamination(
     if max_docs is not None:
         found &= doc_freq <= max_docs
     overlaps = _overlaps(index, item_ids, found, method, skip_budget)
-    items = [ItemOverlap(key, o is not None and o > dirty_above, o) for key, o in zip(ids, overlaps)]
+    items = [
+        ItemOverlap(key, o is not None and o > dirty_above, o) for key, o in zip(ids, overlaps)
+    ]
     corpus_bytes = sum(s.size for s in shards)
     result = Contamination(
         items=items,
@@ -207,9 +231,13 @@ def contamination(
             "seconds": seconds,
             "mb_per_s": corpus_bytes / 1e6 / seconds if seconds > 0 else None,
             "engine": runner.name,
-            "ignored_grams": int(((doc_freq > max_docs) if max_docs is not None else np.zeros(0)).sum()),
+            "ignored_grams": int(
+                ((doc_freq > max_docs) if max_docs is not None else np.zeros(0)).sum()
+            ),
         },
-        scores=None if score_values is None else clean_vs_dirty(score_values, [i.dirty for i in items]),
+        scores=None
+        if score_values is None
+        else clean_vs_dirty(score_values, [i.dirty for i in items]),
     )
     if ledger is not False:
         result.record(ledger)
@@ -290,7 +318,9 @@ def _count_batch(index: _Index, batch: list[str], ends: list[int], counts: np.nd
         np.add.at(counts, pairs % len(counts), 1)
 
 
-def _overlaps(index: GramIndex, item_ids: list[np.ndarray], found: np.ndarray, method: str, skip_budget: int) -> list[float | None]:
+def _overlaps(
+    index: GramIndex, item_ids: list[np.ndarray], found: np.ndarray, method: str, skip_budget: int
+) -> list[float | None]:
     """Each item's share of n-grams (GPT-3) or tokens (Llama 2) found; None when shorter than n.
 
     All items are looked up at once: joined with a 0 between them, every window inside an item
@@ -339,7 +369,9 @@ def clean_vs_dirty(scores: np.ndarray, dirty: Sequence[bool]) -> dict[str, Any]:
     if mask.sum() >= 2:
         out["dirty"] = stats.mean(scores[mask]).to_dict()
     if out["clean"] and out["dirty"]:
-        out["difference"] = stats.compare(scores[~mask], scores[mask], paired=False).to_dict()  # clean - dirty
+        out["difference"] = stats.compare(
+            scores[~mask], scores[mask], paired=False
+        ).to_dict()  # clean - dirty
     return out
 
 
@@ -349,7 +381,9 @@ def _check_items(eval_items: Any) -> list[str]:
     texts = list(eval_items)
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
-        raise InputError(f"eval_items: item {bad[0]} is a {type(texts[bad[0]]).__name__}, not text; pass strings")
+        raise InputError(
+            f"eval_items: item {bad[0]} is a {type(texts[bad[0]]).__name__}, not text; pass strings"
+        )
     if not texts:
         raise InputError("eval_items: no items")
     return texts

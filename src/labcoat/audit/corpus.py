@@ -58,7 +58,9 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         if p.is_file():
             found.append(p)
         elif p.is_dir():
-            found.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES))
+            found.extend(
+                sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES)
+            )
         elif glob.has_magic(text):
             matches = sorted(Path(m) for m in glob.glob(text, recursive=True))
             found.extend(m for m in matches if m.is_file() and m.suffix.lower() in SUFFIXES)
@@ -68,13 +70,20 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
             raise InputError(f"corpus: {text}: no such file or directory")
     for f in found:
         if f.suffix.lower() not in SUFFIXES:
-            raise InputError(f"corpus: {f}: unknown file type {f.suffix or '(none)'}; use .txt, .jsonl or .parquet")
+            raise InputError(
+                f"corpus: {f}: unknown file type {f.suffix or '(none)'}; use .txt, .jsonl or "
+                ".parquet"
+            )
     if not found:
-        raise InputError(f"corpus: no .txt, .jsonl or .parquet files under {', '.join(map(str, paths))}")
+        raise InputError(
+            f"corpus: no .txt, .jsonl or .parquet files under {', '.join(map(str, paths))}"
+        )
     return found
 
 
-def shards(paths: Sequence[str | os.PathLike[str]], *, column: str = "text", shard_bytes: int | None = None) -> list[Shard]:
+def shards(
+    paths: Sequence[str | os.PathLike[str]], *, column: str = "text", shard_bytes: int | None = None
+) -> list[Shard]:
     """Split the corpus into shards of about ``shard_bytes`` each (default :data:`SHARD_BYTES`)."""
     shard_bytes = shard_bytes or SHARD_BYTES
     out: list[Shard] = []
@@ -109,10 +118,14 @@ def _check_jsonl_column(path: Path, column: str) -> None:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+                    raise InputError(
+                        f"{path}: line {lineno} is not valid JSON ({exc.msg})"
+                    ) from None
                 if not isinstance(record, dict) or column not in record:
                     keys = ", ".join(record) if isinstance(record, dict) else type(record).__name__
-                    raise InputError(f"{path}: no column {column!r} (found: {keys}); pass --corpus-column")
+                    raise InputError(
+                        f"{path}: no column {column!r} (found: {keys}); pass --corpus-column"
+                    )
                 return
 
 
@@ -131,7 +144,9 @@ def _jsonl_range(path: str, start: int, end: int, column: str) -> Iterator[str]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: a row near byte {fh.tell()} is not valid JSON ({exc.msg})") from None
+                raise InputError(
+                    f"{path}: a row near byte {fh.tell()} is not valid JSON ({exc.msg})"
+                ) from None
             value = record.get(column) if isinstance(record, dict) else None
             if isinstance(value, str):
                 yield value
@@ -141,16 +156,23 @@ def _parquet_shards(path: Path, column: str, shard_bytes: int) -> list[Shard]:
     pq = _pyarrow_parquet(path)
     meta = pq.ParquetFile(path)
     if column not in meta.schema_arrow.names:
-        raise InputError(f"{path}: no column {column!r} (found: {', '.join(meta.schema_arrow.names)}); pass --corpus-column")
+        raise InputError(
+            f"{path}: no column {column!r} (found: {', '.join(meta.schema_arrow.names)}); pass "
+            "--corpus-column"
+        )
     out, groups, size = [], [], 0
     for g in range(meta.num_row_groups):
         groups.append(g)
         size += meta.metadata.row_group(g).total_byte_size
         if size >= shard_bytes:
-            out.append(Shard("parquet", (str(path),), row_groups=tuple(groups), column=column, size=size))
+            out.append(
+                Shard("parquet", (str(path),), row_groups=tuple(groups), column=column, size=size)
+            )
             groups, size = [], 0
     if groups:
-        out.append(Shard("parquet", (str(path),), row_groups=tuple(groups), column=column, size=size))
+        out.append(
+            Shard("parquet", (str(path),), row_groups=tuple(groups), column=column, size=size)
+        )
     return out
 
 
@@ -167,5 +189,7 @@ def _pyarrow_parquet(path: Path):
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError(f"{path}: reading Parquet needs pyarrow; `pip install 'labcoat[parquet]'`") from None
+        raise InputError(
+            f"{path}: reading Parquet needs pyarrow; `pip install 'labcoat[parquet]'`"
+        ) from None
     return pq

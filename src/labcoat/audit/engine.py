@@ -27,7 +27,9 @@ class LocalEngine:
     def __init__(self, workers: int | None = None):
         self.workers = workers or os.cpu_count() or 1
 
-    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], *, small: bool = False) -> list[Any]:
+    def map(
+        self, fn: Callable[..., Any], tasks: Sequence[tuple], *, small: bool = False
+    ) -> list[Any]:
         """``small``: the work is less than starting worker processes costs; run it inline."""
         if small or self.workers == 1 or len(tasks) <= 1:
             return [fn(*t) for t in tasks]
@@ -59,7 +61,9 @@ class RayEngine:
             )
         self.workers = workers or int(ray.cluster_resources().get("CPU", 1))
 
-    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], *, small: bool = False) -> list[Any]:
+    def map(
+        self, fn: Callable[..., Any], tasks: Sequence[tuple], *, small: bool = False
+    ) -> list[Any]:
         remote = self._ray.remote(num_cpus=1)(fn)
         return self._ray.get([remote.remote(*t) for t in tasks])
 

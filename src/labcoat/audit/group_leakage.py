@@ -70,21 +70,30 @@ def _groups_outcome(result: SharedGroups) -> Outcome:
     }
     if result.shared:
         return failed(
-            f"{result.n_shared} of {result.groups_b} groups of the second split also appear in the first "
-            f"({result.rows_b_leaked} of {result.rows_b} rows); split by group (GroupKFold, GroupShuffleSplit)",
+            f"{result.n_shared} of {result.groups_b} groups of the second split also appear in "
+            "the first "
+            f"({result.rows_b_leaked} of {result.rows_b} rows); split by group (GroupKFold, "
+            "GroupShuffleSplit)",
             **evidence,
         )
-    return passed(f"no group is on both sides ({result.groups_a} vs {result.groups_b} groups)", **evidence)
+    return passed(
+        f"no group is on both sides ({result.groups_a} vs {result.groups_b} groups)", **evidence
+    )
 
 
-def groups(train_groups: Sequence[Any], test_groups: Sequence[Any], *, ledger: Any = None) -> SharedGroups:
+def groups(
+    train_groups: Sequence[Any], test_groups: Sequence[Any], *, ledger: Any = None
+) -> SharedGroups:
     """Group ids found in both ``train_groups`` and ``test_groups`` (one id per row), with row
     counts on each side. Ids compare as text, so ``1`` read from JSON matches ``"1"`` from CSV."""
     a = _ids(train_groups, "train_groups")
     b = _ids(test_groups, "test_groups")
     count_a, count_b = Counter(a), Counter(b)
     both = set(count_a) & set(count_b)
-    shared = sorted((SharedGroup(g, count_a[g], count_b[g]) for g in both), key=lambda s: (-s.n_b, -s.n_a, str(s.group)))
+    shared = sorted(
+        (SharedGroup(g, count_a[g], count_b[g]) for g in both),
+        key=lambda s: (-s.n_b, -s.n_a, str(s.group)),
+    )
     result = SharedGroups(shared, len(count_a), len(count_b), len(a), len(b))
     if ledger is not False:
         result.record(ledger)
@@ -95,7 +104,9 @@ def _ids(values: Any, name: str) -> list[str]:
     if hasattr(values, "detach"):
         values = values.detach().cpu().numpy()
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise InputError(f"{name}: expected one group id per row (a list or array); got {type(values).__name__}")
+        raise InputError(
+            f"{name}: expected one group id per row (a list or array); got {type(values).__name__}"
+        )
     out = []
     for i, v in enumerate(values):
         if v is None or v == "" or (isinstance(v, float) and math.isnan(v)):

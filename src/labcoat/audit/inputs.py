@@ -31,20 +31,29 @@ def read_array(path: str, name: str) -> np.ndarray:
         try:
             obj = torch.load(p, map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is the file's fault
-            raise InputError(f"{name} {path}: could not be read with torch.load ({type(exc).__name__}: {exc})") from None
+            raise InputError(
+                f"{name} {path}: could not be read with torch.load ({type(exc).__name__}: {exc})"
+            ) from None
         if isinstance(obj, (tuple, list)) and obj and isinstance(obj[0], torch.Tensor):
             obj = obj[0]
         if not isinstance(obj, torch.Tensor):
-            raise InputError(f"{name} {path}: holds a {type(obj).__name__}; save a tensor (or an (X, y) tuple of tensors)")
+            raise InputError(
+                f"{name} {path}: holds a {type(obj).__name__}; save a tensor (or an (X, y) tuple "
+                "of tensors)"
+            )
         return obj.detach().cpu().numpy()
     raise InputError(f"{name} {path}: expected .npy or .pt; got {suffix or 'no suffix'}")
 
 
-def read_labels(path: str, column: str | None, id_column: str | None) -> tuple[np.ndarray, list[Any] | None]:
+def read_labels(
+    path: str, column: str | None, id_column: str | None
+) -> tuple[np.ndarray, list[Any] | None]:
     """Labels from an array file, or from ``column`` of a table (with ids from ``id_column``)."""
     if Path(path).suffix.lower() in ARRAY_SUFFIXES:
         if column or id_column:
-            raise InputError(f"--labels {path}: an array file has no columns; drop --label-column/--id-column")
+            raise InputError(
+                f"--labels {path}: an array file has no columns; drop --label-column/--id-column"
+            )
         return read_array(path, "--labels"), None
     from labcoat.stats.readers import read_table
 
@@ -53,7 +62,10 @@ def read_labels(path: str, column: str | None, id_column: str | None) -> tuple[n
     table = read_table(path)
     labels = table.scores(column)
     if not np.all(labels == np.round(labels)):
-        raise InputError(f"--labels {path}: column {column!r} holds non-integer values; labels must be class indices 0..K-1")
+        raise InputError(
+            f"--labels {path}: column {column!r} holds non-integer values; labels must be class "
+            "indices 0..K-1"
+        )
     ids = None if id_column is None else table.labels(id_column).tolist()
     return labels.astype(np.int64), ids
 

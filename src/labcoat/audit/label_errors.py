@@ -67,7 +67,11 @@ class LabelIssues(AuditResult):
     predicts="confident learning flags no rows as likely mislabelled",
 )
 def _labels_outcome(result: LabelIssues) -> Outcome:
-    evidence = {"flagged": result.count, "rows": result.n, "first": [int(i) for i in result.indices[:10]]}
+    evidence = {
+        "flagged": result.count,
+        "rows": result.n,
+        "first": [int(i) for i in result.indices[:10]],
+    }
     if result.count == 0:
         return passed(f"no likely label errors among {result.n} rows", **evidence)
     share = result.count / max(result.n, 1)
@@ -111,7 +115,10 @@ def label_issues(
         pred_probs, source, rows = oof.probs, "setup", oof.rows
         extras["folds"] = oof.summary()
     elif pred_probs is None:
-        raise InputError("label_issues: pass pred_probs (out-of-sample probabilities) or setup=labcoat.Experiment(...)")
+        raise InputError(
+            "label_issues: pass pred_probs (out-of-sample probabilities) or "
+            "setup=labcoat.Experiment(...)"
+        )
     y, probs = check_labels_and_probs(labels, pred_probs)
     if ids is not None and len(ids) != len(y):
         raise InputError(f"ids: got {len(ids)} ids for {len(y)} labels; pass one id per row")
@@ -119,8 +126,12 @@ def label_issues(
     from labcoat.audit.requires import require
 
     find_label_issues = require("cleanlab.filter", "audit", "auditing labels").find_label_issues
-    get_label_quality_scores = require("cleanlab.rank", "audit", "auditing labels").get_label_quality_scores
-    ranked = np.asarray(find_label_issues(y, probs, return_indices_ranked_by="self_confidence", n_jobs=1))
+    get_label_quality_scores = require(
+        "cleanlab.rank", "audit", "auditing labels"
+    ).get_label_quality_scores
+    ranked = np.asarray(
+        find_label_issues(y, probs, return_indices_ranked_by="self_confidence", n_jobs=1)
+    )
     quality = get_label_quality_scores(y, probs, method="self_confidence")
     flagged = ranked if rows is None else rows[ranked]  # rows of the user's data
     result = LabelIssues(
@@ -146,20 +157,31 @@ def check_labels_and_probs(labels: Any, pred_probs: Any) -> tuple[np.ndarray, np
     if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
         y = y.astype(np.int64)
     if y.dtype.kind not in "iu":
-        raise InputError(f"labels: expected integer class indices; got dtype {y.dtype}; encode classes as 0..K-1")
+        raise InputError(
+            f"labels: expected integer class indices; got dtype {y.dtype}; encode classes as 0..K-1"
+        )
     if probs.ndim != 2:
-        raise InputError(f"pred_probs: expected an (N, K) array, one row of class probabilities per label; got shape {probs.shape}")
+        raise InputError(
+            "pred_probs: expected an (N, K) array, one row of class probabilities per label; got "
+            f"shape {probs.shape}"
+        )
     if len(probs) != len(y):
-        raise InputError(f"pred_probs has {len(probs)} rows but labels has {len(y)}; pass one row of probabilities per label")
+        raise InputError(
+            f"pred_probs has {len(probs)} rows but labels has {len(y)}; pass one row of "
+            "probabilities per label"
+        )
     n_classes = probs.shape[1]
     if len(y) and (y.min() < 0 or y.max() >= n_classes):
         raise InputError(
-            f"labels: values run from {int(y.min())} to {int(y.max())} but pred_probs has {n_classes} "
+            f"labels: values run from {int(y.min())} to {int(y.max())} but pred_probs has "
+            f"{n_classes} "
             f"columns; labels must be class indices 0..{n_classes - 1}"
         )
     probs = probs.astype(np.float64, copy=False)
     if not np.all(np.isfinite(probs)):
-        raise InputError(f"pred_probs: {int((~np.isfinite(probs)).any(axis=1).sum())} row(s) hold NaN or inf")
+        raise InputError(
+            f"pred_probs: {int((~np.isfinite(probs)).any(axis=1).sum())} row(s) hold NaN or inf"
+        )
     sums = probs.sum(axis=1)
     off = np.flatnonzero((np.abs(sums - 1) > SUM_TOLERANCE) | (probs.min(axis=1) < 0))
     if off.size:

@@ -109,10 +109,22 @@ def _across_outcome(result: Duplicates) -> Outcome:
 
         return skipped("one split given: nothing to compare across", **evidence)
     if exact:
-        return failed(f"{len(rows_b)} of {result.n_b} rows of the second split copy the first ({exact} exact, {near} near pairs)", **evidence)
+        return failed(
+            f"{len(rows_b)} of {result.n_b} rows of the second split copy the first ({exact} "
+            f"exact, {near} near pairs)",
+            **evidence,
+        )
     if near:
-        return warned(f"{len(rows_b)} of {result.n_b} rows of the second split nearly copy the first ({near} pairs at similarity ≥ {result.threshold})", **evidence)
-    return passed(f"no duplicates across the splits ({result.n_a} vs {result.n_b} rows, similarity < {result.threshold})", **evidence)
+        return warned(
+            f"{len(rows_b)} of {result.n_b} rows of the second split nearly copy the first "
+            f"({near} pairs at similarity ≥ {result.threshold})",
+            **evidence,
+        )
+    return passed(
+        f"no duplicates across the splits ({result.n_a} vs {result.n_b} rows, similarity < "
+        f"{result.threshold})",
+        **evidence,
+    )
 
 
 @check(
@@ -122,10 +134,17 @@ def _across_outcome(result: Duplicates) -> Outcome:
 )
 def _within_outcome(result: Duplicates) -> Outcome:
     counts = {split: sum(len(g) for g in groups) for split, groups in result.within.items()}
-    evidence = {"groups": {s: len(g) for s, g in result.within.items()}, "rows": counts,
-                "first_groups": {s: g[:5] for s, g in result.within.items()}}
+    evidence = {
+        "groups": {s: len(g) for s, g in result.within.items()},
+        "rows": counts,
+        "first_groups": {s: g[:5] for s, g in result.within.items()},
+    }
     if any(counts.values()):
-        said = ", ".join(f"{len(result.within[s])} groups ({counts[s]} rows) in {s}" for s in result.within if counts[s])
+        said = ", ".join(
+            f"{len(result.within[s])} groups ({counts[s]} rows) in {s}"
+            for s in result.within
+            if counts[s]
+        )
         return warned(f"duplicates inside a split: {said}", **evidence)
     return passed("no duplicates inside either split", **evidence)
 
@@ -150,9 +169,10 @@ def duplicates(
     Texts (a sequence of str): MinHash LSH over word ``shingle_words``-grams with ``num_perm``
     permutations; ``threshold`` is a Jaccard similarity (default 0.7). Arrays or tensors (one
     row per example, any shape after it): exact by content hash, near by cosine similarity
-    (default 0.98) after subtracting the mean row of both splits (``centre``). ``exact`` marks identical texts (after stripping surrounding whitespace) or
-    identical values (after canonicalising dtype and layout). ``engine`` (``"local"`` or
-    ``"ray"``) runs the text pipeline's stages.
+    (default 0.98) after subtracting the mean row of both splits (``centre``). ``exact`` marks
+    identical texts (after stripping surrounding whitespace) or identical values (after
+    canonicalising dtype and layout). ``engine`` (``"local"`` or ``"ray"``) runs the text
+    pipeline's stages; arrays are always compared on this machine.
     """
     if kind not in KINDS:
         raise InputError(f"kind: expected one of {list(KINDS)}; got {kind!r}")
@@ -160,17 +180,26 @@ def duplicates(
         kind = "text" if _is_texts(train) else "tensor"
     if threshold is None:
         threshold = TEXT_THRESHOLD if kind == "text" else TENSOR_THRESHOLD
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or not 0 < threshold <= 1
+    ):
         raise InputError(f"threshold: expected a similarity in (0, 1]; got {threshold!r}")
     if kind == "text":
         a = _texts(train, "train")
         b = [] if other is None else _texts(other, "other")
-        result = _text_duplicates(a, b, float(threshold), num_perm, shingle_words, engine, workers, address, workdir)
+        result = _text_duplicates(
+            a, b, float(threshold), num_perm, shingle_words, engine, workers, address, workdir
+        )
     else:
         a = canonical_rows(train, "train")
         b = None if other is None else canonical_rows(other, "other")
         if b is not None and a.shape[1] != b.shape[1]:
-            raise InputError(f"other: rows have {b.shape[1]} values but train's have {a.shape[1]}; the splits must share a shape")
+            raise InputError(
+                f"other: rows have {b.shape[1]} values but train's have {a.shape[1]}; the splits "
+                "must share a shape"
+            )
         result = _tensor_duplicates(a, b, float(threshold), workers, centre)
     if ledger is not False:
         result.record(ledger)
@@ -180,7 +209,9 @@ def duplicates(
 # -- text -------------------------------------------------------------------------------------
 
 
-def _text_duplicates(a, b, threshold, num_perm, shingle_words, engine, workers, address, workdir) -> Duplicates:
+def _text_duplicates(
+    a, b, threshold, num_perm, shingle_words, engine, workers, address, workdir
+) -> Duplicates:
     from labcoat.audit.requires import require
 
     MinHashLSH = require("datasketch", "audit", "finding duplicate texts").MinHashLSH
@@ -195,29 +226,57 @@ def _text_duplicates(a, b, threshold, num_perm, shingle_words, engine, workers, 
         shard_files = []
         for k, start in enumerate(range(0, len(texts), DOCS_PER_SHARD)):
             path = work / f"texts-{k:05d}.json"
-            path.write_text(json.dumps([start, texts[start : start + DOCS_PER_SHARD]]), encoding="utf-8")
+            path.write_text(
+                json.dumps([start, texts[start : start + DOCS_PER_SHARD]]), encoding="utf-8"
+            )
             shard_files.append(str(path))
         sig_files = runner.map(
             signature_shard,
-            [(f, str(work / f"signatures-{k:05d}.npz"), num_perm, shingle_words) for k, f in enumerate(shard_files)],
+            [
+                (f, str(work / f"signatures-{k:05d}.npz"), num_perm, shingle_words)
+                for k, f in enumerate(shard_files)
+            ],
         )
         groups = max(1, min(bands, runner.workers, len(sig_files)))  # small inputs: one task
         band_sets = [list(range(bands))[g::groups] for g in range(groups)]
         pair_files = runner.map(
-            bucket_pairs, [(sig_files, bs, rows, str(work / f"candidates-{g:03d}.npy")) for g, bs in enumerate(band_sets)]
+            bucket_pairs,
+            [
+                (sig_files, bs, rows, str(work / f"candidates-{g:03d}.npy"))
+                for g, bs in enumerate(band_sets)
+            ],
         )
         signatures, exact_keys = _load_signatures(sig_files, len(texts), num_perm)
-        candidates = np.unique(np.concatenate([np.load(f) for f in pair_files]).reshape(-1, 2), axis=0)
+        candidates = np.unique(
+            np.concatenate([np.load(f) for f in pair_files]).reshape(-1, 2), axis=0
+        )
     if len(candidates):
         sim = (signatures[candidates[:, 0]] == signatures[candidates[:, 1]]).mean(axis=1)
         exact = exact_keys[candidates[:, 0]] == exact_keys[candidates[:, 1]]
         keep = (sim >= threshold) | exact
-        candidates, sim, exact = candidates[keep], np.where(exact[keep], 1.0, sim[keep]), exact[keep]
+        candidates, sim, exact = (
+            candidates[keep],
+            np.where(exact[keep], 1.0, sim[keep]),
+            exact[keep],
+        )
     else:
         sim, exact = np.empty(0), np.empty(0, bool)
-    return _report(candidates, sim, exact, len(a), len(b), "text", threshold,
-                   {"num_perm": num_perm, "bands": bands, "rows_per_band": rows, "shingle_words": shingle_words,
-                    "engine": runner.name})
+    return _report(
+        candidates,
+        sim,
+        exact,
+        len(a),
+        len(b),
+        "text",
+        threshold,
+        {
+            "num_perm": num_perm,
+            "bands": bands,
+            "rows_per_band": rows,
+            "shingle_words": shingle_words,
+            "engine": runner.name,
+        },
+    )
 
 
 def shingles(text: str, size: int) -> set[bytes]:
@@ -234,10 +293,16 @@ def signature_shard(in_file: str, out_file: str, num_perm: int, shingle_words: i
 
     start, texts = json.loads(Path(in_file).read_text(encoding="utf-8"))
     grams = [list(shingles(text, shingle_words)) for text in texts]
-    sigs = np.array([m.hashvalues for m in MinHash.bulk(grams, num_perm=num_perm, seed=1)], np.uint64)
+    sigs = np.array(
+        [m.hashvalues for m in MinHash.bulk(grams, num_perm=num_perm, seed=1)], np.uint64
+    )
     sigs = sigs.reshape(len(texts), num_perm)
     keys = np.array(
-        [int.from_bytes(hashlib.blake2b(t.strip().encode(), digest_size=8).digest(), "little") for t in texts], np.uint64
+        [
+            int.from_bytes(hashlib.blake2b(t.strip().encode(), digest_size=8).digest(), "little")
+            for t in texts
+        ],
+        np.uint64,
     )
     np.savez(out_file, start=start, signatures=sigs, keys=keys)
     return out_file
@@ -253,7 +318,10 @@ def bucket_pairs(sig_files: list[str], bands: list[int], rows: int, out_file: st
     found: list[np.ndarray] = []
     for band in bands:
         block = np.ascontiguousarray(sigs[:, band * rows : (band + 1) * rows])
-        _, bucket = np.unique(block.view(np.dtype((np.void, block.dtype.itemsize * rows))).ravel(), return_inverse=True)
+        _, bucket = np.unique(
+            block.view(np.dtype((np.void, block.dtype.itemsize * rows))).ravel(),
+            return_inverse=True,
+        )
         order = np.argsort(bucket, kind="stable")
         bounds = np.flatnonzero(np.diff(bucket[order])) + 1
         for members in np.split(ids[order], bounds):
@@ -293,7 +361,10 @@ def canonical_rows(data: Any, name: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name}: could not be read as an array ({exc})") from None
     if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise InputError(f"{name}: expected numbers (an array or tensor); got dtype {arr.dtype}; pass texts as a list of str")
+        raise InputError(
+            f"{name}: expected numbers (an array or tensor); got dtype {arr.dtype}; pass texts as "
+            "a list of str"
+        )
     if arr.ndim == 0 or len(arr) == 0:
         raise InputError(f"{name}: expected one row per example; got shape {arr.shape}")
     arr = arr.reshape(len(arr), -1)
@@ -302,11 +373,18 @@ def canonical_rows(data: Any, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def _tensor_duplicates(a: np.ndarray, b: np.ndarray | None, threshold: float, workers: int | None, centre: bool) -> Duplicates:
+def _tensor_duplicates(
+    a: np.ndarray, b: np.ndarray | None, threshold: float, workers: int | None, centre: bool
+) -> Duplicates:
     from sklearn.neighbors import NearestNeighbors
 
     both = a if b is None else np.concatenate([a, b.astype(np.result_type(a, b))])
-    keys = np.array([hashlib.blake2b(row.tobytes(), digest_size=16).hexdigest() for row in both.astype(both.dtype)])
+    keys = np.array(
+        [
+            hashlib.blake2b(row.tobytes(), digest_size=16).hexdigest()
+            for row in both.astype(both.dtype)
+        ]
+    )
     vectors = both.astype(np.float64)
     if centre:  # the direction every example shares would make unrelated ones look alike
         vectors = vectors - vectors.mean(axis=0)
@@ -315,10 +393,14 @@ def _tensor_duplicates(a: np.ndarray, b: np.ndarray | None, threshold: float, wo
     pairs = [np.empty((0, 2), np.int64)]
     if len(usable) > 1:
         unit = (vectors[usable] / norms[usable, None]).astype(np.float32)
-        nn = NearestNeighbors(radius=1 - threshold + 1e-6, metric="cosine", algorithm="brute", n_jobs=workers).fit(unit)
+        nn = NearestNeighbors(
+            radius=1 - threshold + 1e-6, metric="cosine", algorithm="brute", n_jobs=workers
+        ).fit(unit)
         for i, neighbours in enumerate(nn.radius_neighbors(unit, return_distance=False)):
             neighbours = neighbours[neighbours > i]
-            pairs.append(np.stack([np.full(len(neighbours), usable[i]), usable[neighbours]], axis=1))
+            pairs.append(
+                np.stack([np.full(len(neighbours), usable[i]), usable[neighbours]], axis=1)
+            )
     _, key_codes = np.unique(keys, return_inverse=True)
     same = np.flatnonzero(np.bincount(key_codes) > 1)
     for code in same:  # exact copies, zero rows included
@@ -328,9 +410,22 @@ def _tensor_duplicates(a: np.ndarray, b: np.ndarray | None, threshold: float, wo
     candidates = np.unique(np.concatenate(pairs).astype(np.int64), axis=0)
     exact = key_codes[candidates[:, 0]] == key_codes[candidates[:, 1]]
     unit_all = vectors / np.where(norms > 0, norms, 1)[:, None]
-    sim = np.einsum("ij,ij->i", unit_all[candidates[:, 0]], unit_all[candidates[:, 1]]) if len(candidates) else np.empty(0)
+    sim = (
+        np.einsum("ij,ij->i", unit_all[candidates[:, 0]], unit_all[candidates[:, 1]])
+        if len(candidates)
+        else np.empty(0)
+    )
     sim = np.where(exact, 1.0, np.clip(sim, -1, 1))
-    return _report(candidates, sim, exact, len(a), 0 if b is None else len(b), "tensor", threshold, {"centre": centre})
+    return _report(
+        candidates,
+        sim,
+        exact,
+        len(a),
+        0 if b is None else len(b),
+        "tensor",
+        threshold,
+        {"centre": centre},
+    )
 
 
 # -- report -----------------------------------------------------------------------------------
@@ -344,7 +439,10 @@ def _report(pairs, sim, exact, n_a, n_b, kind, threshold, extras) -> Duplicates:
 
     pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
     cross = (pairs[:, 0] < n_a) & (pairs[:, 1] >= n_a)
-    out = [Pair(int(i), int(j - n_a), float(s), bool(e)) for (i, j), s, e in zip(pairs[cross], sim[cross], exact[cross])]
+    out = [
+        Pair(int(i), int(j - n_a), float(s), bool(e))
+        for (i, j), s, e in zip(pairs[cross], sim[cross], exact[cross])
+    ]
     out.sort(key=lambda p: (-p.similarity, p.a, p.b))
     within: dict[str, list[list[int]]] = {}
     n = n_a + n_b
@@ -355,7 +453,9 @@ def _report(pairs, sim, exact, n_a, n_b, kind, threshold, extras) -> Duplicates:
         if len(inside) == 0:
             within[split] = []
             continue
-        graph = coo_matrix((np.ones(len(inside)), (inside[:, 0] - lo, inside[:, 1] - lo)), shape=(hi - lo, hi - lo))
+        graph = coo_matrix(
+            (np.ones(len(inside)), (inside[:, 0] - lo, inside[:, 1] - lo)), shape=(hi - lo, hi - lo)
+        )
         _, label = connected_components(graph, directed=False)
         linked = np.unique(inside - lo)
         groups: dict[int, list[int]] = {}
@@ -369,7 +469,11 @@ def _is_texts(data: Any) -> bool:
     if isinstance(data, (str, bytes)):
         return False
     if isinstance(data, np.ndarray):
-        return data.dtype.kind in "UO" and data.ndim == 1 and all(isinstance(x, str) for x in data[:100])
+        return (
+            data.dtype.kind in "UO"
+            and data.ndim == 1
+            and all(isinstance(x, str) for x in data[:100])
+        )
     if isinstance(data, (list, tuple)):
         return len(data) > 0 and all(isinstance(x, str) for x in data)
     return False
@@ -381,7 +485,10 @@ def _texts(data: Any, name: str) -> list[str]:
     texts = list(data)
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
-        raise InputError(f"{name}: row {bad[0]} is {type(texts[bad[0]]).__name__}, not text; pass strings (or kind='tensor')")
+        raise InputError(
+            f"{name}: row {bad[0]} is {type(texts[bad[0]]).__name__}, not text; pass strings (or "
+            "kind='tensor')"
+        )
     if not texts:
         raise InputError(f"{name}: no rows")
     return texts

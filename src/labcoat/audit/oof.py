@@ -27,7 +27,8 @@ STOP_FRACTION = 0.1
 
 @dataclass
 class OutOfFold:
-    """Probabilities for every row of the setup's data, each from a copy that did not train on it."""
+    """Probabilities for every row of the setup's data, each from a copy that did not train on "
+    "it."""
 
     probs: np.ndarray
     labels: np.ndarray
@@ -36,7 +37,11 @@ class OutOfFold:
     held_out_loss: list[float] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        return {"folds": len(self.epochs), "best_epoch": self.epochs, "held_out_loss": self.held_out_loss}
+        return {
+            "folds": len(self.epochs),
+            "best_epoch": self.epochs,
+            "held_out_loss": self.held_out_loss,
+        }
 
 
 def out_of_fold(
@@ -60,7 +65,9 @@ def out_of_fold(
     from labcoat.doctor.setup import Blueprint
 
     if not isinstance(experiment, Experiment):
-        raise InputError(f"setup: expected labcoat.Experiment(...); got {type(experiment).__name__}")
+        raise InputError(
+            f"setup: expected labcoat.Experiment(...); got {type(experiment).__name__}"
+        )
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise InputError(f"folds: expected an int of at least 2; got {folds!r}")
     examples = to_examples(experiment.data, name="data", limit=sys.maxsize)
@@ -94,8 +101,15 @@ def out_of_fold(
         for k, (fit_rows, test_rows) in enumerate(splitter.split(np.zeros(len(y)), y.numpy())):
             fit, stop = split_off(examples.take(fit_rows), STOP_FRACTION, seed + k)
             model, best_epoch, best_loss = _train_until_stale(
-                case, fit, stop, seed=seed + k, fold=k, folds=folds,
-                max_epochs=max_epochs, patience=patience, batch_size=batch_size,
+                case,
+                fit,
+                stop,
+                seed=seed + k,
+                fold=k,
+                folds=folds,
+                max_epochs=max_epochs,
+                patience=patience,
+                batch_size=batch_size,
             )
             fold_probs = _probabilities(case, model, examples.take(test_rows).x, experiment.loss_fn)
             if probs is None:
@@ -122,20 +136,32 @@ def _train_until_stale(case, fit, stop, *, seed, fold, folds, max_epochs, patien
     setup = case.blueprint.fresh()
     per_epoch = max(1, len(fit) // min(batch_size, len(fit)))
     order = batch_order(len(fit), per_epoch * max_epochs, batch_size, seed)
-    best_loss, best_epoch, best_state, stale = math.inf, 0, copy.deepcopy(setup.model.state_dict()), 0
+    best_loss, best_epoch, best_state, stale = (
+        math.inf,
+        0,
+        copy.deepcopy(setup.model.state_dict()),
+        0,
+    )
     with case.progress.task(f"audit: fold {fold + 1}/{folds}", total=len(order)) as advance:
         for epoch in range(1, max_epochs + 1):
             for rows in order[(epoch - 1) * per_epoch : epoch * per_epoch]:
                 setup.model.train()
                 x, y = case.on_device((fit.x[rows], fit.y[rows]))
-                loss = scalar_loss(case.train_step(setup.model, (x, y), setup.optimizer, case.loss_fn))
+                loss = scalar_loss(
+                    case.train_step(setup.model, (x, y), setup.optimizer, case.loss_fn)
+                )
                 advance()
                 if loss is not None and not math.isfinite(loss):
-                    raise InputError(f"setup: training diverged in fold {fold + 1} (loss {loss}); lower the learning rate")
+                    raise InputError(
+                        f"setup: training diverged in fold {fold + 1} (loss {loss}); lower the "
+                        "learning rate"
+                    )
             with torch.no_grad():
                 out = predict(case, setup.model, stop.x)
                 held_out = float(case.loss_fn(out, stop.y.to(out.device)))
-            if held_out < best_loss and (math.isinf(best_loss) or held_out < best_loss - 1e-6 * abs(best_loss)):
+            if held_out < best_loss and (
+                math.isinf(best_loss) or held_out < best_loss - 1e-6 * abs(best_loss)
+            ):
                 best_loss, best_epoch, stale = held_out, epoch, 0
                 best_state = copy.deepcopy(setup.model.state_dict())
             else:
@@ -160,7 +186,10 @@ def _probabilities(case, model, x, loss_fn) -> np.ndarray:
         p = torch.sigmoid(out.reshape(-1))
         return torch.stack([1 - p, p], dim=1).numpy()
     if out.ndim != 2:
-        raise InputError(f"model: expected (N, classes) outputs to turn into probabilities; got shape {tuple(out.shape)}")
+        raise InputError(
+            "model: expected (N, classes) outputs to turn into probabilities; got shape "
+            f"{tuple(out.shape)}"
+        )
     if isinstance(loss_fn, nn.NLLLoss):
         return torch.exp(out).numpy()
     return torch.softmax(out, dim=1).numpy()

@@ -15,4 +15,6 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         top = module.partition(".")[0]
-        raise LabcoatError(f"{purpose} needs {top}; install it with `pip install 'labcoat[{extra}]'`") from None
+        raise LabcoatError(
+            f"{purpose} needs {top}; install it with `pip install 'labcoat[{extra}]'`"
+        ) from None

@@ -73,10 +73,10 @@ class _Hashed:
     (worker processes rebuild it rather than load it)."""
 
     hashes: np.ndarray
-    _table: "HashTable | None" = None
+    _table: HashTable | None = None
 
     @property
-    def table(self) -> "HashTable":
+    def table(self) -> HashTable:
         if self._table is None:
             self._table = HashTable(self.hashes)
         return self._table
@@ -118,9 +118,11 @@ class GramIndex(_Hashed):
     def __init__(self, grams: np.ndarray, n: int):
         self.n = n
         grams = np.unique(grams.reshape(-1, n), axis=0) if len(grams) else grams.reshape(0, n)
-        hashes, _ = window_hashes(grams.reshape(-1), n) if len(grams) else (np.empty(0, np.uint64), None)
+        hashes, _ = (
+            window_hashes(grams.reshape(-1), n) if len(grams) else (np.empty(0, np.uint64), None)
+        )
         if len(grams):
-            hashes = hashes[:: n]  # windows starting at each gram's first word
+            hashes = hashes[::n]  # windows starting at each gram's first word
         order = np.argsort(hashes, kind="stable")
         self.hashes = hashes[order]
         self.grams = grams[order]
@@ -150,8 +152,8 @@ class GramIndex(_Hashed):
 # bytes of a batch of documents are normalised through a 256-entry table (ASCII letters
 # lower-cased, other ASCII non-alphanumerics to spaces), each word gets a polynomial hash of its
 # bytes from one cumulative sum, and the hashes are matched against the eval vocabulary's
-# through a :class:`HashTable`. Documents with non-ASCII text go through :func:`words` first, so both paths
-# split text into the same words.
+# through a :class:`HashTable`. Documents with non-ASCII text go through :func:`words` first,
+# so both paths split text into the same words.
 
 #: odd 64-bit multiplier of the per-word byte hash, and its inverse modulo 2**64
 _BYTE_MULTIPLIER = 0xC2B2AE3D27D4EB4F

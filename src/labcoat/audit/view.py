@@ -39,7 +39,12 @@ def _detail(result: Any) -> Table | None:
             table.add_row(str(p.a), str(p.b), f"{p.similarity:.3f}", "yes" if p.exact else "")
         return _more(table, len(result.pairs))
     if name == "Contamination":
-        table = _table(f"eval items in the corpus ({result.method}, {result.n}-grams)", "id", "dirty", "overlap")
+        table = _table(
+            f"eval items in the corpus ({result.method}, {result.n}-grams)",
+            "id",
+            "dirty",
+            "overlap",
+        )
         shown = sorted(result.items, key=lambda i: -(i.overlap or 0))[:SHOWN]
         for item in shown:
             overlap = "too short" if item.overlap is None else f"{item.overlap:.2f}"
@@ -48,7 +53,9 @@ def _detail(result: Any) -> Table | None:
             for side in ("clean", "dirty"):
                 m = result.scores.get(side)
                 if m:
-                    table.caption = (table.caption or "") + f"{side}: {m['mean']:.4g} ± {m['se']:.2g} (n={m['n']})  "
+                    table.caption = (
+                        table.caption or ""
+                    ) + f"{side}: {m['mean']:.4g} ± {m['se']:.2g} (n={m['n']})  "
         return _more(table, len(result.items))
     if name == "SharedGroups" and result.shared:
         table = _table("groups on both sides", "group", "rows in a", "rows in b")
