@@ -318,8 +318,7 @@ def contamination_cmd(
 
     \b
     Example:
-      labcoat audit contamination --corpus data/train/ --eval eval.jsonl \
-          --text-column question --json
+      labcoat audit contamination --corpus train/ --eval eval.jsonl --text-column q --json
     """
     from labcoat.audit.benchmark_contamination import contamination
     from labcoat.stats.readers import read_table
