@@ -110,8 +110,12 @@ def label_issues(
         from labcoat.audit.oof import out_of_fold
 
         oof = out_of_fold(setup, folds=folds, seed=seed, progress=progress)
-        if labels is None:
-            labels = oof.labels
+        if labels is not None and not np.array_equal(np.asarray(labels).reshape(-1), oof.labels):
+            raise InputError(
+                "labels: differ from the setup's targets, which the copies were trained on; "
+                "pass labels=None to audit the setup's own labels"
+            )
+        labels = oof.labels
         pred_probs, source, rows = oof.probs, "setup", oof.rows
         extras["folds"] = oof.summary()
     elif pred_probs is None:
