@@ -24,6 +24,7 @@ _LAZY: dict[str, str] = {
     "watch": "labcoat.watch",  # the package itself: callable, and it holds Invariant, Alert, ...
     "Alert": "labcoat.watch:Alert",
     "scale": "labcoat.scale",
+    "audit": "labcoat.audit",  # the package: label_issues, duplicates, contamination, groups
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

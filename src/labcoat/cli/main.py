@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "watch": "labcoat.cli.watch:watch_group",
     "scale": "labcoat.cli.scale:scale",
     "report": "labcoat.cli.report:report",
+    "audit": "labcoat.cli.audit:audit",
 }
 
 
