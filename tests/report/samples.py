@@ -64,3 +64,24 @@ def learning_curve(bootstrap: int = 20):
     fit = scale.fit(x, None, y, form="curve", bootstrap=bootstrap, ledger=False)
     held = scale.backtest(x, None, y, form="curve", holdout="n", top=4, bootstrap=bootstrap, ledger=False)
     return fit, held
+
+
+def digits_audit():
+    """Digits with 12 planted label flips, audited with out-of-fold logistic-regression
+    probabilities, and the first 200 rows against themselves plus noise (near duplicates)."""
+    import numpy as np
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+
+    from labcoat import audit
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600] / 16.0, y[:600].copy()
+    flipped = np.arange(0, 600, 50)
+    y[flipped] = (y[flipped] + 3) % 10
+    probs = cross_val_predict(LogisticRegression(max_iter=300), X, y, cv=3, method="predict_proba")
+    issues = audit.label_issues(y, probs, ledger=False)
+    other = X[:40] + np.random.default_rng(0).normal(0, 0.01, (40, 64))
+    dups = audit.duplicates(X[100:300], other, kind="tensor", ledger=False)
+    return X, y, issues, X[100:300], other, dups

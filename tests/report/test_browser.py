@@ -80,3 +80,20 @@ def test_scale_page_draws_the_band_and_the_held_out_runs(tmp_path, open_report):
     assert held_marks == 4 and backtest.locator("g#points-0 use").count() == 8
     assert "MAPE" in page.locator("#bt .verdict").inner_text()
     assert not shown.requests and not shown.console_errors
+
+
+def test_audit_page_shows_flagged_examples_as_thumbnails(tmp_path, open_report):
+    from labcoat.report.sections.audit import audit_section
+
+    X, y, issues, a, b, dups = samples.digits_audit()
+    path = _write(tmp_path, "audit", audit_section(issues, examples=X, labels=y),
+                  audit_section(dups, examples=a, other=b, title="Duplicates", id="dups"))
+    shown = open_report(path)
+    page = shown.page
+    rows = page.locator('table[data-table="labels"] tr').count() - 1
+    assert rows == min(issues.count, 30) and issues.count >= 6
+    thumbs = page.locator('table[data-table="labels"] img.thumb')
+    assert thumbs.count() == rows
+    assert page.evaluate("[...document.querySelectorAll('img.thumb')].every(i => i.naturalWidth == 8)")
+    assert page.locator('table[data-table="duplicates"] img.thumb').count() == 2 * min(len(dups.pairs), 30)
+    assert not shown.requests and not shown.console_errors
