@@ -44,9 +44,9 @@ def watch_events(steps: int = 5000, alerts_at: tuple[int, ...] = (1200, 3400)) -
     events = []
     for s in range(steps):
         loss = 2.0 * math.exp(-s / 1500) + 0.1 + (25.0 if s == 2500 else 0.0)
-        events.append({"kind": "loss", "step": s, "rank": 0, "value": loss})
-        if s % 10 == 0:
-            events.append({"kind": "grad_norm", "step": s, "rank": 0, "value": 1.0 + 0.1 * math.sin(s)})
+        events.append({"kind": "series", "step": s, "rank": 0, "value": loss, "loss": loss, "losses": 1,
+                       "grad_norm": 1.0 + 0.1 * math.sin(s) if s % 10 == 0 else None,
+                       "update_ratio": None, "lr": 1e-3})
     for i, s in enumerate(alerts_at):
         events.append({"kind": "spike", "step": s, "rank": 0, "severity": "warn", "subject": "loss",
                        "value": 9.0, "message": f"loss spiked {i}", "evidence": {"z": 9.0}})

@@ -2,8 +2,8 @@
 
 Reads the events a run wrote (``labcoat.watch(..., events=PATH)`` or the ledger's events):
 alerts are events with a severity; every other numeric event is a point of a series named by
-its kind (``loss``, ``grad_norm``, ``update_ratio``…) or, for ``sample`` records, by each
-numeric field they carry. Long runs are thinned per pixel bucket (min and max), so spikes stay.
+its kind (``loss``, ``grad_norm``…) or, for the watch's ``series`` records (one per sampled
+step and rank), by the fields :data:`SERIES_FIELDS` names. Long runs are thinned per pixel bucket (min and max), so spikes stay.
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ KNOWN = {
     "loss": ("Loss", False),
     "grad_norm": ("Gradient norm", True),
     "update_ratio": ("Update / weight ratio", True),
+    "lr": ("Learning rate", False),
 }
-_NOT_SERIES = {"step", "rank", "time", "kind", "severity", "message", "subject", "evidence", "ranks", "source", "run_id", "id"}
+#: the fields of a ``series`` record drawn as curves (the others summarise or repeat them)
+SERIES_FIELDS = tuple(KNOWN)
+SERIES_KIND = "series"
 
 
 def _number(value: Any) -> float | None:
@@ -62,9 +65,8 @@ def split(events: list[dict]) -> tuple[list[dict], dict[str, dict[int, list[tupl
         step, rank = e.get("step"), e.get("rank") or 0
         if step is None:
             continue
-        if e.get("kind") == "sample":
-            fields = {k: v for k, v in e.items() if k not in _NOT_SERIES}
-            values = e.get("values") if isinstance(e.get("values"), Mapping) else fields
+        if e.get("kind") == SERIES_KIND:
+            values = {k: e.get(k) for k in SERIES_FIELDS}
         else:
             values = {e.get("kind"): e.get("value")}
         for name, value in values.items():
