@@ -50,7 +50,7 @@ def bench_f1(reps: int = 200) -> None:
     )
     print(
         f"F1, {ITEMS:,} items, {reps} resamples: naive {naive_s:.2f}s, sufficient statistics "
-        f"{fast_s:.3f}s -> {naive_s / fast_s:.0f}x faster; SE {fast.standard_error:.5f} vs naive {naive_se:.5f}"
+        f"{fast_s:.3f}s -> {naive_s / fast_s:.0f}x faster; SE {fast.se:.5f} vs naive {naive_se:.5f}"
     )
 
 
@@ -83,7 +83,7 @@ def bench_bleu(reps: int = 20) -> None:
         f"corpus BLEU, {ITEMS:,} sentences, {reps} resamples: naive ({naive_name}) {naive_s:.2f}s, "
         f"sufficient statistics {fast_s:.3f}s -> {naive_s / fast_s:.0f}x faster "
         f"({naive_s / (fast_s + extract_s):.0f}x counting the one-off n-gram extraction, {extract_s:.2f}s); "
-        f"SE {fast.standard_error:.3f} vs naive {naive_se:.3f}"
+        f"SE {fast.se:.3f} vs naive {naive_se:.3f}"
     )
 
 

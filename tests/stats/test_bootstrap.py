@@ -73,7 +73,7 @@ def test_f1_se_equals_the_naive_resample_and_recompute_loop():
     fast = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=reps, random_state=4)
     naive = _naive_se(rng, y.size, f1_from_labels, reps)
     # SEs estimated from 1500 resamples each agree to a few percent (MC error ~ 1/sqrt(2 reps))
-    assert fast.standard_error == pytest.approx(naive, rel=0.1)
+    assert fast.se == pytest.approx(naive, rel=0.1)
     assert fast.statistic == pytest.approx(f1_score(y, p))
 
 
@@ -83,14 +83,14 @@ def test_bleu_se_equals_recomputing_from_the_texts():
     reps = 300
     fast = bootstrap_metric(bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6)
     naive = _naive_se(rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps)
-    assert fast.standard_error == pytest.approx(naive, rel=0.15)
+    assert fast.se == pytest.approx(naive, rel=0.15)
 
 
 def test_resampling_is_the_bootstrap_not_a_permutation():
     """A planted bug (resampling without replacement) would give SE 0; the real one does not."""
     y, p = _labels(np.random.default_rng(7))
     res = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=500, random_state=0)
-    assert res.standard_error > 0.005
+    assert res.se > 0.005
     lo, hi = res.ci
     assert lo < res.statistic < hi
     assert res.confidence_interval(0.5).width < res.ci.width
@@ -120,9 +120,9 @@ def test_paired_difference_is_tighter_than_independent_errors():
     sa, sb = classification_statistics(y, pa), classification_statistics(y, pb)
     diff = bootstrap_difference(sa, sb, "f1", n_resamples=1000, random_state=0)
     assert diff.statistic == pytest.approx(f1_score(y, pa) - f1_score(y, pb))
-    one = bootstrap_metric(sa, "f1", n_resamples=1000, random_state=1).standard_error
-    two = bootstrap_metric(sb, "f1", n_resamples=1000, random_state=2).standard_error
-    assert diff.standard_error < 0.5 * np.hypot(one, two)
+    one = bootstrap_metric(sa, "f1", n_resamples=1000, random_state=1).se
+    two = bootstrap_metric(sb, "f1", n_resamples=1000, random_state=2).se
+    assert diff.se < 0.5 * np.hypot(one, two)
     assert diff.ci.low > 0
 
 

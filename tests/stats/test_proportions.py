@@ -9,9 +9,9 @@ from labcoat.errors import InputError
 from labcoat.stats import adjust_pvalues, mcnemar, proportion, proportion_from_scores
 
 statsmodels = pytest.importorskip("statsmodels")
-from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # noqa: E402
-from statsmodels.stats.multitest import multipletests  # noqa: E402
-from statsmodels.stats.proportion import proportion_confint  # noqa: E402
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 CASES = [(0, 10), (1, 10), (5, 10), (10, 10), (3, 47), (0, 200), (199, 200), (612, 1000)]
 SM_NAME = {"wilson": "wilson", "clopper-pearson": "beta", "jeffreys": "jeffreys", "normal": "normal"}

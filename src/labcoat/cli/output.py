@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -22,3 +23,13 @@ def emit_json(obj: Any) -> None:
     """Print ``obj`` as one line of strict JSON on stdout."""
     sys.stdout.write(json.dumps(jsonable(obj), allow_nan=False) + "\n")
     sys.stdout.flush()
+
+
+def respond(as_json: bool, data: Any, render: Callable[[], Any]) -> None:
+    """The one way a command answers: ``data`` (a result with ``to_dict`` or a dict) as JSON
+    with ``--json``, else the rich renderable ``render()`` builds (called only then, so a
+    command's rendering imports stay off the JSON path)."""
+    if as_json:
+        emit_json(data.to_dict() if hasattr(data, "to_dict") else data)
+    else:
+        console().print(render())

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
 from labcoat.stats._validation import check_probability, check_scores
@@ -48,6 +47,7 @@ class AdjustedPValues:
 
 def adjust_pvalues(pvalues: Any, method: str = "holm", alpha: float = 0.05) -> AdjustedPValues:
     """Holm or Benjamini-Hochberg adjusted p-values (``method`` ``"holm"`` or ``"bh"``)."""
+    from scipy import stats as sps
     p, method, alpha = _adjust_iv(pvalues, method, alpha)
     if method == "bh":
         adjusted = sps.false_discovery_control(p, method="bh")

@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
 from labcoat.stats._results import ConfidenceInterval
-from labcoat.stats._validation import check_choice, check_count, check_probability, check_same_length, check_scores
+from labcoat.stats._validation import (
+    check_choice,
+    check_count,
+    check_probability,
+    check_same_length,
+    check_scores,
+)
 
 #: interval methods, in the order reports list them
 METHODS = ("wilson", "clopper-pearson", "jeffreys", "normal")
@@ -51,6 +56,7 @@ class ProportionResult:
         value as Brown, Cai & DasGupta (2001) recommend; ``normal`` is the CLT (Wald)
         interval clipped to [0, 1], for comparison.
         """
+        from scipy import stats as sps
         level = check_probability(confidence_level, "confidence_level")
         method = check_choice(self.method if method is None else method, "method", METHODS)
         k, n = self.successes, self.n
@@ -115,7 +121,7 @@ class McNemarResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "statistic": self.statistic,
-            "p_value": self.pvalue,
+            "pvalue": self.pvalue,
             "only_a": self.only_a,
             "only_b": self.only_b,
             "n": self.n,
@@ -128,6 +134,7 @@ def mcnemar(a: Any, b: Any, *, exact: bool | None = None) -> McNemarResult:
 
     ``exact=None`` picks the exact binomial test when there are fewer than 25 discordant pairs.
     """
+    from scipy import stats as sps
     x = check_binary(a, "a")
     y = check_binary(b, "b")
     check_same_length(x, y, ("a", "b"))
