@@ -10,6 +10,7 @@ from labcoat.errors import InputError
 from labcoat.stats import (
     METRICS,
     bleu_statistics,
+    bootstrap_confusion,
     bootstrap_difference,
     bootstrap_metric,
     classification_statistics,
@@ -142,3 +143,54 @@ def test_paired_difference_is_tighter_than_independent_errors():
 def test_bad_input(call, match):
     with pytest.raises(InputError, match=match):
         call()
+
+
+def _multiclass(rng, n=3000, classes=4, accuracy=0.7):
+    y = rng.integers(0, classes, size=n)
+    return y, np.where(rng.uniform(size=n) < accuracy, y, rng.integers(0, classes, size=n))
+
+
+@pytest.mark.parametrize(
+    "metric, reference",
+    [
+        ("mcc", matthews_corrcoef),
+        ("macro_f1", lambda y, p: f1_score(y, p, average="macro")),
+        ("accuracy", lambda y, p: float(np.mean(y == p))),
+    ],
+)
+def test_confusion_metrics_match_scikit_learn(metric, reference):
+    from sklearn.metrics import confusion_matrix
+
+    y, p = _multiclass(np.random.default_rng(3))
+    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=200, random_state=0)
+    assert res.statistic == pytest.approx(reference(y, p), rel=1e-12) and res.n == y.size
+
+
+@pytest.mark.parametrize("metric", ["f1", "mcc"])
+def test_multinomial_resample_of_the_counts_has_the_item_resample_se(metric):
+    """One multinomial draw of the C x C counts is the item bootstrap: same SE within MC error."""
+    from sklearn.metrics import confusion_matrix
+
+    rng = np.random.default_rng(4)
+    y, p = _labels(rng, n=1000)
+    reps = 3000
+    reference = f1_score if metric == "f1" else matthews_corrcoef
+    idx = rng.integers(0, y.size, size=(reps, y.size))  # the item bootstrap, resample by resample
+    cell = classification_statistics(y, p).argmax(axis=1)  # 0..3: tp, fp, fn, tn
+    cells = (cell[idx][..., None] == np.arange(4)).sum(axis=1).astype(float)
+    naive = np.std(METRICS[metric].from_totals(cells), ddof=1)
+    assert METRICS[metric].from_totals(cells[0]) == pytest.approx(reference(y[idx[0]], p[idx[0]]))
+    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=reps, random_state=1)
+    # the SE of an SE estimated from B draws is about SE / sqrt(2 (B - 1)); two of them differ
+    assert res.se == pytest.approx(naive, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
+    via_items = bootstrap_metric(classification_statistics(y, p), metric, n_resamples=reps, random_state=1)
+    assert via_items.se == pytest.approx(res.se, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
+
+
+def test_bad_confusion_matrices():
+    with pytest.raises(InputError, match="square"):
+        bootstrap_confusion(np.ones((2, 3)), "mcc")
+    with pytest.raises(InputError, match="whole counts"):
+        bootstrap_confusion(np.array([[1.5, 2], [3, 4]]), "mcc")
+    with pytest.raises(InputError, match="macro_f1"):
+        bootstrap_confusion(np.ones((3, 3)), "f1")

@@ -135,3 +135,89 @@ def test_corrupt_parquet_is_an_input_error(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         read_table(tmp_path / "nope.csv")
+
+
+def _lm_eval_task_file(folder, task, subjects, scores):
+    rows = []
+    for i, (subject, score) in enumerate(zip(subjects, scores)):
+        record = _lm_eval_record(i, score)
+        record["doc"] = {"question": f"{task} q{i}", "subject": subject, "choices": ["a", "b"]}
+        rows.append(json.dumps(record))
+    path = folder / f"samples_{task}_2024-05-01T10-11-12.123456.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_lm_eval_directory_reads_every_task_with_doc_fields_and_the_model(tmp_path):
+    run = tmp_path / "out" / "org__model"
+    run.mkdir(parents=True)
+    for task, n in (("mmlu_anatomy", 3), ("mmlu_virology", 4), ("arc_easy", 2)):
+        _lm_eval_task_file(run, task, [f"{task}-s{i % 2}" for i in range(n)], [float(i % 2) for i in range(n)])
+    (run / "results_2024-05-01T10-11-12.123456.json").write_text(
+        json.dumps({"results": {}, "config": {"model": "hf", "model_args": "pretrained=org/model,dtype=bfloat16"}})
+    )
+    table = read_table(tmp_path / "out")
+    assert len(table) == 9 and table.model == "org/model"
+    assert sorted(set(table.labels("task"))) == ["arc_easy", "mmlu_anatomy", "mmlu_virology"]
+    assert len(set(table.labels("task_doc_id"))) == 9  # doc ids repeat across tasks; these do not
+    assert "doc.subject" in table.names and "doc.choices" not in table.names  # scalars only
+    globbed = read_table(str(run / "samples_mmlu_*.jsonl"))
+    assert len(globbed) == 7 and set(globbed.labels("task")) == {"mmlu_anatomy", "mmlu_virology"}
+    single = read_table(next(run.glob("samples_arc_easy_*.jsonl")))
+    assert single.labels("task").tolist() == ["arc_easy", "arc_easy"] and single.model == "org/model"
+    (run / "results_2024-06-01T00-00-00.json").write_text(json.dumps({"model_name": "org/model-v2"}))
+    assert read_table(tmp_path / "out").model == "org/model-v2"  # the newest results file
+
+
+def test_directories_and_patterns_that_hold_nothing(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="holds no lm-eval samples"):
+        read_table(tmp_path / "empty")
+    with pytest.raises(InputError, match="matches no files"):
+        read_table(str(tmp_path / "samples_*.jsonl"))
+
+
+def test_inspect_logs_without_samples_say_so(tmp_path):
+    header = {"version": 2, "status": "success", "eval": {"task": "mmlu", "model": "openai/gpt-4o"}}
+    (tmp_path / "log.json").write_text(json.dumps(header))
+    with zipfile.ZipFile(tmp_path / "log.eval", "w") as zf:
+        zf.writestr("header.json", json.dumps(header))
+    for name in ("log.json", "log.eval"):
+        with pytest.raises(InputError, match="an Inspect log with no samples"):
+            read_table(tmp_path / name)
+    header["samples"] = [_inspect_sample(1, 1, "C", "bio"), _inspect_sample(2, 1, "I", "bio")]
+    (tmp_path / "full.json").write_text(json.dumps(header))
+    assert read_table(tmp_path / "full.json").model == "openai/gpt-4o"
+
+
+def test_csv_without_pyarrow_reads_the_same_table(tmp_path, monkeypatch):
+    text = "id,acc,doc\n007,1,a\n8,0.5,b\n9,true,\n"
+    (tmp_path / "r.csv").write_text(text)
+    fast = read_table(tmp_path / "r.csv")
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name.startswith("pyarrow"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    slow = read_table(tmp_path / "r.csv")
+    for table in (fast, slow):
+        assert table.labels("id").tolist() == ["007", "8", "9"]  # ids keep their leading zeros
+        np.testing.assert_array_equal(table.scores("acc"), [1.0, 0.5, 1.0])
+        with pytest.raises(InputError, match="column 'doc' is empty in 1 row"):
+            table.labels("doc")
+
+
+def test_id_lists_for_exclusion(tmp_path):
+    from labcoat.stats.readers import read_id_list
+
+    for body in ([1, "q2", 3.0], {"ids": [1, "q2", 3.0]}, {"count": 3, "issues": [1, "q2", 3.0]}):
+        (tmp_path / "f.json").write_text(json.dumps(body))
+        assert read_id_list(tmp_path / "f.json") == ["1", "q2", "3"]
+    (tmp_path / "bad.json").write_text(json.dumps([{"id": 1}]))
+    with pytest.raises(InputError, match="a JSON list of ids"):
+        read_id_list(tmp_path / "bad.json")
