@@ -217,14 +217,16 @@ def test_runs_as_a_module_without_importing_torch(subprocess_env, evals):
     assert {"mean", "se", "ci", "n", "n_clusters"} <= set(json.loads(res.stdout))
 
 
-def test_mean_of_a_large_table_does_not_import_scipy_stats(subprocess_env, tmp_path):
-    """``import scipy.stats`` costs more than reading 100k rows; mean needs none of it."""
+def test_mean_and_compare_do_not_import_scipy(subprocess_env, tmp_path):
+    """``import scipy.stats`` costs more than reading 100k rows; mean and compare need none of it."""
     rows = "".join(f"q{i},{i % 3 > 0:d},d{i // 50}\n" for i in range(3000))
     (tmp_path / "big.csv").write_text("id,acc,doc\n" + rows)
     code = (
         "import sys; from labcoat.cli.main import main; "
         f"rc = main(['stats', 'mean', {str(tmp_path / 'big.csv')!r}, '--score', 'acc', '--cluster', 'doc', '--json']); "
-        "assert 'scipy.stats' not in sys.modules and 'pandas' not in sys.modules, 'heavy import'; sys.exit(rc)"
+        f"rc += main(['stats', 'compare', {str(tmp_path / 'big.csv')!r}, {str(tmp_path / 'big.csv')!r}, '--on', 'id', "
+        "'--score', 'acc', '--cluster', 'doc', '--json']); "
+        "assert 'scipy' not in sys.modules and 'pandas' not in sys.modules, 'heavy import'; sys.exit(rc)"
     )
     res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from labcoat.stats import compare, mean
-from labcoat.stats._distributions import quantile
+from labcoat.stats._distributions import quantile, upper_tail
 
 sm = pytest.importorskip("statsmodels.api")
 
@@ -58,11 +58,12 @@ def test_clustered_paired_difference_matches_statsmodels():
     assert paper.se < res.se and paper.pvalue < res.pvalue  # uncorrected: too sure
 
 
-def test_t_quantiles_without_scipy_match_scipy():
-    for df in (1000, 1999, 10**5):
-        for p in (0.005, 0.025, 0.2, 0.5, 0.8, 0.975, 0.995):
-            assert quantile(p, df) == pytest.approx(sps.t.ppf(p, df), abs=1e-10)
-    assert quantile(0.975, 4) == pytest.approx(sps.t.ppf(0.975, 4), rel=1e-12)
+@pytest.mark.parametrize("df", [1, 2, 3, 4.5, 13, 49.9, 50.1, 399, 1999, 10**5, 10**6])
+def test_pure_python_t_distribution_matches_scipy(df):
+    for p in (1e-9, 1e-4, 0.025, 0.2, 0.5, 0.8, 0.975, 1 - 1e-6):
+        assert quantile(p, df) == pytest.approx(sps.t.ppf(p, df), rel=1e-10, abs=1e-12), p
+    for x in (-2.0, 0.0, 0.3, 1.96, 4.0, 12.0, 60.0):
+        assert upper_tail(x, df) == pytest.approx(sps.t.sf(x, df), rel=1e-10, abs=1e-300), x
     assert quantile(0.975) == pytest.approx(sps.norm.ppf(0.975), rel=1e-12)
 
 
