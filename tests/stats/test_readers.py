@@ -171,7 +171,7 @@ def test_lm_eval_directory_reads_every_task_with_doc_fields_and_the_model(tmp_pa
 
 def test_directories_and_patterns_that_hold_nothing(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="holds no lm-eval samples"):
+    with pytest.raises(InputError, match="is a directory with no lm-eval samples"):
         read_table(tmp_path / "empty")
     with pytest.raises(InputError, match="matches no files"):
         read_table(str(tmp_path / "samples_*.jsonl"))

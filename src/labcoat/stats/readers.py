@@ -111,7 +111,7 @@ def read_table(path: str | Path) -> Table:
     if p.is_dir():
         files = sorted(p.rglob("samples_*.jsonl"))
         if not files:
-            raise InputError(f"{p}: a directory, but holds no lm-eval samples_*.jsonl files; give a file or a glob.")
+            raise InputError(f"{p}: is a directory with no lm-eval samples_*.jsonl files in it; give a file or a glob.")
         return concat_tables([_read_file(f) for f in files], text)
     if not p.exists() and any(ch in text for ch in "*?["):
         files = sorted(Path(f) for f in glob.glob(text, recursive=True) if Path(f).is_file())
