@@ -95,22 +95,43 @@ def _median_wall(cmd: list[str], env: dict, runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
 def bench_reading(label: str, rows: int = 100_000) -> None:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"), OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"), OMP_NUM_THREADS="1"
+    )
     errorbars = shutil.which("errorbars") or str(Path(sys.executable).with_name("errorbars"))
     with tempfile.TemporaryDirectory() as tmp:
         for clusters in (2000, 14):
             path = Path(tmp) / f"rows_{clusters}.csv"
             _write_rows(path, rows, clusters)
-            ours = _median_wall([sys.executable, "-m", "labcoat", "stats", "mean", str(path), "--score", "score",
-                                 "--cluster", "cluster_id", "--json"], env)
+            ours = _median_wall(
+                [
+                    sys.executable,
+                    "-m",
+                    "labcoat",
+                    "stats",
+                    "mean",
+                    str(path),
+                    "--score",
+                    "score",
+                    "--cluster",
+                    "cluster_id",
+                    "--json",
+                ],
+                env,
+            )
             if Path(errorbars).exists():
-                name, theirs = "errorbars 0.2.4 summarize", _median_wall([errorbars, "summarize", str(path), "--json"], env)
+                name, theirs = (
+                    "errorbars 0.2.4 summarize",
+                    _median_wall([errorbars, "summarize", str(path), "--json"], env),
+                )
             else:
                 name = "plain-Python csv loop (errorbars not installed)"
                 theirs = _median_wall([sys.executable, "-c", _REFERENCE_LOOP, str(path)], env)
@@ -120,7 +141,9 @@ def bench_reading(label: str, rows: int = 100_000) -> None:
             )
 
 
-def _index_resample_confusion(cell: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+def _index_resample_confusion(
+    cell: np.ndarray, n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
     """The vectorised item bootstrap: draw item indices, count each resample's cells."""
     n = cell.size
     rows = max(1, (1 << 22) // n)
@@ -142,14 +165,22 @@ def bench_confusion(label: str, items: int = 10_000, reps: int = 10_000) -> None
     confusion = np.bincount(cell, minlength=4).reshape(2, 2)
     for metric in ("f1", "mcc"):
         fn = CONFUSION_METRICS[metric]
-        draws, index_s = _timed(lambda: _index_resample_confusion(cell, reps, np.random.default_rng(1)))
+        draws, index_s = _timed(
+            lambda: _index_resample_confusion(cell, reps, np.random.default_rng(1))
+        )
         index_se = float(np.std(fn(draws.astype(float)), ddof=1))
-        fast, fast_s = _timed(lambda: bootstrap_confusion(confusion, metric, n_resamples=reps, random_state=2))
-        mc = fast.se * np.sqrt(2) / np.sqrt(2 * (reps - 1))  # SE of the difference of two SE estimates
+        fast, fast_s = _timed(
+            lambda: bootstrap_confusion(confusion, metric, n_resamples=reps, random_state=2)
+        )
+        mc = (
+            fast.se * np.sqrt(2) / np.sqrt(2 * (reps - 1))
+        )  # SE of the difference of two SE estimates
         print(
-            f"  [{label}] {metric}, {items:,} items x {reps:,} resamples: index resample {index_s:.2f}s, "
+            f"  [{label}] {metric}, {items:,} items x {reps:,} resamples: index resample "
+            f"{index_s:.2f}s, "
             f"multinomial counts {fast_s * 1000:.1f}ms -> {index_s / fast_s:.0f}x faster; "
-            f"SE {fast.se:.5f} vs {index_se:.5f} (differ by {abs(fast.se - index_se) / mc:.1f} MC SEs)"
+            f"SE {fast.se:.5f} vs {index_se:.5f} (differ by {abs(fast.se - index_se) / mc:.1f} MC "
+            "SEs)"
         )
 
 
@@ -162,9 +193,13 @@ def _naive_bootstrap(n_items: int, reps: int, recompute) -> float:
 def bench_f1(reps: int = 200) -> None:
     y = RNG.integers(0, 2, size=ITEMS)
     p = np.where(RNG.uniform(size=ITEMS) < 0.85, y, 1 - y)
-    naive_se, naive_s = _timed(lambda: _naive_bootstrap(ITEMS, reps, lambda i: f1_score(y[i], p[i])))
+    naive_se, naive_s = _timed(
+        lambda: _naive_bootstrap(ITEMS, reps, lambda i: f1_score(y[i], p[i]))
+    )
     fast, fast_s = _timed(
-        lambda: bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=reps, random_state=2)
+        lambda: bootstrap_metric(
+            classification_statistics(y, p), "f1", n_resamples=reps, random_state=2
+        )
     )
     print(
         f"F1, {ITEMS:,} items, {reps} resamples: naive {naive_s:.2f}s, sufficient statistics "
@@ -178,14 +213,18 @@ def bench_bleu(reps: int = 20) -> None:
     for _ in range(ITEMS):
         ref = RNG.choice(vocab, RNG.integers(8, 30))
         keep = RNG.uniform(size=ref.size) < 0.75
-        hyp = np.where(keep, ref, RNG.choice(vocab, ref.size))[: max(1, ref.size - RNG.integers(0, 4))]
+        hyp = np.where(keep, ref, RNG.choice(vocab, ref.size))[
+            : max(1, ref.size - RNG.integers(0, 4))
+        ]
         refs.append(" ".join(ref))
         hyps.append(" ".join(hyp))
     try:
         import sacrebleu
 
         def recompute(i):
-            return sacrebleu.corpus_bleu([hyps[j] for j in i], [[refs[j] for j in i]], tokenize="none", smooth_method="none").score
+            return sacrebleu.corpus_bleu(
+                [hyps[j] for j in i], [[refs[j] for j in i]], tokenize="none", smooth_method="none"
+            ).score
 
         naive_name = "sacrebleu"
     except ImportError:
@@ -200,7 +239,8 @@ def bench_bleu(reps: int = 20) -> None:
     print(
         f"corpus BLEU, {ITEMS:,} sentences, {reps} resamples: naive ({naive_name}) {naive_s:.2f}s, "
         f"sufficient statistics {fast_s:.3f}s -> {naive_s / fast_s:.0f}x faster "
-        f"({naive_s / (fast_s + extract_s):.0f}x counting the one-off n-gram extraction, {extract_s:.2f}s); "
+        f"({naive_s / (fast_s + extract_s):.0f}x counting the one-off n-gram extraction, "
+        f"{extract_s:.2f}s); "
         f"SE {fast.se:.3f} vs naive {naive_se:.3f}"
     )
 
@@ -219,14 +259,17 @@ def bench_sequential(n_items: int = 5_000, batch: int = 25, trials: int = 5) -> 
             b = (rng.uniform(size=n_items) < difficulty).astype(float)
             cs = ConfidenceSequence(-1, 1)
             for start in range(0, n_items, batch):
-                if cs.update(a[start : start + batch] - b[start : start + batch]).done(threshold=0.0):
+                if cs.update(a[start : start + batch] - b[start : start + batch]).done(
+                    threshold=0.0
+                ):
                     break
             used.append(cs.n)
             full_decides = compare(a, b).pvalue < 0.05
             agree += (cs.n < n_items) == full_decides
         print(
             f"  true gain {gain:+.2f}: median {int(np.median(used)):>5,} of {n_items:,} items "
-            f"({np.median(used) / n_items:.0%}); stopped in {sum(u < n_items for u in used)}/{trials}; "
+            f"({np.median(used) / n_items:.0%}); stopped in "
+            f"{sum(u < n_items for u in used)}/{trials}; "
             f"same call as the full-set paired test in {agree}/{trials}"
         )
 

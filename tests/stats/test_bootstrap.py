@@ -28,13 +28,24 @@ def _labels(rng, n=600, accuracy=0.8):
 
 def _sentences(rng, n=200):
     refs = [" ".join(rng.choice(VOCAB, rng.integers(6, 16))) for _ in range(n)]
-    hyps = [" ".join(w if rng.uniform() < 0.7 else rng.choice(VOCAB) for w in r.split()[: len(r.split()) - rng.integers(0, 3)]) for r in refs]
+    hyps = [
+        " ".join(
+            w if rng.uniform() < 0.7 else rng.choice(VOCAB)
+            for w in r.split()[: len(r.split()) - rng.integers(0, 3)]
+        )
+        for r in refs
+    ]
     return hyps, refs
 
 
 @pytest.mark.parametrize(
     "name, reference",
-    [("f1", f1_score), ("precision", precision_score), ("recall", recall_score), ("mcc", matthews_corrcoef)],
+    [
+        ("f1", f1_score),
+        ("precision", precision_score),
+        ("recall", recall_score),
+        ("mcc", matthews_corrcoef),
+    ],
 )
 def test_classification_metrics_match_scikit_learn(name, reference):
     y, p = _labels(np.random.default_rng(0))
@@ -82,8 +93,12 @@ def test_bleu_se_equals_recomputing_from_the_texts():
     rng = np.random.default_rng(5)
     hyps, refs = _sentences(rng, n=100)
     reps = 300
-    fast = bootstrap_metric(bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6)
-    naive = _naive_se(rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps)
+    fast = bootstrap_metric(
+        bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6
+    )
+    naive = _naive_se(
+        rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps
+    )
     assert fast.se == pytest.approx(naive, rel=0.15)
 
 
@@ -183,7 +198,9 @@ def test_multinomial_resample_of_the_counts_has_the_item_resample_se(metric):
     res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=reps, random_state=1)
     # the SE of an SE estimated from B draws is about SE / sqrt(2 (B - 1)); two of them differ
     assert res.se == pytest.approx(naive, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
-    via_items = bootstrap_metric(classification_statistics(y, p), metric, n_resamples=reps, random_state=1)
+    via_items = bootstrap_metric(
+        classification_statistics(y, p), metric, n_resamples=reps, random_state=1
+    )
     assert via_items.se == pytest.approx(res.se, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
 
 

@@ -47,7 +47,9 @@ def test_unpaired_z_is_welchs_statistic():
     res = compare(a, b, paired=False)
     ref = sps.ttest_ind(a, b, equal_var=False)
     assert res.statistic == pytest.approx(ref.statistic)
-    assert res.df == pytest.approx(ref.df, rel=1e-12) and res.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+    assert res.df == pytest.approx(ref.df, rel=1e-12) and res.pvalue == pytest.approx(
+        ref.pvalue, rel=1e-9
+    )
     assert res.se == pytest.approx(np.hypot(sps.sem(a), sps.sem(b)))
 
 
@@ -59,7 +61,19 @@ def test_clustered_paired_se_is_equation_8_as_printed():
     a = shared + rng.normal(size=240)
     b = rng.normal(size=240)
     e = (a - b) - (a - b).mean()
-    expected = np.sqrt(sum(sum(e[i] * e[j] for i in np.flatnonzero(clusters == c) for j in np.flatnonzero(clusters == c)) for c in range(30))) / 240
+    expected = (
+        np.sqrt(
+            sum(
+                sum(
+                    e[i] * e[j]
+                    for i in np.flatnonzero(clusters == c)
+                    for j in np.flatnonzero(clusters == c)
+                )
+                for c in range(30)
+            )
+        )
+        / 240
+    )
     res = compare(a, b, cluster=clusters, formula="miller")
     assert res.se == pytest.approx(expected, rel=1e-12)
     assert res.n_clusters == 30 and res.df is None
@@ -87,7 +101,9 @@ def test_partly_overlapping_ids_use_the_shared_questions_and_say_how_many_were_d
     assert res.diff == pytest.approx(np.mean([1 - 1, 0 - 0, 0.5 - 1]))
     assert any("2 question(s) only in A and 1 only in B" in w for w in res.warnings)
     full = compare([1, 0, 0.5], [1, 0, 1], ids_a=["q1", "q2", "q6"], ids_b=["q6", "q1", "q2"])
-    assert full.n_dropped_a == full.n_dropped_b == 0 and not any("only in A" in w for w in full.warnings)
+    assert full.n_dropped_a == full.n_dropped_b == 0 and not any(
+        "only in A" in w for w in full.warnings
+    )
     with pytest.raises(InputError, match=r"2 only in A \('q3', 'q4'\); 1 only in B \('q5'\)"):
         compare([1, 0, 1, 1, 0.5], [1, 1, 0, 0], ids_a=ids_a, ids_b=ids_b, strict=True)
     with pytest.raises(InputError, match="0 shared"):
@@ -114,7 +130,9 @@ def test_every_comparison_reports_its_mde_and_effect_size():
     d = a - b
     assert res.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
     # MDE at 80 % power: (t_{0.975} + t_{0.8}) * SE; a z-test at this effect has ~80 % power
-    assert res.mde == pytest.approx((sps.t.ppf(0.975, 499) + sps.t.ppf(0.8, 499)) * res.se, rel=1e-9)
+    assert res.mde == pytest.approx(
+        (sps.t.ppf(0.975, 499) + sps.t.ppf(0.8, 499)) * res.se, rel=1e-9
+    )
     unpaired = compare(a, b, paired=False)
     pooled = np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
     assert unpaired.effect_size == pytest.approx(d.mean() / pooled) and unpaired.mde > res.mde

@@ -30,7 +30,9 @@ def test_clustered_mean_matches_statsmodels_cr1(n_clusters):
     assert res.se == pytest.approx(fit.bse[0], rel=1e-9, abs=1e-12)
     assert res.df == n_clusters - 1
     assert res.ci == pytest.approx(tuple(fit.conf_int(alpha=0.05)[0]), rel=1e-9)
-    assert res.confidence_interval(0.9) == pytest.approx(tuple(fit.conf_int(alpha=0.1)[0]), rel=1e-9)
+    assert res.confidence_interval(0.9) == pytest.approx(
+        tuple(fit.conf_int(alpha=0.1)[0]), rel=1e-9
+    )
 
 
 def test_unclustered_mean_matches_statsmodels_ols():
@@ -82,14 +84,20 @@ def _intervals(x, size, level=0.95):
 
 
 @pytest.mark.parametrize("n_clusters, naive_below", [(5, 0.90), (10, 0.93), (20, 0.94)])
-def test_default_interval_holds_95_percent_at_few_clusters_where_the_z_interval_does_not(n_clusters, naive_below):
+def test_default_interval_holds_95_percent_at_few_clusters_where_the_z_interval_does_not(
+    n_clusters, naive_below
+):
     rng = np.random.default_rng(n_clusters)
     reps, size = 20000, 8
-    x = (rng.normal(size=(reps, n_clusters, 1)) + rng.normal(size=(reps, n_clusters, size))).reshape(reps, -1)
+    x = (
+        rng.normal(size=(reps, n_clusters, 1)) + rng.normal(size=(reps, n_clusters, size))
+    ).reshape(reps, -1)
     (lo, hi), (zlo, zhi) = _intervals(x, size)
     clusters = np.repeat(np.arange(n_clusters), size)
     for row in range(20):  # the vectorised formulas are the library's, to the last digit
-        assert tuple(mean(x[row], clusters).ci) == pytest.approx((lo[row], hi[row]), rel=1e-10, abs=1e-12)
+        assert tuple(mean(x[row], clusters).ci) == pytest.approx(
+            (lo[row], hi[row]), rel=1e-10, abs=1e-12
+        )
         paper = mean(x[row], clusters, formula="miller").ci
         assert tuple(paper) == pytest.approx((zlo[row], zhi[row]), rel=1e-10, abs=1e-12)
     default = np.mean((lo <= 0) & (0 <= hi))

@@ -11,8 +11,12 @@ from labcoat.stats import paired_permutation_test
 
 def _scipy(a, b, n_resamples):
     return sps.permutation_test(
-        (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
-        n_resamples=n_resamples, vectorized=True, random_state=0,
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=n_resamples,
+        vectorized=True,
+        random_state=0,
     )
 
 

@@ -1,4 +1,4 @@
-"""Leaderboards (rank intervals, Holm-corrected pairs, indistinguishable groups) and release gates."""
+"""Leaderboards (rank intervals, Holm-corrected pairs, indistinguishable groups), release gates."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ multitest = pytest.importorskip("statsmodels.stats.multitest")
 
 def _models(rng, gains, n=400):
     p = rng.uniform(size=n)
-    return {f"m{k}": (rng.uniform(size=n) < np.clip(p + g, 0, 1)).astype(float) for k, g in enumerate(gains)}
+    return {
+        f"m{k}": (rng.uniform(size=n) < np.clip(p + g, 0, 1)).astype(float)
+        for k, g in enumerate(gains)
+    }
 
 
 def test_pairs_are_paired_comparisons_with_holm_over_all_pairs():
@@ -27,7 +30,9 @@ def test_pairs_are_paired_comparisons_with_holm_over_all_pairs():
         assert pair.diff >= 0  # listed best first
     holm = multitest.multipletests([p.pvalue for p in res.pairs], method="holm")[1]
     assert [p.pvalue_holm for p in res.pairs] == pytest.approx(list(holm))
-    assert [m.name for m in res.models] == ["m3", "m2", "m1", "m0"] and [m.rank for m in res.models] == [1, 2, 3, 4]
+    assert [m.name for m in res.models] == ["m3", "m2", "m1", "m0"] and [
+        m.rank for m in res.models
+    ] == [1, 2, 3, 4]
 
 
 def test_groups_and_rank_intervals_separate_what_the_data_separates():
@@ -71,7 +76,11 @@ def test_only_questions_every_model_answered_are_used():
     ids = {name: np.array([f"q{i}" for i in range(100)]) for name in scores}
     scores["m2"], ids["m2"] = scores["m2"][10:], ids["m2"][10:]
     res = leaderboard(scores, ids, n_resamples=100)
-    assert res.n == 90 and {m.name: m.n_dropped for m in res.models} == {"m0": 10, "m1": 10, "m2": 0}
+    assert res.n == 90 and {m.name: m.n_dropped for m in res.models} == {
+        "m0": 10,
+        "m1": 10,
+        "m2": 0,
+    }
     assert any("90 questions every model answered" in w for w in res.warnings)
     with pytest.raises(InputError, match="share 0 question"):
         leaderboard({"a": [1.0, 0.0], "b": [1.0, 1.0]}, {"a": ["x", "y"], "b": ["z", "w"]})
@@ -79,7 +88,9 @@ def test_only_questions_every_model_answered_are_used():
 
 def _pair(rng, n, drop):
     p = rng.uniform(size=n)
-    return (rng.uniform(size=n) < np.clip(p - drop, 0, 1)).astype(float), (rng.uniform(size=n) < p).astype(float)
+    return (rng.uniform(size=n) < np.clip(p - drop, 0, 1)).astype(float), (
+        rng.uniform(size=n) < p
+    ).astype(float)
 
 
 def test_gate_allows_rejects_and_knows_when_it_cannot_tell():

@@ -86,7 +86,9 @@ def test_cluster_given_per_row_with_ids():
     clusters = ids // 4
     x = rng.normal(size=120)
     per_question = x.reshape(40, 3).mean(axis=1)
-    assert mean(x, cluster=clusters, ids=ids).se == pytest.approx(mean(per_question, cluster=np.arange(40) // 4).se)
+    assert mean(x, cluster=clusters, ids=ids).se == pytest.approx(
+        mean(per_question, cluster=np.arange(40) // 4).se
+    )
 
 
 def test_other_levels_from_the_result():
@@ -96,8 +98,11 @@ def test_other_levels_from_the_result():
 
 @pytest.mark.parametrize(
     "scores, expect",
-    [(np.ones(200), "every question scored 1"), (np.r_[np.ones(5), np.zeros(5)], "only 10 questions"),
-     (np.r_[np.ones(3), np.zeros(297)], "3 correct answers of 300")],
+    [
+        (np.ones(200), "every question scored 1"),
+        (np.r_[np.ones(5), np.zeros(5)], "only 10 questions"),
+        (np.r_[np.ones(3), np.zeros(297)], "3 correct answers of 300"),
+    ],
 )
 def test_flags_untrustworthy_clt_intervals(scores, expect):
     warnings = mean(scores, formula="miller").warnings
@@ -125,7 +130,9 @@ def test_binary_scores_at_small_n_get_wilson_and_say_so():
 def test_binary_scores_leaving_the_unit_interval_get_wilson_at_any_n():
     x = np.r_[np.ones(59), np.zeros(1)]  # t interval would reach above 1
     assert mean(x).interval == "wilson"
-    healthy = np.random.default_rng(9).binomial(1, 0.5, size=60).astype(float)  # its twin, mid-range
+    healthy = (
+        np.random.default_rng(9).binomial(1, 0.5, size=60).astype(float)
+    )  # its twin, mid-range
     assert mean(healthy).interval == "t" and not any("Wilson" in w for w in mean(healthy).warnings)
     graded = np.r_[np.full(9, 0.9), [1.0]]  # not 0/1: no Wilson
     assert mean(graded).interval == "t"
@@ -142,9 +149,15 @@ def test_one_cluster_is_refused_under_cr1():
         (dict(scores=[1.0, np.nan, 0.0]), "`scores` has 1 non-finite value"),
         (dict(scores=[1.0]), "at least 2 questions"),
         (dict(scores=[1, 0, 1], cluster=[0, 1]), "`cluster` must have one label per question"),
-        (dict(scores=[1, 0, 1, 1], ids=[0, 0, 1, 1], cluster=[0, 1, 2, 2]), "differs between answers to the same question"),
+        (
+            dict(scores=[1, 0, 1, 1], ids=[0, 0, 1, 1], cluster=[0, 1, 2, 2]),
+            "differs between answers to the same question",
+        ),
         (dict(scores=np.ones((3, 2)), ids=[0, 1, 2]), "2-D"),
-        (dict(scores=[1, 0, 1], confidence=95), "`confidence` must be a number strictly between 0 and 1"),
+        (
+            dict(scores=[1, 0, 1], confidence=95),
+            "`confidence` must be a number strictly between 0 and 1",
+        ),
         (dict(scores=["a", "b"]), "`scores` must be numbers"),
         (dict(scores=[1, 0, 1], formula="hc3"), "`formula` must be one of"),
     ],

@@ -37,9 +37,13 @@ def test_eq10_example_resampling_shrinks_the_mde():
 
 def test_n_and_mde_invert_each_other():
     res = sample_size(0.05, 0.2, sigma2_a=0.1, sigma2_b=0.05, k_a=3, k_b=2, alpha=0.01, power=0.9)
-    back = minimum_detectable_effect(res.n_exact, 0.2, sigma2_a=0.1, sigma2_b=0.05, k_a=3, k_b=2, alpha=0.01, power=0.9)
+    back = minimum_detectable_effect(
+        res.n_exact, 0.2, sigma2_a=0.1, sigma2_b=0.05, k_a=3, k_b=2, alpha=0.01, power=0.9
+    )
     assert back.mde == pytest.approx(0.05)
-    assert res.n > sample_size(0.05, 0.2, sigma2_a=0.1, sigma2_b=0.05, k_a=3, k_b=2).n  # stricter -> more
+    assert (
+        res.n > sample_size(0.05, 0.2, sigma2_a=0.1, sigma2_b=0.05, k_a=3, k_b=2).n
+    )  # stricter -> more
 
 
 def test_power_is_achieved_in_simulation():
@@ -77,7 +81,9 @@ def test_power_at_an_effect_matches_statsmodels():
 
 def test_one_sided_needs_fewer_questions_as_statsmodels_solves():
     one = sample_size(0.03, 1 / 9, alternative="one-sided")
-    ref = smp.NormalIndPower().solve_power(0.03 / np.sqrt(1 / 9), alpha=0.05, power=0.8, ratio=0, alternative="larger")
+    ref = smp.NormalIndPower().solve_power(
+        0.03 / np.sqrt(1 / 9), alpha=0.05, power=0.8, ratio=0, alternative="larger"
+    )
     assert one.n_exact == pytest.approx(ref, rel=1e-6)
     assert one.n < sample_size(0.03, 1 / 9).n
 
@@ -102,7 +108,9 @@ def test_design_effect_from_a_pilot_recovers_the_icc_and_the_variance_ratio():
     clusters = np.repeat(np.arange(400), 10)
     x = _clustered(rng, 400, 10, 0.2)
     est = estimate_design_effect(x, clusters)
-    assert est.icc == pytest.approx(0.2, abs=0.06) and est.cluster_size == 10  # SE of the estimate ~0.016 and est.n_clusters == 400
+    assert (
+        est.icc == pytest.approx(0.2, abs=0.06) and est.cluster_size == 10
+    )  # SE of the estimate ~0.016 and est.n_clusters == 400
     assert est.design_effect == pytest.approx(1 + 9 * est.icc)
     ratio = (mean(x, clusters).se / mean(x).se) ** 2  # what clustering does to this very sample
     assert est.design_effect == pytest.approx(ratio, rel=0.1)

@@ -99,7 +99,10 @@ def test_streaming_in_pieces_equals_one_batch():
 
 def test_higher_confidence_gives_wider_interval():
     x = np.random.default_rng(5).binomial(1, 0.6, size=800).astype(float)
-    assert ConfidenceSequence(0, 1, 0.99).update(x).interval.width > ConfidenceSequence(0, 1, 0.8).update(x).interval.width
+    assert (
+        ConfidenceSequence(0, 1, 0.99).update(x).interval.width
+        > ConfidenceSequence(0, 1, 0.8).update(x).interval.width
+    )
 
 
 @pytest.mark.parametrize(
@@ -151,7 +154,9 @@ def test_replay_stops_where_the_sequence_does():
     for start in range(0, 2000, 10):
         if cs.update(a[start : start + 10] - b[start : start + 10]).done(threshold=0.0):
             break
-    assert res.stopped and res.n_used == cs.n and res.ci == cs.interval and res.bounds == (-1.0, 1.0)
+    assert (
+        res.stopped and res.n_used == cs.n and res.ci == cs.interval and res.bounds == (-1.0, 1.0)
+    )
     assert "excludes 0" in res.reason
     never = replay(a, width=1e-4)
     assert not never.stopped and never.n_used == 2000 and "not decided" in never.reason

@@ -12,7 +12,9 @@ from rich.console import Console
 
 from labcoat._jsonable import jsonable
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead of a table."
+)
 
 
 def console(*, stderr: bool = False) -> Console:

@@ -19,18 +19,36 @@ from labcoat.cli.output import json_option, respond
 from labcoat.errors import InputError
 
 confidence_option = click.option(
-    "--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval."
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the interval.",
 )
-resamples_option = click.option("--resamples", type=click.IntRange(min=2), default=2000, show_default=True, help="Bootstrap resamples.")
-seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed of the bootstrap.")
+resamples_option = click.option(
+    "--resamples",
+    type=click.IntRange(min=2),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+seed_option = click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Random seed of the bootstrap.",
+)
 formula_option = click.option(
     "--formula",
     type=click.Choice(["cr1", "miller"]),
     default="cr1",
     show_default=True,
-    help="cr1: cluster-robust SE with t intervals; miller: the paper's Eq 2/4/7/8 with z intervals.",
+    help="cr1: cluster-robust SE with t intervals; miller: the paper's Eq 2/4/7/8, z intervals.",
 )
-strict_option = click.option("--strict", is_flag=True, help="Refuse files whose question ids only partly overlap.")
+strict_option = click.option(
+    "--strict", is_flag=True, help="Refuse files whose question ids only partly overlap."
+)
 
 
 class SingleValueCommand(click.Command):
@@ -85,11 +103,24 @@ def _name(path: str, table: Any) -> str:
 @click.argument("file")
 @click.option("--score", required=True, help="Column with the per-item score.")
 @click.option("--cluster", default=None, help="Column grouping related questions (clustered SE).")
-@click.option("--id", "id_col", default=None, help="Question id column; rows sharing an id are K answers to one question.")
+@click.option(
+    "--id",
+    "id_col",
+    default=None,
+    help="Question id column; rows sharing an id are K answers to one question.",
+)
 @formula_option
 @confidence_option
 @json_option
-def mean_cmd(file: str, score: str, cluster: str | None, id_col: str | None, formula: str, confidence: float, as_json: bool) -> None:
+def mean_cmd(
+    file: str,
+    score: str,
+    cluster: str | None,
+    id_col: str | None,
+    formula: str,
+    confidence: float,
+    as_json: bool,
+) -> None:
     """Mean score with its standard error (CR1 clustered with --cluster) and interval."""
     from labcoat.stats.mean import mean
 
@@ -114,14 +145,34 @@ def _render(view: str, *args: Any, **kwargs: Any) -> Any:
 @click.argument("file_a")
 @click.argument("file_b", required=False)
 @click.option("--on", "on", default=None, help="Question id column present in both files.")
-@click.option("--score", multiple=True, required=True,
-              help="Score column in both files; twice (--score A --score B) compares two columns of one wide FILE_A.")
-@click.option("--cluster", default=None, help="Cluster column (read from FILE_A; from each file with --unpaired).")
-@click.option("--unpaired", is_flag=True, help="The files score different questions: unpaired test (Eq 5-6).")
+@click.option(
+    "--score",
+    multiple=True,
+    required=True,
+    help="Score column in both files; twice (--score A --score B): two columns of one FILE_A.",
+)
+@click.option(
+    "--cluster",
+    default=None,
+    help="Cluster column (read from FILE_A; from each file with --unpaired).",
+)
+@click.option(
+    "--unpaired", is_flag=True, help="The files score different questions: unpaired test (Eq 5-6)."
+)
 @click.option("--mcnemar", "with_mcnemar", is_flag=True, help="Add McNemar's test (0/1 scores).")
-@click.option("--permutation", "with_permutation", is_flag=True, help="Add a paired sign-flip permutation test.")
-@click.option("--exclude", default=None, type=click.Path(dir_okay=False),
-              help="JSON list of ids (or {'ids': [...]}, {'issues': [...]}) to leave out; says whether the decision changes.")
+@click.option(
+    "--permutation",
+    "with_permutation",
+    is_flag=True,
+    help="Add a paired sign-flip permutation test.",
+)
+@click.option(
+    "--exclude",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="JSON list of ids (or {'ids': [...]}, {'issues': [...]}) to leave out; "
+    "says whether the decision changes.",
+)
 @strict_option
 @formula_option
 @seed_option
@@ -152,14 +203,36 @@ def compare_cmd(
         from labcoat.stats.readers import read_id_list
 
         if ids_a is None or unpaired:
-            raise InputError("--exclude needs --on (the id column the excluded ids refer to) and a paired comparison.")
+            raise InputError(
+                "--exclude needs --on (the id column the excluded ids refer to) and a paired "
+                "comparison."
+            )
         if with_mcnemar or with_permutation:
-            raise InputError("--exclude re-scores the comparison only; run --mcnemar/--permutation without it.")
-        result = compare_excluding(a, b, read_id_list(exclude), clusters[0], confidence, ids_a=ids_a, ids_b=ids_b, **options)
+            raise InputError(
+                "--exclude re-scores the comparison only; run --mcnemar/--permutation without it."
+            )
+        result = compare_excluding(
+            a,
+            b,
+            read_id_list(exclude),
+            clusters[0],
+            confidence,
+            ids_a=ids_a,
+            ids_b=ids_b,
+            **options,
+        )
         respond(as_json, result, lambda: _render("exclusion_view", result, labels))
         return
     result = compare(
-        a, b, clusters[0], confidence, paired=not unpaired, ids_a=ids_a, ids_b=ids_b, cluster_b=clusters[1], **options
+        a,
+        b,
+        clusters[0],
+        confidence,
+        paired=not unpaired,
+        ids_a=ids_a,
+        ids_b=ids_b,
+        cluster_b=clusters[1],
+        **options,
     )
     test = perm = None
     if with_mcnemar:
@@ -169,13 +242,19 @@ def compare_cmd(
 
         if unpaired:
             raise InputError("--permutation is a paired test; drop --unpaired.")
-        perm = paired_permutation_test(a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, random_state=seed)
+        perm = paired_permutation_test(
+            a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, random_state=seed
+        )
     out = result.to_dict()
     if test is not None:
         out["mcnemar"] = test.to_dict()
     if perm is not None:
         out["permutation"] = perm.to_dict()
-    respond(as_json, out, lambda: _render("compare_view", result, labels, mcnemar=test, permutation=perm))
+    respond(
+        as_json,
+        out,
+        lambda: _render("compare_view", result, labels, mcnemar=test, permutation=perm),
+    )
 
 
 def _two_sides(file_a, file_b, on, score, cluster, unpaired):
@@ -184,7 +263,8 @@ def _two_sides(file_a, file_b, on, score, cluster, unpaired):
     if file_b is None:
         if len(score) != 2:
             raise InputError(
-                f"one FILE compares two of its columns: give --score twice (--score A_COL --score B_COL); "
+                "one FILE compares two of its columns: give --score twice (--score A_COL --score "
+                "B_COL); "
                 f"got {len(score)}. To compare two files give FILE_A FILE_B and one --score."
             )
         if unpaired:
@@ -195,11 +275,14 @@ def _two_sides(file_a, file_b, on, score, cluster, unpaired):
         return ta.scores(score[0]), ta.scores(score[1]), ids, ids, clusters, labels
     if len(score) != 1:
         raise InputError(
-            f"--score given {len(score)} times with two files; two files take one --score (the column "
+            f"--score given {len(score)} times with two files; two files take one --score (the "
+            "column "
             "in both). Two --score values compare two columns of one wide FILE."
         )
     if on is None and not unpaired:
-        raise InputError("a paired comparison of two files needs --on, the question id column in both.")
+        raise InputError(
+            "a paired comparison of two files needs --on, the question id column in both."
+        )
     tb = _read(file_b)
     labels = (_name(file_a, ta), _name(file_b, tb))
     if labels[0] == labels[1]:
@@ -225,7 +308,9 @@ def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
         match = shared_ids(ids_a, ids_b)
         index_a, index_b = match.index_a, match.index_b
     if not (binary and single):
-        raise InputError("--mcnemar needs paired 0/1 scores with one answer per question in both files.")
+        raise InputError(
+            "--mcnemar needs paired 0/1 scores with one answer per question in both files."
+        )
     return mcnemar(a[index_a], b[index_b])
 
 
@@ -234,13 +319,20 @@ def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
 @click.option("--on", "on", default=None, help="Question id column present in every file.")
 @click.option("--score", required=True, help="Score column present in every file.")
 @click.option("--cluster", default=None, help="Cluster column (read from the first file).")
-@click.option("--alpha", type=float, default=None, help="Level of the Holm-corrected pair tests [default: 1 - confidence].")
+@click.option(
+    "--alpha",
+    type=float,
+    default=None,
+    help="Level of the Holm-corrected pair tests [default: 1 - confidence].",
+)
 @formula_option
 @resamples_option
 @seed_option
 @confidence_option
 @json_option
-def leaderboard_cmd(files, on, score, cluster, alpha, formula, resamples, seed, confidence, as_json) -> None:
+def leaderboard_cmd(
+    files, on, score, cluster, alpha, formula, resamples, seed, confidence, as_json
+) -> None:
     """Rank models (FILE or NAME=FILE each) with intervals, rank intervals, Holm-corrected pairs
     and the groups that cannot be told apart."""
     from labcoat.stats.leaderboard import leaderboard
@@ -256,7 +348,10 @@ def leaderboard_cmd(files, on, score, cluster, alpha, formula, resamples, seed, 
         tables.append(table)
         names.append(given or _name(path, table))
     if len(set(names)) < len(names):
-        names = [given if "=" in spec else Path(spec.rstrip("/")).stem for spec, given in zip(files, names)]
+        names = [
+            given if "=" in spec else Path(spec.rstrip("/")).stem
+            for spec, given in zip(files, names)
+        ]
     if len(set(names)) < len(names):
         raise InputError(f"two models share a name ({', '.join(names)}); name them with NAME=FILE.")
     result = leaderboard(
@@ -277,7 +372,12 @@ def leaderboard_cmd(files, on, score, cluster, alpha, formula, resamples, seed, 
 @click.argument("old")
 @click.option("--on", "on", required=True, help="Question id column present in both files.")
 @click.option("--score", required=True, help="Score column present in both files.")
-@click.option("--margin", type=float, required=True, help="How much worse the new model may be (δ, in score units).")
+@click.option(
+    "--margin",
+    type=float,
+    required=True,
+    help="How much worse the new model may be (δ, in score units).",
+)
 @click.option("--cluster", default=None, help="Cluster column (read from NEW).")
 @strict_option
 @formula_option
@@ -305,48 +405,133 @@ def gate_cmd(new, old, on, score, margin, cluster, strict, formula, confidence, 
 
 
 @stats.command("power")
-@click.option("--omega2", type=float, default=None, help="Variance of the per-question difference in true scores (ω²).")
-@click.option("--sigma2-a", type=float, default=0.0, show_default=True, help="Mean within-question variance of A (σ²_A).")
-@click.option("--sigma2-b", type=float, default=0.0, show_default=True, help="Mean within-question variance of B (σ²_B).")
-@click.option("--k-a", type=float, default=1, show_default=True, help="Answers drawn per question for A.")
-@click.option("--k-b", type=float, default=1, show_default=True, help="Answers drawn per question for B.")
+@click.option(
+    "--omega2",
+    type=float,
+    default=None,
+    help="Variance of the per-question difference in true scores (ω²).",
+)
+@click.option(
+    "--sigma2-a",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Mean within-question variance of A (σ²_A).",
+)
+@click.option(
+    "--sigma2-b",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Mean within-question variance of B (σ²_B).",
+)
+@click.option(
+    "--k-a", type=float, default=1, show_default=True, help="Answers drawn per question for A."
+)
+@click.option(
+    "--k-b", type=float, default=1, show_default=True, help="Answers drawn per question for B."
+)
 @click.option("--mde", type=float, default=None, help="Difference to detect: solve for n (Eq 9).")
-@click.option("--n", "n", type=float, default=None, help="Questions available: solve for the MDE (Eq 10), or the power with --effect.")
-@click.option("--effect", type=float, default=None, help="With --n: the power to detect this difference.")
+@click.option(
+    "--n",
+    "n",
+    type=float,
+    default=None,
+    help="Questions available: solve for the MDE (Eq 10), or the power with --effect.",
+)
+@click.option(
+    "--effect", type=float, default=None, help="With --n: the power to detect this difference."
+)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level.")
-@click.option("--power", "power", type=float, default=0.8, show_default=True, help="Probability of detecting the MDE.")
-@click.option("--one-sided", is_flag=True, help="One-sided test (the direction of the effect is known in advance).")
-@click.option("--icc", type=float, default=None, help="Intra-cluster correlation (with --cluster-size): design effect.")
-@click.option("--cluster-size", type=float, default=None, help="Questions per cluster (with --icc).")
-@click.option("--design-effect", type=float, default=None, help="Variance inflation from clustering, if known.")
+@click.option(
+    "--power",
+    "power",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="Probability of detecting the MDE.",
+)
+@click.option(
+    "--one-sided",
+    is_flag=True,
+    help="One-sided test (the direction of the effect is known in advance).",
+)
+@click.option(
+    "--icc",
+    type=float,
+    default=None,
+    help="Intra-cluster correlation (with --cluster-size): design effect.",
+)
+@click.option(
+    "--cluster-size", type=float, default=None, help="Questions per cluster (with --icc)."
+)
+@click.option(
+    "--design-effect",
+    type=float,
+    default=None,
+    help="Variance inflation from clustering, if known.",
+)
 @click.option("--pilot-a", default=None, help="Pilot results of A to estimate ω², σ²_A.")
 @click.option("--pilot-b", default=None, help="Pilot results of B to estimate ω², σ²_B.")
 @click.option("--on", "on", default=None, help="Question id column of the pilot files.")
 @click.option("--score", default=None, help="Score column of the pilot files.")
-@click.option("--cluster", default=None, help="Cluster column of pilot A: estimate the design effect from it.")
+@click.option(
+    "--cluster", default=None, help="Cluster column of pilot A: estimate the design effect from it."
+)
 @json_option
 def power_cmd(
-    omega2, sigma2_a, sigma2_b, k_a, k_b, mde, n, effect, alpha, power, one_sided, icc, cluster_size,
-    design_effect, pilot_a, pilot_b, on, score, cluster, as_json,
+    omega2,
+    sigma2_a,
+    sigma2_b,
+    k_a,
+    k_b,
+    mde,
+    n,
+    effect,
+    alpha,
+    power,
+    one_sided,
+    icc,
+    cluster_size,
+    design_effect,
+    pilot_a,
+    pilot_b,
+    on,
+    score,
+    cluster,
+    as_json,
 ) -> None:
     """Questions needed for an MDE (--mde), the MDE of n questions (--n), or the power of n
     questions at a given effect (--n --effect); with clusters through a design effect."""
     from labcoat.stats import power as pw
 
     if mde is not None and (n is not None or effect is not None):
-        raise InputError("give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the power).")
+        raise InputError(
+            "give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the "
+            "power)."
+        )
     if mde is None and n is None:
-        raise InputError("give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the power).")
+        raise InputError(
+            "give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the "
+            "power)."
+        )
     if (pilot_a is None) != (pilot_b is None):
         raise InputError("give both --pilot-a and --pilot-b, or neither.")
     deff = _design_effect(icc, cluster_size, design_effect, pilot_a, pilot_b, on, score, cluster)
     if pilot_a is not None:
         omega2, sigma2_a, sigma2_b = _pilot_components(pilot_a, pilot_b, on, score)
     elif omega2 is None:
-        raise InputError("give --omega2 (and optionally --sigma2-a/--sigma2-b), or pilot files to estimate them.")
+        raise InputError(
+            "give --omega2 (and optionally --sigma2-a/--sigma2-b), or pilot files to estimate them."
+        )
     kwargs = dict(
-        sigma2_a=sigma2_a, sigma2_b=sigma2_b, k_a=k_a, k_b=k_b, alpha=alpha,
-        alternative="one-sided" if one_sided else "two-sided", design_effect=deff,
+        sigma2_a=sigma2_a,
+        sigma2_b=sigma2_b,
+        k_a=k_a,
+        k_b=k_b,
+        alpha=alpha,
+        alternative="one-sided" if one_sided else "two-sided",
+        design_effect=deff,
     )
     if mde is not None:
         result = pw.sample_size(mde, omega2, power=power, **kwargs)
@@ -362,16 +547,23 @@ def _design_effect(icc, cluster_size, given, pilot_a, pilot_b, on, score, cluste
 
     ways = [icc is not None or cluster_size is not None, given is not None, cluster is not None]
     if sum(ways) > 1:
-        raise InputError("give one of --icc with --cluster-size, --design-effect, or --cluster with pilot files.")
+        raise InputError(
+            "give one of --icc with --cluster-size, --design-effect, or --cluster with pilot files."
+        )
     if ways[0]:
         if icc is None or cluster_size is None:
-            raise InputError("--icc and --cluster-size go together: the design effect is 1 + (size - 1) * icc.")
+            raise InputError(
+                "--icc and --cluster-size go together: the design effect is 1 + (size - 1) * icc."
+            )
         return pw.design_effect(icc, cluster_size)
     if given is not None:
         return given
     if cluster is not None:
         if pilot_a is None or on is None or score is None:
-            raise InputError("--cluster estimates the design effect from pilot files: give --pilot-a, --pilot-b, --on and --score.")
+            raise InputError(
+                "--cluster estimates the design effect from pilot files: give --pilot-a, "
+                "--pilot-b, --on and --score."
+            )
         from labcoat.stats._questions import match_ids
 
         ta, tb = _read(pilot_a), _read(pilot_b)
@@ -381,24 +573,37 @@ def _design_effect(icc, cluster_size, given, pilot_a, pilot_b, on, score, cluste
     return 1.0
 
 
-def _pilot_components(pilot_a: str, pilot_b: str, on: str | None, score: str | None) -> tuple[float, float, float]:
+def _pilot_components(
+    pilot_a: str, pilot_b: str, on: str | None, score: str | None
+) -> tuple[float, float, float]:
     from labcoat.stats.power import variance_components
 
     if on is None or score is None:
         raise InputError("pilot files need --on (question id column) and --score (score column).")
     ta, tb = _read(pilot_a), _read(pilot_b)
-    est = variance_components(ta.scores(score), tb.scores(score), ids_a=ta.labels(on), ids_b=tb.labels(on))
+    est = variance_components(
+        ta.scores(score), tb.scores(score), ids_a=ta.labels(on), ids_b=tb.labels(on)
+    )
     return est.omega2, est.sigma2_a, est.sigma2_b
 
 
 @stats.command("adjust")
 @click.argument("pvalues", nargs=-1, type=float)
-@click.option("--file", "file", default=None, help="Table with a column of p-values (instead of PVALUES).")
+@click.option(
+    "--file", "file", default=None, help="Table with a column of p-values (instead of PVALUES)."
+)
 @click.option("--column", default=None, help="The p-value column of --file.")
 @click.option("--label", default=None, help="Column of --file naming each test.")
-@click.option("--method", type=click.Choice(["holm", "bh"]), default="holm", show_default=True,
-              help="holm: family-wise error (any dependence); bh: false discovery rate.")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Level at which to reject.")
+@click.option(
+    "--method",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="holm: family-wise error (any dependence); bh: false discovery rate.",
+)
+@click.option(
+    "--alpha", type=float, default=0.05, show_default=True, help="Level at which to reject."
+)
 @json_option
 def adjust_cmd(pvalues, file, column, label, method, alpha, as_json) -> None:
     """Holm or Benjamini-Hochberg adjusted p-values for many comparisons at once."""
@@ -434,12 +639,21 @@ _METRIC_INPUTS = {
 
 @stats.command("bootstrap")
 @click.argument("file")
-@click.option("--metric", type=click.Choice(sorted(_METRIC_INPUTS)), required=True, help="Corpus-level metric.")
+@click.option(
+    "--metric",
+    type=click.Choice(sorted(_METRIC_INPUTS)),
+    required=True,
+    help="Corpus-level metric.",
+)
 @click.option("--score", default=None, help="Score column (metric mean).")
-@click.option("--true", "true_col", default=None, help="Gold label column (f1, precision, recall, mcc).")
+@click.option(
+    "--true", "true_col", default=None, help="Gold label column (f1, precision, recall, mcc)."
+)
 @click.option("--pred", default=None, help="Predicted label column (f1, precision, recall, mcc).")
 @click.option("--pos-label", default="1", show_default=True, help="Label of the positive class.")
-@click.option("--nll", default=None, help="Summed negative log-likelihood per item, in nats (perplexity).")
+@click.option(
+    "--nll", default=None, help="Summed negative log-likelihood per item, in nats (perplexity)."
+)
 @click.option("--tokens", default=None, help="Token count per item (perplexity).")
 @click.option("--hyp", default=None, help="Hypothesis text column, whitespace-tokenised (bleu).")
 @click.option("--ref", default=None, help="Reference text column (bleu).")
@@ -447,7 +661,22 @@ _METRIC_INPUTS = {
 @seed_option
 @confidence_option
 @json_option
-def bootstrap_cmd(file: str, metric: str, score, true_col, pred, pos_label, nll, tokens, hyp, ref, resamples, seed, confidence, as_json) -> None:
+def bootstrap_cmd(
+    file: str,
+    metric: str,
+    score,
+    true_col,
+    pred,
+    pos_label,
+    nll,
+    tokens,
+    hyp,
+    ref,
+    resamples,
+    seed,
+    confidence,
+    as_json,
+) -> None:
     """Bootstrap SE and CI of a corpus metric by resampling per-item sufficient statistics."""
     from labcoat.stats.bootstrap import (
         bleu_statistics,
@@ -456,7 +685,15 @@ def bootstrap_cmd(file: str, metric: str, score, true_col, pred, pos_label, nll,
         perplexity_statistics,
     )
 
-    given = {"score": score, "true": true_col, "pred": pred, "nll": nll, "tokens": tokens, "hyp": hyp, "ref": ref}
+    given = {
+        "score": score,
+        "true": true_col,
+        "pred": pred,
+        "nll": nll,
+        "tokens": tokens,
+        "hyp": hyp,
+        "ref": ref,
+    }
     missing = [f"--{name}" for name in _METRIC_INPUTS[metric] if given[name] is None]
     if missing:
         raise InputError(f"--metric {metric} needs {' and '.join(missing)}.")
@@ -465,21 +702,37 @@ def bootstrap_cmd(file: str, metric: str, score, true_col, pred, pos_label, nll,
         values = table.scores(score)
         data = np.stack([values, np.ones_like(values)], axis=1)
     elif metric in ("f1", "precision", "recall", "mcc"):
-        data = classification_statistics(table.labels(true_col), table.labels(pred), pos_label=str(pos_label))
+        data = classification_statistics(
+            table.labels(true_col), table.labels(pred), pos_label=str(pos_label)
+        )
     elif metric == "perplexity":
         data = perplexity_statistics(table.scores(nll), table.scores(tokens))
     else:
-        data = bleu_statistics([str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)])
-    result = bootstrap_metric(data, metric, n_resamples=resamples, confidence=confidence, random_state=seed)
+        data = bleu_statistics(
+            [str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)]
+        )
+    result = bootstrap_metric(
+        data, metric, n_resamples=resamples, confidence=confidence, random_state=seed
+    )
     respond(as_json, result, lambda: _render("bootstrap_view", result))
 
 
 @stats.command("seeds")
 @click.argument("file")
-@click.option("--score", required=True, help="Score column (normalised so that --gamma is the target).")
+@click.option(
+    "--score", required=True, help="Score column (normalised so that --gamma is the target)."
+)
 @click.option("--task", default=None, help="Task column (omit for a single task).")
-@click.option("--method", "method_col", default=None, help="Column naming the method/algorithm of each run.")
-@click.option("--gamma", type=float, default=1.0, show_default=True, help="Target score of the optimality gap.")
+@click.option(
+    "--method", "method_col", default=None, help="Column naming the method/algorithm of each run."
+)
+@click.option(
+    "--gamma",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Target score of the optimality gap.",
+)
 @resamples_option
 @seed_option
 @confidence_option
@@ -507,17 +760,29 @@ def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence,
 @stats.command("sequential")
 @click.argument("file")
 @click.option("--score", required=True, help="Score column, streamed in file order.")
-@click.option("--lower", type=float, default=0.0, show_default=True, help="Smallest possible score.")
+@click.option(
+    "--lower", type=float, default=0.0, show_default=True, help="Smallest possible score."
+)
 @click.option("--upper", type=float, default=1.0, show_default=True, help="Largest possible score.")
-@click.option("--width", type=float, default=None, help="Stop once the interval is narrower than this.")
-@click.option("--threshold", type=float, default=None, help="Stop once the interval excludes this value.")
-@click.option("--baseline", default=None, help="Second model's file: stream A − B on matched ids.")
+@click.option(
+    "--width", type=float, default=None, help="Stop once the interval is narrower than this."
+)
+@click.option(
+    "--threshold", type=float, default=None, help="Stop once the interval excludes this value."
+)
+@click.option(
+    "--baseline", default=None, help="Second model's file: stream A − B on matched ids."
+)
 @click.option("--on", "on", default=None, help="Question id column (with --baseline).")
-@click.option("--batch", type=int, default=1, show_default=True, help="Items scored between checks.")
+@click.option(
+    "--batch", type=int, default=1, show_default=True, help="Items scored between checks."
+)
 @strict_option
 @confidence_option
 @json_option
-def sequential_cmd(file, score, lower, upper, width, threshold, baseline, on, batch, strict, confidence, as_json) -> None:
+def sequential_cmd(
+    file, score, lower, upper, width, threshold, baseline, on, batch, strict, confidence, as_json
+) -> None:
     """Replay an eval item by item and report when an anytime-valid interval lets it stop."""
     from dataclasses import replace
 
@@ -534,12 +799,23 @@ def sequential_cmd(file, score, lower, upper, width, threshold, baseline, on, ba
         match = shared_ids(table.labels(on), base.labels(on))
         if match.only_a or match.only_b:
             if strict:
-                raise InputError(f"question ids differ between {file} and {baseline}: {match.describe()}.")
-            notes = (f"{len(match.only_a)} item(s) only in A and {len(match.only_b)} only in the baseline were left out",)
+                raise InputError(
+                    f"question ids differ between {file} and {baseline}: {match.describe()}."
+                )
+            notes = (
+                f"{len(match.only_a)} item(s) only in A and {len(match.only_b)} only in the "
+                "baseline were left out",
+            )
         values, other = values[match.index_a], base.scores(score)[match.index_b]
     result = replay(
-        values, baseline=other, lower=lower, upper=upper, width=width, threshold=threshold,
-        batch=batch, confidence=confidence,
+        values,
+        baseline=other,
+        lower=lower,
+        upper=upper,
+        width=width,
+        threshold=threshold,
+        batch=batch,
+        confidence=confidence,
     )
     result = replace(result, warnings=result.warnings + notes)
     respond(as_json, result, lambda: _render("sequential_view", result))

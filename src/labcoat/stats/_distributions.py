@@ -55,7 +55,11 @@ def _cornish_fisher(p: float, df: float) -> float:
 
 
 def _density(t: float, df: float) -> float:
-    log = _log_gamma_ratio(df / 2, 0.5) - 0.5 * math.log(df * math.pi) - (df + 1) / 2 * math.log1p(t * t / df)
+    log = (
+        _log_gamma_ratio(df / 2, 0.5)
+        - 0.5 * math.log(df * math.pi)
+        - (df + 1) / 2 * math.log1p(t * t / df)
+    )
     return math.exp(log)
 
 
@@ -67,7 +71,13 @@ def _log_gamma_ratio(a: float, b: float) -> float:
     """``lgamma(a + b) - lgamma(a)`` without the cancellation of two huge numbers at large a."""
     if a < 50:
         return math.lgamma(a + b) - math.lgamma(a)
-    return (a - 0.5) * math.log1p(b / a) + b * math.log(a + b) - b + _stirling_tail(a + b) - _stirling_tail(a)
+    return (
+        (a - 0.5) * math.log1p(b / a)
+        + b * math.log(a + b)
+        - b
+        + _stirling_tail(a + b)
+        - _stirling_tail(a)
+    )
 
 
 def upper_tail(x: float, df: float | None = None) -> float:

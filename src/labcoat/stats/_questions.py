@@ -18,7 +18,8 @@ from labcoat.stats._validation import check_scores
 
 @dataclass(frozen=True)
 class Questions:
-    """Per-question scores: ``means[i]`` averages the ``counts[i]`` answers to question ``ids[i]``."""
+    """Per-question scores: ``means[i]`` averages the ``counts[i]`` answers to question
+    ``ids[i]``."""
 
     ids: np.ndarray
     means: np.ndarray
@@ -63,11 +64,18 @@ def question_scores(scores: Any, ids: Any = None, *, name: str = "scores") -> Qu
     values = check_scores(arr, name)
     if ids is None:
         rows = np.arange(values.size)
-        return Questions(rows, values, np.ones(values.size, dtype=int), np.full(values.size, np.nan), rows)
+        return Questions(
+            rows, values, np.ones(values.size, dtype=int), np.full(values.size, np.nan), rows
+        )
     labels = np.asarray(ids)
     if labels.shape != values.shape:
-        raise InputError(f"`ids` must label every row of `{name}`; got {labels.size} ids for {values.size} scores.")
-    uniq, first, inverse, counts = np.unique(labels, return_index=True, return_inverse=True, return_counts=True)
+        raise InputError(
+            f"`ids` must label every row of `{name}`; got {labels.size} ids for {values.size} "
+            "scores."
+        )
+    uniq, first, inverse, counts = np.unique(
+        labels, return_index=True, return_inverse=True, return_counts=True
+    )
     order = np.argsort(first)  # keep the order in which questions first appear
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -89,16 +97,21 @@ def per_question(labels: Any, questions: Questions, name: str) -> np.ndarray:
     rows = questions.row_to_question
     if rows is None or col.size == questions.n and rows.size == questions.n:
         if col.size != questions.n:
-            raise InputError(f"`{name}` must have one label per question; got {col.size} for {questions.n}.")
+            raise InputError(
+                f"`{name}` must have one label per question; got {col.size} for {questions.n}."
+            )
         return col
     if col.size != rows.size:
-        raise InputError(f"`{name}` must have one label per row; got {col.size} labels for {rows.size} rows.")
+        raise InputError(
+            f"`{name}` must have one label per row; got {col.size} labels for {rows.size} rows."
+        )
     picked = col[questions.first_row]
     mismatch = np.flatnonzero(col != picked[rows])
     if mismatch.size:
         bad = questions.ids[rows[mismatch[0]]]
         raise InputError(
-            f"`{name}` differs between answers to the same question (e.g. id {bad!r}); a question's "
+            f"`{name}` differs between answers to the same question (e.g. id {bad!r}); a "
+            "question's "
             "answers must all belong to one cluster."
         )
     return picked

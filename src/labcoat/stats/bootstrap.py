@@ -124,7 +124,9 @@ def _bleu(t: np.ndarray) -> np.ndarray:
     matches, totals = t[..., :BLEU_ORDER], t[..., BLEU_ORDER : 2 * BLEU_ORDER]
     hyp, ref = t[..., -2], t[..., -1]
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_precision = np.where(matches > 0, np.log(matches) - np.log(np.where(totals > 0, totals, 1)), -np.inf)
+        log_precision = np.where(
+            matches > 0, np.log(matches) - np.log(np.where(totals > 0, totals, 1)), -np.inf
+        )
         brevity = np.where(hyp < ref, 1.0 - ref / np.where(hyp > 0, hyp, 1), 0.0)
         brevity = np.where(hyp > 0, brevity, -np.inf)
     return 100.0 * np.exp(log_precision.mean(axis=-1) + brevity)
@@ -136,14 +138,19 @@ def classification_statistics(y_true: Any, y_pred: Any, *, pos_label: Any = 1) -
     t = np.asarray(y_true)
     p = np.asarray(y_pred)
     if t.ndim != 1 or p.ndim != 1:
-        raise InputError(f"`y_true` and `y_pred` must be 1-D labels; got shapes {t.shape} and {p.shape}.")
+        raise InputError(
+            f"`y_true` and `y_pred` must be 1-D labels; got shapes {t.shape} and {p.shape}."
+        )
     check_same_length(t, p, ("y_true", "y_pred"))
     if not (np.any(t == pos_label) or np.any(p == pos_label)):
         raise InputError(
-            f"`pos_label` {pos_label!r} appears in neither `y_true` nor `y_pred`; pass the label of the positive class."
+            f"`pos_label` {pos_label!r} appears in neither `y_true` nor `y_pred`; pass the label "
+            "of the positive class."
         )
     truth, guess = t == pos_label, p == pos_label
-    return np.stack([truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess], axis=1).astype(float)
+    return np.stack(
+        [truth & guess, ~truth & guess, truth & ~guess, ~truth & ~guess], axis=1
+    ).astype(float)
 
 
 def perplexity_statistics(nll: Any, tokens: Any) -> np.ndarray:
@@ -155,7 +162,9 @@ def perplexity_statistics(nll: Any, tokens: Any) -> np.ndarray:
     return np.stack([a, b], axis=1)
 
 
-def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]) -> np.ndarray:
+def bleu_statistics(
+    hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]
+) -> np.ndarray:
     """Per-sentence clipped n-gram matches, n-gram totals, hypothesis and reference lengths.
 
     Sentences are split on whitespace: tokenise beforehand the way your benchmark does (the
@@ -165,7 +174,8 @@ def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str] | Seque
     """
     if len(hypotheses) != len(references):
         raise InputError(
-            f"`hypotheses` and `references` must pair up; got {len(hypotheses)} and {len(references)}."
+            f"`hypotheses` and `references` must pair up; got {len(hypotheses)} and "
+            f"{len(references)}."
         )
     out = np.zeros((len(hypotheses), len(_BLEU_COLUMNS)))
     for i, (hyp, refs) in enumerate(zip(hypotheses, references)):
@@ -190,7 +200,9 @@ def _ngrams(words: list[str], n: int) -> Counter:
     return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]) -> float:
+def corpus_bleu(
+    hypotheses: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]
+) -> float:
     """Corpus BLEU-4 on whitespace tokens, 0-100 (:func:`bleu_statistics` summed)."""
     return METRICS["bleu"](bleu_statistics(hypotheses, references))
 
@@ -209,9 +221,15 @@ def bootstrap_metric(
     ``stats`` is ``(n_items, len(metric.columns))`` in the metric's column order (see
     ``METRICS[name].columns`` and the ``*_statistics`` helpers).
     """
-    spec, data, n_resamples, confidence, rng = _bootstrap_iv(stats, metric, n_resamples, confidence, random_state)
-    values = np.concatenate([spec.from_totals(totals) for totals in resampled_totals(data, n_resamples, rng)])
-    return BootstrapResult(spec(data), float(values.std(ddof=1)), values, spec.name, data.shape[0], confidence)
+    spec, data, n_resamples, confidence, rng = _bootstrap_iv(
+        stats, metric, n_resamples, confidence, random_state
+    )
+    values = np.concatenate(
+        [spec.from_totals(totals) for totals in resampled_totals(data, n_resamples, rng)]
+    )
+    return BootstrapResult(
+        spec(data), float(values.std(ddof=1)), values, spec.name, data.shape[0], confidence
+    )
 
 
 #: multiclass metrics of a confusion matrix, vectorised over leading axes (rows: true class)
@@ -264,12 +282,19 @@ def bootstrap_confusion(
     """
     m = np.asarray(confusion)
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 2:
-        raise InputError(f"`confusion` must be a square C x C matrix of counts with C >= 2; got shape {m.shape}.")
+        raise InputError(
+            f"`confusion` must be a square C x C matrix of counts with C >= 2; got shape {m.shape}."
+        )
     if not np.issubdtype(m.dtype, np.number) or (m < 0).any() or not np.all(m == np.round(m)):
-        raise InputError("`confusion` must hold non-negative whole counts (rows: true class, columns: predicted).")
+        raise InputError(
+            "`confusion` must hold non-negative whole counts (rows: true class, columns: "
+            "predicted)."
+        )
     fn = CONFUSION_METRICS.get(metric)
     if fn is None:
-        raise InputError(f"`metric` must be one of {', '.join(sorted(CONFUSION_METRICS))}; got {metric!r}.")
+        raise InputError(
+            f"`metric` must be one of {', '.join(sorted(CONFUSION_METRICS))}; got {metric!r}."
+        )
     if metric == "f1" and m.shape[0] != 2:
         raise InputError(f"`f1` is the binary F1; for {m.shape[0]} classes use 'macro_f1'.")
     counts = m.astype(np.int64).reshape(-1)
@@ -281,7 +306,9 @@ def bootstrap_confusion(
     rng = check_random_state(random_state)
     draws = rng.multinomial(n, counts / n, size=n_resamples).reshape(n_resamples, *m.shape)
     values = fn(draws.astype(float))
-    return BootstrapResult(float(fn(m.astype(float))), float(values.std(ddof=1)), values, metric, n, confidence)
+    return BootstrapResult(
+        float(fn(m.astype(float))), float(values.std(ddof=1)), values, metric, n, confidence
+    )
 
 
 def bootstrap_difference(
@@ -297,18 +324,32 @@ def bootstrap_difference(
 
     Both systems get the same resample of items, which is what makes the comparison paired.
     """
-    spec, a, n_resamples, confidence, rng = _bootstrap_iv(stats_a, metric, n_resamples, confidence, random_state)
+    spec, a, n_resamples, confidence, rng = _bootstrap_iv(
+        stats_a, metric, n_resamples, confidence, random_state
+    )
     _, b, *_ = _bootstrap_iv(stats_b, spec, n_resamples, confidence, None)
     check_same_length(a, b, ("stats_a", "stats_b"))
     both = np.concatenate([a, b], axis=1)
     d = a.shape[1]
     values = np.concatenate(
-        [spec.from_totals(t[:, :d]) - spec.from_totals(t[:, d:]) for t in resampled_totals(both, n_resamples, rng)]
+        [
+            spec.from_totals(t[:, :d]) - spec.from_totals(t[:, d:])
+            for t in resampled_totals(both, n_resamples, rng)
+        ]
     )
-    return BootstrapResult(spec(a) - spec(b), float(values.std(ddof=1)), values, f"{spec.name} difference", a.shape[0], confidence)
+    return BootstrapResult(
+        spec(a) - spec(b),
+        float(values.std(ddof=1)),
+        values,
+        f"{spec.name} difference",
+        a.shape[0],
+        confidence,
+    )
 
 
-def resampled_totals(data: np.ndarray, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+def resampled_totals(
+    data: np.ndarray, n_resamples: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
     """Column totals of ``n_resamples`` bootstrap resamples of the rows of ``data``, in chunks.
 
     Each resample draws ``n`` row indices with replacement; ``bincount`` turns them into
@@ -347,7 +388,8 @@ def _bootstrap_iv(stats, metric, n_resamples, confidence, random_state):
         data = data[:, None]
     if data.ndim != 2 or data.shape[1] != len(spec.columns):
         raise InputError(
-            f"`stats` for {spec.name} must have one row per item and columns {', '.join(spec.columns)}; "
+            f"`stats` for {spec.name} must have one row per item and columns "
+            f"{', '.join(spec.columns)}; "
             f"got shape {data.shape}."
         )
     if data.shape[0] < 2:

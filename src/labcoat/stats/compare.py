@@ -177,13 +177,17 @@ def compare(
 def _paired_iv(a: Any, b: Any, ids_a: Any, ids_b: Any, strict: bool):
     """Questions of both sides, the positions that line them up, and the counts left out."""
     if (ids_a is None) != (ids_b is None):
-        raise InputError("give both `ids_a` and `ids_b` to match questions by id, or neither to match by position.")
+        raise InputError(
+            "give both `ids_a` and `ids_b` to match questions by id, or neither to match by "
+            "position."
+        )
     qa = question_scores(a, ids_a, name="a")
     qb = question_scores(b, ids_b, name="b")
     if ids_a is None:
         if qa.n != qb.n:
             raise InputError(
-                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} and "
+                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} "
+                "and "
                 f"{qb.n} questions. Pass ids to match them, or compare unpaired (paired=False)."
             )
         index = np.arange(qa.n)
@@ -213,7 +217,10 @@ def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> Co
     clusters = None
     if ra.n_clusters is not None or rb.n_clusters is not None:
         clusters = (ra.n_clusters or ra.n) + (rb.n_clusters or rb.n)
-    pooled = math.sqrt(((ra.n - 1) * (ra.se_clt**2 * ra.n) + (rb.n - 1) * (rb.se_clt**2 * rb.n)) / (ra.n + rb.n - 2))
+    pooled = math.sqrt(
+        ((ra.n - 1) * (ra.se_clt**2 * ra.n) + (rb.n - 1) * (rb.se_clt**2 * rb.n))
+        / (ra.n + rb.n - 2)
+    )
     return CompareResult(
         diff=diff,
         se=se,
@@ -243,7 +250,9 @@ def _welch_df(var_a: float, df_a: float | None, var_b: float, df_b: float | None
     return float((var_a + var_b) ** 2 / den) if den > 0 else float(min(df_a, df_b))
 
 
-def detectable_effect(se: float, confidence: float, df: float | None, power: float = MDE_POWER) -> float:
+def detectable_effect(
+    se: float, confidence: float, df: float | None, power: float = MDE_POWER
+) -> float:
     """Smallest true difference a two-sided test at ``1 - confidence`` detects with ``power``."""
     return (quantile(0.5 + confidence / 2, df) + quantile(power, df)) * se
 
@@ -272,9 +281,13 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
 def _warnings(n: int, se: float, n_clusters: int | None, formula: str) -> tuple[str, ...]:
     out = []
     if se == 0:
-        out.append("the two models score every question identically apart from a constant: the SE is 0")
+        out.append(
+            "the two models score every question identically apart from a constant: the SE is 0"
+        )
     if n < FEW_ITEMS:
-        out.append(f"only {n} matched questions: intervals built on the CLT are unreliable at this size")
+        out.append(
+            f"only {n} matched questions: intervals built on the CLT are unreliable at this size"
+        )
     if n_clusters is not None and n_clusters < FEW_ITEMS:
         if formula == "miller":
             out.append(
@@ -282,7 +295,9 @@ def _warnings(n: int, se: float, n_clusters: int | None, formula: str) -> tuple[
                 "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
             )
         else:
-            out.append(f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide")
+            out.append(
+                f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"
+            )
     return tuple(out)
 
 

@@ -83,7 +83,9 @@ def paired_permutation_test(
         hits = np.count_nonzero(np.abs(null) >= abs(observed) * (1 - 1e-14))
         return PermutationResult(observed, float(hits / null.size), null, n, units, True)
     if units < 2:
-        raise InputError(f"a permutation test needs at least 2 units (questions or clusters); got {units}.")
+        raise InputError(
+            f"a permutation test needs at least 2 units (questions or clusters); got {units}."
+        )
     rng = check_random_state(random_state)
     rows = max(1, _CHUNK_CELLS // units)
     parts = []

@@ -73,7 +73,9 @@ def gate(
 ) -> GateResult:
     """Decide whether ``new`` is not worse than ``old`` by more than ``margin`` (paired)."""
     margin = check_positive(margin, "margin", allow_zero=True)
-    res = compare(new, old, cluster, confidence, ids_a=ids_new, ids_b=ids_old, formula=formula, strict=strict)
+    res = compare(
+        new, old, cluster, confidence, ids_a=ids_new, ids_b=ids_old, formula=formula, strict=strict
+    )
     ci = res.ci
     if ci.low > -margin:
         decision, more = "ALLOW", None
@@ -84,9 +86,14 @@ def gate(
     notes = list(res.warnings)
     if decision == "INCONCLUSIVE":
         if more is None:
-            notes.append("the difference sits on the margin: no number of questions is sure to decide")
+            notes.append(
+                "the difference sits on the margin: no number of questions is sure to decide"
+            )
         else:
-            notes.append(f"about {more} more questions would decide, if the difference stays at {res.diff:+.3g}")
+            notes.append(
+                f"about {more} more questions would decide, if the difference stays at "
+                f"{res.diff:+.3g}"
+            )
     return GateResult(decision, res.diff, ci, margin, more, res, tuple(notes))
 
 

@@ -136,7 +136,10 @@ def leaderboard(
         raise InputError(f"a leaderboard needs at least 2 models; got {len(names)}.")
     matrix, codes, dropped = _common_questions(scores, ids, cluster, names)
     n = matrix.shape[0]
-    fits = [mean(matrix[:, j], None if codes is None else codes, confidence, formula=formula) for j in range(len(names))]
+    fits = [
+        mean(matrix[:, j], None if codes is None else codes, confidence, formula=formula)
+        for j in range(len(names))
+    ]
     means = matrix.mean(axis=0)
     order = np.argsort(-means, kind="stable")
     ranks = _ranks(means[None, :])[0]
@@ -158,7 +161,10 @@ def leaderboard(
             fits[j].se,
             fits[j].ci,
             int(ranks[j]),
-            (int(np.floor(np.quantile(rank_draws[:, j], low_q))), int(np.ceil(np.quantile(rank_draws[:, j], high_q)))),
+            (
+                int(np.floor(np.quantile(rank_draws[:, j], low_q))),
+                int(np.ceil(np.quantile(rank_draws[:, j], high_q))),
+            ),
             dropped[names[j]],
         )
         for j in order
@@ -209,7 +215,8 @@ def _common_questions(scores, ids, cluster, names):
         sizes = {q.n for q in per_model}
         if len(sizes) > 1:
             raise InputError(
-                f"models score different numbers of questions ({sorted(sizes)}); pass ids to match them."
+                f"models score different numbers of questions ({sorted(sizes)}); pass ids to match "
+                "them."
             )
         matrix = np.column_stack([q.means for q in per_model])
         first, rows = per_model[0], np.arange(matrix.shape[0])
@@ -225,7 +232,8 @@ def _common_questions(scores, ids, cluster, names):
         if len(shared) < 2:
             raise InputError(
                 f"the models share {len(shared)} question id(s); a leaderboard needs at least 2 "
-                "questions every model answered. Check that the id column is the same in every file."
+                "questions every model answered. Check that the id column is the same in every "
+                "file."
             )
         first = per_model[0]
         keep = [i for i, key in enumerate(first.ids.tolist()) if key in shared]
@@ -249,12 +257,16 @@ def _ranks(means: np.ndarray) -> np.ndarray:
     return (means[:, None, :] > means[:, :, None]).sum(axis=2) + 1
 
 
-def _bootstrap_ranks(matrix: np.ndarray, codes: np.ndarray | None, n_resamples: int, rng) -> np.ndarray:
+def _bootstrap_ranks(
+    matrix: np.ndarray, codes: np.ndarray | None, n_resamples: int, rng
+) -> np.ndarray:
     """``(n_resamples, models)`` ranks over bootstrap resamples of questions (or clusters)."""
     if codes is None:
         unit_sums, unit_sizes = matrix, np.ones(matrix.shape[0])
     else:
-        unit_sums = np.stack([np.bincount(codes, weights=matrix[:, j]) for j in range(matrix.shape[1])], axis=1)
+        unit_sums = np.stack(
+            [np.bincount(codes, weights=matrix[:, j]) for j in range(matrix.shape[1])], axis=1
+        )
         unit_sizes = np.bincount(codes).astype(float)
     units = unit_sizes.size
     rows = max(1, _CHUNK_CELLS // units)

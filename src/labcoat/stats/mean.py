@@ -141,12 +141,18 @@ def mean(
     )
 
 
-def _mean_iv(scores: Any, cluster: Any, confidence: Any, ids: Any) -> tuple[Questions, np.ndarray | None, float]:
+def _mean_iv(
+    scores: Any, cluster: Any, confidence: Any, ids: Any
+) -> tuple[Questions, np.ndarray | None, float]:
     confidence = check_probability(confidence, "confidence")
     questions = question_scores(scores, ids)
     if questions.n < 2:
-        raise InputError(f"`scores` needs at least 2 questions for a standard error; got {questions.n}.")
-    clusters = None if cluster is None else cluster_codes(per_question(cluster, questions, "cluster"))
+        raise InputError(
+            f"`scores` needs at least 2 questions for a standard error; got {questions.n}."
+        )
+    clusters = (
+        None if cluster is None else cluster_codes(per_question(cluster, questions, "cluster"))
+    )
     return questions, clusters, confidence
 
 
@@ -196,7 +202,8 @@ def cr1_se(centred: np.ndarray, codes: np.ndarray) -> float:
 
 
 def clustered_se(centred: np.ndarray, codes: np.ndarray) -> float:
-    """Miller Eq 4: ``sqrt(SE_CLT^2 + n^-2 * sum_c sum_i sum_{j != i} e_ic e_jc)`` for centred scores ``e``.
+    """Miller Eq 4: ``sqrt(SE_CLT^2 + n^-2 * sum_c sum_i sum_{j != i} e_ic e_jc)`` for centred
+    scores ``e``.
 
     The cross products within a cluster are ``(sum_i e_ic)^2 - sum_i e_ic^2``, so the whole sum
     is one ``bincount``.
@@ -254,8 +261,10 @@ def trust_warnings(x: np.ndarray, n_clusters: int | None, formula: str = "cr1") 
         hits = int(x.sum())
         if min(hits, n - hits) < 10:
             out.append(
-                f"{min(hits, n - hits)} {'correct' if hits < n - hits else 'wrong'} answers of {n}: "
-                "a symmetric interval is unreliable this close to 0 or 1; prefer Wilson or Clopper-Pearson"
+                f"{min(hits, n - hits)} {'correct' if hits < n - hits else 'wrong'} answers of "
+                f"{n}: "
+                "a symmetric interval is unreliable this close to 0 or 1; prefer Wilson or "
+                "Clopper-Pearson"
             )
     if n_clusters is not None and n_clusters < FEW_ITEMS:
         if formula == "miller":
@@ -264,5 +273,7 @@ def trust_warnings(x: np.ndarray, n_clusters: int | None, formula: str = "cr1") 
                 "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
             )
         else:
-            out.append(f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide")
+            out.append(
+                f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"
+            )
     return tuple(out)

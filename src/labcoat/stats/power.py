@@ -55,7 +55,9 @@ class PowerResult:
     @property
     def variance(self) -> float:
         """Variance of one question-level difference, times the design effect."""
-        return (self.omega2 + self.sigma2_a / self.k_a + self.sigma2_b / self.k_b) * self.design_effect
+        return (
+            self.omega2 + self.sigma2_a / self.k_a + self.sigma2_b / self.k_b
+        ) * self.design_effect
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,8 +174,13 @@ def sample_size(
     with np.errstate(over="ignore", divide="ignore"):  # a tiny mde squares to 0
         n = float(np.float64(_z_sum(alpha, power, alternative)) ** 2 * var / np.float64(mde) ** 2)
     if not np.isfinite(n) or n > 2**62:
-        raise InputError(f"`mde` = {mde!r} is too small for these variances: the questions needed overflow a float.")
-    return _result(n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "n")
+        raise InputError(
+            f"`mde` = {mde!r} is too small for these variances: the questions needed overflow a "
+            "float."
+        )
+    return _result(
+        n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "n"
+    )
 
 
 def minimum_detectable_effect(
@@ -198,7 +205,9 @@ def minimum_detectable_effect(
         omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, design_effect
     )
     mde = _z_sum(alpha, power, alternative) * math.sqrt(var / n)
-    return _result(n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "mde")
+    return _result(
+        n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "mde"
+    )
 
 
 def power_at(
@@ -230,14 +239,29 @@ def power_at(
         achieved = upper_tail(crit - shift) + upper_tail(crit + shift)
     else:
         achieved = upper_tail(quantile(1 - alpha) - shift)
-    return _result(n, effect, achieved, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "power")
+    return _result(
+        n, effect, achieved, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "power"
+    )
 
 
-def _result(n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, solved) -> PowerResult:
+def _result(
+    n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, solved
+) -> PowerResult:
     n_int = int(math.ceil(n - 1e-9 * max(1.0, n)))  # 969.0000000001 from rounding is 969
     return PowerResult(
-        n_int, float(n), float(mde), float(power), float(omega2), float(sigma2_a), float(sigma2_b),
-        float(k_a), float(k_b), alpha, alternative, deff, solved,
+        n_int,
+        float(n),
+        float(mde),
+        float(power),
+        float(omega2),
+        float(sigma2_a),
+        float(sigma2_b),
+        float(k_a),
+        float(k_b),
+        alpha,
+        alternative,
+        deff,
+        solved,
     )
 
 
@@ -255,11 +279,19 @@ def _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, d
     var = omega2 + sigma2_a / k_a + sigma2_b / k_b
     if var <= 0:
         raise InputError(
-            "`omega2`, `sigma2_a` and `sigma2_b` are all 0, so any difference is detectable with one "
-            "question; give the variances from a pilot run (labcoat stats power --pilot-a/--pilot-b)."
+            "`omega2`, `sigma2_a` and `sigma2_b` are all 0, so any difference is detectable with "
+            "one "
+            "question; give the variances from a pilot run (labcoat stats power "
+            "--pilot-a/--pilot-b)."
         )
     alternative = check_choice(alternative, "alternative", ALTERNATIVES)
-    return var * deff, check_probability(alpha, "alpha"), check_probability(power, "power"), alternative, deff
+    return (
+        var * deff,
+        check_probability(alpha, "alpha"),
+        check_probability(power, "power"),
+        alternative,
+        deff,
+    )
 
 
 def _z_sum(alpha: float, power: float, alternative: str = "two-sided") -> float:
@@ -268,7 +300,9 @@ def _z_sum(alpha: float, power: float, alternative: str = "two-sided") -> float:
     return quantile(1 - tail) + quantile(power)
 
 
-def variance_components(a: Any, b: Any, *, ids_a: Any = None, ids_b: Any = None) -> VarianceComponents:
+def variance_components(
+    a: Any, b: Any, *, ids_a: Any = None, ids_b: Any = None
+) -> VarianceComponents:
     """Estimate ``omega2``, ``sigma2_A`` and ``sigma2_B`` from pilot scores on the same questions.
 
     ``a`` and ``b`` are ``(n, K)`` answers per question (or rows with ``ids``). ``sigma2`` is
@@ -283,7 +317,9 @@ def variance_components(a: Any, b: Any, *, ids_a: Any = None, ids_b: Any = None)
         raise InputError("give both `ids_a` and `ids_b`, or neither.")
     order = np.arange(qb.n) if ids_a is None else match_ids(qa.ids, qb.ids)
     if ids_a is None and qa.n != qb.n:
-        raise InputError(f"pilot scores must cover the same questions; got {qa.n} for A and {qb.n} for B.")
+        raise InputError(
+            f"pilot scores must cover the same questions; got {qa.n} for A and {qb.n} for B."
+        )
     if qa.n < 2:
         raise InputError(f"pilot scores need at least 2 questions; got {qa.n}.")
     sigma2_a = _mean_within(qa.within_var)

@@ -53,8 +53,13 @@ class Table:
         if name not in self.columns:
             shown = ", ".join(self.names[:20]) + (", ..." if len(self.names) > 20 else "")
             hint = ""
-            if len(self.names) == 1 and (sep := next((c for c in ";\t|" if c in self.names[0]), None)):
-                hint = f" The header is one column; is the file separated by {sep!r}? .csv is read comma-separated, .tsv tab-separated."
+            if len(self.names) == 1 and (
+                sep := next((c for c in ";\t|" if c in self.names[0]), None)
+            ):
+                hint = (
+                    f" The header is one column; is the file separated by {sep!r}? "
+                    ".csv is read comma-separated, .tsv tab-separated."
+                )
             raise InputError(f"{self.source}: no column {name!r}; columns are: {shown}.{hint}")
         return self.columns[name]
 
@@ -86,13 +91,16 @@ class Table:
         missing = np.flatnonzero(labels == "") if labels.size else np.array([], dtype=int)
         if missing.size:
             raise InputError(
-                f"{self.source}: column {name!r} is empty in {missing.size} row(s), first row {int(missing[0]) + 1}."
+                f"{self.source}: column {name!r} is empty in {missing.size} row(s), first row "
+                f"{int(missing[0]) + 1}."
             )
         return labels
 
     def select(self, rows: np.ndarray) -> Table:
         """The table restricted to ``rows`` (positions), in that order."""
-        return replace(self, columns={k: np.asarray(v, dtype=object)[rows] for k, v in self.columns.items()})
+        return replace(
+            self, columns={k: np.asarray(v, dtype=object)[rows] for k, v in self.columns.items()}
+        )
 
 
 def _all_text(values: np.ndarray) -> bool:
@@ -111,7 +119,10 @@ def read_table(path: str | Path) -> Table:
     if p.is_dir():
         files = sorted(p.rglob("samples_*.jsonl"))
         if not files:
-            raise InputError(f"{p}: is a directory with no lm-eval samples_*.jsonl files in it; give a file or a glob.")
+            raise InputError(
+                f"{p}: is a directory with no lm-eval samples_*.jsonl files in it; give a file or "
+                "a glob."
+            )
         return concat_tables([_read_file(f) for f in files], text)
     if not p.exists() and any(ch in text for ch in "*?["):
         files = sorted(Path(f) for f in glob.glob(text, recursive=True) if Path(f).is_file())
@@ -127,13 +138,26 @@ def _read_file(p: Path) -> Table:
     suffix = p.suffix.lower()
     reader = _READERS.get(suffix)
     if reader is None:
-        raise InputError(f"{p}: unknown file type {suffix or '(none)'}; use one of {', '.join(sorted(_READERS))}.")
+        raise InputError(
+            f"{p}: unknown file type {suffix or '(none)'}; use one of "
+            f"{', '.join(sorted(_READERS))}."
+        )
     try:
         table = reader(p)
     except InputError:
         raise
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, csv.Error, zipfile.BadZipFile, KeyError, TypeError) as exc:
-        raise InputError(f"{p}: could not be read as {suffix[1:]} ({type(exc).__name__}: {exc}).") from None
+    except (
+        OSError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        csv.Error,
+        zipfile.BadZipFile,
+        KeyError,
+        TypeError,
+    ) as exc:
+        raise InputError(
+            f"{p}: could not be read as {suffix[1:]} ({type(exc).__name__}: {exc})."
+        ) from None
     if len(table) == 0:
         raise InputError(f"{p}: has no rows.")
     return table
@@ -151,7 +175,11 @@ def concat_tables(tables: Sequence[Table], source: str) -> Table:
         parts = []
         for t in tables:
             col = t.columns.get(name)
-            parts.append(np.full(len(t), None, dtype=object) if col is None else np.asarray(col, dtype=object))
+            parts.append(
+                np.full(len(t), None, dtype=object)
+                if col is None
+                else np.asarray(col, dtype=object)
+            )
         columns[name] = np.concatenate(parts)
     models = {t.model for t in tables if t.model}
     return Table(source, columns, models.pop() if len(models) == 1 else None)
@@ -173,7 +201,9 @@ def _read_delimited(path: Path) -> Table:
         arrow = pacsv.read_csv(
             path,
             parse_options=pacsv.ParseOptions(delimiter=delimiter),
-            convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header}),
+            convert_options=pacsv.ConvertOptions(
+                column_types={name: pa.string() for name in header}
+            ),
         )
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: could not be read as {path.suffix[1:]} ({exc}).") from None
@@ -198,7 +228,9 @@ def _read_delimited_stdlib(path: Path, delimiter: str, header: list[str]) -> Tab
         if len(row) < width:
             rows[i] = row + [""] * (width - len(row))
     columns = zip(*rows) if rows else [() for _ in header]
-    return Table(str(path), {name: np.array(col, dtype=object) for name, col in zip(header, columns)})
+    return Table(
+        str(path), {name: np.array(col, dtype=object) for name, col in zip(header, columns)}
+    )
 
 
 def _read_jsonl(path: Path) -> Table:
@@ -255,7 +287,8 @@ def _read_json(path: Path) -> Table:
         if not data.get("samples"):
             raise InputError(
                 f"{path}: an Inspect log with no samples (a header-only log, or one written with "
-                "--no-log-samples); rerun `inspect eval` with samples logged, or give the .eval file."
+                "--no-log-samples); rerun `inspect eval` with samples logged, or give the .eval "
+                "file."
             )
         return replace(_inspect_table(path, data["samples"]), model=_inspect_model(data))
     if isinstance(data, list) and all(isinstance(r, dict) for r in data):
@@ -267,7 +300,9 @@ def _read_json(path: Path) -> Table:
 
 def _read_inspect_zip(path: Path) -> Table:
     with zipfile.ZipFile(path) as archive:
-        names = sorted(n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json"))
+        names = sorted(
+            n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")
+        )
         samples = [json.loads(archive.read(n)) for n in names]
         header = {}
         for meta in ("header.json", "_journal/start.json"):
@@ -294,7 +329,8 @@ def _read_parquet(path: Path) -> Table:
         import pyarrow.parquet as pq
     except ImportError:
         raise InputError(
-            f"{path}: reading Parquet needs pyarrow; install it with `pip install 'labcoat[parquet]'`."
+            f"{path}: reading Parquet needs pyarrow; install it with `pip install "
+            "'labcoat[parquet]'`."
         ) from None
     try:
         return Table(str(path), pq.read_table(path).to_pydict())
@@ -317,7 +353,9 @@ def _records_table(path: Path, records: list[dict[str, Any]]) -> Table:
     names: dict[str, None] = {}
     for record in records:
         names.update(dict.fromkeys(record))
-    return Table(str(path), {name: np.array([r.get(name) for r in records], dtype=object) for name in names})
+    return Table(
+        str(path), {name: np.array([r.get(name) for r in records], dtype=object) for name in names}
+    )
 
 
 def _is_lm_eval_sample(record: dict[str, Any]) -> bool:
@@ -333,9 +371,13 @@ def _lm_eval_table(path: Path, records: list[dict[str, Any]]) -> Table:
     for r in records:
         row = rows.get(r["doc_id"])
         if row is None:
-            row = rows[r["doc_id"]] = {"doc_id": r["doc_id"], "task": task, "task_doc_id": f"{task}/{_label(r['doc_id'])}"}
+            row = rows[r["doc_id"]] = {
+                "doc_id": r["doc_id"],
+                "task": task,
+                "task_doc_id": f"{task}/{_label(r['doc_id'])}",
+            }
             doc = r.get("doc")
-            for key, value in (doc.items() if isinstance(doc, dict) else ()):
+            for key, value in doc.items() if isinstance(doc, dict) else ():
                 if isinstance(value, (str, int, float, bool)):
                     row[f"doc.{key}"] = value
         for metric in r.get("metrics", []):
@@ -350,8 +392,11 @@ def _inspect_table(path: Path, samples: list[dict[str, Any]]) -> Table:
     for scorers returning dicts) and scalar ``metadata.*`` fields for clustering."""
     records = []
     for i, s in enumerate(samples, 1):
-        for what, value in (("sample", s), ("its 'scores'", s.get("scores") if isinstance(s, dict) else None),
-                            ("its 'metadata'", s.get("metadata") if isinstance(s, dict) else None)):
+        for what, value in (
+            ("sample", s),
+            ("its 'scores'", s.get("scores") if isinstance(s, dict) else None),
+            ("its 'metadata'", s.get("metadata") if isinstance(s, dict) else None),
+        ):
             if value is not None and not isinstance(value, dict):
                 raise InputError(
                     f"{path}: sample {i}: {what} is a JSON {type(value).__name__}, not an object; "
@@ -422,8 +467,16 @@ def read_id_list(path: str | Path) -> list[str]:
     if isinstance(data, dict):
         key = next((k for k in ("ids", "issues") if k in data), None)
         if key is None:
-            raise InputError(f"{p}: a JSON object needs an 'ids' or 'issues' list; its keys are {', '.join(data) or 'none'}.")
+            raise InputError(
+                f"{p}: a JSON object needs an 'ids' or 'issues' list; its keys are "
+                f"{', '.join(data) or 'none'}."
+            )
         data = data[key]
-    if not isinstance(data, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in data):
-        raise InputError(f"{p}: expected a JSON list of ids (strings or numbers), or an object with one under 'ids' or 'issues'.")
+    if not isinstance(data, list) or not all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in data
+    ):
+        raise InputError(
+            f"{p}: expected a JSON list of ids (strings or numbers), or an object with one under "
+            "'ids' or 'issues'."
+        )
     return [_label(v) for v in data]

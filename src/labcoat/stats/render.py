@@ -63,7 +63,13 @@ def mean_view(result: MeanResult, label: str = "score") -> RenderableType:
     parts: list[RenderableType] = [table]
     if result.n_clusters is not None and result.se_clt > 0:
         ratio = result.se / result.se_clt
-        parts.append(Text(f"clustered SE ({result.formula}) is {ratio:.2f}x the naive CLT SE ({result.se_clt:.2g})", style="dim"))
+        parts.append(
+            Text(
+                f"clustered SE ({result.formula}) is {ratio:.2f}x the naive CLT SE "
+                f"({result.se_clt:.2g})",
+                style="dim",
+            )
+        )
     return _with_warnings(Group(*parts), result.warnings)
 
 
@@ -76,7 +82,17 @@ def compare_view(
     kind = "paired" if result.paired else "unpaired"
     table = Table(title=f"{labels[0]} − {labels[1]} ({kind})", title_justify="left")
     stat = "z" if result.df is None else "t"
-    for col in ("diff (SE)", _level(result.confidence), stat, "p", "MDE", "d", "corr", "n", "clusters"):
+    for col in (
+        "diff (SE)",
+        _level(result.confidence),
+        stat,
+        "p",
+        "MDE",
+        "d",
+        "corr",
+        "n",
+        "clusters",
+    ):
         table.add_column(col, justify="right")
     ci = result.ci
     table.add_row(
@@ -104,14 +120,21 @@ def compare_view(
         kind = "exact" if mcnemar.exact else "chi-square, continuity-corrected"
         parts.append(
             Text(
-                f"McNemar ({kind}): only {labels[0]} right {mcnemar.only_a}, only {labels[1]} right "
+                f"McNemar ({kind}): only {labels[0]} right {mcnemar.only_a}, only {labels[1]} "
+                "right "
                 f"{mcnemar.only_b}, p = {mcnemar.pvalue:.3g}",
                 style="dim",
             )
         )
     if permutation is not None:
         how = "exact" if permutation.exact else f"{permutation.null_distribution.size} sign flips"
-        parts.append(Text(f"paired permutation test ({how}, {permutation.n_units} units): p = {permutation.pvalue:.3g}", style="dim"))
+        parts.append(
+            Text(
+                f"paired permutation test ({how}, {permutation.n_units} units): p = "
+                f"{permutation.pvalue:.3g}",
+                style="dim",
+            )
+        )
     parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
     return Group(*parts)
 
@@ -121,7 +144,8 @@ def exclusion_view(result: ExclusionResult, labels: tuple[str, str] = ("A", "B")
     before = result.full
     verdict = "CHANGES" if result.decision_changed else "does not change"
     note = Text(
-        f"without {result.n_excluded_a} flagged question(s) in {labels[0]} and {result.n_excluded_b} in "
+        f"without {result.n_excluded_a} flagged question(s) in {labels[0]} and "
+        f"{result.n_excluded_b} in "
         f"{labels[1]} ({result.n_ids} ids listed): the decision {verdict} "
         f"({result.decision(before)} → {result.decision(result.kept)}); with them: "
         f"{before.diff:+.3g} {_ci(*before.ci, digits=3)}, p = {before.pvalue:.3g}",
@@ -131,7 +155,9 @@ def exclusion_view(result: ExclusionResult, labels: tuple[str, str] = ("A", "B")
 
 
 def power_view(result: PowerResult) -> RenderableType:
-    table = Table(title=f"power analysis (Miller Eq 9/10, {result.alternative})", title_justify="left")
+    table = Table(
+        title=f"power analysis (Miller Eq 9/10, {result.alternative})", title_justify="left"
+    )
     for col in ("n", "MDE", "power", "ω²", "σ²_A/K_A", "σ²_B/K_B", "design effect", "α"):
         table.add_column(col, justify="right")
     bold = {result.solved: True}
@@ -164,13 +190,23 @@ def leaderboard_view(result: LeaderboardResult) -> RenderableType:
         table.add_column(col, justify="left" if col == "model" else "right")
     for m in result.models:
         table.add_row(
-            str(m.rank), m.name, f"{m.mean:.4g} ({m.se:.2g})", _ci(*m.ci), f"{m.rank_ci[0]}–{m.rank_ci[1]}"
+            str(m.rank),
+            m.name,
+            f"{m.mean:.4g} ({m.se:.2g})",
+            _ci(*m.ci),
+            f"{m.rank_ci[0]}–{m.rank_ci[1]}",
         )
     pairs = Table(title=f"pairs (Holm-adjusted over {len(result.pairs)})", title_justify="left")
     for col in ("a − b", "diff", _level(result.confidence), "p", "p (Holm)"):
         pairs.add_column(col, justify="left" if col == "a − b" else "right")
     for p in result.pairs:
-        pairs.add_row(f"{p.a} − {p.b}", f"{p.diff:+.3g}", _ci(*p.ci, digits=3), f"{p.pvalue:.3g}", f"{p.pvalue_holm:.3g}")
+        pairs.add_row(
+            f"{p.a} − {p.b}",
+            f"{p.diff:+.3g}",
+            _ci(*p.ci, digits=3),
+            f"{p.pvalue:.3g}",
+            f"{p.pvalue_holm:.3g}",
+        )
     groups = "; ".join("{" + ", ".join(g) + "}" for g in result.groups)
     parts: list[RenderableType] = [
         table,
@@ -185,7 +221,8 @@ def gate_view(result: GateResult) -> RenderableType:
     style = {"ALLOW": "green", "REJECT": "red", "INCONCLUSIVE": "yellow"}[result.decision]
     line = Text(f"{result.decision}", style=f"bold {style}")
     detail = Text(
-        f"new − old = {result.diff:+.4g} {_ci(*result.ci)} ({_level(result.comparison.confidence)}), "
+        f"new − old = {result.diff:+.4g} {_ci(*result.ci)} "
+        f"({_level(result.comparison.confidence)}), "
         f"margin −{result.margin:g}, n = {result.comparison.n}"
     )
     parts: list[RenderableType] = [line, detail]
@@ -220,7 +257,10 @@ def bootstrap_view(result: BootstrapResult) -> RenderableType:
 def seeds_view(result: MethodsSummary) -> RenderableType:
     summaries, improvements = result.summaries, result.improvements
     first = next(iter(summaries.values()))
-    table = Table(title=f"runs x tasks ({_level(result.confidence)}, stratified bootstrap)", title_justify="left")
+    table = Table(
+        title=f"runs x tasks ({_level(result.confidence)}, stratified bootstrap)",
+        title_justify="left",
+    )
     table.add_column("method")
     for name in first.aggregates:
         table.add_column(name.replace("_", " "), justify="right")
@@ -235,11 +275,20 @@ def seeds_view(result: MethodsSummary) -> RenderableType:
 
 
 def sequential_view(result: SequentialResult) -> RenderableType:
-    table = Table(title=f"anytime-valid confidence sequence ({_level(result.confidence)})", title_justify="left")
+    table = Table(
+        title=f"anytime-valid confidence sequence ({_level(result.confidence)})",
+        title_justify="left",
+    )
     for col in ("mean", "interval", "items used", "of", "stopped"):
         table.add_column(col, justify="right")
     ci = result.ci
-    table.add_row(f"{result.mean:.4g}", _ci(ci.low, ci.high), str(result.n_used), str(result.n_total), "yes" if result.stopped else "no")
+    table.add_row(
+        f"{result.mean:.4g}",
+        _ci(ci.low, ci.high),
+        str(result.n_used),
+        str(result.n_total),
+        "yes" if result.stopped else "no",
+    )
     parts: list[RenderableType] = [table, Text(result.reason, style="dim")]
     parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
     return Group(*parts)
@@ -247,7 +296,10 @@ def sequential_view(result: SequentialResult) -> RenderableType:
 
 def intervals_view(result: ProportionResult) -> RenderableType:
     table = Table(
-        title=f"{result.successes}/{result.n} = {result.proportion:.4g} ({_level(result.confidence)})",
+        title=(
+            f"{result.successes}/{result.n} = {result.proportion:.4g} "
+            f"({_level(result.confidence)})"
+        ),
         title_justify="left",
     )
     for col in ("method", "low", "high", "width"):

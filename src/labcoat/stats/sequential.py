@@ -63,7 +63,9 @@ class ConfidenceSequence:
         grid step, ``(upper - lower) / grid_size``.
     """
 
-    def __init__(self, lower: float, upper: float, confidence: float = 0.95, *, grid_size: int = 2000):
+    def __init__(
+        self, lower: float, upper: float, confidence: float = 0.95, *, grid_size: int = 2000
+    ):
         lower, upper = _check_bounds(lower, upper)
         self.lower = lower
         self.upper = upper
@@ -113,8 +115,12 @@ class ConfidenceSequence:
         bet = np.sqrt(self._bet_scale / (var_before * t * np.log1p(t)))[:, None]
 
         diff = x[:, None] - self._grid[None, :]
-        log_up = self._log_wealth_up + np.cumsum(np.log1p(np.minimum(bet, self._cap_up) * diff), axis=0)
-        log_down = self._log_wealth_down + np.cumsum(np.log1p(-np.minimum(bet, self._cap_down) * diff), axis=0)
+        log_up = self._log_wealth_up + np.cumsum(
+            np.log1p(np.minimum(bet, self._cap_up) * diff), axis=0
+        )
+        log_down = self._log_wealth_down + np.cumsum(
+            np.log1p(-np.minimum(bet, self._cap_down) * diff), axis=0
+        )
         hedged = np.logaddexp(math.log(_HEDGE) + log_up, math.log(1.0 - _HEDGE) + log_down)
 
         self._max_log_wealth = np.maximum(self._max_log_wealth, hedged.max(axis=0))
@@ -150,7 +156,9 @@ class ConfidenceSequence:
         return max(lo, 0), min(hi, size)
 
     def _exact_bound(self, step: int) -> Fraction:
-        return Fraction(self.lower) + (Fraction(self.upper) - Fraction(self.lower)) * Fraction(step, self._grid.size - 1)
+        return Fraction(self.lower) + (Fraction(self.upper) - Fraction(self.lower)) * Fraction(
+            step, self._grid.size - 1
+        )
 
     @property
     def interval(self) -> ConfidenceInterval:
@@ -175,7 +183,9 @@ class ConfidenceSequence:
     def narrower_than(self, width: float) -> bool:
         """True when the interval's exact width is below ``width``."""
         lo, hi = self._grid_bounds()
-        return self._exact_bound(hi) - self._exact_bound(lo) < Fraction(check_positive(width, "width"))
+        return self._exact_bound(hi) - self._exact_bound(lo) < Fraction(
+            check_positive(width, "width")
+        )
 
     def done(self, width: float | None = None, threshold: float | None = None) -> bool:
         """True once the interval is narrower than ``width`` or excludes ``threshold``.
@@ -263,14 +273,18 @@ def replay(
     given) through a :class:`ConfidenceSequence`, checking after every ``batch`` items whether
     the interval is narrower than ``width`` or excludes ``threshold``."""
     if width is None and threshold is None:
-        raise InputError("give `width`, `threshold` or both: the condition that lets the eval stop.")
+        raise InputError(
+            "give `width`, `threshold` or both: the condition that lets the eval stop."
+        )
     batch = check_count(batch, "batch", minimum=1)
     values = check_scores(scores, "scores")
     lower, upper = _check_bounds(lower, upper)
     if baseline is not None:
         other = check_scores(baseline, "baseline")
         if other.size != values.size:
-            raise InputError(f"`baseline` must score the same items; got {other.size} for {values.size}.")
+            raise InputError(
+                f"`baseline` must score the same items; got {other.size} for {values.size}."
+            )
         values = values - other
         lower, upper = lower - upper, upper - lower
     cs = ConfidenceSequence(lower, upper, confidence)
@@ -285,14 +299,18 @@ def replay(
         reason = f"interval narrower than {width:g} after {cs.n} of {values.size} items"
     else:
         reason = f"not decided after all {values.size} items"
-    return SequentialResult(cs.mean, cs.interval, cs.n, int(values.size), stopped, reason, cs.confidence, (lower, upper))
+    return SequentialResult(
+        cs.mean, cs.interval, cs.n, int(values.size), stopped, reason, cs.confidence, (lower, upper)
+    )
 
 
 def _check_bounds(lower: Any, upper: Any) -> tuple[float, float]:
     try:
         lo, hi = float(lower), float(upper)
     except (TypeError, ValueError):
-        raise InputError(f"`lower` and `upper` must be numbers; got {lower!r} and {upper!r}.") from None
+        raise InputError(
+            f"`lower` and `upper` must be numbers; got {lower!r} and {upper!r}."
+        ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise InputError(
             f"`lower` must be finite and below `upper`; got lower={lower!r}, upper={upper!r}. "
