@@ -721,7 +721,7 @@ def test_leaderboard_json_shape(cli, tmp_path):
     )
     assert [m["name"] for m in out["models"]][0] == "model2"
     assert set(out["models"][0]) >= {"name", "mean", "ci", "rank", "rank_ci"}
-    assert set(out["pairs"][0]) >= {"a", "b", "diff", "ci", "pvalue", "pvalue_holm"}
+    assert set(out["pairs"][0]) >= {"a", "b", "diff", "ci", "pvalue", "pvalue_holm", "mde"}
     assert out["groups"] == [["model2"], ["model1", "model0"]] and out["n_clusters"] == 50
     named = _json(
         cli(
@@ -780,3 +780,21 @@ def test_adjust_from_arguments_and_a_file(cli, tmp_path):
     )
     assert bh["adjusted"] == pytest.approx([0.03, 0.04, 0.04]) and bh["labels"] == ["a", "b", "c"]
     assert "Benjamini" in cli("stats", "adjust", "0.01", "0.2", "--method", "bh").out
+
+
+def test_power_design_effect_from_pilot_files_with_clusters(cli, tmp_path):
+    """Passages shift both models' differences together: the pilot's design effect says so."""
+    rng = np.random.default_rng(12)
+    n, size = 600, 20
+    passage = np.arange(n) // size
+    shift = rng.normal(0, 0.25, n // size)[passage]
+    p = rng.uniform(0.2, 0.8, size=n)
+    a = (rng.uniform(size=n) < np.clip(p + shift, 0, 1)).astype(int)
+    b = (rng.uniform(size=n) < p).astype(int)
+    (tmp_path / "a.csv").write_text("id,acc,doc\n" + "".join(f"q{i},{a[i]},d{passage[i]}\n" for i in range(n)))
+    (tmp_path / "b.csv").write_text("id,acc\n" + "".join(f"q{i},{b[i]}\n" for i in range(n)))
+    pilot = ["--pilot-a", tmp_path / "a.csv", "--pilot-b", tmp_path / "b.csv", "--on", "id", "--score", "acc"]
+    flat = _json(cli("stats", "power", *pilot, "--mde", "0.05", "--json"))
+    clustered = _json(cli("stats", "power", *pilot, "--cluster", "doc", "--mde", "0.05", "--json"))
+    assert flat["design_effect"] == 1.0 and clustered["design_effect"] > 2
+    assert clustered["n"] > 2 * flat["n"]

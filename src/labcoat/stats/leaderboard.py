@@ -53,7 +53,8 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class PairEntry:
-    """``a`` − ``b`` on the shared questions, its interval, p-value and Holm-adjusted p-value."""
+    """``a`` − ``b`` on the shared questions, its interval, p-value, Holm-adjusted p-value and
+    the minimum detectable effect of the pair (80 % power)."""
 
     a: str
     b: str
@@ -62,6 +63,7 @@ class PairEntry:
     ci: ConfidenceInterval
     pvalue: float
     pvalue_holm: float
+    mde: float
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +74,7 @@ class PairEntry:
             "ci": list(self.ci),
             "pvalue": self.pvalue,
             "pvalue_holm": self.pvalue_holm,
+            "mde": self.mde,
         }
 
 
@@ -170,7 +173,8 @@ def leaderboard(
         for j in order
     ]
     pair_rows = [
-        PairEntry(x, y, r.diff, r.se, r.ci, r.pvalue, float(p)) for (x, y, r), p in zip(pairs, holm)
+        PairEntry(x, y, r.diff, r.se, r.ci, r.pvalue, float(p), r.mde)
+        for (x, y, r), p in zip(pairs, holm)
     ]
     notes = []
     if any(dropped.values()):
