@@ -233,10 +233,6 @@ def symmetric_interval(
     return ConfidenceInterval(estimate - half, estimate + half)
 
 
-def normal_interval(estimate: float, se: float, confidence: float) -> ConfidenceInterval:
-    return symmetric_interval(estimate, se, confidence, None)
-
-
 def wilson_interval(p: float, n: int, confidence: float) -> ConfidenceInterval:
     """Wilson's score interval for a share ``p`` of ``n`` 0/1 answers (scipy's ``wilson``)."""
     z = critical_value(confidence)

@@ -96,12 +96,6 @@ class Table:
             )
         return labels
 
-    def select(self, rows: np.ndarray) -> Table:
-        """The table restricted to ``rows`` (positions), in that order."""
-        return replace(
-            self, columns={k: np.asarray(v, dtype=object)[rows] for k, v in self.columns.items()}
-        )
-
 
 def _all_text(values: np.ndarray) -> bool:
     return all(type(v) is str for v in values.tolist())
