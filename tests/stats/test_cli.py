@@ -757,6 +757,23 @@ def test_gate_exit_codes(cli, tmp_path):
     assert unsure.code == 4 and out["decision"] == "INCONCLUSIVE" and out["more_items"] > 0
     assert set(out) >= {"decision", "diff", "ci", "margin", "more_items", "warnings"}
     assert any("more questions would decide" in w for w in out["warnings"])
+    (tmp_path / "short.csv").write_text((tmp_path / names[0]).read_text().rsplit("\n", 6)[0] + "\n")
+    partial = json.loads(
+        cli(
+            "stats",
+            "gate",
+            same,
+            tmp_path / "short.csv",
+            "--on",
+            "id",
+            "--score",
+            "acc",
+            "--margin",
+            "0.5",
+            "--json",
+        ).out
+    )
+    assert any("5 question(s) only in NEW and 0 only in OLD" in w for w in partial["warnings"])
 
 
 def test_adjust_from_arguments_and_a_file(cli, tmp_path):
@@ -791,9 +808,20 @@ def test_power_design_effect_from_pilot_files_with_clusters(cli, tmp_path):
     p = rng.uniform(0.2, 0.8, size=n)
     a = (rng.uniform(size=n) < np.clip(p + shift, 0, 1)).astype(int)
     b = (rng.uniform(size=n) < p).astype(int)
-    (tmp_path / "a.csv").write_text("id,acc,doc\n" + "".join(f"q{i},{a[i]},d{passage[i]}\n" for i in range(n)))
+    (tmp_path / "a.csv").write_text(
+        "id,acc,doc\n" + "".join(f"q{i},{a[i]},d{passage[i]}\n" for i in range(n))
+    )
     (tmp_path / "b.csv").write_text("id,acc\n" + "".join(f"q{i},{b[i]}\n" for i in range(n)))
-    pilot = ["--pilot-a", tmp_path / "a.csv", "--pilot-b", tmp_path / "b.csv", "--on", "id", "--score", "acc"]
+    pilot = [
+        "--pilot-a",
+        tmp_path / "a.csv",
+        "--pilot-b",
+        tmp_path / "b.csv",
+        "--on",
+        "id",
+        "--score",
+        "acc",
+    ]
     flat = _json(cli("stats", "power", *pilot, "--mde", "0.05", "--json"))
     clustered = _json(cli("stats", "power", *pilot, "--cluster", "doc", "--mde", "0.05", "--json"))
     assert flat["design_effect"] == 1.0 and clustered["design_effect"] > 2

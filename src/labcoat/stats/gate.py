@@ -83,7 +83,10 @@ def gate(
         decision, more = "REJECT", None
     else:
         decision, more = "INCONCLUSIVE", _more_items(res, ci, margin)
-    notes = list(res.warnings)
+    notes = [
+        w.replace("only in A", "only in NEW").replace("only in B", "only in OLD")
+        for w in res.warnings
+    ]
     if decision == "INCONCLUSIVE":
         if more is None:
             notes.append(
