@@ -10,6 +10,7 @@ from labcoat.errors import InputError
 from labcoat.stats import (
     METRICS,
     bleu_statistics,
+    bootstrap_confusion,
     bootstrap_difference,
     bootstrap_metric,
     classification_statistics,
@@ -27,13 +28,24 @@ def _labels(rng, n=600, accuracy=0.8):
 
 def _sentences(rng, n=200):
     refs = [" ".join(rng.choice(VOCAB, rng.integers(6, 16))) for _ in range(n)]
-    hyps = [" ".join(w if rng.uniform() < 0.7 else rng.choice(VOCAB) for w in r.split()[: len(r.split()) - rng.integers(0, 3)]) for r in refs]
+    hyps = [
+        " ".join(
+            w if rng.uniform() < 0.7 else rng.choice(VOCAB)
+            for w in r.split()[: len(r.split()) - rng.integers(0, 3)]
+        )
+        for r in refs
+    ]
     return hyps, refs
 
 
 @pytest.mark.parametrize(
     "name, reference",
-    [("f1", f1_score), ("precision", precision_score), ("recall", recall_score), ("mcc", matthews_corrcoef)],
+    [
+        ("f1", f1_score),
+        ("precision", precision_score),
+        ("recall", recall_score),
+        ("mcc", matthews_corrcoef),
+    ],
 )
 def test_classification_metrics_match_scikit_learn(name, reference):
     y, p = _labels(np.random.default_rng(0))
@@ -73,7 +85,7 @@ def test_f1_se_equals_the_naive_resample_and_recompute_loop():
     fast = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=reps, random_state=4)
     naive = _naive_se(rng, y.size, f1_from_labels, reps)
     # SEs estimated from 1500 resamples each agree to a few percent (MC error ~ 1/sqrt(2 reps))
-    assert fast.standard_error == pytest.approx(naive, rel=0.1)
+    assert fast.se == pytest.approx(naive, rel=0.1)
     assert fast.statistic == pytest.approx(f1_score(y, p))
 
 
@@ -81,16 +93,20 @@ def test_bleu_se_equals_recomputing_from_the_texts():
     rng = np.random.default_rng(5)
     hyps, refs = _sentences(rng, n=100)
     reps = 300
-    fast = bootstrap_metric(bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6)
-    naive = _naive_se(rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps)
-    assert fast.standard_error == pytest.approx(naive, rel=0.15)
+    fast = bootstrap_metric(
+        bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6
+    )
+    naive = _naive_se(
+        rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps
+    )
+    assert fast.se == pytest.approx(naive, rel=0.15)
 
 
 def test_resampling_is_the_bootstrap_not_a_permutation():
     """A planted bug (resampling without replacement) would give SE 0; the real one does not."""
     y, p = _labels(np.random.default_rng(7))
     res = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=500, random_state=0)
-    assert res.standard_error > 0.005
+    assert res.se > 0.005
     lo, hi = res.ci
     assert lo < res.statistic < hi
     assert res.confidence_interval(0.5).width < res.ci.width
@@ -120,9 +136,9 @@ def test_paired_difference_is_tighter_than_independent_errors():
     sa, sb = classification_statistics(y, pa), classification_statistics(y, pb)
     diff = bootstrap_difference(sa, sb, "f1", n_resamples=1000, random_state=0)
     assert diff.statistic == pytest.approx(f1_score(y, pa) - f1_score(y, pb))
-    one = bootstrap_metric(sa, "f1", n_resamples=1000, random_state=1).standard_error
-    two = bootstrap_metric(sb, "f1", n_resamples=1000, random_state=2).standard_error
-    assert diff.standard_error < 0.5 * np.hypot(one, two)
+    one = bootstrap_metric(sa, "f1", n_resamples=1000, random_state=1).se
+    two = bootstrap_metric(sb, "f1", n_resamples=1000, random_state=2).se
+    assert diff.se < 0.5 * np.hypot(one, two)
     assert diff.ci.low > 0
 
 
@@ -142,3 +158,56 @@ def test_paired_difference_is_tighter_than_independent_errors():
 def test_bad_input(call, match):
     with pytest.raises(InputError, match=match):
         call()
+
+
+def _multiclass(rng, n=3000, classes=4, accuracy=0.7):
+    y = rng.integers(0, classes, size=n)
+    return y, np.where(rng.uniform(size=n) < accuracy, y, rng.integers(0, classes, size=n))
+
+
+@pytest.mark.parametrize(
+    "metric, reference",
+    [
+        ("mcc", matthews_corrcoef),
+        ("macro_f1", lambda y, p: f1_score(y, p, average="macro")),
+        ("accuracy", lambda y, p: float(np.mean(y == p))),
+    ],
+)
+def test_confusion_metrics_match_scikit_learn(metric, reference):
+    from sklearn.metrics import confusion_matrix
+
+    y, p = _multiclass(np.random.default_rng(3))
+    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=200, random_state=0)
+    assert res.statistic == pytest.approx(reference(y, p), rel=1e-12) and res.n == y.size
+
+
+@pytest.mark.parametrize("metric", ["f1", "mcc"])
+def test_multinomial_resample_of_the_counts_has_the_item_resample_se(metric):
+    """One multinomial draw of the C x C counts is the item bootstrap: same SE within MC error."""
+    from sklearn.metrics import confusion_matrix
+
+    rng = np.random.default_rng(4)
+    y, p = _labels(rng, n=1000)
+    reps = 3000
+    reference = f1_score if metric == "f1" else matthews_corrcoef
+    idx = rng.integers(0, y.size, size=(reps, y.size))  # the item bootstrap, resample by resample
+    cell = classification_statistics(y, p).argmax(axis=1)  # 0..3: tp, fp, fn, tn
+    cells = (cell[idx][..., None] == np.arange(4)).sum(axis=1).astype(float)
+    naive = np.std(METRICS[metric].from_totals(cells), ddof=1)
+    assert METRICS[metric].from_totals(cells[0]) == pytest.approx(reference(y[idx[0]], p[idx[0]]))
+    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=reps, random_state=1)
+    # the SE of an SE estimated from B draws is about SE / sqrt(2 (B - 1)); two of them differ
+    assert res.se == pytest.approx(naive, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
+    via_items = bootstrap_metric(
+        classification_statistics(y, p), metric, n_resamples=reps, random_state=1
+    )
+    assert via_items.se == pytest.approx(res.se, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
+
+
+def test_bad_confusion_matrices():
+    with pytest.raises(InputError, match="square"):
+        bootstrap_confusion(np.ones((2, 3)), "mcc")
+    with pytest.raises(InputError, match="whole counts"):
+        bootstrap_confusion(np.array([[1.5, 2], [3, 4]]), "mcc")
+    with pytest.raises(InputError, match="macro_f1"):
+        bootstrap_confusion(np.ones((3, 3)), "f1")

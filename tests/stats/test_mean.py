@@ -1,4 +1,4 @@
-"""Mean with CLT and clustered standard errors (Miller Eq 1-4)."""
+"""Mean with CLT and clustered standard errors: CR1 with t by default, Miller Eq 1-4 on request."""
 
 from __future__ import annotations
 
@@ -38,16 +38,20 @@ def test_clt_se_is_the_sample_standard_error():
     assert res.se == pytest.approx(sps.sem(x))
     assert res.n == 57 and res.n_clusters is None
     lo, hi = res.ci
-    assert (hi - lo) / 2 == pytest.approx(1.959964 * res.se, rel=1e-6)
+    assert res.df == 56 and res.interval == "t"
+    assert (hi - lo) / 2 == pytest.approx(sps.t.ppf(0.975, 56) * res.se, rel=1e-12)
+    paper = mean(x, formula="miller")
+    assert paper.se == res.se and paper.df is None and paper.interval == "z"
+    assert paper.ci.width / 2 == pytest.approx(1.959964 * res.se, rel=1e-6)
 
 
 def test_clustered_se_matches_equation_4_written_out():
     rng = np.random.default_rng(1)
     clusters = rng.integers(0, 9, size=60)
     x = rng.normal(size=60) + clusters * 0.3
-    res = mean(x, cluster=clusters)
+    res = mean(x, cluster=clusters, formula="miller")
     assert res.se == pytest.approx(_eq4_by_hand(x, clusters))
-    assert res.n_clusters == 9
+    assert res.n_clusters == 9 and res.df is None
     assert res.se_clt == pytest.approx(sps.sem(x))
 
 
@@ -60,21 +64,6 @@ def test_string_cluster_labels_work():
     x = np.random.default_rng(3).normal(size=30)
     labels = np.array([f"doc{i % 4}" for i in range(30)], dtype=object)
     assert mean(x, cluster=labels).se == pytest.approx(mean(x, cluster=np.arange(30) % 4).se)
-
-
-def test_clustered_interval_covers_where_naive_does_not():
-    rng = np.random.default_rng(4)
-    reps, n_clusters, size, icc = 2000, 60, 10, 0.3
-    data = _clustered_scores(rng, n_clusters, size, icc, shape=(reps,))
-    truth = 0.5  # symmetric random effect and noise around 0 -> P(score = 1) = 1/2
-    clusters = np.repeat(np.arange(n_clusters), size)
-    clustered_hits = naive_hits = 0
-    for x in data:
-        clustered_hits += not mean(x, cluster=clusters).ci.excludes(truth)
-        naive_hits += not mean(x).ci.excludes(truth)
-    clustered, naive = clustered_hits / reps, naive_hits / reps
-    assert abs(clustered - 0.95) <= 0.015, clustered
-    assert naive < 0.80, naive
 
 
 def test_repeated_answers_are_question_means_not_independent_questions():
@@ -97,7 +86,9 @@ def test_cluster_given_per_row_with_ids():
     clusters = ids // 4
     x = rng.normal(size=120)
     per_question = x.reshape(40, 3).mean(axis=1)
-    assert mean(x, cluster=clusters, ids=ids).se == pytest.approx(mean(per_question, cluster=np.arange(40) // 4).se)
+    assert mean(x, cluster=clusters, ids=ids).se == pytest.approx(
+        mean(per_question, cluster=np.arange(40) // 4).se
+    )
 
 
 def test_other_levels_from_the_result():
@@ -107,11 +98,14 @@ def test_other_levels_from_the_result():
 
 @pytest.mark.parametrize(
     "scores, expect",
-    [(np.ones(200), "every question scored 1"), (np.r_[np.ones(5), np.zeros(5)], "only 10 questions"),
-     (np.r_[np.ones(3), np.zeros(297)], "3 correct answers of 300")],
+    [
+        (np.ones(200), "every question scored 1"),
+        (np.r_[np.ones(5), np.zeros(5)], "only 10 questions"),
+        (np.r_[np.ones(3), np.zeros(297)], "3 correct answers of 300"),
+    ],
 )
 def test_flags_untrustworthy_clt_intervals(scores, expect):
-    warnings = mean(scores).warnings
+    warnings = mean(scores, formula="miller").warnings
     assert any(expect in w for w in warnings), warnings
 
 
@@ -121,16 +115,51 @@ def test_healthy_eval_has_no_warnings():
     assert any("4 clusters" in w for w in mean(x, cluster=np.arange(500) % 4).warnings)
 
 
+def test_binary_scores_at_small_n_get_wilson_and_say_so():
+    """A real 10-sample log: 9 of 10 right gave the CLT interval [0.539, 1.061]."""
+    x = np.r_[np.ones(9), np.zeros(1)]
+    res = mean(x)
+    ref = sps.binomtest(9, 10).proportion_ci(0.95, method="wilson")
+    assert res.interval == "wilson" and res.ci == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert 0 <= res.ci.low and res.ci.high <= 1
+    assert any("Wilson" in w for w in res.warnings)
+    assert res.confidence_interval(0.99).width > res.ci.width
+    assert mean(x, formula="miller").ci.high > 1  # the paper's formula, as asked
+
+
+def test_binary_scores_leaving_the_unit_interval_get_wilson_at_any_n():
+    x = np.r_[np.ones(59), np.zeros(1)]  # t interval would reach above 1
+    assert mean(x).interval == "wilson"
+    healthy = (
+        np.random.default_rng(9).binomial(1, 0.5, size=60).astype(float)
+    )  # its twin, mid-range
+    assert mean(healthy).interval == "t" and not any("Wilson" in w for w in mean(healthy).warnings)
+    graded = np.r_[np.full(9, 0.9), [1.0]]  # not 0/1: no Wilson
+    assert mean(graded).interval == "t"
+
+
+def test_one_cluster_is_refused_under_cr1():
+    with pytest.raises(InputError, match="at least 2 clusters"):
+        mean([1.0, 0.0, 1.0], cluster=["a", "a", "a"])
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
         (dict(scores=[1.0, np.nan, 0.0]), "`scores` has 1 non-finite value"),
         (dict(scores=[1.0]), "at least 2 questions"),
         (dict(scores=[1, 0, 1], cluster=[0, 1]), "`cluster` must have one label per question"),
-        (dict(scores=[1, 0, 1, 1], ids=[0, 0, 1, 1], cluster=[0, 1, 2, 2]), "differs between answers to the same question"),
+        (
+            dict(scores=[1, 0, 1, 1], ids=[0, 0, 1, 1], cluster=[0, 1, 2, 2]),
+            "differs between answers to the same question",
+        ),
         (dict(scores=np.ones((3, 2)), ids=[0, 1, 2]), "2-D"),
-        (dict(scores=[1, 0, 1], confidence=95), "`confidence` must be a number strictly between 0 and 1"),
+        (
+            dict(scores=[1, 0, 1], confidence=95),
+            "`confidence` must be a number strictly between 0 and 1",
+        ),
         (dict(scores=["a", "b"]), "`scores` must be numbers"),
+        (dict(scores=[1, 0, 1], formula="hc3"), "`formula` must be one of"),
     ],
 )
 def test_bad_input(kwargs, match):

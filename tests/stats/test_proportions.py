@@ -9,12 +9,17 @@ from labcoat.errors import InputError
 from labcoat.stats import adjust_pvalues, mcnemar, proportion, proportion_from_scores
 
 statsmodels = pytest.importorskip("statsmodels")
-from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar  # noqa: E402
-from statsmodels.stats.multitest import multipletests  # noqa: E402
-from statsmodels.stats.proportion import proportion_confint  # noqa: E402
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 CASES = [(0, 10), (1, 10), (5, 10), (10, 10), (3, 47), (0, 200), (199, 200), (612, 1000)]
-SM_NAME = {"wilson": "wilson", "clopper-pearson": "beta", "jeffreys": "jeffreys", "normal": "normal"}
+SM_NAME = {
+    "wilson": "wilson",
+    "clopper-pearson": "beta",
+    "jeffreys": "jeffreys",
+    "normal": "normal",
+}
 
 
 @pytest.mark.parametrize("method", list(SM_NAME))
@@ -23,7 +28,9 @@ def test_intervals_agree_with_statsmodels(k, n, method):
     for level in (0.9, 0.95):
         ours = proportion(k, n).confidence_interval(level, method)
         theirs = list(proportion_confint(k, n, alpha=1 - level, method=SM_NAME[method]))
-        if method == "jeffreys":  # Brown, Cai & DasGupta (2001): the bound at an all-0/all-1 edge is the edge
+        if (
+            method == "jeffreys"
+        ):  # Brown, Cai & DasGupta (2001): the bound at an all-0/all-1 edge is the edge
             theirs = [0.0 if k == 0 else theirs[0], 1.0 if k == n else theirs[1]]
         assert ours == pytest.approx(theirs, abs=1e-9)
 
@@ -42,7 +49,9 @@ def test_from_scores_counts_successes():
         proportion_from_scores([1, 0.5])
 
 
-@pytest.mark.parametrize("only_a, only_b, both", [(3, 9, 40), (14, 30, 100), (0, 4, 10), (60, 41, 500), (0, 0, 12)])
+@pytest.mark.parametrize(
+    "only_a, only_b, both", [(3, 9, 40), (14, 30, 100), (0, 4, 10), (60, 41, 500), (0, 0, 12)]
+)
 @pytest.mark.parametrize("exact", [True, False])
 def test_mcnemar_agrees_with_statsmodels(only_a, only_b, both, exact):
     a = np.r_[np.ones(only_a), np.zeros(only_b), np.ones(both), np.zeros(7)]

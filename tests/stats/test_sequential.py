@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from labcoat.errors import InputError
-from labcoat.stats import ConfidenceInterval, ConfidenceSequence
+from labcoat.stats import ConfidenceInterval, ConfidenceSequence, replay
 
 STREAMS, LENGTH, BURN_IN = 300, 400, 10
 
@@ -99,7 +99,10 @@ def test_streaming_in_pieces_equals_one_batch():
 
 def test_higher_confidence_gives_wider_interval():
     x = np.random.default_rng(5).binomial(1, 0.6, size=800).astype(float)
-    assert ConfidenceSequence(0, 1, 0.99).update(x).interval.width > ConfidenceSequence(0, 1, 0.8).update(x).interval.width
+    assert (
+        ConfidenceSequence(0, 1, 0.99).update(x).interval.width
+        > ConfidenceSequence(0, 1, 0.8).update(x).interval.width
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,3 +120,43 @@ def test_higher_confidence_gives_wider_interval():
 def test_bad_input_names_the_argument(make, match):
     with pytest.raises(InputError, match=match):
         make()
+
+
+def _state_with_low_bound_on_zero(cs: ConfidenceSequence, first_standing: int) -> None:
+    """Candidates below grid step ``first_standing`` rejected: the low bound is one step lower."""
+    wealth = np.full(cs._grid.size, 100.0)
+    wealth[first_standing : first_standing + 50] = 0.0
+    cs._max_log_wealth = wealth
+    cs._n, cs._sum = 1, 0.6
+
+
+def test_a_bound_exactly_on_the_threshold_does_not_exclude_it():
+    """On [-1, 1] the grid step 1001 of 2000, less one step, is exactly 0; float arithmetic
+    put it at 2.2e-16 and called 0 excluded."""
+    on_zero = ConfidenceSequence(-1, 1)
+    _state_with_low_bound_on_zero(on_zero, 1001)
+    grid, step = on_zero._grid, on_zero._grid[1] - on_zero._grid[0]
+    assert -1 + 2 * (grid[1001] - step) > 0  # the rounding artefact the old decision used
+    assert on_zero.interval.low <= 0.0 <= on_zero.interval.high
+    assert not on_zero.excludes(0.0) and not on_zero.done(threshold=0.0)
+    one_step_up = ConfidenceSequence(-1, 1)  # its twin, one grid step further: 0 is excluded
+    _state_with_low_bound_on_zero(one_step_up, 1002)
+    assert one_step_up.excludes(0.0) and one_step_up.done(threshold=0.0)
+    assert one_step_up.interval.low > 0
+
+
+def test_replay_stops_where_the_sequence_does():
+    rng = np.random.default_rng(7)
+    a = (rng.uniform(size=2000) < 0.8).astype(float)
+    b = (rng.uniform(size=2000) < 0.5).astype(float)
+    res = replay(a, baseline=b, threshold=0.0, batch=10)
+    cs = ConfidenceSequence(-1, 1)
+    for start in range(0, 2000, 10):
+        if cs.update(a[start : start + 10] - b[start : start + 10]).done(threshold=0.0):
+            break
+    assert (
+        res.stopped and res.n_used == cs.n and res.ci == cs.interval and res.bounds == (-1.0, 1.0)
+    )
+    assert "excludes 0" in res.reason
+    never = replay(a, width=1e-4)
+    assert not never.stopped and never.n_used == 2000 and "not decided" in never.reason

@@ -1,191 +1,628 @@
-"""``labcoat stats``: error bars, comparisons, power, bootstraps, seeds and sequential evals.
+"""``labcoat stats``: error bars, comparisons, leaderboards, gates, power, bootstraps, seeds
+and sequential evals.
 
 Every subcommand reads per-item results (CSV, TSV, JSONL, JSON, Parquet, lm-eval-harness
-``samples_*.jsonl`` or an Inspect log), prints a table in Miller's reporting format, or one
-JSON object with ``--json``.
+``samples_*.jsonl`` files, directories or globs of them, or an Inspect log), calls one
+function of :mod:`labcoat.stats`, and prints a table, or one JSON object with ``--json``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 import numpy as np
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import console, emit_json, json_option
+from labcoat.cli.output import json_option, respond
 from labcoat.errors import InputError
 
 confidence_option = click.option(
-    "--confidence", type=float, default=0.95, show_default=True, help="Confidence level of the interval."
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the interval.",
 )
-resamples_option = click.option("--resamples", type=click.IntRange(min=2), default=2000, show_default=True, help="Bootstrap resamples.")
-seed_option = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed of the bootstrap.")
+resamples_option = click.option(
+    "--resamples",
+    type=click.IntRange(min=2),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+seed_option = click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Random seed of the bootstrap.",
+)
+formula_option = click.option(
+    "--formula",
+    type=click.Choice(["cr1", "miller"]),
+    default="cr1",
+    show_default=True,
+    help="cr1: cluster-robust SE with t intervals; miller: the paper's Eq 2/4/7/8, z intervals.",
+)
+strict_option = click.option(
+    "--strict", is_flag=True, help="Refuse files whose question ids only partly overlap."
+)
 
 
-@click.group("stats", cls=Group)
+class SingleValueCommand(click.Command):
+    """A command in which an option that takes one value may be given only once.
+
+    click keeps the last of ``--score a --score b`` and drops the first without a word; here
+    that is a usage error naming the option (options meant to repeat are declared ``multiple``).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        single = {
+            opt: param
+            for param in self.params
+            if isinstance(param, click.Option) and not param.multiple and not param.count
+            for opt in (*param.opts, *param.secondary_opts)
+        }
+        seen: dict[str, str] = {}
+        for arg in args:
+            if arg == "--":
+                break
+            opt = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            param = single.get(opt)
+            if param is None:
+                continue
+            if param.name in seen:
+                raise click.UsageError(f"{opt} given more than once; it takes one value", ctx=ctx)
+            seen[param.name] = opt
+        return super().parse_args(ctx, args)
+
+
+class StatsGroup(Group):
+    command_class = SingleValueCommand
+
+
+@click.group("stats", cls=StatsGroup)
 def stats() -> None:
     """Honest error bars for evals (Miller 2024, rliable, anytime-valid sequences)."""
 
 
-def _show(renderable: Any) -> None:
-    console().print(renderable)
+def _read(path: str):
+    from labcoat.stats.readers import read_table
+
+    return read_table(path)
+
+
+def _name(path: str, table: Any) -> str:
+    """A model's label: the model the file names (Inspect, lm-eval results), else its stem."""
+    return table.model or Path(path.rstrip("/")).stem or path
 
 
 @stats.command("mean")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file")
 @click.option("--score", required=True, help="Column with the per-item score.")
-@click.option("--cluster", default=None, help="Column grouping related questions (clustered SE, Eq 4).")
-@click.option("--id", "id_col", default=None, help="Question id column; rows sharing an id are K answers to one question.")
+@click.option("--cluster", default=None, help="Column grouping related questions (clustered SE).")
+@click.option(
+    "--id",
+    "id_col",
+    default=None,
+    help="Question id column; rows sharing an id are K answers to one question.",
+)
+@formula_option
 @confidence_option
 @json_option
-def mean_cmd(file: str, score: str, cluster: str | None, id_col: str | None, confidence: float, as_json: bool) -> None:
-    """Mean score with its standard error (CLT, or clustered with --cluster)."""
-    from labcoat.stats import mean
-    from labcoat.stats.readers import read_table
+def mean_cmd(
+    file: str,
+    score: str,
+    cluster: str | None,
+    id_col: str | None,
+    formula: str,
+    confidence: float,
+    as_json: bool,
+) -> None:
+    """Mean score with its standard error (CR1 clustered with --cluster) and interval."""
+    from labcoat.stats.mean import mean
 
-    table = read_table(file)
+    table = _read(file)
     result = mean(
         table.scores(score),
         None if cluster is None else table.labels(cluster),
         confidence,
         ids=None if id_col is None else table.labels(id_col),
+        formula=formula,
     )
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    from labcoat.stats.render import mean_view
+    respond(as_json, result, lambda: _render("mean_view", result, label=score))
 
-    _show(mean_view(result, label=score))
+
+def _render(view: str, *args: Any, **kwargs: Any) -> Any:
+    from labcoat.stats import render
+
+    return getattr(render, view)(*args, **kwargs)
 
 
 @stats.command("compare")
-@click.argument("file_a", type=click.Path(dir_okay=False))
-@click.argument("file_b", type=click.Path(dir_okay=False))
-@click.option("--on", "on", required=True, help="Question id column present in both files.")
-@click.option("--score", required=True, help="Score column present in both files.")
-@click.option("--cluster", default=None, help="Cluster column (read from FILE_A; from each file with --unpaired).")
-@click.option("--unpaired", is_flag=True, help="The files score different questions: unpaired test (Eq 5-6).")
-@click.option("--mcnemar", "with_mcnemar", is_flag=True, help="Add McNemar's test (0/1 scores) to the JSON output.")
+@click.argument("file_a")
+@click.argument("file_b", required=False)
+@click.option("--on", "on", default=None, help="Question id column present in both files.")
+@click.option(
+    "--score",
+    multiple=True,
+    required=True,
+    help="Score column in both files; twice (--score A --score B): two columns of one FILE_A.",
+)
+@click.option(
+    "--cluster",
+    default=None,
+    help="Cluster column (read from FILE_A; from each file with --unpaired).",
+)
+@click.option(
+    "--unpaired", is_flag=True, help="The files score different questions: unpaired test (Eq 5-6)."
+)
+@click.option("--mcnemar", "with_mcnemar", is_flag=True, help="Add McNemar's test (0/1 scores).")
+@click.option(
+    "--permutation",
+    "with_permutation",
+    is_flag=True,
+    help="Add a paired sign-flip permutation test.",
+)
+@click.option(
+    "--exclude",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="JSON list of ids (or {'ids': [...]}, {'issues': [...]}) to leave out; "
+    "says whether the decision changes.",
+)
+@strict_option
+@formula_option
+@seed_option
 @confidence_option
 @json_option
 def compare_cmd(
     file_a: str,
-    file_b: str,
-    on: str,
-    score: str,
+    file_b: str | None,
+    on: str | None,
+    score: tuple[str, ...],
     cluster: str | None,
     unpaired: bool,
     with_mcnemar: bool,
+    with_permutation: bool,
+    exclude: str | None,
+    strict: bool,
+    formula: str,
+    seed: int,
     confidence: float,
     as_json: bool,
 ) -> None:
-    """Difference A − B with SE, CI, z, p-value and score correlation (paired, Eq 7/8)."""
-    from labcoat.stats import compare
-    from labcoat.stats.readers import read_table
+    """Difference A − B with SE, CI, t (or z), p-value, MDE, effect size and correlation."""
+    from labcoat.stats.compare import compare, compare_excluding
 
-    ta, tb = read_table(file_a), read_table(file_b)
-    a, b = ta.scores(score), tb.scores(score)
-    ids_a, ids_b = ta.labels(on), tb.labels(on)
+    a, b, ids_a, ids_b, clusters, labels = _two_sides(file_a, file_b, on, score, cluster, unpaired)
+    options = dict(formula=formula, strict=strict)
+    if exclude is not None:
+        from labcoat.stats.readers import read_id_list
+
+        if ids_a is None or unpaired:
+            raise InputError(
+                "--exclude needs --on (the id column the excluded ids refer to) and a paired "
+                "comparison."
+            )
+        if with_mcnemar or with_permutation:
+            raise InputError(
+                "--exclude re-scores the comparison only; run --mcnemar/--permutation without it."
+            )
+        result = compare_excluding(
+            a,
+            b,
+            read_id_list(exclude),
+            clusters[0],
+            confidence,
+            ids_a=ids_a,
+            ids_b=ids_b,
+            **options,
+        )
+        respond(as_json, result, lambda: _render("exclusion_view", result, labels))
+        return
     result = compare(
         a,
         b,
-        None if cluster is None else ta.labels(cluster),
+        clusters[0],
         confidence,
         paired=not unpaired,
         ids_a=ids_a,
         ids_b=ids_b,
-        cluster_b=None if cluster is None or not unpaired else tb.labels(cluster),
+        cluster_b=clusters[1],
+        **options,
     )
-    test = _mcnemar_if_binary(a, b, ids_a, ids_b) if not unpaired else None
-    if with_mcnemar and test is None:
-        raise InputError("--mcnemar needs paired 0/1 scores with one answer per question in both files.")
-    if as_json:
-        out = result.to_dict()
-        if with_mcnemar:
-            out["mcnemar"] = test.to_dict()
-        emit_json(out)
-        return
-    from labcoat.stats.render import compare_view
+    test = perm = None
+    if with_mcnemar:
+        test = _mcnemar(a, b, ids_a, ids_b)
+    if with_permutation:
+        from labcoat.stats.effects import paired_permutation_test
 
-    _show(compare_view(result, mcnemar=test))
+        if unpaired:
+            raise InputError("--permutation is a paired test; drop --unpaired.")
+        perm = paired_permutation_test(
+            a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, random_state=seed
+        )
+    out = result.to_dict()
+    if test is not None:
+        out["mcnemar"] = test.to_dict()
+    if perm is not None:
+        out["permutation"] = perm.to_dict()
+    respond(
+        as_json,
+        out,
+        lambda: _render("compare_view", result, labels, mcnemar=test, permutation=perm),
+    )
 
 
-def _mcnemar_if_binary(a: np.ndarray, b: np.ndarray, ids_a: np.ndarray, ids_b: np.ndarray):
-    from labcoat.stats import mcnemar
-    from labcoat.stats._questions import match_ids
+def _two_sides(file_a, file_b, on, score, cluster, unpaired):
+    """Scores, ids, clusters and labels of both sides: two files, or two columns of one."""
+    ta = _read(file_a)
+    if file_b is None:
+        if len(score) != 2:
+            raise InputError(
+                "one FILE compares two of its columns: give --score twice (--score A_COL --score "
+                "B_COL); "
+                f"got {len(score)}. To compare two files give FILE_A FILE_B and one --score."
+            )
+        if unpaired:
+            raise InputError("two columns of one file score the same questions: drop --unpaired.")
+        ids = None if on is None else ta.labels(on)
+        labels = (score[0], score[1])
+        clusters = (None if cluster is None else ta.labels(cluster), None)
+        return ta.scores(score[0]), ta.scores(score[1]), ids, ids, clusters, labels
+    if len(score) != 1:
+        raise InputError(
+            f"--score given {len(score)} times with two files; two files take one --score (the "
+            "column "
+            "in both). Two --score values compare two columns of one wide FILE."
+        )
+    if on is None and not unpaired:
+        raise InputError(
+            "a paired comparison of two files needs --on, the question id column in both."
+        )
+    tb = _read(file_b)
+    labels = (_name(file_a, ta), _name(file_b, tb))
+    if labels[0] == labels[1]:
+        labels = ("A", "B")
+    ids_a = None if on is None else ta.labels(on)
+    ids_b = None if on is None else tb.labels(on)
+    clusters = (
+        None if cluster is None else ta.labels(cluster),
+        None if cluster is None or not unpaired else tb.labels(cluster),
+    )
+    return ta.scores(score[0]), tb.scores(score[0]), ids_a, ids_b, clusters, labels
+
+
+def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
+    from labcoat.stats._questions import shared_ids
+    from labcoat.stats.proportions import mcnemar
 
     binary = np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all()
-    single = len(set(ids_a.tolist())) == ids_a.size and len(set(ids_b.tolist())) == ids_b.size
+    if ids_a is None:
+        single, index_a, index_b = a.size == b.size, np.arange(a.size), np.arange(b.size)
+    else:
+        single = len(set(ids_a.tolist())) == ids_a.size and len(set(ids_b.tolist())) == ids_b.size
+        match = shared_ids(ids_a, ids_b)
+        index_a, index_b = match.index_a, match.index_b
     if not (binary and single):
-        return None
-    return mcnemar(a, b[match_ids(ids_a, ids_b)])
+        raise InputError(
+            "--mcnemar needs paired 0/1 scores with one answer per question in both files."
+        )
+    return mcnemar(a[index_a], b[index_b])
+
+
+@stats.command("leaderboard")
+@click.argument("files", nargs=-1, required=True)
+@click.option("--on", "on", default=None, help="Question id column present in every file.")
+@click.option("--score", required=True, help="Score column present in every file.")
+@click.option("--cluster", default=None, help="Cluster column (read from the first file).")
+@click.option(
+    "--alpha",
+    type=float,
+    default=None,
+    help="Level of the Holm-corrected pair tests [default: 1 - confidence].",
+)
+@formula_option
+@resamples_option
+@seed_option
+@confidence_option
+@json_option
+def leaderboard_cmd(
+    files, on, score, cluster, alpha, formula, resamples, seed, confidence, as_json
+) -> None:
+    """Rank models (FILE or NAME=FILE each) with intervals, rank intervals, Holm-corrected pairs
+    and the groups that cannot be told apart."""
+    from labcoat.stats.leaderboard import leaderboard
+
+    if len(files) < 2:
+        raise InputError(f"a leaderboard needs at least 2 files (one per model); got {len(files)}.")
+    tables, names = [], []
+    for spec in files:
+        given, sep, path = spec.partition("=")
+        if not sep or not path:
+            given, path = "", spec
+        table = _read(path)
+        tables.append(table)
+        names.append(given or _name(path, table))
+    if len(set(names)) < len(names):
+        names = [
+            given if "=" in spec else Path(spec.rstrip("/")).stem
+            for spec, given in zip(files, names)
+        ]
+    if len(set(names)) < len(names):
+        raise InputError(f"two models share a name ({', '.join(names)}); name them with NAME=FILE.")
+    result = leaderboard(
+        {n: t.scores(score) for n, t in zip(names, tables)},
+        None if on is None else {n: t.labels(on) for n, t in zip(names, tables)},
+        None if cluster is None else {names[0]: tables[0].labels(cluster)},
+        confidence=confidence,
+        alpha=alpha,
+        n_resamples=resamples,
+        random_state=seed,
+        formula=formula,
+    )
+    respond(as_json, result, lambda: _render("leaderboard_view", result))
+
+
+@stats.command("gate")
+@click.argument("new")
+@click.argument("old")
+@click.option("--on", "on", required=True, help="Question id column present in both files.")
+@click.option("--score", required=True, help="Score column present in both files.")
+@click.option(
+    "--margin",
+    type=float,
+    required=True,
+    help="How much worse the new model may be (δ, in score units).",
+)
+@click.option("--cluster", default=None, help="Cluster column (read from NEW).")
+@strict_option
+@formula_option
+@confidence_option
+@json_option
+def gate_cmd(new, old, on, score, margin, cluster, strict, formula, confidence, as_json) -> int:
+    """Release gate: ALLOW (exit 0) when NEW is not worse than OLD by more than --margin,
+    REJECT (exit 1), or INCONCLUSIVE (exit 4) with the questions that would decide."""
+    from labcoat.stats.gate import gate
+
+    tn, to = _read(new), _read(old)
+    result = gate(
+        tn.scores(score),
+        to.scores(score),
+        margin,
+        None if cluster is None else tn.labels(cluster),
+        confidence,
+        ids_new=tn.labels(on),
+        ids_old=to.labels(on),
+        formula=formula,
+        strict=strict,
+    )
+    respond(as_json, result, lambda: _render("gate_view", result))
+    return result.exit_code
 
 
 @stats.command("power")
-@click.option("--omega2", type=float, default=None, help="Variance of the per-question difference in true scores (ω²).")
-@click.option("--sigma2-a", type=float, default=0.0, show_default=True, help="Mean within-question variance of A (σ²_A).")
-@click.option("--sigma2-b", type=float, default=0.0, show_default=True, help="Mean within-question variance of B (σ²_B).")
-@click.option("--k-a", type=float, default=1, show_default=True, help="Answers drawn per question for A.")
-@click.option("--k-b", type=float, default=1, show_default=True, help="Answers drawn per question for B.")
+@click.option(
+    "--omega2",
+    type=float,
+    default=None,
+    help="Variance of the per-question difference in true scores (ω²).",
+)
+@click.option(
+    "--sigma2-a",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Mean within-question variance of A (σ²_A).",
+)
+@click.option(
+    "--sigma2-b",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Mean within-question variance of B (σ²_B).",
+)
+@click.option(
+    "--k-a", type=float, default=1, show_default=True, help="Answers drawn per question for A."
+)
+@click.option(
+    "--k-b", type=float, default=1, show_default=True, help="Answers drawn per question for B."
+)
 @click.option("--mde", type=float, default=None, help="Difference to detect: solve for n (Eq 9).")
-@click.option("--n", "n", type=float, default=None, help="Questions available: solve for the MDE (Eq 10).")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Two-sided significance level.")
-@click.option("--power", "power", type=float, default=0.8, show_default=True, help="Probability of detecting the MDE.")
-@click.option("--pilot-a", default=None, type=click.Path(dir_okay=False), help="Pilot results of A to estimate ω², σ²_A.")
-@click.option("--pilot-b", default=None, type=click.Path(dir_okay=False), help="Pilot results of B to estimate ω², σ²_B.")
+@click.option(
+    "--n",
+    "n",
+    type=float,
+    default=None,
+    help="Questions available: solve for the MDE (Eq 10), or the power with --effect.",
+)
+@click.option(
+    "--effect", type=float, default=None, help="With --n: the power to detect this difference."
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level.")
+@click.option(
+    "--power",
+    "power",
+    type=float,
+    default=0.8,
+    show_default=True,
+    help="Probability of detecting the MDE.",
+)
+@click.option(
+    "--one-sided",
+    is_flag=True,
+    help="One-sided test (the direction of the effect is known in advance).",
+)
+@click.option(
+    "--icc",
+    type=float,
+    default=None,
+    help="Intra-cluster correlation (with --cluster-size): design effect.",
+)
+@click.option(
+    "--cluster-size", type=float, default=None, help="Questions per cluster (with --icc)."
+)
+@click.option(
+    "--design-effect",
+    type=float,
+    default=None,
+    help="Variance inflation from clustering, if known.",
+)
+@click.option("--pilot-a", default=None, help="Pilot results of A to estimate ω², σ²_A.")
+@click.option("--pilot-b", default=None, help="Pilot results of B to estimate ω², σ²_B.")
 @click.option("--on", "on", default=None, help="Question id column of the pilot files.")
 @click.option("--score", default=None, help="Score column of the pilot files.")
+@click.option(
+    "--cluster", default=None, help="Cluster column of pilot A: estimate the design effect from it."
+)
 @json_option
 def power_cmd(
-    omega2: float | None,
-    sigma2_a: float,
-    sigma2_b: float,
-    k_a: float,
-    k_b: float,
-    mde: float | None,
-    n: float | None,
-    alpha: float,
-    power: float,
-    pilot_a: str | None,
-    pilot_b: str | None,
-    on: str | None,
-    score: str | None,
-    as_json: bool,
+    omega2,
+    sigma2_a,
+    sigma2_b,
+    k_a,
+    k_b,
+    mde,
+    n,
+    effect,
+    alpha,
+    power,
+    one_sided,
+    icc,
+    cluster_size,
+    design_effect,
+    pilot_a,
+    pilot_b,
+    on,
+    score,
+    cluster,
+    as_json,
 ) -> None:
-    """Questions needed for an MDE (--mde), or the MDE of n questions (--n)."""
-    from labcoat.stats import minimum_detectable_effect, sample_size
+    """Questions needed for an MDE (--mde), the MDE of n questions (--n), or the power of n
+    questions at a given effect (--n --effect); with clusters through a design effect."""
+    from labcoat.stats import power as pw
 
-    if (mde is None) == (n is None):
-        raise InputError("give exactly one of --mde (solve for n) or --n (solve for the MDE).")
+    if mde is not None and (n is not None or effect is not None):
+        raise InputError(
+            "give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the "
+            "power)."
+        )
+    if mde is None and n is None:
+        raise InputError(
+            "give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the "
+            "power)."
+        )
     if (pilot_a is None) != (pilot_b is None):
         raise InputError("give both --pilot-a and --pilot-b, or neither.")
+    deff = _design_effect(icc, cluster_size, design_effect, pilot_a, pilot_b, on, score, cluster)
     if pilot_a is not None:
         omega2, sigma2_a, sigma2_b = _pilot_components(pilot_a, pilot_b, on, score)
     elif omega2 is None:
-        raise InputError("give --omega2 (and optionally --sigma2-a/--sigma2-b), or pilot files to estimate them.")
-    kwargs = dict(sigma2_a=sigma2_a, sigma2_b=sigma2_b, k_a=k_a, k_b=k_b, alpha=alpha, power=power)
+        raise InputError(
+            "give --omega2 (and optionally --sigma2-a/--sigma2-b), or pilot files to estimate them."
+        )
+    kwargs = dict(
+        sigma2_a=sigma2_a,
+        sigma2_b=sigma2_b,
+        k_a=k_a,
+        k_b=k_b,
+        alpha=alpha,
+        alternative="one-sided" if one_sided else "two-sided",
+        design_effect=deff,
+    )
     if mde is not None:
-        result, solved = sample_size(mde, omega2, **kwargs), "n"
+        result = pw.sample_size(mde, omega2, power=power, **kwargs)
+    elif effect is not None:
+        result = pw.power_at(effect, n, omega2, **kwargs)
     else:
-        result, solved = minimum_detectable_effect(n, omega2, **kwargs), "mde"
-    if as_json:
-        emit_json({solved: getattr(result, solved)})
-        return
-    from labcoat.stats.render import power_view
-
-    _show(power_view(result, solved))
+        result = pw.minimum_detectable_effect(n, omega2, power=power, **kwargs)
+    respond(as_json, result, lambda: _render("power_view", result))
 
 
-def _pilot_components(pilot_a: str, pilot_b: str, on: str | None, score: str | None) -> tuple[float, float, float]:
-    from labcoat.stats import variance_components
-    from labcoat.stats.readers import read_table
+def _design_effect(icc, cluster_size, given, pilot_a, pilot_b, on, score, cluster) -> float:
+    from labcoat.stats import power as pw
+
+    ways = [icc is not None or cluster_size is not None, given is not None, cluster is not None]
+    if sum(ways) > 1:
+        raise InputError(
+            "give one of --icc with --cluster-size, --design-effect, or --cluster with pilot files."
+        )
+    if ways[0]:
+        if icc is None or cluster_size is None:
+            raise InputError(
+                "--icc and --cluster-size go together: the design effect is 1 + (size - 1) * icc."
+            )
+        return pw.design_effect(icc, cluster_size)
+    if given is not None:
+        return given
+    if cluster is not None:
+        if pilot_a is None or on is None or score is None:
+            raise InputError(
+                "--cluster estimates the design effect from pilot files: give --pilot-a, "
+                "--pilot-b, --on and --score."
+            )
+        from labcoat.stats._questions import match_ids
+
+        ta, tb = _read(pilot_a), _read(pilot_b)
+        ids_a = ta.labels(on)
+        d = ta.scores(score) - tb.scores(score)[match_ids(ids_a, tb.labels(on))]
+        return pw.estimate_design_effect(d, ta.labels(cluster)).design_effect
+    return 1.0
+
+
+def _pilot_components(
+    pilot_a: str, pilot_b: str, on: str | None, score: str | None
+) -> tuple[float, float, float]:
+    from labcoat.stats.power import variance_components
 
     if on is None or score is None:
         raise InputError("pilot files need --on (question id column) and --score (score column).")
-    ta, tb = read_table(pilot_a), read_table(pilot_b)
-    est = variance_components(ta.scores(score), tb.scores(score), ids_a=ta.labels(on), ids_b=tb.labels(on))
+    ta, tb = _read(pilot_a), _read(pilot_b)
+    est = variance_components(
+        ta.scores(score), tb.scores(score), ids_a=ta.labels(on), ids_b=tb.labels(on)
+    )
     return est.omega2, est.sigma2_a, est.sigma2_b
+
+
+@stats.command("adjust")
+@click.argument("pvalues", nargs=-1, type=float)
+@click.option(
+    "--file", "file", default=None, help="Table with a column of p-values (instead of PVALUES)."
+)
+@click.option("--column", default=None, help="The p-value column of --file.")
+@click.option("--label", default=None, help="Column of --file naming each test.")
+@click.option(
+    "--method",
+    type=click.Choice(["holm", "bh"]),
+    default="holm",
+    show_default=True,
+    help="holm: family-wise error (any dependence); bh: false discovery rate.",
+)
+@click.option(
+    "--alpha", type=float, default=0.05, show_default=True, help="Level at which to reject."
+)
+@json_option
+def adjust_cmd(pvalues, file, column, label, method, alpha, as_json) -> None:
+    """Holm or Benjamini-Hochberg adjusted p-values for many comparisons at once."""
+    from labcoat.stats.multiple import adjust_pvalues
+
+    labels = None
+    if file is not None:
+        if pvalues or column is None:
+            raise InputError("give either PVALUES or --file with --column, not both.")
+        table = _read(file)
+        values = table.scores(column)
+        labels = None if label is None else table.labels(label).tolist()
+    elif pvalues:
+        values = np.asarray(pvalues, dtype=float)
+    else:
+        raise InputError("give p-values as arguments, or --file with --column.")
+    result = adjust_pvalues(values, method, alpha)
+    out = result.to_dict() | ({"labels": labels} if labels else {})
+    respond(as_json, out, lambda: _render("adjust_view", result, labels))
 
 
 #: metric -> the options whose columns build its per-item sufficient statistics
@@ -201,13 +638,22 @@ _METRIC_INPUTS = {
 
 
 @stats.command("bootstrap")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--metric", type=click.Choice(sorted(_METRIC_INPUTS)), required=True, help="Corpus-level metric.")
+@click.argument("file")
+@click.option(
+    "--metric",
+    type=click.Choice(sorted(_METRIC_INPUTS)),
+    required=True,
+    help="Corpus-level metric.",
+)
 @click.option("--score", default=None, help="Score column (metric mean).")
-@click.option("--true", "true_col", default=None, help="Gold label column (f1, precision, recall, mcc).")
+@click.option(
+    "--true", "true_col", default=None, help="Gold label column (f1, precision, recall, mcc)."
+)
 @click.option("--pred", default=None, help="Predicted label column (f1, precision, recall, mcc).")
 @click.option("--pos-label", default="1", show_default=True, help="Label of the positive class.")
-@click.option("--nll", default=None, help="Summed negative log-likelihood per item, in nats (perplexity).")
+@click.option(
+    "--nll", default=None, help="Summed negative log-likelihood per item, in nats (perplexity)."
+)
 @click.option("--tokens", default=None, help="Token count per item (perplexity).")
 @click.option("--hyp", default=None, help="Hypothesis text column, whitespace-tokenised (bleu).")
 @click.option("--ref", default=None, help="Reference text column (bleu).")
@@ -215,7 +661,22 @@ _METRIC_INPUTS = {
 @seed_option
 @confidence_option
 @json_option
-def bootstrap_cmd(file: str, metric: str, score, true_col, pred, pos_label, nll, tokens, hyp, ref, resamples, seed, confidence, as_json) -> None:
+def bootstrap_cmd(
+    file: str,
+    metric: str,
+    score,
+    true_col,
+    pred,
+    pos_label,
+    nll,
+    tokens,
+    hyp,
+    ref,
+    resamples,
+    seed,
+    confidence,
+    as_json,
+) -> None:
     """Bootstrap SE and CI of a corpus metric by resampling per-item sufficient statistics."""
     from labcoat.stats.bootstrap import (
         bleu_statistics,
@@ -223,156 +684,145 @@ def bootstrap_cmd(file: str, metric: str, score, true_col, pred, pos_label, nll,
         classification_statistics,
         perplexity_statistics,
     )
-    from labcoat.stats.readers import read_table
 
-    given = {"score": score, "true": true_col, "pred": pred, "nll": nll, "tokens": tokens, "hyp": hyp, "ref": ref}
+    given = {
+        "score": score,
+        "true": true_col,
+        "pred": pred,
+        "nll": nll,
+        "tokens": tokens,
+        "hyp": hyp,
+        "ref": ref,
+    }
     missing = [f"--{name}" for name in _METRIC_INPUTS[metric] if given[name] is None]
     if missing:
         raise InputError(f"--metric {metric} needs {' and '.join(missing)}.")
-    table = read_table(file)
+    table = _read(file)
     if metric == "mean":
         values = table.scores(score)
         data = np.stack([values, np.ones_like(values)], axis=1)
     elif metric in ("f1", "precision", "recall", "mcc"):
-        data = classification_statistics(table.labels(true_col), table.labels(pred), pos_label=str(pos_label))
+        data = classification_statistics(
+            table.labels(true_col), table.labels(pred), pos_label=str(pos_label)
+        )
     elif metric == "perplexity":
         data = perplexity_statistics(table.scores(nll), table.scores(tokens))
     else:
-        data = bleu_statistics([str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)])
-    result = bootstrap_metric(data, metric, n_resamples=resamples, confidence=confidence, random_state=seed)
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    from labcoat.stats.render import bootstrap_view
-
-    _show(bootstrap_view(result))
+        data = bleu_statistics(
+            [str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)]
+        )
+    result = bootstrap_metric(
+        data, metric, n_resamples=resamples, confidence=confidence, random_state=seed
+    )
+    respond(as_json, result, lambda: _render("bootstrap_view", result))
 
 
 @stats.command("seeds")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--score", required=True, help="Score column (normalised so that --gamma is the target).")
+@click.argument("file")
+@click.option(
+    "--score", required=True, help="Score column (normalised so that --gamma is the target)."
+)
 @click.option("--task", default=None, help="Task column (omit for a single task).")
-@click.option("--method", "method_col", default=None, help="Column naming the method/algorithm of each run.")
-@click.option("--gamma", type=float, default=1.0, show_default=True, help="Target score of the optimality gap.")
+@click.option(
+    "--method", "method_col", default=None, help="Column naming the method/algorithm of each run."
+)
+@click.option(
+    "--gamma",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Target score of the optimality gap.",
+)
 @resamples_option
 @seed_option
 @confidence_option
 @json_option
 def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence, as_json) -> None:
     """IQM, mean, median, optimality gap (stratified bootstrap CIs) and P(X > Y) across runs."""
-    from labcoat.stats.readers import read_table
-    from labcoat.stats.seeds import aggregate, probability_of_improvement
+    from labcoat.stats.seeds import summarize_runs
 
-    table = read_table(file)
-    values = table.scores(score)
-    tasks = table.labels(task) if task else np.full(values.size, "all", dtype=object)
-    methods = table.labels(method_col) if method_col else np.full(values.size, "runs", dtype=object)
-    grids = {m: _runs_by_task(values[methods == m], tasks[methods == m], m) for m in dict.fromkeys(methods.tolist())}
-    task_sets = {m: tuple(g[1]) for m, g in grids.items()}
-    if len(set(task_sets.values())) > 1:
-        raise InputError(f"{file}: methods cover different tasks; every method needs runs on every task.")
-    summaries = {
-        m: aggregate(g[0], gamma=gamma, n_resamples=resamples, confidence=confidence, random_state=seed)
-        for m, g in grids.items()
-    }
-    names = list(grids)
-    improvements = {
-        (names[0], other): probability_of_improvement(
-            grids[names[0]][0], grids[other][0], n_resamples=resamples, confidence=confidence, random_state=seed
+    table = _read(file)
+    try:
+        result = summarize_runs(
+            table.scores(score),
+            None if task is None else table.labels(task),
+            None if method_col is None else table.labels(method_col),
+            gamma=gamma,
+            n_resamples=resamples,
+            confidence=confidence,
+            random_state=seed,
         )
-        for other in names[1:]
-    }
-    if as_json:
-        emit_json(
-            {
-                "methods": {m: s.to_dict() for m, s in summaries.items()},
-                "probability_of_improvement": [
-                    {"x": x, "y": y, "estimate": r.statistic, "ci": list(r.ci)} for (x, y), r in improvements.items()
-                ],
-                "confidence": confidence,
-                "n_resamples": resamples,
-            }
-        )
-        return
-    from labcoat.stats.render import seeds_view
-
-    _show(seeds_view(summaries, improvements))
-
-
-def _runs_by_task(values: np.ndarray, tasks: np.ndarray, method: str) -> tuple[np.ndarray, list[str]]:
-    """Long rows to a ``(runs, tasks)`` grid; every task must have the same number of runs."""
-    names = list(dict.fromkeys(tasks.tolist()))
-    columns = [values[tasks == t] for t in names]
-    sizes = {t: c.size for t, c in zip(names, columns)}
-    if len(set(sizes.values())) > 1:
-        shown = ", ".join(f"{t}: {s}" for t, s in list(sizes.items())[:6])
-        raise InputError(f"method {method!r} has unequal runs per task ({shown}); each task needs the same seeds.")
-    return np.stack(columns, axis=1), names
+    except InputError as exc:
+        raise InputError(f"{file}: {exc}") from None
+    respond(as_json, result, lambda: _render("seeds_view", result))
 
 
 @stats.command("sequential")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file")
 @click.option("--score", required=True, help="Score column, streamed in file order.")
-@click.option("--lower", type=float, default=0.0, show_default=True, help="Smallest possible score.")
+@click.option(
+    "--lower", type=float, default=0.0, show_default=True, help="Smallest possible score."
+)
 @click.option("--upper", type=float, default=1.0, show_default=True, help="Largest possible score.")
-@click.option("--width", type=float, default=None, help="Stop once the interval is narrower than this.")
-@click.option("--threshold", type=float, default=None, help="Stop once the interval excludes this value.")
-@click.option("--baseline", default=None, type=click.Path(dir_okay=False), help="Second model's file: stream A − B on matched ids.")
+@click.option(
+    "--width", type=float, default=None, help="Stop once the interval is narrower than this."
+)
+@click.option(
+    "--threshold", type=float, default=None, help="Stop once the interval excludes this value."
+)
+@click.option(
+    "--baseline", default=None, help="Second model's file: stream A − B on matched ids."
+)
 @click.option("--on", "on", default=None, help="Question id column (with --baseline).")
-@click.option("--batch", type=int, default=1, show_default=True, help="Items scored between checks.")
+@click.option(
+    "--batch", type=int, default=1, show_default=True, help="Items scored between checks."
+)
+@strict_option
 @confidence_option
 @json_option
-def sequential_cmd(file, score, lower, upper, width, threshold, baseline, on, batch, confidence, as_json) -> None:
+def sequential_cmd(
+    file, score, lower, upper, width, threshold, baseline, on, batch, strict, confidence, as_json
+) -> None:
     """Replay an eval item by item and report when an anytime-valid interval lets it stop."""
-    from labcoat.stats import ConfidenceSequence
-    from labcoat.stats._questions import match_ids
-    from labcoat.stats.readers import read_table
+    from dataclasses import replace
 
-    if width is None and threshold is None:
-        raise InputError("give --width, --threshold or both: the condition that lets the eval stop.")
-    if batch < 1:
-        raise InputError(f"--batch must be at least 1; got {batch}.")
-    table = read_table(file)
-    values = table.scores(score)
+    from labcoat.stats.sequential import replay
+
+    table = _read(file)
+    values, other, notes = table.scores(score), None, ()
     if baseline is not None:
         if on is None:
             raise InputError("--baseline needs --on, the question id column shared by both files.")
-        other = read_table(baseline)
-        values = values - other.scores(score)[match_ids(table.labels(on), other.labels(on))]
-        lower, upper = lower - upper, upper - lower
-    cs = ConfidenceSequence(lower, upper, confidence)
-    stopped = False
-    for start in range(0, values.size, batch):
-        if cs.update(values[start : start + batch]).done(width=width, threshold=threshold):
-            stopped = True
-            break
-    ci = cs.interval
-    if stopped and threshold is not None and ci.excludes(threshold):
-        reason = f"interval excludes {threshold:g} after {cs.n} of {values.size} items"
-    elif stopped:
-        reason = f"interval narrower than {width:g} after {cs.n} of {values.size} items"
-    else:
-        reason = f"not decided after all {values.size} items"
-    if as_json:
-        emit_json(
-            {
-                "mean": cs.mean,
-                "ci": [ci.low, ci.high],
-                "n_used": cs.n,
-                "n_total": int(values.size),
-                "stopped": stopped,
-                "reason": reason,
-                "confidence": confidence,
-            }
-        )
-        return
-    from labcoat.stats.render import sequential_view
+        from labcoat.stats._questions import shared_ids
 
-    _show(sequential_view(cs, int(values.size), stopped, reason))
+        base = _read(baseline)
+        match = shared_ids(table.labels(on), base.labels(on))
+        if match.only_a or match.only_b:
+            if strict:
+                raise InputError(
+                    f"question ids differ between {file} and {baseline}: {match.describe()}."
+                )
+            notes = (
+                f"{len(match.only_a)} item(s) only in A and {len(match.only_b)} only in the "
+                "baseline were left out",
+            )
+        values, other = values[match.index_a], base.scores(score)[match.index_b]
+    result = replay(
+        values,
+        baseline=other,
+        lower=lower,
+        upper=upper,
+        width=width,
+        threshold=threshold,
+        batch=batch,
+        confidence=confidence,
+    )
+    result = replace(result, warnings=result.warnings + notes)
+    respond(as_json, result, lambda: _render("sequential_view", result))
 
 
 @stats.command("intervals")
-@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.argument("file", required=False)
 @click.option("--score", default=None, help="Column of 0/1 scores.")
 @click.option("--successes", type=int, default=None, help="Number correct (instead of FILE).")
 @click.option("--n", "n", type=int, default=None, help="Number of questions (instead of FILE).")
@@ -380,20 +830,14 @@ def sequential_cmd(file, score, lower, upper, width, threshold, baseline, on, ba
 @json_option
 def intervals_cmd(file, score, successes, n, confidence, as_json) -> None:
     """Wilson, Clopper-Pearson, Jeffreys and CLT intervals for a share of correct answers."""
-    from labcoat.stats import proportion, proportion_from_scores
-    from labcoat.stats.readers import read_table
+    from labcoat.stats.proportions import proportion, proportion_from_scores
 
     if file is not None:
         if score is None:
             raise InputError("with FILE, give --score (the 0/1 score column).")
-        result = proportion_from_scores(read_table(file).scores(score), confidence)
+        result = proportion_from_scores(_read(file).scores(score), confidence)
     elif successes is not None and n is not None:
         result = proportion(successes, n, confidence)
     else:
         raise InputError("give FILE with --score, or --successes and --n.")
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    from labcoat.stats.render import intervals_view
-
-    _show(intervals_view(result))
+    respond(as_json, result, lambda: _render("intervals_view", result))

@@ -18,7 +18,8 @@ from labcoat.stats._validation import check_scores
 
 @dataclass(frozen=True)
 class Questions:
-    """Per-question scores: ``means[i]`` averages the ``counts[i]`` answers to question ``ids[i]``."""
+    """Per-question scores: ``means[i]`` averages the ``counts[i]`` answers to question
+    ``ids[i]``."""
 
     ids: np.ndarray
     means: np.ndarray
@@ -63,11 +64,18 @@ def question_scores(scores: Any, ids: Any = None, *, name: str = "scores") -> Qu
     values = check_scores(arr, name)
     if ids is None:
         rows = np.arange(values.size)
-        return Questions(rows, values, np.ones(values.size, dtype=int), np.full(values.size, np.nan), rows)
+        return Questions(
+            rows, values, np.ones(values.size, dtype=int), np.full(values.size, np.nan), rows
+        )
     labels = np.asarray(ids)
     if labels.shape != values.shape:
-        raise InputError(f"`ids` must label every row of `{name}`; got {labels.size} ids for {values.size} scores.")
-    uniq, first, inverse, counts = np.unique(labels, return_index=True, return_inverse=True, return_counts=True)
+        raise InputError(
+            f"`ids` must label every row of `{name}`; got {labels.size} ids for {values.size} "
+            "scores."
+        )
+    uniq, first, inverse, counts = np.unique(
+        labels, return_index=True, return_inverse=True, return_counts=True
+    )
     order = np.argsort(first)  # keep the order in which questions first appear
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -89,16 +97,21 @@ def per_question(labels: Any, questions: Questions, name: str) -> np.ndarray:
     rows = questions.row_to_question
     if rows is None or col.size == questions.n and rows.size == questions.n:
         if col.size != questions.n:
-            raise InputError(f"`{name}` must have one label per question; got {col.size} for {questions.n}.")
+            raise InputError(
+                f"`{name}` must have one label per question; got {col.size} for {questions.n}."
+            )
         return col
     if col.size != rows.size:
-        raise InputError(f"`{name}` must have one label per row; got {col.size} labels for {rows.size} rows.")
+        raise InputError(
+            f"`{name}` must have one label per row; got {col.size} labels for {rows.size} rows."
+        )
     picked = col[questions.first_row]
     mismatch = np.flatnonzero(col != picked[rows])
     if mismatch.size:
         bad = questions.ids[rows[mismatch[0]]]
         raise InputError(
-            f"`{name}` differs between answers to the same question (e.g. id {bad!r}); a question's "
+            f"`{name}` differs between answers to the same question (e.g. id {bad!r}); a "
+            "question's "
             "answers must all belong to one cluster."
         )
     return picked
@@ -106,21 +119,43 @@ def per_question(labels: Any, questions: Questions, name: str) -> np.ndarray:
 
 def match_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> np.ndarray:
     """Index into ``ids_b`` for every id of ``ids_a``; an error naming the ids on one side only."""
-    position = {key: i for i, key in enumerate(ids_b.tolist())}
-    only_a = [key for key in ids_a.tolist() if key not in position]
-    seen = set(ids_a.tolist())
-    only_b = [key for key in ids_b.tolist() if key not in seen]
-    if only_a or only_b:
-        parts = []
-        if only_a:
-            parts.append(f"{len(only_a)} only in A ({_examples(only_a)})")
-        if only_b:
-            parts.append(f"{len(only_b)} only in B ({_examples(only_b)})")
+    match = shared_ids(ids_a, ids_b)
+    if match.only_a or match.only_b:
         raise InputError(
-            f"question ids differ between A and B: {'; '.join(parts)}. A paired comparison needs "
+            f"question ids differ between A and B: {match.describe()}. A paired comparison needs "
             "the same questions on both sides: score the missing ones, or compare unpaired."
         )
-    return np.array([position[key] for key in ids_a.tolist()], dtype=int)
+    return match.index_b
+
+
+@dataclass(frozen=True)
+class IdMatch:
+    """Positions of the ids both sides share (in A's order) and the ids found on one side only."""
+
+    index_a: np.ndarray
+    index_b: np.ndarray
+    only_a: list[Any]
+    only_b: list[Any]
+
+    def describe(self) -> str:
+        parts = []
+        if self.only_a:
+            parts.append(f"{len(self.only_a)} only in A ({_examples(self.only_a)})")
+        if self.only_b:
+            parts.append(f"{len(self.only_b)} only in B ({_examples(self.only_b)})")
+        return "; ".join(parts) or "none missing"
+
+
+def shared_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> IdMatch:
+    """Match two id columns: the ids on both sides, and those on one side only."""
+    position = {key: i for i, key in enumerate(ids_b.tolist())}
+    keys_a = ids_a.tolist()
+    index_a = [i for i, key in enumerate(keys_a) if key in position]
+    only_a = [key for key in keys_a if key not in position]
+    seen = set(keys_a)
+    only_b = [key for key in ids_b.tolist() if key not in seen]
+    index_b = [position[keys_a[i]] for i in index_a]
+    return IdMatch(np.array(index_a, dtype=int), np.array(index_b, dtype=int), only_a, only_b)
 
 
 def _examples(keys: list[Any], limit: int = 5) -> str:

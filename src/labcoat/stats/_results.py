@@ -26,6 +26,9 @@ class ConfidenceInterval(NamedTuple):
     def width(self) -> float:
         return self.high - self.low
 
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
     def excludes(self, value: float) -> bool:
         """True when ``value`` lies outside the interval."""
         return value < self.low or value > self.high
@@ -41,7 +44,7 @@ class BootstrapResult:
     """
 
     statistic: float
-    standard_error: float
+    se: float
     bootstrap_distribution: np.ndarray
     metric: str
     n: int
@@ -62,8 +65,8 @@ class BootstrapResult:
         return {
             "metric": self.metric,
             "statistic": self.statistic,
-            "se": self.standard_error,
-            "ci": [ci.low, ci.high],
+            "se": self.se,
+            "ci": list(ci),
             "n": self.n,
             "n_resamples": int(self.bootstrap_distribution.size),
             "confidence": self.confidence,

@@ -19,7 +19,9 @@ def check_scores(values: Any, name: str, *, min_size: int = 1) -> np.ndarray:
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"`{name}` must be numbers; could not read them as floats ({exc}).") from None
+        raise InputError(
+            f"`{name}` must be numbers; could not read them as floats ({exc})."
+        ) from None
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1:
@@ -41,7 +43,11 @@ def check_scores(values: Any, name: str, *, min_size: int = 1) -> np.ndarray:
 
 def check_probability(value: Any, name: str) -> float:
     """A number strictly between 0 and 1 (a confidence level, alpha or power)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 < float(value) < 1.0
+    ):
         raise InputError(f"`{name}` must be a number strictly between 0 and 1; got {value!r}.")
     return float(value)
 
@@ -72,12 +78,17 @@ def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
 
 
 def check_random_state(value: Any, name: str = "random_state") -> np.random.Generator:
-    """A numpy Generator from a seed (a non-negative integer), a Generator, or None (fresh entropy)."""
+    """A numpy Generator from a seed (a non-negative integer), a Generator, or None (fresh
+    entropy)."""
     if isinstance(value, np.random.Generator):
         return value
-    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0):
+    if value is None or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+    ):
         return np.random.default_rng(value)
-    raise InputError(f"`{name}` must be a non-negative integer seed, a numpy Generator or None; got {value!r}.")
+    raise InputError(
+        f"`{name}` must be a non-negative integer seed, a numpy Generator or None; got {value!r}."
+    )
 
 
 def check_same_length(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> None:

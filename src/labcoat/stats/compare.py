@@ -1,41 +1,60 @@
 """Is model A better than model B? (Miller 2024, Eq 5-8)
 
 When both models answered the same questions, the question-level difference ``a_i - b_i``
-removes the variance the two share (question difficulty), so the paired standard error
-(Eq 7, clustered Eq 8) is smaller than the unpaired one by the correlation of the scores.
-lm-eval-harness and most leaderboards use the unpaired test and throw that away. Unpaired
-(Eq 5-6) is right only when the question sets differ.
+removes the variance the two share (question difficulty), so the paired standard error is
+smaller than the unpaired one by the correlation of the scores. lm-eval-harness and most
+leaderboards use the unpaired test and throw that away. Unpaired (Eq 5-6) is right only when
+the question sets differ.
+
+Standard errors, intervals and p-values follow :mod:`labcoat.stats.mean`: CR1 with t(G − 1)
+or t(n − 1) by default, the paper's Eq 7/8 with z under ``formula="miller"``. Every result
+carries the minimum detectable effect of its design (80 % power at ``1 - confidence``).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
-from labcoat.stats._questions import Questions, match_ids, per_question, question_scores
+from labcoat.stats._distributions import quantile, two_sided_pvalue
+from labcoat.stats._questions import per_question, question_scores, shared_ids
 from labcoat.stats._results import ConfidenceInterval
-from labcoat.stats._validation import check_probability
-from labcoat.stats.mean import FEW_ITEMS, cluster_codes, clustered_se, mean, normal_interval
+from labcoat.stats._validation import check_choice, check_probability
+from labcoat.stats.mean import (
+    FEW_ITEMS,
+    FORMULAS,
+    cluster_codes,
+    mean,
+    standard_error,
+    symmetric_interval,
+)
+
+#: power at which every comparison reports its minimum detectable effect
+MDE_POWER = 0.8
 
 
 @dataclass(frozen=True)
 class CompareResult:
-    """Difference ``A - B`` of mean scores, its standard error and a two-sided z-test.
+    """Difference ``A - B`` of mean scores, its standard error and a two-sided test.
 
-    ``n`` is the number of matched questions when paired and ``n_a + n_b`` otherwise.
-    ``correlation`` (paired only) is the Pearson correlation of the two models' question
-    scores: the higher it is, the more pairing shrinks the standard error.
+    ``statistic`` is t (``df`` set) or z (``df`` None). ``n`` is the number of matched
+    questions when paired and ``n_a + n_b`` otherwise; ``n_dropped_a``/``n_dropped_b`` count
+    questions found on one side only and left out. ``correlation`` (paired) is the Pearson
+    correlation of the two models' question scores. ``effect_size`` is Cohen's d: d_z (mean
+    difference over the SD of the differences) when paired, the pooled-SD d otherwise. ``mde``
+    is the smallest difference this design detects with 80 % power at level ``1 - confidence``.
     """
 
     diff: float
     se: float
-    z: float
-    p_value: float
+    statistic: float
+    pvalue: float
+    df: float | None
     n: int
     paired: bool
     mean_a: float
@@ -43,6 +62,11 @@ class CompareResult:
     correlation: float | None
     n_clusters: int | None
     confidence: float
+    formula: str
+    mde: float
+    effect_size: float
+    n_dropped_a: int = 0
+    n_dropped_b: int = 0
     warnings: tuple[str, ...] = field(default=())
 
     @property
@@ -50,18 +74,30 @@ class CompareResult:
         return self.confidence_interval(self.confidence)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        return normal_interval(self.diff, self.se, check_probability(confidence_level, "confidence_level"))
+        level = check_probability(confidence_level, "confidence_level")
+        return symmetric_interval(self.diff, self.se, level, self.df)
 
     def to_dict(self) -> dict[str, Any]:
-        ci = self.ci
         return {
             "diff": self.diff,
             "se": self.se,
-            "ci": [ci.low, ci.high],
-            "z": self.z,
-            "p_value": self.p_value,
+            "ci": list(self.ci),
+            "statistic": self.statistic,
+            "pvalue": self.pvalue,
+            "df": self.df,
             "correlation": self.correlation,
             "n": self.n,
+            "paired": self.paired,
+            "mean_a": self.mean_a,
+            "mean_b": self.mean_b,
+            "n_clusters": self.n_clusters,
+            "confidence": self.confidence,
+            "formula": self.formula,
+            "mde": self.mde,
+            "effect_size": self.effect_size,
+            "n_dropped_a": self.n_dropped_a,
+            "n_dropped_b": self.n_dropped_b,
+            "warnings": list(self.warnings),
         }
 
 
@@ -75,6 +111,8 @@ def compare(
     ids_a: Any = None,
     ids_b: Any = None,
     cluster_b: Any = None,
+    formula: str = "cr1",
+    strict: bool = False,
 ) -> CompareResult:
     """Compare two models' scores: paired on matched questions, or unpaired.
 
@@ -87,31 +125,39 @@ def compare(
         Cluster label per question of ``a`` (paired: shared by both; unpaired: ``a`` only,
         with ``cluster_b`` for ``b``).
     paired
-        Pair questions (Eq 7/8). With ids, every id must appear on both sides.
-    ids_a, ids_b
-        Question ids per row, used to match questions and to average repeated answers.
+        Pair questions. With ids, questions on one side only are left out and counted in
+        ``n_dropped_a``/``n_dropped_b`` (a warning says so); ``strict=True`` refuses instead.
+    formula
+        ``"cr1"`` (default, t intervals) or ``"miller"`` (Eq 5-8 as printed, z intervals).
     """
     confidence = check_probability(confidence, "confidence")
+    formula = check_choice(formula, "formula", FORMULAS)
     if not paired:
-        return _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b)
-    qa, qb, order_b = _paired_iv(a, b, ids_a, ids_b)
-    x, y = qa.means, qb.means[order_b]
+        return _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula)
+    qa, qb, index_a, index_b, dropped = _paired_iv(a, b, ids_a, ids_b, strict)
+    x, y = qa.means[index_a], qb.means[index_b]
     d = x - y
     n = d.size
     centred = d - d.mean()
-    if cluster is None:
-        se = float(np.sqrt(centred @ centred / (n * (n - 1))))
-        n_clusters = None
-    else:
-        codes = cluster_codes(per_question(cluster, qa, "cluster"))
-        se, n_clusters = clustered_se(centred, codes), int(codes.max() + 1)
+    codes = None
+    if cluster is not None:
+        codes = cluster_codes(per_question(cluster, qa, "cluster")[index_a])
+    se, df, n_clusters = standard_error(centred, codes, formula, paired=True)
     diff = float(d.mean())
-    z, p = _z_test(diff, se)
+    statistic, p = _test(diff, se, df)
+    sd = float(d.std(ddof=1))
+    notes = list(_warnings(n, se, n_clusters, formula))
+    if dropped[0] or dropped[1]:
+        notes.append(
+            f"{dropped[0]} question(s) only in A and {dropped[1]} only in B were left out; "
+            f"the comparison uses the {n} shared ones"
+        )
     return CompareResult(
         diff=diff,
         se=se,
-        z=z,
-        p_value=p,
+        statistic=statistic,
+        pvalue=p,
+        df=df,
         n=n,
         paired=True,
         mean_a=float(x.mean()),
@@ -119,45 +165,68 @@ def compare(
         correlation=_pearson(x, y),
         n_clusters=n_clusters,
         confidence=confidence,
-        warnings=_warnings(n, se, n_clusters),
+        formula=formula,
+        mde=detectable_effect(se, confidence, df),
+        effect_size=_ratio(diff, sd),
+        n_dropped_a=dropped[0],
+        n_dropped_b=dropped[1],
+        warnings=tuple(notes),
     )
 
 
-def _paired_iv(a: Any, b: Any, ids_a: Any, ids_b: Any) -> tuple[Questions, Questions, np.ndarray]:
-    """Questions of both sides and the permutation of ``b`` that lines it up with ``a``."""
+def _paired_iv(a: Any, b: Any, ids_a: Any, ids_b: Any, strict: bool):
+    """Questions of both sides, the positions that line them up, and the counts left out."""
     if (ids_a is None) != (ids_b is None):
-        raise InputError("give both `ids_a` and `ids_b` to match questions by id, or neither to match by position.")
+        raise InputError(
+            "give both `ids_a` and `ids_b` to match questions by id, or neither to match by "
+            "position."
+        )
     qa = question_scores(a, ids_a, name="a")
     qb = question_scores(b, ids_b, name="b")
     if ids_a is None:
         if qa.n != qb.n:
             raise InputError(
-                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} and "
+                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} "
+                "and "
                 f"{qb.n} questions. Pass ids to match them, or compare unpaired (paired=False)."
             )
-        order = np.arange(qb.n)
-    else:
-        order = match_ids(qa.ids, qb.ids)
-    if qa.n < 2:
-        raise InputError(f"a paired comparison needs at least 2 matched questions; got {qa.n}.")
-    return qa, qb, order
+        index = np.arange(qa.n)
+        return qa, qb, index, index, (0, 0)
+    match = shared_ids(qa.ids, qb.ids)
+    if strict and (match.only_a or match.only_b):
+        raise InputError(
+            f"question ids differ between A and B: {match.describe()}; without strict the "
+            "comparison would use the shared questions only."
+        )
+    if match.index_a.size < 2:
+        raise InputError(
+            f"a paired comparison needs at least 2 questions on both sides; {match.index_a.size} "
+            f"shared ({match.describe()}). Check that --on names the same ids in both files."
+        )
+    return qa, qb, match.index_a, match.index_b, (len(match.only_a), len(match.only_b))
 
 
-def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b) -> CompareResult:
-    """Eq 5-6: independent samples, ``SE = sqrt(SE_A^2 + SE_B^2)``."""
-    ra = mean(a, cluster, confidence, ids=ids_a)
-    rb = mean(b, cluster_b, confidence, ids=ids_b)
+def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> CompareResult:
+    """Eq 5-6: independent samples, ``SE = sqrt(SE_A^2 + SE_B^2)``; Welch df under CR1."""
+    ra = mean(a, cluster, confidence, ids=ids_a, formula=formula)
+    rb = mean(b, cluster_b, confidence, ids=ids_b, formula=formula)
     diff = ra.mean - rb.mean
     se = float(np.hypot(ra.se, rb.se))
-    z, p = _z_test(diff, se)
+    df = _welch_df(ra.se**2, ra.df, rb.se**2, rb.df)
+    statistic, p = _test(diff, se, df)
     clusters = None
     if ra.n_clusters is not None or rb.n_clusters is not None:
         clusters = (ra.n_clusters or ra.n) + (rb.n_clusters or rb.n)
+    pooled = math.sqrt(
+        ((ra.n - 1) * (ra.se_clt**2 * ra.n) + (rb.n - 1) * (rb.se_clt**2 * rb.n))
+        / (ra.n + rb.n - 2)
+    )
     return CompareResult(
         diff=diff,
         se=se,
-        z=z,
-        p_value=p,
+        statistic=statistic,
+        pvalue=p,
+        df=df,
         n=ra.n + rb.n,
         paired=False,
         mean_a=ra.mean,
@@ -165,15 +234,40 @@ def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b) -> CompareResu
         correlation=None,
         n_clusters=clusters,
         confidence=confidence,
-        warnings=tuple(f"A: {w}" for w in ra.warnings) + tuple(f"B: {w}" for w in rb.warnings),
+        formula=formula,
+        mde=detectable_effect(se, confidence, df),
+        effect_size=_ratio(diff, pooled),
+        warnings=tuple(f"A: {w}" for w in ra.warnings if "Wilson" not in w)
+        + tuple(f"B: {w}" for w in rb.warnings if "Wilson" not in w),
     )
 
 
-def _z_test(diff: float, se: float) -> tuple[float, float]:
+def _welch_df(var_a: float, df_a: float | None, var_b: float, df_b: float | None) -> float | None:
+    """Welch-Satterthwaite degrees of freedom of ``var_a + var_b``; None (z) under Miller."""
+    if df_a is None or df_b is None:
+        return None
+    den = var_a**2 / df_a + var_b**2 / df_b
+    return float((var_a + var_b) ** 2 / den) if den > 0 else float(min(df_a, df_b))
+
+
+def detectable_effect(
+    se: float, confidence: float, df: float | None, power: float = MDE_POWER
+) -> float:
+    """Smallest true difference a two-sided test at ``1 - confidence`` detects with ``power``."""
+    return (quantile(0.5 + confidence / 2, df) + quantile(power, df)) * se
+
+
+def _test(diff: float, se: float, df: float | None) -> tuple[float, float]:
     if se == 0:
         return (float("nan"), 1.0) if diff == 0 else (float(np.copysign(np.inf, diff)), 0.0)
-    z = diff / se
-    return float(z), float(2 * sps.norm.sf(abs(z)))
+    statistic = diff / se
+    return float(statistic), two_sided_pvalue(statistic, df)
+
+
+def _ratio(num: float, den: float) -> float:
+    if den == 0:
+        return 0.0 if num == 0 else float(np.copysign(np.inf, num))
+    return num / den
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -181,15 +275,102 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
         return float("nan")  # undefined when one model scores every question the same
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(sps.pearsonr(x, y).statistic)
+        return float(np.corrcoef(x, y)[0, 1])
 
 
-def _warnings(n: int, se: float, n_clusters: int | None) -> tuple[str, ...]:
+def _warnings(n: int, se: float, n_clusters: int | None, formula: str) -> tuple[str, ...]:
     out = []
     if se == 0:
-        out.append("the two models score every question identically apart from a constant: the SE is 0")
+        out.append(
+            "the two models score every question identically apart from a constant: the SE is 0"
+        )
     if n < FEW_ITEMS:
-        out.append(f"only {n} matched questions: the normal approximation is unreliable at this size")
+        out.append(
+            f"only {n} matched questions: intervals built on the CLT are unreliable at this size"
+        )
     if n_clusters is not None and n_clusters < FEW_ITEMS:
-        out.append(f"only {n_clusters} clusters: the clustered standard error is biased low with few clusters")
+        if formula == "miller":
+            out.append(
+                f"only {n_clusters} clusters: the paper's clustered SE is biased low and the z "
+                "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
+            )
+        else:
+            out.append(
+                f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"
+            )
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class ExclusionResult:
+    """A paired comparison re-scored without some questions (e.g. flagged label errors).
+
+    ``kept`` is the comparison without them, ``full`` the one with every question;
+    ``decision_changed`` is True when one finds a significant difference (its interval
+    excludes 0) and the other does not, or when the sign of a significant difference flips.
+    """
+
+    kept: CompareResult
+    full: CompareResult
+    n_ids: int
+    n_excluded_a: int
+    n_excluded_b: int
+
+    @staticmethod
+    def decision(result: CompareResult) -> str:
+        """``"A > B"``, ``"A < B"`` or ``"no difference"`` at the result's confidence level."""
+        ci = result.ci
+        return "A > B" if ci.low > 0 else "A < B" if ci.high < 0 else "no difference"
+
+    @property
+    def decision_changed(self) -> bool:
+        return self.decision(self.kept) != self.decision(self.full)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.kept.to_dict()
+        out["exclude"] = {
+            "n_ids": self.n_ids,
+            "n_excluded_a": self.n_excluded_a,
+            "n_excluded_b": self.n_excluded_b,
+            "decision": self.decision(self.kept),
+            "decision_before": self.decision(self.full),
+            "decision_changed": self.decision_changed,
+            "before": {k: v for k, v in self.full.to_dict().items() if k != "warnings"},
+        }
+        return out
+
+
+def compare_excluding(
+    a: Any,
+    b: Any,
+    exclude: Any,
+    cluster: Any = None,
+    confidence: float = 0.95,
+    *,
+    ids_a: Any,
+    ids_b: Any,
+    **options: Any,
+) -> ExclusionResult:
+    """:func:`compare` with and without the questions whose id is in ``exclude``.
+
+    Ids are matched as strings, so ``7`` in a flag list matches ``"7"`` in a CSV. ``options``
+    go to :func:`compare` (``formula``, ``strict``).
+    """
+    if ids_a is None or ids_b is None:
+        raise InputError("excluding questions needs their ids: give `ids_a` and `ids_b`.")
+    drop = {str(v) for v in exclude}
+    la = np.array([str(v) for v in np.asarray(ids_a, dtype=object)], dtype=object)
+    lb = np.array([str(v) for v in np.asarray(ids_b, dtype=object)], dtype=object)
+    keep_a = np.array([v not in drop for v in la], dtype=bool)
+    keep_b = np.array([v not in drop for v in lb], dtype=bool)
+    full = compare(a, b, cluster, confidence, ids_a=la, ids_b=lb, **options)
+    kept = compare(
+        np.asarray(a)[keep_a],
+        np.asarray(b)[keep_b],
+        None if cluster is None else np.asarray(cluster, dtype=object)[keep_a],
+        confidence,
+        ids_a=la[keep_a],
+        ids_b=lb[keep_b],
+        **options,
+    )
+    return ExclusionResult(kept, full, len(drop), int((~keep_a).sum()), int((~keep_b).sum()))

@@ -1,45 +1,59 @@
-"""The mean score of an eval with an honest standard error (Miller 2024, Eq 1-4).
+"""The mean score of an eval with an honest standard error.
 
 Questions are the unit of analysis: answers repeated K times are averaged per question first
-(§3). When questions come in groups that share a passage, a template or a language, their
-errors are correlated and the plain CLT standard error is too small; the clustered standard
-error of Eq 4 adds the within-cluster cross products back.
+(Miller 2024, §3). When questions come in groups that share a passage, a template or a
+language, their errors are correlated and the plain standard error is too small.
+
+The default (``formula="cr1"``) is the CR1 cluster-robust sandwich, the standard error of an
+OLS regression of the score on a constant with clustered errors (statsmodels, Stata, Inspect
+AI), with a t(G − 1) interval for G clusters and t(n − 1) without clusters: it keeps its
+coverage at a handful of clusters where the uncorrected z interval does not.
+``formula="miller"`` is the paper as printed: Eq 2 and Eq 4 with z intervals.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
+from labcoat.stats._distributions import critical_value
 from labcoat.stats._questions import Questions, per_question, question_scores
 from labcoat.stats._results import ConfidenceInterval
-from labcoat.stats._validation import check_probability
+from labcoat.stats._validation import check_choice, check_probability
 
 #: below this many questions (or clusters) the normal approximation is not to be trusted
 #: (Bowyer et al. 2025 show CLT intervals under-cover well into the low hundreds).
 FEW_ITEMS = 30
+#: ``cr1``: cluster-robust sandwich with the G/(G-1) correction and t intervals (default);
+#: ``miller``: the paper's Eq 2/4 (mean) and 7/8 (paired difference) with z intervals.
+FORMULAS = ("cr1", "miller")
 
 
 @dataclass(frozen=True)
 class MeanResult:
-    """Mean score with its standard error.
+    """Mean score with its standard error and interval.
 
-    ``se`` is the clustered standard error (Eq 4) when clusters were given and the CLT one
-    (Eq 2) otherwise; ``se_clt`` is always the latter, so their ratio shows how much the
-    clustering matters. ``warnings`` says when the normal interval should not be trusted.
+    ``se`` is the CR1 clustered standard error when clusters were given (Eq 4 with
+    ``formula="miller"``) and the sample standard error otherwise; ``se_clt`` is always the
+    latter, so their ratio shows how much the clustering matters. ``df`` is the degrees of
+    freedom of the t interval (None for z). ``interval`` names the method of :attr:`ci`:
+    ``"t"``, ``"z"`` or ``"wilson"`` (0/1 scores at small n or near 0 or 1).
     """
 
     mean: float
     se: float
     n: int
     n_clusters: int | None
+    df: float | None
     se_clt: float
     k: float
     confidence: float
+    formula: str
+    interval: str
     warnings: tuple[str, ...] = field(default=())
 
     @property
@@ -47,12 +61,27 @@ class MeanResult:
         return self.confidence_interval(self.confidence)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """Normal interval ``mean ± z * se`` at ``confidence_level``."""
-        return normal_interval(self.mean, self.se, check_probability(confidence_level, "confidence_level"))
+        """The interval of :attr:`interval`'s method at ``confidence_level``."""
+        level = check_probability(confidence_level, "confidence_level")
+        if self.interval == "wilson":
+            return wilson_interval(self.mean, self.n, level)
+        return symmetric_interval(self.mean, self.se, level, self.df)
 
     def to_dict(self) -> dict[str, Any]:
-        ci = self.ci
-        return {"mean": self.mean, "se": self.se, "ci": [ci.low, ci.high], "n": self.n, "n_clusters": self.n_clusters}
+        return {
+            "mean": self.mean,
+            "se": self.se,
+            "ci": list(self.ci),
+            "n": self.n,
+            "n_clusters": self.n_clusters,
+            "df": self.df,
+            "se_clt": self.se_clt,
+            "k": self.k,
+            "confidence": self.confidence,
+            "formula": self.formula,
+            "interval": self.interval,
+            "warnings": list(self.warnings),
+        }
 
 
 def mean(
@@ -61,8 +90,9 @@ def mean(
     confidence: float = 0.95,
     *,
     ids: Any = None,
+    formula: str = "cr1",
 ) -> MeanResult:
-    """Mean score, CLT or clustered standard error, and a normal confidence interval.
+    """Mean score, its (clustered) standard error and a confidence interval.
 
     Parameters
     ----------
@@ -70,40 +100,64 @@ def mean(
         One score per question, ``(n,)``; or ``(n, K)`` for K answers per question; or one
         answer per row with ``ids`` saying which question each row answers.
     cluster
-        Optional cluster label per question (or per row with ``ids``); switches to Eq 4.
+        Optional cluster label per question (or per row with ``ids``).
     confidence
         Level of :attr:`MeanResult.ci`; any other level via ``confidence_interval(level)``.
     ids
         Question id per row; rows that share an id are averaged into one question score.
+    formula
+        ``"cr1"`` (default): CR1 sandwich, t(G − 1) or t(n − 1). ``"miller"``: Eq 2/4, z.
+        0/1 scores without clusters get a Wilson interval under ``"cr1"`` when n < 30 or the
+        t interval would leave [0, 1]; :attr:`MeanResult.warnings` says so.
     """
+    formula = check_choice(formula, "formula", FORMULAS)
     questions, clusters, confidence = _mean_iv(scores, cluster, confidence, ids)
     x = questions.means
     n = x.size
     centred = x - x.mean()
-    se_clt = float(np.sqrt(centred @ centred / (n * (n - 1))))
-    if clusters is None:
-        se, n_clusters = se_clt, None
-    else:
-        se, n_clusters = clustered_se(centred, clusters), int(np.unique(clusters).size)
+    se_clt = float(math.sqrt(centred @ centred / (n * (n - 1))))
+    se, df, n_clusters = standard_error(centred, clusters, formula)
+    estimate = float(x.mean())
+    notes = list(trust_warnings(x, n_clusters, formula))
+    interval = "z" if df is None else "t"
+    if formula == "cr1" and clusters is None and _is_binary(x):
+        t_ci = symmetric_interval(estimate, se, confidence, df)
+        if n < FEW_ITEMS or t_ci.low < 0 or t_ci.high > 1:
+            interval = "wilson"
+            why = f"only {n} questions" if n < FEW_ITEMS else "the t interval leaves [0, 1]"
+            notes.append(f"0/1 scores and {why}: the interval is Wilson's score interval, not t")
     return MeanResult(
-        mean=float(x.mean()),
+        mean=estimate,
         se=se,
         n=n,
         n_clusters=n_clusters,
+        df=df,
         se_clt=se_clt,
         k=questions.k,
         confidence=confidence,
-        warnings=trust_warnings(x, n_clusters),
+        formula=formula,
+        interval=interval,
+        warnings=tuple(notes),
     )
 
 
-def _mean_iv(scores: Any, cluster: Any, confidence: Any, ids: Any) -> tuple[Questions, np.ndarray | None, float]:
+def _mean_iv(
+    scores: Any, cluster: Any, confidence: Any, ids: Any
+) -> tuple[Questions, np.ndarray | None, float]:
     confidence = check_probability(confidence, "confidence")
     questions = question_scores(scores, ids)
     if questions.n < 2:
-        raise InputError(f"`scores` needs at least 2 questions for a standard error; got {questions.n}.")
-    clusters = None if cluster is None else cluster_codes(per_question(cluster, questions, "cluster"))
+        raise InputError(
+            f"`scores` needs at least 2 questions for a standard error; got {questions.n}."
+        )
+    clusters = (
+        None if cluster is None else cluster_codes(per_question(cluster, questions, "cluster"))
+    )
     return questions, clusters, confidence
+
+
+def _is_binary(x: np.ndarray) -> bool:
+    return bool(np.isin(x, (0.0, 1.0)).all())
 
 
 def cluster_codes(labels: np.ndarray) -> np.ndarray:
@@ -111,8 +165,45 @@ def cluster_codes(labels: np.ndarray) -> np.ndarray:
     return np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
 
 
+def standard_error(
+    centred: np.ndarray, codes: np.ndarray | None, formula: str, *, paired: bool = False
+) -> tuple[float, float | None, int | None]:
+    """``(se, df, n_clusters)`` of the mean of ``centred`` values (a mean or paired differences).
+
+    ``cr1``: ``df`` is G − 1 with clusters and n − 1 without. ``miller``: Eq 2/7 without
+    clusters, Eq 4 (mean) or Eq 8 as printed (``paired``) with clusters; ``df`` None (z).
+    """
+    n = centred.size
+    if codes is None:
+        se = float(math.sqrt(centred @ centred / (n * (n - 1))))
+        return se, (float(n - 1) if formula == "cr1" else None), None
+    n_clusters = int(codes.max()) + 1
+    if formula == "miller":
+        se = eq8_se(centred, codes) if paired else clustered_se(centred, codes)
+        return se, None, n_clusters
+    if n_clusters < 2:
+        raise InputError(
+            "every question is in one cluster: a clustered standard error needs at least 2 "
+            "clusters; drop the cluster column or check that it holds the grouping you meant."
+        )
+    return cr1_se(centred, codes), float(n_clusters - 1), n_clusters
+
+
+def cr1_se(centred: np.ndarray, codes: np.ndarray) -> float:
+    """CR1 sandwich for a mean: ``sqrt(G / (G - 1) * sum_c (sum_i e_ic)^2) / n``.
+
+    This is statsmodels' ``OLS(y, 1).fit(cov_type="cluster")``; with one regressor its
+    small-sample factor ``(n - 1) / (n - k)`` is 1, leaving ``G / (G - 1)``.
+    """
+    n = centred.size
+    per_cluster = np.bincount(codes, weights=centred)
+    g = per_cluster.size
+    return float(math.sqrt(g / (g - 1) * (per_cluster @ per_cluster))) / n
+
+
 def clustered_se(centred: np.ndarray, codes: np.ndarray) -> float:
-    """Miller Eq 4: ``sqrt(SE_CLT^2 + n^-2 * sum_c sum_i sum_{j != i} e_ic e_jc)`` for centred scores ``e``.
+    """Miller Eq 4: ``sqrt(SE_CLT^2 + n^-2 * sum_c sum_i sum_{j != i} e_ic e_jc)`` for centred
+    scores ``e``.
 
     The cross products within a cluster are ``(sum_i e_ic)^2 - sum_i e_ic^2``, so the whole sum
     is one ``bincount``.
@@ -124,32 +215,61 @@ def clustered_se(centred: np.ndarray, codes: np.ndarray) -> float:
     return float(np.sqrt(max(variance, 0.0)))
 
 
-def normal_interval(estimate: float, se: float, confidence: float) -> ConfidenceInterval:
-    half = float(sps.norm.ppf(0.5 + confidence / 2)) * se
+def eq8_se(centred: np.ndarray, codes: np.ndarray) -> float:
+    """Miller Eq 8 as printed: ``(1/n) sqrt(sum_c (sum_i d_ic)^2)`` over centred differences.
+
+    The within-cluster sum runs over all ``i, j`` including ``i = j``, so there is no separate
+    CLT term (unlike Eq 4).
+    """
+    per_cluster = np.bincount(codes, weights=centred)
+    return float(math.sqrt(per_cluster @ per_cluster)) / centred.size
+
+
+def symmetric_interval(
+    estimate: float, se: float, confidence: float, df: float | None = None
+) -> ConfidenceInterval:
+    """``estimate ± q * se`` with ``q`` from t(df), or the normal when ``df`` is None."""
+    half = critical_value(confidence, df) * se
     return ConfidenceInterval(estimate - half, estimate + half)
 
 
-def trust_warnings(x: np.ndarray, n_clusters: int | None) -> tuple[str, ...]:
-    """Plain-language reasons the normal interval may mislead for these question scores."""
+def wilson_interval(p: float, n: int, confidence: float) -> ConfidenceInterval:
+    """Wilson's score interval for a share ``p`` of ``n`` 0/1 answers (scipy's ``wilson``)."""
+    z = critical_value(confidence)
+    z2n = z * z / n
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
+    return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
+
+
+def trust_warnings(x: np.ndarray, n_clusters: int | None, formula: str = "cr1") -> tuple[str, ...]:
+    """Plain-language reasons the interval may mislead for these question scores."""
     out = []
     n = x.size
     if np.all(x == x[0]):
         out.append(
-            f"every question scored {x[0]:g}: the standard error is 0 and the interval has no width; "
-            "use a Clopper-Pearson or Wilson interval (labcoat stats intervals)"
+            f"every question scored {x[0]:g}: the standard error is 0; "
+            "for 0/1 scores see the Wilson or Clopper-Pearson interval (labcoat stats intervals)"
         )
     elif n < FEW_ITEMS:
-        out.append(
-            f"only {n} questions: CLT intervals under-cover at this size; "
-            "for 0/1 scores prefer Wilson or Clopper-Pearson (labcoat stats intervals)"
-        )
-    elif np.isin(x, (0.0, 1.0)).all():
+        out.append(f"only {n} questions: intervals built on the CLT under-cover at this size")
+    elif _is_binary(x):
         hits = int(x.sum())
         if min(hits, n - hits) < 10:
             out.append(
-                f"{min(hits, n - hits)} {'correct' if hits < n - hits else 'wrong'} answers of {n}: "
-                "the normal interval is unreliable this close to 0 or 1; prefer Wilson or Clopper-Pearson"
+                f"{min(hits, n - hits)} {'correct' if hits < n - hits else 'wrong'} answers of "
+                f"{n}: "
+                "a symmetric interval is unreliable this close to 0 or 1; prefer Wilson or "
+                "Clopper-Pearson"
             )
     if n_clusters is not None and n_clusters < FEW_ITEMS:
-        out.append(f"only {n_clusters} clusters: the clustered standard error is biased low with few clusters")
+        if formula == "miller":
+            out.append(
+                f"only {n_clusters} clusters: the paper's clustered SE is biased low and the z "
+                "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
+            )
+        else:
+            out.append(
+                f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"
+            )
     return tuple(out)

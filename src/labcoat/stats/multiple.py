@@ -13,13 +13,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
 from labcoat.stats._validation import check_probability, check_scores
 
 METHODS = {"holm": "Holm (step-down Bonferroni, FWER)", "bh": "Benjamini-Hochberg (FDR)"}
-_ALIASES = {"holm": "holm", "holm-bonferroni": "holm", "bh": "bh", "fdr_bh": "bh", "benjamini-hochberg": "bh"}
+_ALIASES = {
+    "holm": "holm",
+    "holm-bonferroni": "holm",
+    "bh": "bh",
+    "fdr_bh": "bh",
+    "benjamini-hochberg": "bh",
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class AdjustedPValues:
 
 def adjust_pvalues(pvalues: Any, method: str = "holm", alpha: float = 0.05) -> AdjustedPValues:
     """Holm or Benjamini-Hochberg adjusted p-values (``method`` ``"holm"`` or ``"bh"``)."""
+    from scipy import stats as sps
+
     p, method, alpha = _adjust_iv(pvalues, method, alpha)
     if method == "bh":
         adjusted = sps.false_discovery_control(p, method="bh")
@@ -69,7 +76,9 @@ def _holm(p: np.ndarray) -> np.ndarray:
 def _adjust_iv(pvalues: Any, method: Any, alpha: Any) -> tuple[np.ndarray, str, float]:
     p = check_scores(pvalues, "pvalues")
     if ((p < 0) | (p > 1)).any():
-        raise InputError(f"`pvalues` must lie in [0, 1]; got values from {p.min():g} to {p.max():g}.")
+        raise InputError(
+            f"`pvalues` must lie in [0, 1]; got values from {p.min():g} to {p.max():g}."
+        )
     key = _ALIASES.get(str(method).lower())
     if key is None:
         raise InputError(f"`method` must be 'holm' or 'bh' (Benjamini-Hochberg); got {method!r}.")

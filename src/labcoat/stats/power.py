@@ -1,55 +1,79 @@
-"""How many questions does an eval need? (Miller 2024, Eq 9-10)
+"""How many questions does an eval need? (Miller 2024, Eq 9-10, with clusters)
 
 For a paired comparison of two models the variance of a question-level difference splits into
 ``omega2`` (how much the models' true per-question accuracies differ across questions) and
 the answer-sampling noise ``sigma2_A / K_A + sigma2_B / K_B`` (the mean within-question
 variance over the K answers drawn per question). Resampling answers (K > 1) shrinks only the
 second part, which is why it buys a smaller minimum detectable effect without new questions.
+
+Questions that come in clusters (passages, templates) carry less information than as many
+independent ones: the variance is multiplied by the design effect ``1 + (m - 1) ICC`` for
+clusters of ``m`` questions with intra-cluster correlation ICC (Kish 1965), which a pilot
+file with a cluster column estimates.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
-from labcoat.stats._questions import match_ids, question_scores
-from labcoat.stats._validation import check_positive, check_probability
+from labcoat.stats._distributions import quantile, upper_tail
+from labcoat.stats._questions import match_ids, per_question, question_scores
+from labcoat.stats._validation import (
+    check_choice,
+    check_finite,
+    check_positive,
+    check_probability,
+)
+
+ALTERNATIVES = ("two-sided", "one-sided")
 
 
 @dataclass(frozen=True)
 class PowerResult:
-    """Sample size ``n`` (not rounded) and minimum detectable effect ``mde`` that go together."""
+    """Questions ``n`` (rounded up), the exact ``n_exact``, the detectable effect ``mde`` and
+    the power they go together with, for the variances and design effect given."""
 
-    n: float
+    n: int
+    n_exact: float
     mde: float
+    power: float
     omega2: float
     sigma2_a: float
     sigma2_b: float
     k_a: float
     k_b: float
     alpha: float
-    power: float
+    alternative: str
+    design_effect: float
+    solved: str
 
     @property
     def variance(self) -> float:
-        """Variance of one question-level difference: ``omega2 + sigma2_a/k_a + sigma2_b/k_b``."""
-        return self.omega2 + self.sigma2_a / self.k_a + self.sigma2_b / self.k_b
+        """Variance of one question-level difference, times the design effect."""
+        return (
+            self.omega2 + self.sigma2_a / self.k_a + self.sigma2_b / self.k_b
+        ) * self.design_effect
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "solved": self.solved,
             "n": self.n,
+            "n_exact": self.n_exact,
             "mde": self.mde,
+            "power": self.power,
             "omega2": self.omega2,
             "sigma2_a": self.sigma2_a,
             "sigma2_b": self.sigma2_b,
             "k_a": self.k_a,
             "k_b": self.k_b,
             "alpha": self.alpha,
-            "power": self.power,
+            "alternative": self.alternative,
+            "design_effect": self.design_effect,
         }
 
 
@@ -65,6 +89,66 @@ class VarianceComponents:
     n: int
 
 
+@dataclass(frozen=True)
+class DesignEffect:
+    """How much clustering inflates the variance of a mean: ``1 + (m - 1) * icc``.
+
+    ``icc`` is the one-way ANOVA estimate of the intra-cluster correlation (floored at 0),
+    ``cluster_size`` the mean number of questions per cluster.
+    """
+
+    design_effect: float
+    icc: float
+    cluster_size: float
+    n_clusters: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "design_effect": self.design_effect,
+            "icc": self.icc,
+            "cluster_size": self.cluster_size,
+            "n_clusters": self.n_clusters,
+        }
+
+
+def design_effect(icc: float, cluster_size: float) -> float:
+    """Kish's design effect ``1 + (m - 1) * icc`` for clusters of ``m`` questions."""
+    if isinstance(icc, bool) or not isinstance(icc, (int, float)) or not 0.0 <= icc <= 1.0:
+        raise InputError(f"`icc` must be a number from 0 to 1; got {icc!r}.")
+    m = check_positive(cluster_size, "cluster_size")
+    if m < 1:
+        raise InputError(f"`cluster_size` must be at least 1 question; got {cluster_size!r}.")
+    return 1.0 + (m - 1.0) * float(icc)
+
+
+def estimate_design_effect(scores: Any, cluster: Any, *, ids: Any = None) -> DesignEffect:
+    """ICC and design effect of per-question scores (or paired differences) in clusters.
+
+    The ICC is the ANOVA estimator ``(MSB - MSW) / (MSB + (m0 - 1) MSW)`` with ``m0`` the
+    size-adjusted mean cluster size, so unequal clusters are handled as Donner (1986) does.
+    """
+    q = question_scores(scores, ids)
+    labels = per_question(cluster, q, "cluster")
+    codes = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
+    x = q.means
+    n = x.size
+    sizes = np.bincount(codes).astype(float)
+    g = sizes.size
+    if g < 2 or g == n:
+        raise InputError(
+            f"a design effect needs at least 2 clusters and some cluster with 2 or more questions; "
+            f"got {g} clusters for {n} questions."
+        )
+    means = np.bincount(codes, weights=x) / sizes
+    between = float(sizes @ (means - x.mean()) ** 2) / (g - 1)
+    within = float(((x - means[codes]) ** 2).sum()) / (n - g)
+    m0 = (n - float(sizes @ sizes) / n) / (g - 1)
+    den = between + (m0 - 1.0) * within
+    icc = max(0.0, (between - within) / den) if den > 0 else 0.0
+    m = n / g
+    return DesignEffect(1.0 + (m - 1.0) * icc, icc, m, g)
+
+
 def sample_size(
     mde: float,
     omega2: float,
@@ -75,18 +159,28 @@ def sample_size(
     k_b: float = 1,
     alpha: float = 0.05,
     power: float = 0.8,
+    alternative: str = "two-sided",
+    design_effect: float = 1.0,
 ) -> PowerResult:
-    """Eq 9: questions needed to detect a difference ``mde`` with a two-sided test.
+    """Eq 9: questions needed to detect a difference ``mde``.
 
-    ``n = (z_{alpha/2} + z_beta)^2 (omega2 + sigma2_a/k_a + sigma2_b/k_b) / mde^2``.
+    ``n = (z_{alpha/2} + z_beta)^2 * deff * (omega2 + sigma2_a/k_a + sigma2_b/k_b) / mde^2``
+    (``z_alpha`` for a one-sided test); ``n`` is rounded up, ``n_exact`` is the formula's value.
     """
     mde = check_positive(mde, "mde")
-    var, alpha, power = _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power)
+    var, alpha, power, alternative, deff = _power_iv(
+        omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, design_effect
+    )
     with np.errstate(over="ignore", divide="ignore"):  # a tiny mde squares to 0
-        n = float(np.float64(_z_sum(alpha, power)) ** 2 * var / np.float64(mde) ** 2)
-    if not np.isfinite(n):
-        raise InputError(f"`mde` = {mde!r} is too small for these variances: the questions needed overflow a float.")
-    return PowerResult(n, mde, float(omega2), float(sigma2_a), float(sigma2_b), float(k_a), float(k_b), alpha, power)
+        n = float(np.float64(_z_sum(alpha, power, alternative)) ** 2 * var / np.float64(mde) ** 2)
+    if not np.isfinite(n) or n > 2**62:
+        raise InputError(
+            f"`mde` = {mde!r} is too small for these variances: the questions needed overflow a "
+            "float."
+        )
+    return _result(
+        n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "n"
+    )
 
 
 def minimum_detectable_effect(
@@ -99,38 +193,116 @@ def minimum_detectable_effect(
     k_b: float = 1,
     alpha: float = 0.05,
     power: float = 0.8,
+    alternative: str = "two-sided",
+    design_effect: float = 1.0,
 ) -> PowerResult:
     """Eq 10: the smallest difference ``n`` questions detect with the given power.
 
-    ``mde = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_a/k_a + sigma2_b/k_b) / n)``.
+    ``mde = (z_{alpha/2} + z_beta) * sqrt(deff * (omega2 + sigma2_a/k_a + sigma2_b/k_b) / n)``.
     """
     n = check_positive(n, "n")
-    var, alpha, power = _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power)
-    mde = _z_sum(alpha, power) * float(np.sqrt(var / n))
-    return PowerResult(n, mde, float(omega2), float(sigma2_a), float(sigma2_b), float(k_a), float(k_b), alpha, power)
+    var, alpha, power, alternative, deff = _power_iv(
+        omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, design_effect
+    )
+    mde = _z_sum(alpha, power, alternative) * math.sqrt(var / n)
+    return _result(
+        n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "mde"
+    )
 
 
-def _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power) -> tuple[float, float, float]:
+def power_at(
+    effect: float,
+    n: float,
+    omega2: float,
+    *,
+    sigma2_a: float = 0.0,
+    sigma2_b: float = 0.0,
+    k_a: float = 1,
+    k_b: float = 1,
+    alpha: float = 0.05,
+    alternative: str = "two-sided",
+    design_effect: float = 1.0,
+) -> PowerResult:
+    """Probability that a z-test on ``n`` questions detects a true difference ``effect``.
+
+    Two-sided power counts both tails, ``Phi(e/se - z) + Phi(-e/se - z)``, as statsmodels'
+    ``NormalIndPower`` does; one-sided power tests in the direction of ``effect``.
+    """
+    effect = abs(check_finite(effect, "effect"))
+    n = check_positive(n, "n")
+    var, alpha, _, alternative, deff = _power_iv(
+        omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, 0.5, alternative, design_effect
+    )
+    shift = effect / math.sqrt(var / n)
+    if alternative == "two-sided":
+        crit = quantile(1 - alpha / 2)
+        achieved = upper_tail(crit - shift) + upper_tail(crit + shift)
+    else:
+        achieved = upper_tail(quantile(1 - alpha) - shift)
+    return _result(
+        n, effect, achieved, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "power"
+    )
+
+
+def _result(
+    n, mde, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, solved
+) -> PowerResult:
+    n_int = int(math.ceil(n - 1e-9 * max(1.0, n)))  # 969.0000000001 from rounding is 969
+    return PowerResult(
+        n_int,
+        float(n),
+        float(mde),
+        float(power),
+        float(omega2),
+        float(sigma2_a),
+        float(sigma2_b),
+        float(k_a),
+        float(k_b),
+        alpha,
+        alternative,
+        deff,
+        solved,
+    )
+
+
+def _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, deff):
     omega2 = check_positive(omega2, "omega2", allow_zero=True)
     sigma2_a = check_positive(sigma2_a, "sigma2_a", allow_zero=True)
     sigma2_b = check_positive(sigma2_b, "sigma2_b", allow_zero=True)
     k_a = check_positive(k_a, "k_a")
     k_b = check_positive(k_b, "k_b")
+    deff = check_positive(deff, "design_effect")
+    if deff < 1:
+        raise InputError(
+            f"`design_effect` must be at least 1 (clustering never adds information); got {deff!r}."
+        )
     var = omega2 + sigma2_a / k_a + sigma2_b / k_b
     if var <= 0:
         raise InputError(
-            "`omega2`, `sigma2_a` and `sigma2_b` are all 0, so any difference is detectable with one "
-            "question; give the variances from a pilot run (labcoat stats power --pilot-a/--pilot-b)."
+            "`omega2`, `sigma2_a` and `sigma2_b` are all 0, so any difference is detectable with "
+            "one "
+            "question; give the variances from a pilot run (labcoat stats power "
+            "--pilot-a/--pilot-b)."
         )
-    return var, check_probability(alpha, "alpha"), check_probability(power, "power")
+    alternative = check_choice(alternative, "alternative", ALTERNATIVES)
+    return (
+        var * deff,
+        check_probability(alpha, "alpha"),
+        check_probability(power, "power"),
+        alternative,
+        deff,
+    )
 
 
-def _z_sum(alpha: float, power: float) -> float:
-    """``z_{alpha/2} + z_beta`` for a two-sided test at level ``alpha`` with power ``1 - beta``."""
-    return float(sps.norm.isf(alpha / 2) + sps.norm.ppf(power))
+def _z_sum(alpha: float, power: float, alternative: str = "two-sided") -> float:
+    """``z_{alpha/2} + z_beta`` (``z_alpha`` one-sided) at level ``alpha``, power ``1 - beta``."""
+    tail = alpha / 2 if alternative == "two-sided" else alpha
+    return quantile(1 - tail) + quantile(power)
 
 
-def variance_components(a: Any, b: Any, *, ids_a: Any = None, ids_b: Any = None) -> VarianceComponents:
+def variance_components(
+    a: Any, b: Any, *, ids_a: Any = None, ids_b: Any = None
+) -> VarianceComponents:
     """Estimate ``omega2``, ``sigma2_A`` and ``sigma2_B`` from pilot scores on the same questions.
 
     ``a`` and ``b`` are ``(n, K)`` answers per question (or rows with ``ids``). ``sigma2`` is
@@ -145,7 +317,9 @@ def variance_components(a: Any, b: Any, *, ids_a: Any = None, ids_b: Any = None)
         raise InputError("give both `ids_a` and `ids_b`, or neither.")
     order = np.arange(qb.n) if ids_a is None else match_ids(qa.ids, qb.ids)
     if ids_a is None and qa.n != qb.n:
-        raise InputError(f"pilot scores must cover the same questions; got {qa.n} for A and {qb.n} for B.")
+        raise InputError(
+            f"pilot scores must cover the same questions; got {qa.n} for A and {qb.n} for B."
+        )
     if qa.n < 2:
         raise InputError(f"pilot scores need at least 2 questions; got {qa.n}.")
     sigma2_a = _mean_within(qa.within_var)

@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
 from labcoat.stats._results import ConfidenceInterval
-from labcoat.stats._validation import check_choice, check_count, check_probability, check_same_length, check_scores
+from labcoat.stats._validation import (
+    check_choice,
+    check_count,
+    check_probability,
+    check_same_length,
+    check_scores,
+)
 
 #: interval methods, in the order reports list them
 METHODS = ("wilson", "clopper-pearson", "jeffreys", "normal")
@@ -42,7 +47,9 @@ class ProportionResult:
     def ci(self) -> ConfidenceInterval:
         return self.confidence_interval(self.confidence, self.method)
 
-    def confidence_interval(self, confidence_level: float = 0.95, method: str | None = None) -> ConfidenceInterval:
+    def confidence_interval(
+        self, confidence_level: float = 0.95, method: str | None = None
+    ) -> ConfidenceInterval:
         """Two-sided interval for the true proportion.
 
         ``wilson`` (score interval) and ``clopper-pearson`` (exact, conservative) come from
@@ -51,6 +58,8 @@ class ProportionResult:
         value as Brown, Cai & DasGupta (2001) recommend; ``normal`` is the CLT (Wald)
         interval clipped to [0, 1], for comparison.
         """
+        from scipy import stats as sps
+
         level = check_probability(confidence_level, "confidence_level")
         method = check_choice(self.method if method is None else method, "method", METHODS)
         k, n = self.successes, self.n
@@ -81,16 +90,25 @@ class ProportionResult:
         }
 
 
-def proportion(successes: Any, n: Any, confidence: float = 0.95, method: str = "wilson") -> ProportionResult:
+def proportion(
+    successes: Any, n: Any, confidence: float = 0.95, method: str = "wilson"
+) -> ProportionResult:
     """Proportion ``successes / n`` with a small-sample-safe interval (Wilson by default)."""
     n = check_count(n, "n", minimum=1)
     successes = check_count(successes, "successes", minimum=0)
     if successes > n:
         raise InputError(f"`successes` cannot exceed `n`; got successes={successes}, n={n}.")
-    return ProportionResult(successes, n, check_probability(confidence, "confidence"), check_choice(method, "method", METHODS))
+    return ProportionResult(
+        successes,
+        n,
+        check_probability(confidence, "confidence"),
+        check_choice(method, "method", METHODS),
+    )
 
 
-def proportion_from_scores(scores: Any, confidence: float = 0.95, method: str = "wilson") -> ProportionResult:
+def proportion_from_scores(
+    scores: Any, confidence: float = 0.95, method: str = "wilson"
+) -> ProportionResult:
     """:func:`proportion` for a vector of 0/1 scores."""
     x = check_binary(scores, "scores")
     return proportion(int(x.sum()), int(x.size), confidence, method)
@@ -115,7 +133,7 @@ class McNemarResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "statistic": self.statistic,
-            "p_value": self.pvalue,
+            "pvalue": self.pvalue,
             "only_a": self.only_a,
             "only_b": self.only_b,
             "n": self.n,
@@ -128,6 +146,8 @@ def mcnemar(a: Any, b: Any, *, exact: bool | None = None) -> McNemarResult:
 
     ``exact=None`` picks the exact binomial test when there are fewer than 25 discordant pairs.
     """
+    from scipy import stats as sps
+
     x = check_binary(a, "a")
     y = check_binary(b, "b")
     check_same_length(x, y, ("a", "b"))
@@ -150,5 +170,8 @@ def check_binary(values: Any, name: str) -> np.ndarray:
     x = check_scores(values, name)
     if not np.isin(x, (0.0, 1.0)).all():
         bad = x[~np.isin(x, (0.0, 1.0))][0]
-        raise InputError(f"`{name}` must be 0/1 scores (wrong/right); found {bad:g}. Threshold or round them first.")
+        raise InputError(
+            f"`{name}` must be 0/1 scores (wrong/right); found {bad:g}. Threshold or round them "
+            "first."
+        )
     return x

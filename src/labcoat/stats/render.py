@@ -4,19 +4,23 @@ correlation. Result objects stay free of formatting; the CLI renders them here."
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from labcoat.stats._results import BootstrapResult
-from labcoat.stats.compare import CompareResult
+from labcoat.stats.compare import CompareResult, ExclusionResult
+from labcoat.stats.effects import PermutationResult
+from labcoat.stats.gate import GateResult
+from labcoat.stats.leaderboard import LeaderboardResult
 from labcoat.stats.mean import MeanResult
+from labcoat.stats.multiple import AdjustedPValues
 from labcoat.stats.power import PowerResult
 from labcoat.stats.proportions import METHODS, McNemarResult, ProportionResult
-from labcoat.stats.seeds import SeedsSummary
-from labcoat.stats.sequential import ConfidenceSequence
+from labcoat.stats.seeds import MethodsSummary
+from labcoat.stats.sequential import SequentialResult
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -36,48 +40,98 @@ def _with_warnings(table: Table, warnings: Iterable[str]) -> RenderableType:
     return Group(table, *notes) if notes else table
 
 
+def _interval_name(df: float | None, method: str = "") -> str:
+    if method == "wilson":
+        return "Wilson"
+    return "z" if df is None else f"t({df:.4g})"
+
+
 def mean_view(result: MeanResult, label: str = "score") -> RenderableType:
     table = Table(title="mean score", title_justify="left")
-    for col in ("", "score (SE)", _level(result.confidence), "n", "clusters", "K"):
+    for col in ("", "score (SE)", _level(result.confidence), "interval", "n", "clusters", "K"):
         table.add_column(col, justify="right" if col else "left")
     ci = result.ci
     table.add_row(
         label,
         f"{result.mean:.4g} ({result.se:.2g})",
         _ci(ci.low, ci.high),
+        _interval_name(result.df, result.interval),
         str(result.n),
         "–" if result.n_clusters is None else str(result.n_clusters),
         f"{result.k:g}",
     )
+    parts: list[RenderableType] = [table]
     if result.n_clusters is not None and result.se_clt > 0:
         ratio = result.se / result.se_clt
-        note = Text(f"clustered SE is {ratio:.2f}x the naive CLT SE ({result.se_clt:.2g})", style="dim")
-        return Group(_with_warnings(table, result.warnings), note)
-    return _with_warnings(table, result.warnings)
+        parts.append(
+            Text(
+                f"clustered SE ({result.formula}) is {ratio:.2f}x the naive CLT SE "
+                f"({result.se_clt:.2g})",
+                style="dim",
+            )
+        )
+    return _with_warnings(Group(*parts), result.warnings)
 
 
-def compare_view(result: CompareResult, labels: tuple[str, str] = ("A", "B"), mcnemar: McNemarResult | None = None) -> RenderableType:
+def compare_view(
+    result: CompareResult,
+    labels: tuple[str, str] = ("A", "B"),
+    mcnemar: McNemarResult | None = None,
+    permutation: PermutationResult | None = None,
+) -> RenderableType:
     kind = "paired" if result.paired else "unpaired"
     table = Table(title=f"{labels[0]} − {labels[1]} ({kind})", title_justify="left")
-    for col in ("diff (SE)", _level(result.confidence), "z", "p", "corr", "n", "clusters"):
+    stat = "z" if result.df is None else "t"
+    for col in (
+        "diff (SE)",
+        _level(result.confidence),
+        stat,
+        "p",
+        "MDE",
+        "d",
+        "corr",
+        "n",
+        "clusters",
+    ):
         table.add_column(col, justify="right")
     ci = result.ci
     table.add_row(
         f"{result.diff:+.3g} ({result.se:.2g})",
         _ci(ci.low, ci.high, digits=3),
-        f"{result.z:.3g}",
-        f"{result.p_value:.3g}",
+        f"{result.statistic:.3g}",
+        f"{result.pvalue:.3g}",
+        f"{result.mde:.3g}",
+        f"{result.effect_size:.3g}",
         _num(result.correlation, 3),
         str(result.n),
         "–" if result.n_clusters is None else str(result.n_clusters),
     )
-    parts: list[RenderableType] = [table, Text(f"means: {labels[0]} {result.mean_a:.4g}, {labels[1]} {result.mean_b:.4g}", style="dim")]
+    df = "" if result.df is None else f", df {result.df:.4g}"
+    parts: list[RenderableType] = [
+        table,
+        Text(
+            f"means: {labels[0]} {result.mean_a:.4g}, {labels[1]} {result.mean_b:.4g}; "
+            f"{result.formula}{df}; MDE at 80% power; d: Cohen's "
+            f"{'d_z' if result.paired else 'd'}",
+            style="dim",
+        ),
+    ]
     if mcnemar is not None:
         kind = "exact" if mcnemar.exact else "chi-square, continuity-corrected"
         parts.append(
             Text(
-                f"McNemar ({kind}): only {labels[0]} right {mcnemar.only_a}, only {labels[1]} right "
+                f"McNemar ({kind}): only {labels[0]} right {mcnemar.only_a}, only {labels[1]} "
+                "right "
                 f"{mcnemar.only_b}, p = {mcnemar.pvalue:.3g}",
+                style="dim",
+            )
+        )
+    if permutation is not None:
+        how = "exact" if permutation.exact else f"{permutation.null_distribution.size} sign flips"
+        parts.append(
+            Text(
+                f"paired permutation test ({how}, {permutation.n_units} units): p = "
+                f"{permutation.pvalue:.3g}",
                 style="dim",
             )
         )
@@ -85,21 +139,104 @@ def compare_view(result: CompareResult, labels: tuple[str, str] = ("A", "B"), mc
     return Group(*parts)
 
 
-def power_view(result: PowerResult, solved: str) -> RenderableType:
-    table = Table(title="power analysis (Miller Eq 9/10)", title_justify="left")
-    for col in ("n", "MDE", "ω²", "σ²_A/K_A", "σ²_B/K_B", "α", "power"):
+def exclusion_view(result: ExclusionResult, labels: tuple[str, str] = ("A", "B")) -> RenderableType:
+    head = compare_view(result.kept, labels)
+    before = result.full
+    verdict = "CHANGES" if result.decision_changed else "does not change"
+    note = Text(
+        f"without {result.n_excluded_a} flagged question(s) in {labels[0]} and "
+        f"{result.n_excluded_b} in "
+        f"{labels[1]} ({result.n_ids} ids listed): the decision {verdict} "
+        f"({result.decision(before)} → {result.decision(result.kept)}); with them: "
+        f"{before.diff:+.3g} {_ci(*before.ci, digits=3)}, p = {before.pvalue:.3g}",
+        style="bold" if result.decision_changed else "",
+    )
+    return Group(head, note)
+
+
+def power_view(result: PowerResult) -> RenderableType:
+    table = Table(
+        title=f"power analysis (Miller Eq 9/10, {result.alternative})", title_justify="left"
+    )
+    for col in ("n", "MDE", "power", "ω²", "σ²_A/K_A", "σ²_B/K_B", "design effect", "α"):
         table.add_column(col, justify="right")
-    n = f"[bold]{result.n:.1f}[/bold]" if solved == "n" else f"{result.n:g}"
-    mde = f"[bold]{result.mde:.4g}[/bold]" if solved == "mde" else f"{result.mde:g}"
+    bold = {result.solved: True}
+    n = f"{result.n}" + (f" ({result.n_exact:.1f})" if result.solved == "n" else "")
+    cells = {
+        "n": n,
+        "mde": f"{result.mde:.4g}",
+        "power": f"{result.power:.3g}",
+    }
+    cells = {k: f"[bold]{v}[/bold]" if k in bold else v for k, v in cells.items()}
     table.add_row(
-        n,
-        mde,
+        cells["n"],
+        cells["mde"],
+        cells["power"],
         f"{result.omega2:.4g}",
         f"{result.sigma2_a / result.k_a:.4g}",
         f"{result.sigma2_b / result.k_b:.4g}",
+        f"{result.design_effect:.3g}",
         f"{result.alpha:g}",
-        f"{result.power:g}",
     )
+    return table
+
+
+def leaderboard_view(result: LeaderboardResult) -> RenderableType:
+    table = Table(
+        title=f"leaderboard on {result.n} shared questions ({_level(result.confidence)})",
+        title_justify="left",
+    )
+    for col in ("rank", "model", "mean (SE)", _level(result.confidence), "rank CI"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for m in result.models:
+        table.add_row(
+            str(m.rank),
+            m.name,
+            f"{m.mean:.4g} ({m.se:.2g})",
+            _ci(*m.ci),
+            f"{m.rank_ci[0]}–{m.rank_ci[1]}",
+        )
+    pairs = Table(title=f"pairs (Holm-adjusted over {len(result.pairs)})", title_justify="left")
+    for col in ("a − b", "diff", _level(result.confidence), "p", "p (Holm)"):
+        pairs.add_column(col, justify="left" if col == "a − b" else "right")
+    for p in result.pairs:
+        pairs.add_row(
+            f"{p.a} − {p.b}",
+            f"{p.diff:+.3g}",
+            _ci(*p.ci, digits=3),
+            f"{p.pvalue:.3g}",
+            f"{p.pvalue_holm:.3g}",
+        )
+    groups = "; ".join("{" + ", ".join(g) + "}" for g in result.groups)
+    parts: list[RenderableType] = [
+        table,
+        pairs,
+        Text(f"cannot be told apart at α = {result.alpha:g}: {groups}", style="dim"),
+    ]
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    return Group(*parts)
+
+
+def gate_view(result: GateResult) -> RenderableType:
+    style = {"ALLOW": "green", "REJECT": "red", "INCONCLUSIVE": "yellow"}[result.decision]
+    line = Text(f"{result.decision}", style=f"bold {style}")
+    detail = Text(
+        f"new − old = {result.diff:+.4g} {_ci(*result.ci)} "
+        f"({_level(result.comparison.confidence)}), "
+        f"margin −{result.margin:g}, n = {result.comparison.n}"
+    )
+    parts: list[RenderableType] = [line, detail]
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    return Group(*parts)
+
+
+def adjust_view(result: AdjustedPValues, labels: list[str] | None = None) -> RenderableType:
+    table = Table(title=f"{result.description}, α = {result.alpha:g}", title_justify="left")
+    for col in ("", "p", "adjusted", "reject"):
+        table.add_column(col, justify="left" if not col else "right")
+    names = labels or [str(i + 1) for i in range(result.pvalues.size)]
+    for name, p, q, r in zip(names, result.pvalues, result.adjusted, result.reject):
+        table.add_row(name, f"{p:.4g}", f"{q:.4g}", "yes" if r else "no")
     return table
 
 
@@ -109,7 +246,7 @@ def bootstrap_view(result: BootstrapResult) -> RenderableType:
         table.add_column(col, justify="right")
     ci = result.ci
     table.add_row(
-        f"{result.statistic:.4g} ({result.standard_error:.2g})",
+        f"{result.statistic:.4g} ({result.se:.2g})",
         _ci(ci.low, ci.high),
         str(result.n),
         str(result.bootstrap_distribution.size),
@@ -117,10 +254,13 @@ def bootstrap_view(result: BootstrapResult) -> RenderableType:
     return table
 
 
-def seeds_view(summaries: dict[str, SeedsSummary], improvements: dict[tuple[str, str], BootstrapResult]) -> RenderableType:
+def seeds_view(result: MethodsSummary) -> RenderableType:
+    summaries, improvements = result.summaries, result.improvements
     first = next(iter(summaries.values()))
-    confidence = next(iter(first.aggregates.values())).confidence
-    table = Table(title=f"runs x tasks ({_level(confidence)}, stratified bootstrap)", title_justify="left")
+    table = Table(
+        title=f"runs x tasks ({_level(result.confidence)}, stratified bootstrap)",
+        title_justify="left",
+    )
     table.add_column("method")
     for name in first.aggregates:
         table.add_column(name.replace("_", " "), justify="right")
@@ -134,18 +274,32 @@ def seeds_view(summaries: dict[str, SeedsSummary], improvements: dict[tuple[str,
     return Group(*parts)
 
 
-def sequential_view(cs: ConfidenceSequence, n_total: int, stopped: bool, reason: str) -> RenderableType:
-    table = Table(title=f"anytime-valid confidence sequence ({_level(cs.confidence)})", title_justify="left")
+def sequential_view(result: SequentialResult) -> RenderableType:
+    table = Table(
+        title=f"anytime-valid confidence sequence ({_level(result.confidence)})",
+        title_justify="left",
+    )
     for col in ("mean", "interval", "items used", "of", "stopped"):
         table.add_column(col, justify="right")
-    ci = cs.interval
-    table.add_row(f"{cs.mean:.4g}", _ci(ci.low, ci.high), str(cs.n), str(n_total), "yes" if stopped else "no")
-    return Group(table, Text(reason, style="dim"))
+    ci = result.ci
+    table.add_row(
+        f"{result.mean:.4g}",
+        _ci(ci.low, ci.high),
+        str(result.n_used),
+        str(result.n_total),
+        "yes" if result.stopped else "no",
+    )
+    parts: list[RenderableType] = [table, Text(result.reason, style="dim")]
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    return Group(*parts)
 
 
 def intervals_view(result: ProportionResult) -> RenderableType:
     table = Table(
-        title=f"{result.successes}/{result.n} = {result.proportion:.4g} ({_level(result.confidence)})",
+        title=(
+            f"{result.successes}/{result.n} = {result.proportion:.4g} "
+            f"({_level(result.confidence)})"
+        ),
         title_justify="left",
     )
     for col in ("method", "low", "high", "width"):

@@ -12,15 +12,21 @@ beats a run of Y on a task, averaged over tasks.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from labcoat.errors import InputError
 from labcoat.stats._results import BootstrapResult
-from labcoat.stats._validation import check_count, check_random_state, check_finite, check_probability, check_scores
+from labcoat.stats._validation import (
+    check_count,
+    check_finite,
+    check_probability,
+    check_random_state,
+    check_scores,
+)
 
 #: resample cells (resamples x runs x tasks) built at once
 _CHUNK_CELLS = 1 << 22
@@ -33,10 +39,14 @@ def iqm(scores: Any) -> float:
 
 def optimality_gap(scores: Any, gamma: float = 1.0) -> float:
     """``gamma - mean(min(score, gamma))``: how far runs fall short of the target ``gamma``."""
-    return float(_optimality_gap(_check_runs(scores, "scores")[None], check_finite(gamma, "gamma"))[0])
+    return float(
+        _optimality_gap(_check_runs(scores, "scores")[None], check_finite(gamma, "gamma"))[0]
+    )
 
 
 def _iqm(x: np.ndarray) -> np.ndarray:
+    from scipy import stats as sps
+
     return sps.trim_mean(x.reshape(x.shape[0], -1), 0.25, axis=1)
 
 
@@ -78,7 +88,7 @@ class SeedsSummary:
             "n_runs": self.n_runs,
             "n_tasks": self.n_tasks,
             "aggregates": {
-                name: {"estimate": r.statistic, "ci": list(r.ci), "se": r.standard_error}
+                name: {"statistic": r.statistic, "ci": list(r.ci), "se": r.se}
                 for name, r in self.aggregates.items()
             },
         }
@@ -97,7 +107,9 @@ def aggregate(
     x = _check_runs(scores, "scores")
     unknown = [m for m in metrics if m not in AGGREGATES]
     if unknown or not metrics:
-        raise InputError(f"`metrics` must name some of {', '.join(AGGREGATES)}; got {list(metrics)!r}.")
+        raise InputError(
+            f"`metrics` must name some of {', '.join(AGGREGATES)}; got {list(metrics)!r}."
+        )
     gamma = check_finite(gamma, "gamma")
     n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
     confidence = check_probability(confidence, "confidence")
@@ -110,7 +122,12 @@ def aggregate(
     for m in metrics:
         dist = np.concatenate(values[m])
         out[m] = BootstrapResult(
-            float(AGGREGATES[m](x[None], gamma)[0]), float(dist.std(ddof=1)), dist, m, x.shape[0], confidence
+            float(AGGREGATES[m](x[None], gamma)[0]),
+            float(dist.std(ddof=1)),
+            dist,
+            m,
+            x.shape[0],
+            confidence,
         )
     return SeedsSummary(out, x.shape[0], x.shape[1])
 
@@ -128,18 +145,31 @@ def probability_of_improvement(
     Per task it is the Mann-Whitney U statistic over all run pairs divided by their number
     (ties count one half); the interval resamples X's and Y's runs independently per task.
     """
+    from scipy import stats as sps
+
     a, b = _check_runs(x, "x"), _check_runs(y, "y")
     if a.shape[1] != b.shape[1]:
-        raise InputError(f"`x` and `y` must cover the same tasks; got {a.shape[1]} and {b.shape[1]} tasks.")
+        raise InputError(
+            f"`x` and `y` must cover the same tasks; got {a.shape[1]} and {b.shape[1]} tasks."
+        )
     n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
     confidence = check_probability(confidence, "confidence")
     rng = check_random_state(random_state)
-    point = float(np.mean([sps.mannwhitneyu(a[:, t], b[:, t]).statistic / (a.shape[0] * b.shape[0]) for t in range(a.shape[1])]))
+    point = float(
+        np.mean(
+            [
+                sps.mannwhitneyu(a[:, t], b[:, t]).statistic / (a.shape[0] * b.shape[0])
+                for t in range(a.shape[1])
+            ]
+        )
+    )
     pair_cells = a.shape[0] * b.shape[0] * a.shape[1]  # the (N, K, T) comparison per resample
     chunks_a = stratified_resamples(a, n_resamples, rng, cells_per_resample=pair_cells)
     chunks_b = stratified_resamples(b, n_resamples, rng, cells_per_resample=pair_cells)
     dist = np.concatenate([_prob_improvement(ra, rb) for ra, rb in zip(chunks_a, chunks_b)])
-    return BootstrapResult(point, float(dist.std(ddof=1)), dist, "probability_of_improvement", a.shape[0], confidence)
+    return BootstrapResult(
+        point, float(dist.std(ddof=1)), dist, "probability_of_improvement", a.shape[0], confidence
+    )
 
 
 def _prob_improvement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,9 +180,14 @@ def _prob_improvement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def stratified_resamples(
-    x: np.ndarray, n_resamples: int, rng: np.random.Generator, *, cells_per_resample: int | None = None
+    x: np.ndarray,
+    n_resamples: int,
+    rng: np.random.Generator,
+    *,
+    cells_per_resample: int | None = None,
 ) -> Iterator[np.ndarray]:
-    """Chunks of ``(B, runs, tasks)`` resamples, each task's runs drawn with replacement on their own.
+    """Chunks of ``(B, runs, tasks)`` resamples, each task's runs drawn with replacement on
+    their own.
 
     Chunks hold ``_CHUNK_CELLS // cells_per_resample`` resamples (default: the array's size).
     """
@@ -175,3 +210,94 @@ def _check_runs(scores: Any, name: str) -> np.ndarray:
     if x.shape[0] < 2:
         raise InputError(f"`{name}` needs at least 2 runs per task to bootstrap; got {x.shape[0]}.")
     return x
+
+
+@dataclass(frozen=True)
+class MethodsSummary:
+    """Several methods' runs: each method's :class:`SeedsSummary`, and ``P(first > other)``
+    for the first method against each other one (keys ``(first, other)``)."""
+
+    summaries: dict[str, SeedsSummary]
+    improvements: dict[tuple[str, str], BootstrapResult]
+    confidence: float
+    n_resamples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "methods": {m: s.to_dict() for m, s in self.summaries.items()},
+            "probability_of_improvement": [
+                {"x": x, "y": y, "statistic": r.statistic, "ci": list(r.ci), "se": r.se}
+                for (x, y), r in self.improvements.items()
+            ],
+            "confidence": self.confidence,
+            "n_resamples": self.n_resamples,
+        }
+
+
+def summarize_runs(
+    scores: Any,
+    tasks: Any = None,
+    methods: Any = None,
+    *,
+    gamma: float = 1.0,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+) -> MethodsSummary:
+    """Long rows of runs (one score per run and task, labelled by ``tasks`` and ``methods``)
+    to per-method :func:`aggregate` summaries and :func:`probability_of_improvement`.
+
+    Every method needs runs on every task, and the same number of runs on each of its tasks.
+    """
+    values = check_scores(scores, "scores")
+    tasks = (
+        np.full(values.size, "all", dtype=object)
+        if tasks is None
+        else _labels(tasks, values, "tasks")
+    )
+    methods = (
+        np.full(values.size, "runs", dtype=object)
+        if methods is None
+        else _labels(methods, values, "methods")
+    )
+    grids = {
+        m: runs_by_task(values[methods == m], tasks[methods == m], m)
+        for m in dict.fromkeys(methods.tolist())
+    }
+    if len({tuple(names) for _, names in grids.values()}) > 1:
+        raise InputError("methods cover different tasks; every method needs runs on every task.")
+    options = dict(n_resamples=n_resamples, confidence=confidence, random_state=random_state)
+    summaries = {m: aggregate(grid, gamma=gamma, **options) for m, (grid, _) in grids.items()}
+    names = list(grids)
+    improvements = {
+        (names[0], other): probability_of_improvement(
+            grids[names[0]][0], grids[other][0], **options
+        )
+        for other in names[1:]
+    }
+    return MethodsSummary(summaries, improvements, confidence, n_resamples)
+
+
+def runs_by_task(
+    values: np.ndarray, tasks: np.ndarray, method: str = "runs"
+) -> tuple[np.ndarray, list[str]]:
+    """Long rows to a ``(runs, tasks)`` grid; every task must have the same number of runs."""
+    names = list(dict.fromkeys(tasks.tolist()))
+    columns = [values[tasks == t] for t in names]
+    sizes = {t: c.size for t, c in zip(names, columns)}
+    if len(set(sizes.values())) > 1:
+        shown = ", ".join(f"{t}: {s}" for t, s in list(sizes.items())[:6])
+        raise InputError(
+            f"method {method!r} has unequal runs per task ({shown}); each task needs the same "
+            "seeds."
+        )
+    return np.stack(columns, axis=1), names
+
+
+def _labels(labels: Any, values: np.ndarray, name: str) -> np.ndarray:
+    arr = np.asarray(labels, dtype=object)
+    if arr.shape != values.shape:
+        raise InputError(
+            f"`{name}` must label every score; got {arr.size} labels for {values.size} scores."
+        )
+    return arr

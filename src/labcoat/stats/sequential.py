@@ -19,6 +19,8 @@ rate: narrow for low-variance streams, never narrower than the data allow.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -61,7 +63,9 @@ class ConfidenceSequence:
         grid step, ``(upper - lower) / grid_size``.
     """
 
-    def __init__(self, lower: float, upper: float, confidence: float = 0.95, *, grid_size: int = 2000):
+    def __init__(
+        self, lower: float, upper: float, confidence: float = 0.95, *, grid_size: int = 2000
+    ):
         lower, upper = _check_bounds(lower, upper)
         self.lower = lower
         self.upper = upper
@@ -111,8 +115,12 @@ class ConfidenceSequence:
         bet = np.sqrt(self._bet_scale / (var_before * t * np.log1p(t)))[:, None]
 
         diff = x[:, None] - self._grid[None, :]
-        log_up = self._log_wealth_up + np.cumsum(np.log1p(np.minimum(bet, self._cap_up) * diff), axis=0)
-        log_down = self._log_wealth_down + np.cumsum(np.log1p(-np.minimum(bet, self._cap_down) * diff), axis=0)
+        log_up = self._log_wealth_up + np.cumsum(
+            np.log1p(np.minimum(bet, self._cap_up) * diff), axis=0
+        )
+        log_down = self._log_wealth_down + np.cumsum(
+            np.log1p(-np.minimum(bet, self._cap_down) * diff), axis=0
+        )
         hedged = np.logaddexp(math.log(_HEDGE) + log_up, math.log(1.0 - _HEDGE) + log_down)
 
         self._max_log_wealth = np.maximum(self._max_log_wealth, hedged.max(axis=0))
@@ -135,20 +143,48 @@ class ConfidenceSequence:
             return math.nan
         return self.lower + (self.upper - self.lower) * self._sum / self._n
 
-    @property
-    def interval(self) -> ConfidenceInterval:
-        """The current anytime-valid interval; the bounds themselves before any data."""
+    def _grid_bounds(self) -> tuple[int, int]:
+        """The interval as grid steps ``(i_low, i_high)``: ``lower + span * i / grid_size``."""
         standing = self._max_log_wealth < self._log_threshold
-        step = self._grid[1] - self._grid[0]
         if standing.any():
             idx = np.flatnonzero(standing)
-            lo, hi = self._grid[idx[0]] - step, self._grid[idx[-1]] + step
+            lo, hi = int(idx[0]) - 1, int(idx[-1]) + 1
         else:  # every grid point rejected: the set is narrower than one step, around the minimum
-            best = self._grid[int(np.argmin(self._max_log_wealth))]
-            lo, hi = best - step, best + step
-        span = self.upper - self.lower
-        return ConfidenceInterval(
-            self.lower + span * max(lo, 0.0), self.lower + span * min(hi, 1.0)
+            best = int(np.argmin(self._max_log_wealth))
+            lo, hi = best - 1, best + 1
+        size = self._grid.size - 1
+        return max(lo, 0), min(hi, size)
+
+    def _exact_bound(self, step: int) -> Fraction:
+        return Fraction(self.lower) + (Fraction(self.upper) - Fraction(self.lower)) * Fraction(
+            step, self._grid.size - 1
+        )
+
+    @property
+    def interval(self) -> ConfidenceInterval:
+        """The current anytime-valid interval (the bounds themselves before any data).
+
+        Its floats are rounded outwards from the exact grid bounds, so the printed interval
+        always contains the one the decisions use.
+        """
+        lo, hi = (self._exact_bound(i) for i in self._grid_bounds())
+        return ConfidenceInterval(_round(lo, down=True), _round(hi, down=False))
+
+    def excludes(self, value: float) -> bool:
+        """True when ``value`` lies outside the interval, decided on exact rationals.
+
+        A bound that equals ``value`` exactly does not exclude it: 0 at the edge of a
+        difference's interval is not evidence of a difference, whatever float rounding says.
+        """
+        v = Fraction(check_finite(value, "value"))
+        lo, hi = (self._exact_bound(i) for i in self._grid_bounds())
+        return v < lo or v > hi
+
+    def narrower_than(self, width: float) -> bool:
+        """True when the interval's exact width is below ``width``."""
+        lo, hi = self._grid_bounds()
+        return self._exact_bound(hi) - self._exact_bound(lo) < Fraction(
+            check_positive(width, "width")
         )
 
     def done(self, width: float | None = None, threshold: float | None = None) -> bool:
@@ -158,20 +194,15 @@ class ConfidenceSequence:
         """
         if width is None and threshold is None:
             raise InputError("`done` needs `width`, `threshold` or both; got neither.")
-        ci = self.interval
-        if width is not None:
-            if ci.width < check_positive(width, "width"):
-                return True
-        if threshold is not None:
-            if ci.excludes(check_finite(threshold, "threshold")):
-                return True
-        return False
+        if width is not None and self.narrower_than(width):
+            return True
+        return threshold is not None and self.excludes(threshold)
 
     def to_dict(self) -> dict[str, Any]:
         ci = self.interval
         return {
             "mean": self.mean,
-            "ci": [ci.low, ci.high],
+            "ci": list(ci),
             "n": self.n,
             "confidence": self.confidence,
             "bounds": [self.lower, self.upper],
@@ -185,11 +216,101 @@ class ConfidenceSequence:
         )
 
 
+def _round(value: Fraction, *, down: bool) -> float:
+    """``value`` as the nearest float on the safe side (below for a low bound, above for a high)."""
+    x = float(value)
+    if down and Fraction(x) > value:
+        return math.nextafter(x, -math.inf)
+    if not down and Fraction(x) < value:
+        return math.nextafter(x, math.inf)
+    return x
+
+
+@dataclass(frozen=True)
+class SequentialResult:
+    """A replayed sequential eval: where it stopped and why.
+
+    ``n_used`` items were needed of ``n_total``; ``stopped`` is False when no condition was met
+    before the data ran out. ``ci`` is the anytime-valid interval at that point.
+    """
+
+    mean: float
+    ci: ConfidenceInterval
+    n_used: int
+    n_total: int
+    stopped: bool
+    reason: str
+    confidence: float
+    bounds: tuple[float, float]
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mean": self.mean,
+            "ci": list(self.ci),
+            "n_used": self.n_used,
+            "n_total": self.n_total,
+            "stopped": self.stopped,
+            "reason": self.reason,
+            "confidence": self.confidence,
+            "bounds": list(self.bounds),
+            "warnings": list(self.warnings),
+        }
+
+
+def replay(
+    scores: Any,
+    *,
+    baseline: Any = None,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    width: float | None = None,
+    threshold: float | None = None,
+    batch: int = 1,
+    confidence: float = 0.95,
+) -> SequentialResult:
+    """Stream ``scores`` in order (``scores - baseline`` when a baseline's matched scores are
+    given) through a :class:`ConfidenceSequence`, checking after every ``batch`` items whether
+    the interval is narrower than ``width`` or excludes ``threshold``."""
+    if width is None and threshold is None:
+        raise InputError(
+            "give `width`, `threshold` or both: the condition that lets the eval stop."
+        )
+    batch = check_count(batch, "batch", minimum=1)
+    values = check_scores(scores, "scores")
+    lower, upper = _check_bounds(lower, upper)
+    if baseline is not None:
+        other = check_scores(baseline, "baseline")
+        if other.size != values.size:
+            raise InputError(
+                f"`baseline` must score the same items; got {other.size} for {values.size}."
+            )
+        values = values - other
+        lower, upper = lower - upper, upper - lower
+    cs = ConfidenceSequence(lower, upper, confidence)
+    stopped = False
+    for start in range(0, values.size, batch):
+        if cs.update(values[start : start + batch]).done(width=width, threshold=threshold):
+            stopped = True
+            break
+    if stopped and threshold is not None and cs.excludes(threshold):
+        reason = f"interval excludes {threshold:g} after {cs.n} of {values.size} items"
+    elif stopped:
+        reason = f"interval narrower than {width:g} after {cs.n} of {values.size} items"
+    else:
+        reason = f"not decided after all {values.size} items"
+    return SequentialResult(
+        cs.mean, cs.interval, cs.n, int(values.size), stopped, reason, cs.confidence, (lower, upper)
+    )
+
+
 def _check_bounds(lower: Any, upper: Any) -> tuple[float, float]:
     try:
         lo, hi = float(lower), float(upper)
     except (TypeError, ValueError):
-        raise InputError(f"`lower` and `upper` must be numbers; got {lower!r} and {upper!r}.") from None
+        raise InputError(
+            f"`lower` and `upper` must be numbers; got {lower!r} and {upper!r}."
+        ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise InputError(
             f"`lower` must be finite and below `upper`; got lower={lower!r}, upper={upper!r}. "
