@@ -62,6 +62,6 @@ def test_a_prediction_is_written_before_the_run_and_judged_after(tmp_path):
     observed = 2 + 50 * 1e6**-0.5
     verdict = prediction.verdict(observed)
     assert verdict == "confirmed"
-    resolved = entry.resolve(result=f"final loss {observed:.4g}", verdict=verdict)
+    resolved = Ledger(path).resolve(entry, result=f"final loss {observed:.4g}", verdict=verdict)
     assert resolved.verdict == "confirmed"
     assert np.isclose(prediction.loss[0], observed, rtol=0.02)

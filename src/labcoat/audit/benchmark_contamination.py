@@ -115,7 +115,7 @@ def _contamination_outcome(result: Contamination) -> Outcome:
         d = result.scores["difference"]
         evidence["clean_minus_dirty"] = d
         lo, hi = d["ci"]
-        verdict = "moved" if d["p_value"] < 0.05 else "did not detectably move"
+        verdict = "moved" if d["pvalue"] < 0.05 else "did not detectably move"
         moved = (
             f"; dirty items score {-d['diff']:+.3g} vs clean (95% CI {-hi:+.3g} to {-lo:+.3g}): "
             f"contamination {verdict} the score"
