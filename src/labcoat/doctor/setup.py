@@ -174,3 +174,13 @@ def _state_differs(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) != len(b) or any(_state_differs(x, y) for x, y in zip(a, b))
     return a != b
+
+
+def requires_grad_set_by_train(model: nn.Module) -> dict[str, bool]:
+    """Parameters whose ``requires_grad`` a call of ``model.train()`` changes, with the value it
+    sets: freezing that lives in an overridden ``train()`` (mmdetection's ``frozen_stages``)
+    holds only in loops that call it. Works on a copy; the model as given is left alone."""
+    twin = _copy_model(model)
+    before = {n: p.requires_grad for n, p in twin.named_parameters()}
+    twin.train()
+    return {n: p.requires_grad for n, p in twin.named_parameters() if n in before and p.requires_grad != before[n]}

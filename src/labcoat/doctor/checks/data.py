@@ -218,8 +218,46 @@ def leak_feature(case: Case) -> Outcome:
     evidence = {"feature": best, "score": float(scores[best]), "measure": what, "threshold": threshold}
     suspects = np.flatnonzero(scores >= threshold)
     if len(suspects):
-        return warned(f"feature {best} alone reaches {scores[best]:.3f} ({what})", suspects=suspects[:10].tolist(), **evidence)
+        return _leak_verdict(case, scores, suspects, len(xva), **evidence)
     return passed(f"best single feature reaches {scores[best]:.3f} ({what})", **evidence)
+
+
+#: one feature alone this good on held-out data is a leak unless declared (classification: held-out
+#: accuracy, and at least this far above the majority rate; regression: |Spearman rho|)
+LEAK_ACCURACY = 0.99
+LEAK_MARGIN = 0.2
+LEAK_RHO = 0.999
+#: fewer held-out examples than this cannot tell a perfect feature from a lucky strong one
+LEAK_MIN_EXAMPLES = 50
+
+
+def _leak_verdict(case: Case, scores: np.ndarray, suspects: np.ndarray, n_val: int, **evidence) -> Outcome:
+    """Fail on a feature that alone predicts held-out labels (near) perfectly, unless declared in
+    ``expect_leaky``; a strong but imperfect feature, or too few held-out examples, is a warning."""
+    regression = case.inferred_task == "regression"
+    if regression:
+        bar = LEAK_RHO
+    else:
+        yva = case.val.y.reshape(n_val, -1)[:, 0].numpy()
+        bar = max(LEAK_ACCURACY, _majority_rate(yva) + LEAK_MARGIN)
+    declared = [int(j) for j in suspects if int(j) in case.expect_leaky]
+    leaks = [int(j) for j in suspects if scores[j] >= bar and int(j) not in case.expect_leaky]
+    evidence.update(suspects=suspects[:10].tolist(), declared=declared, leak_bar=bar, val_examples=n_val)
+    top = max(leaks or [int(j) for j in suspects], key=lambda j: scores[j])
+    said = f"feature {top} alone reaches {scores[top]:.3f} ({evidence['measure']})"
+    if leaks and n_val >= LEAK_MIN_EXAMPLES:
+        names = ", ".join(str(j) for j in leaks[:5])
+        return failed(
+            f"{said}: a leak (feature {names} gives the label away); drop it, or declare it with "
+            f"expect_leaky=[{names}] if it is meant to determine the label",
+            leaks=leaks[:10],
+            **evidence,
+        )
+    if leaks:
+        return warned(f"{said}, on only {n_val} held-out examples (a leak is called from {LEAK_MIN_EXAMPLES})", leaks=leaks[:10], **evidence)
+    if len(declared) == len(suspects):
+        return passed(f"{said}, declared in expect_leaky", **evidence)
+    return warned(said, **evidence)
 
 
 def _abs_spearman(a: np.ndarray, b: np.ndarray) -> float:
