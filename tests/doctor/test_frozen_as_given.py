@@ -93,4 +93,4 @@ def test_declared_frozen_left_trainable_fails_without_train_override():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     finding = diagnose(model, expect_frozen=["0.*"], layers=LAYERS)["update.frozen.as_given"]
-    assert finding.status == "fail" and "get gradients as given" in finding.message
+    assert finding.status == "fail" and "get gradients and will train" in finding.message

@@ -126,14 +126,17 @@ def _feature_indices(expect_leaky: Iterable[int] | int) -> tuple[int, ...]:
     if isinstance(expect_leaky, int):
         values: tuple = (expect_leaky,)
     else:
-        values = tuple(expect_leaky) if isinstance(expect_leaky, Iterable) and not isinstance(expect_leaky, str) else (expect_leaky,)
+        values = (
+            tuple(expect_leaky)
+            if isinstance(expect_leaky, Iterable) and not isinstance(expect_leaky, str)
+            else (expect_leaky,)
+        )
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
         raise InputError(
             f"expect_leaky: expected feature indices (non-negative ints, columns of the flattened "
             f"input) that may predict the label alone; got {values!r}"
         )
     return values
-
 
 def _check_task_fits(task: str | None, train: Examples) -> None:
     """A declared task must fit the targets; otherwise every later check would misread them."""

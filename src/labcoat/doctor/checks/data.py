@@ -231,7 +231,9 @@ LEAK_RHO = 0.999
 LEAK_MIN_EXAMPLES = 50
 
 
-def _leak_verdict(case: Case, scores: np.ndarray, suspects: np.ndarray, n_val: int, **evidence) -> Outcome:
+def _leak_verdict(
+    case: Case, scores: np.ndarray, suspects: np.ndarray, n_val: int, **evidence
+) -> Outcome:
     """Fail on a feature that alone predicts held-out labels (near) perfectly, unless declared in
     ``expect_leaky``; a strong but imperfect feature, or too few held-out examples, is a warning."""
     regression = case.inferred_task == "regression"
@@ -242,7 +244,9 @@ def _leak_verdict(case: Case, scores: np.ndarray, suspects: np.ndarray, n_val: i
         bar = max(LEAK_ACCURACY, _majority_rate(yva) + LEAK_MARGIN)
     declared = [int(j) for j in suspects if int(j) in case.expect_leaky]
     leaks = [int(j) for j in suspects if scores[j] >= bar and int(j) not in case.expect_leaky]
-    evidence.update(suspects=suspects[:10].tolist(), declared=declared, leak_bar=bar, val_examples=n_val)
+    evidence.update(
+        suspects=suspects[:10].tolist(), declared=declared, leak_bar=bar, val_examples=n_val
+    )
     top = max(leaks or [int(j) for j in suspects], key=lambda j: scores[j])
     said = f"feature {top} alone reaches {scores[top]:.3f} ({evidence['measure']})"
     if leaks and n_val >= LEAK_MIN_EXAMPLES:
@@ -254,11 +258,15 @@ def _leak_verdict(case: Case, scores: np.ndarray, suspects: np.ndarray, n_val: i
             **evidence,
         )
     if leaks:
-        return warned(f"{said}, on only {n_val} held-out examples (a leak is called from {LEAK_MIN_EXAMPLES})", leaks=leaks[:10], **evidence)
+        return warned(
+            f"{said}, on only {n_val} held-out examples (a leak is called from "
+            f"{LEAK_MIN_EXAMPLES})",
+            leaks=leaks[:10],
+            **evidence,
+        )
     if len(declared) == len(suspects):
         return passed(f"{said}, declared in expect_leaky", **evidence)
     return warned(said, **evidence)
-
 
 def _abs_spearman(a: np.ndarray, b: np.ndarray) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:

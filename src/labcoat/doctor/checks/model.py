@@ -479,7 +479,8 @@ def _far_above(loss: float, reference: float, task: str) -> bool:
     falsifies="eval mode reads state that only a train-mode forward initialises (spectral_norm's "
     "singular vectors, a data-dependent init), so the model as given is wrong in eval mode",
     predicts="at init, eval mode scores the probe batch about as train mode does, or the gap is "
-    "not closed by one train-mode forward (BatchNorm running statistics are estimated over training)",
+    "not closed by one train-mode forward (BatchNorm running statistics are estimated over "
+    "training)",
 )
 def mode_state(case: Case) -> Outcome:
     x, y = case.probe_batch.batch()
@@ -492,7 +493,9 @@ def mode_state(case: Case) -> Outcome:
     try:
         train_out = case.forward(model, x)
     except Exception as exc:  # noqa: BLE001 - the backward probe reports a train-mode failure
-        return skipped(f"a train-mode forward raised {type(exc).__name__} (see model.grad.coverage)")
+        return skipped(
+            f"a train-mode forward raised {type(exc).__name__} (see model.grad.coverage)"
+        )
     buffers = dict(model.named_buffers())
     changed = [n for n, b in buffers.items() if n not in before or not torch.equal(before[n], b)]
     modules = dict(model.named_modules())
@@ -506,7 +509,11 @@ def mode_state(case: Case) -> Outcome:
     if not stateful:
         if statistics:
             where = ", ".join(sorted({owner(n) for n in statistics})[:5])
-            return passed(f"one train-mode forward changes only running statistics ({where}), which training estimates", **evidence)
+            return passed(
+                f"one train-mode forward changes only running statistics ({where}), which "
+                "training estimates",
+                **evidence,
+            )
         return passed("no module keeps state that a train-mode forward changes", **evidence)
     with torch.no_grad():  # isolate the suspects: running statistics go back to their start
         for n in statistics:
@@ -516,21 +523,40 @@ def mode_state(case: Case) -> Outcome:
     try:
         losses = [float(_loss_on(case, out, y)) for out in (train_out, eval_out, after_out)]
     except Exception as exc:  # noqa: BLE001
-        return skipped(f"the loss could not be computed ({type(exc).__name__}; see model.loss.scalar)", **evidence)
+        return skipped(
+            f"the loss could not be computed ({type(exc).__name__}; see model.loss.scalar)",
+            **evidence,
+        )
     train_loss, eval_loss, after_loss = losses
     scale = float(eval_out.abs().mean() / after_out.abs().mean().clamp_min(1e-12))
-    evidence.update(train_loss=train_loss, eval_loss_at_init=eval_loss, eval_loss_after_train_forward=after_loss, output_scale_ratio=scale)
+    evidence.update(
+        train_loss=train_loss,
+        eval_loss_at_init=eval_loss,
+        eval_loss_after_train_forward=after_loss,
+        output_scale_ratio=scale,
+    )
     task = case.inferred_task
-    names = ", ".join(f"{n or '<model>'} ({type(modules.get(n, model)).__name__})" for n in stateful[:5])
+    names = ", ".join(
+        f"{n or '<model>'} ({type(modules.get(n, model)).__name__})" for n in stateful[:5]
+    )
     if _far_above(eval_loss, train_loss, task) and not _far_above(after_loss, train_loss, task):
         return failed(
-            f"at init the eval-mode loss is {eval_loss:.4g} but the train-mode loss is {train_loss:.4g} "
-            f"(eval outputs {scale:.3g}x the size); one train-mode forward changes the buffers of "
-            f"{names} and brings eval mode to {after_loss:.4g}: their state is set only by a forward "
-            "in train mode, so evaluating before any training is wrong (run one train-mode forward "
-            "first; for spectral norm, torch.nn.utils.parametrizations.spectral_norm initialises it)",
+            f"at init the eval-mode loss is {eval_loss:.4g} but the train-mode loss is "
+            f"{train_loss:.4g} (eval outputs {scale:.3g}x the size); one train-mode forward "
+            f"changes the buffers of {names} and brings eval mode to {after_loss:.4g}: their "
+            "state is set only by a forward in train mode, so evaluating before any training is "
+            "wrong (run one train-mode forward first; for spectral norm, "
+            "torch.nn.utils.parametrizations.spectral_norm initialises it)",
             **evidence,
         )
     if _far_above(eval_loss, train_loss, task):
-        return warned(f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss {train_loss:.4g}; {names} keep state that train mode changes", **evidence)
-    return passed(f"{names} keep state that train mode changes; eval mode agrees at init (loss {eval_loss:.4g} vs {train_loss:.4g})", **evidence)
+        return warned(
+            f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss "
+            f"{train_loss:.4g}; {names} keep state that train mode changes",
+            **evidence,
+        )
+    return passed(
+        f"{names} keep state that train mode changes; eval mode agrees at init (loss "
+        f"{eval_loss:.4g} vs {train_loss:.4g})",
+        **evidence,
+    )

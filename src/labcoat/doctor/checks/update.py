@@ -247,32 +247,47 @@ def frozen_as_given(case: Case) -> Outcome:
     toggled = requires_grad_set_by_train(model)
     held = _in_optimizer(case)
     named = dict(model.named_parameters())
-    exposed = [n for n, p in named.items() if case.is_declared_frozen(n) and p.requires_grad and id(p) in held]
+    exposed = [
+        n
+        for n, p in named.items()
+        if case.is_declared_frozen(n) and p.requires_grad and id(p) in held
+    ]
     frozen_by_train = [n for n, on in toggled.items() if not on]
-    evidence = {"requires_grad_set_by_train": dict(list(toggled.items())[:50]), "declared_frozen_trainable_in_optimizer": exposed[:50]}
+    evidence = {
+        "requires_grad_set_by_train": dict(list(toggled.items())[:50]),
+        "declared_frozen_trainable_in_optimizer": exposed[:50],
+    }
     if exposed:
         trained = [n for n in exposed if n in toggled] or _get_gradient_as_given(case, exposed)
         if trained:
-            why = (
-                "model.train() freezes them, but as given they are trainable"
-                if any(n in toggled for n in trained)
-                else "they get gradients as given"
-            )
+            if any(n in toggled for n in trained):
+                why = (
+                    "only model.train() freezes them, so a loop that never calls it trains them "
+                    "(freeze them where the model is built, or call model.train() before the "
+                    "first step)"
+                )
+            else:
+                why = (
+                    "they get gradients and will train (set requires_grad=False, or leave them "
+                    "out of the optimizer)"
+                )
             return failed(
-                f"{len(trained)} parameters declared frozen have requires_grad=True and sit in the optimizer: "
-                f"{', '.join(trained[:5])}; {why}, so a loop that does not call model.train() first trains them "
-                "(freeze them before building the optimizer, or call model.train() before the first step)",
+                f"{len(trained)} parameters declared frozen have requires_grad=True as given and "
+                f"sit in the optimizer: {', '.join(trained[:5])}; {why}",
                 trained=trained[:50],
                 **evidence,
             )
     if frozen_by_train:
         return warned(
-            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters ({', '.join(frozen_by_train[:5])}): "
-            "they are frozen only in loops that call model.train(), as the doctor's copies do",
+            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters "
+            f"({', '.join(frozen_by_train[:5])}): they are frozen only in loops that call "
+            "model.train(), as the doctor's copies do",
             **evidence,
         )
     if toggled:
-        return warned(f"model.train() sets requires_grad=True on {', '.join(list(toggled)[:5])}", **evidence)
+        return warned(
+            f"model.train() sets requires_grad=True on {', '.join(list(toggled)[:5])}", **evidence
+        )
     return passed("model.train() leaves requires_grad as given", **evidence)
 
 
