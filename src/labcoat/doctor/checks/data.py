@@ -223,10 +223,13 @@ def leak_feature(case: Case) -> Outcome:
 
 
 #: one feature alone this good on held-out data is a leak unless declared (classification: held-out
-#: accuracy, and at least this far above the majority rate; regression: |Spearman rho|)
+#: accuracy, and at least this far above the majority rate; regression: |Spearman rho| of a
+#: single target, i.e. the target is a monotone copy of the feature). Set on the corpus's leaks
+#: (a label or target copied or recoded into the features score 1.0) against its strongest honest
+#: features (breast cancer's best single feature reaches about 0.92).
 LEAK_ACCURACY = 0.99
 LEAK_MARGIN = 0.2
-LEAK_RHO = 0.999
+LEAK_RHO = 0.9999
 #: fewer held-out examples than this cannot tell a perfect feature from a lucky strong one
 LEAK_MIN_EXAMPLES = 50
 
@@ -238,7 +241,10 @@ def _leak_verdict(
     ``expect_leaky``; a strong but imperfect feature, or too few held-out examples, is a warning."""
     regression = case.inferred_task == "regression"
     if regression:
-        bar = LEAK_RHO
+        # several target columns (an autoencoder, a denoiser) are expected to track input
+        # features one by one: only a single target is held to the leak bar
+        single = case.val.y[0].numel() == 1
+        bar = LEAK_RHO if single else float("inf")
     else:
         yva = case.val.y.reshape(n_val, -1)[:, 0].numpy()
         bar = max(LEAK_ACCURACY, _majority_rate(yva) + LEAK_MARGIN)

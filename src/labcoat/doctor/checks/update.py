@@ -244,7 +244,10 @@ def step_isolated(case: Case) -> Outcome:
 )
 def frozen_as_given(case: Case) -> Outcome:
     model = case.blueprint.model  # the pristine copy: requires_grad exactly as the user left it
-    toggled = requires_grad_set_by_train(model)
+    try:
+        toggled = requires_grad_set_by_train(model)
+    except Exception as exc:  # noqa: BLE001 - the user's train() override failed on a copy
+        return skipped(f"model.train() raised {type(exc).__name__}: {exc}")
     held = _in_optimizer(case)
     named = dict(model.named_parameters())
     exposed = [
