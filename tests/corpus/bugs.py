@@ -904,3 +904,135 @@ def accuracy_from_argmax_of_one_logit() -> Verdict:
     model = nn.Sequential(nn.Linear(30, 32), nn.ReLU(), nn.Linear(32, 1))
     data = (x, y.float()[:, None])
     return verdict(model, data, nn.BCEWithLogitsLoss(), metric=_argmax_over_one_logit)
+
+
+# -- watch: invariants while a run trains ----------------------------------------------------------
+
+
+def standard_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def watch_verdict(model, optimizer, data, loss_fn, *, steps=40, step=standard_step,
+                  batch_size=32, observe_batch=False, **options) -> Verdict:
+    """Train ``steps`` batches under labcoat.watch (every=1); the first alert's kind is where."""
+    import labcoat
+
+    x, y = data
+    with labcoat.watch(model, optimizer, ledger=False, every=1, **options) as w:
+        for i in range(steps):
+            rows = slice((i * batch_size) % len(x), (i * batch_size) % len(x) + batch_size)
+            batch = (x[rows], y[rows])
+            loss = step(model, batch, optimizer, loss_fn)
+            if observe_batch:
+                w.observe(step=i, loss=loss, batch=batch[0])
+            else:
+                w.observe(step=i, loss=loss)
+    kinds = [a.kind for a in w.alerts]
+    return Verdict(bool(kinds), kinds[0] if kinds else None, ", ".join(sorted(set(kinds))))
+
+
+@bug(
+    "watch_schedule_with_zero_training_steps",
+    expect="lr_zero",
+    engine="watch",
+    source="https://github.com/huggingface/transformers/pull/5316",
+)
+def watch_schedule_with_zero_training_steps() -> Verdict:
+    """The zero-length linear schedule, watched while it trains at learning rate 0."""
+    model = mlp()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.0)
+    return watch_verdict(model, optimizer, digits(), nn.CrossEntropyLoss(), step=_SchedulerStep(scheduler))
+
+
+@bug(
+    "watch_frozen_parameters_moved_by_weight_decay",
+    expect="frozen_moved",
+    engine="watch",
+    source="https://github.com/facebookresearch/fairseq/issues/4702",
+)
+def watch_frozen_parameters_moved_by_weight_decay() -> Verdict:
+    """Parameters frozen after a first step keep a zero gradient and weight decay moves them."""
+    x, y = digits()
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, weight_decay=0.01)
+    F.cross_entropy(model(x[:32]), y[:32]).backward()
+    optimizer.step()
+    for p in model[0].parameters():
+        p.requires_grad = False
+    return watch_verdict(model, optimizer, (x, y), nn.CrossEntropyLoss(), step=_ZeroGradToZeros(), steps=10)
+
+
+@bug(
+    "watch_hand_written_bce_logs_zero",
+    expect="nonfinite",
+    engine="watch",
+    source="https://github.com/Alibaba-MIIL/ASL/pull/6",
+)
+def watch_hand_written_bce_logs_zero() -> Verdict:
+    """log(sigmoid(z)) by hand on large logits: the loss is NaN from the first step."""
+    x, y = breast_cancer(scaled=False)
+    model = binary_mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    return watch_verdict(model, optimizer, (x, y.float()), _log_of_sigmoid_bce, steps=10)
+
+
+class _SkipStepOnLargeGradNorm:
+    """Skip optimizer.step() when the gradient norm exceeds a limit; the limit (set for another
+    model's scale) is below this model's usual norm, so every step is skipped."""
+
+    def __init__(self, max_norm=0.05):
+        self.max_norm = max_norm
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
+        if norm <= self.max_norm:
+            optimizer.step()
+        return loss
+
+
+@bug(
+    "watch_step_skipped_on_grad_norm",
+    expect="no_step",
+    engine="watch",
+    source="https://github.com/Haian-Jin/LVSM/pull/19",
+    known_miss="the no_step invariant is on the watch helper's branch (issue 9, class g); "
+    "drop this known_miss once it is merged",
+)
+def watch_step_skipped_on_grad_norm() -> Verdict:
+    """'grad norm too large, skipping optimizer step': the loop and the logging go on while
+    nothing is updated, and the watch's hooks, which live in optimizer.step(), fall silent."""
+    model = mlp()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return watch_verdict(model, optimizer, digits(), nn.CrossEntropyLoss(),
+                         step=_SkipStepOnLargeGradNorm(), steps=80)
+
+
+@bug(
+    "watch_workers_repeat_batches",
+    expect="repeat_batch",
+    engine="watch",
+    source="https://github.com/facebookresearch/fairseq/issues/1383",
+    known_miss="the repeat_batch invariant and observe(batch=...) are on the watch helper's "
+    "branch (issue 9, class a); drop this known_miss once it is merged",
+)
+def watch_workers_repeat_batches() -> Verdict:
+    """Workers that yield the same data: each batch arrives once per worker, a few steps apart.
+    Reduced to the batches such a loader yields with two workers (every batch twice, one
+    step apart) rather than forking workers in a test."""
+    x, y = digits()
+    x = torch.cat([x[i * 32:(i + 1) * 32].repeat(2, 1) for i in range(20)])
+    y = torch.cat([y[i * 32:(i + 1) * 32].repeat(2) for i in range(20)])
+    model = mlp()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return watch_verdict(model, optimizer, (x, y), nn.CrossEntropyLoss(), observe_batch=True)
