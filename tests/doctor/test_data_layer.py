@@ -98,19 +98,19 @@ def test_validation_equal_to_training_fails():
     assert f.status == "fail" and f.evidence["in_train"] == 200
 
 
-def test_label_copied_into_a_feature_warns_as_leak():
+def test_label_copied_into_a_feature_fails_as_leak():
     x, y = digits()
     x = torch.cat([x, y[:, None].float() / 9], dim=1)
     f = data_report(model=mlp(d_in=65), data=(x, y))["data.leak.feature"]
-    assert f.status == "warn" and f.evidence["feature"] == 64
+    assert f.status == "fail" and f.evidence["feature"] == 64
 
 
-def test_regression_leak_warns():
+def test_regression_leak_fails():
     x, y = diabetes()
     x = torch.cat([x, y[:, None]], dim=1)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(11, 8), nn.ReLU(), nn.Linear(8, 1), nn.Flatten(0))
-    assert status(data_report(model, (x, y), loss_fn=nn.MSELoss()), "data.leak.feature") == "warn"
+    assert status(data_report(model, (x, y), loss_fn=nn.MSELoss()), "data.leak.feature") == "fail"
 
 
 def test_misaligned_labels_fail_baseline():

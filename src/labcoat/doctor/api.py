@@ -37,6 +37,7 @@ def diagnose(
     metric: Callable[[Any, Any], float] | None = None,
     task: str | None = None,
     expect_frozen: Iterable[str] | str = (),
+    expect_leaky: Iterable[int] | int = (),
     seed: int = 0,
     budget: str = "fast",
     ledger: Any = None,
@@ -52,6 +53,8 @@ def diagnose(
     ``ledger``: a :class:`labcoat.Ledger` or path to record findings in; ``None`` records in the
     default ledger only if one already exists; ``False`` records nowhere. ``progress``: show
     progress bars while the controls train (``None``: only when stdout is a terminal).
+    ``expect_frozen``: glob patterns of parameters meant to stay fixed; ``expect_leaky``: input
+    features (column indices) that may predict the label on their own without being a leak.
 
     Every run also proves its gradient and update checks on mutants of your setup (see
     :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
@@ -60,6 +63,7 @@ def diagnose(
     patterns = (expect_frozen,) if isinstance(expect_frozen, str) else tuple(expect_frozen)
     if not all(isinstance(p, str) for p in patterns):
         raise InputError(f"expect_frozen: expected glob patterns of parameter names (str); got {patterns!r}")
+    leaky = _feature_indices(expect_leaky)
     chosen = LAYERS if layers is None else tuple(layers)
     unknown = [layer for layer in chosen if layer not in LAYERS]
     if unknown:
@@ -88,6 +92,7 @@ def diagnose(
             metric=metric,
             task=task,
             expect_frozen=patterns,
+            expect_leaky=leaky,
             seed=seed,
             budget=budget,
             user_state=user_state,
@@ -114,6 +119,24 @@ def diagnose(
         report.extras["ledger"] = {"location": notebook.location, "findings": ids}
     return report
 
+
+def _feature_indices(expect_leaky: Iterable[int] | int) -> tuple[int, ...]:
+    """``expect_leaky``: features (columns of the flattened input) that may predict the label
+    on their own, so that the leak check does not fail on them."""
+    if isinstance(expect_leaky, int):
+        values: tuple = (expect_leaky,)
+    else:
+        values = (
+            tuple(expect_leaky)
+            if isinstance(expect_leaky, Iterable) and not isinstance(expect_leaky, str)
+            else (expect_leaky,)
+        )
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+        raise InputError(
+            f"expect_leaky: expected feature indices (non-negative ints, columns of the flattened "
+            f"input) that may predict the label alone; got {values!r}"
+        )
+    return values
 
 def _check_task_fits(task: str | None, train: Examples) -> None:
     """A declared task must fit the targets; otherwise every later check would misread them."""
@@ -167,6 +190,7 @@ class Experiment:
     metric: Callable[[Any, Any], float] | None = None
     task: str | None = None
     expect_frozen: Iterable[str] | str = ()
+    expect_leaky: Iterable[int] | int = ()
     seed: int = 0
     budget: str = "fast"
     ledger: Any = None

@@ -58,6 +58,7 @@ class Case:
     metric: Callable[[Any, Any], float] | None = None
     task: Task | None = None
     expect_frozen: tuple[str, ...] = ()
+    expect_leaky: tuple[int, ...] = ()  # features declared to predict the label on their own
     seed: int = 0
     budget: str = "fast"
     probe_size: int = 32

@@ -50,6 +50,7 @@ class Blueprint:
                     f"model/optimizer: could not be deep-copied ({type(exc).__name__}: {exc}); "
                     "the doctor works on copies and never on your objects"
                 ) from exc
+            keep_frozen_grads(model, self._model)
         elif callable(optimizer):
             self.factory = optimizer
             self._model = _copy_model(model)
@@ -82,9 +83,22 @@ class Blueprint:
     def fresh(self, *, model_wrapper: Callable[[nn.Module], nn.Module] | None = None) -> Setup:
         """A new working copy of model and optimizer, identity mapping preserved."""
         model, opt = copy.deepcopy((self._model, self._optimizer))
+        keep_frozen_grads(self._model, model)
         if model_wrapper is not None:
             model = model_wrapper(model)
         return Setup(model, opt)
+
+
+def keep_frozen_grads(source: nn.Module, copied: nn.Module) -> None:
+    """Give the copy's frozen parameters the gradients the source's hold.
+
+    Deep copies drop ``.grad``. A parameter frozen after a step keeps its old gradient (a zero
+    tensor after ``zero_grad(set_to_none=False)``), and the optimizer still applies weight decay
+    or momentum to it: without that gradient the copies would hide the update. Gradients of
+    trainable parameters are left out, so that the doctor's probes see only their own."""
+    for (_, p), (_, q) in zip(source.named_parameters(), copied.named_parameters()):
+        if not p.requires_grad and p.grad is not None and q.shape == p.shape:
+            q.grad = p.grad.detach().clone()
 
 
 def _copy_model(model: nn.Module) -> nn.Module:
@@ -174,3 +188,17 @@ def _state_differs(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) != len(b) or any(_state_differs(x, y) for x, y in zip(a, b))
     return a != b
+
+
+def requires_grad_set_by_train(model: nn.Module) -> dict[str, bool]:
+    """Parameters whose ``requires_grad`` a call of ``model.train()`` changes, with the value it
+    sets: freezing that lives in an overridden ``train()`` (mmdetection's ``frozen_stages``)
+    holds only in loops that call it. Works on a copy; the model as given is left alone."""
+    twin = _copy_model(model)
+    before = {n: p.requires_grad for n, p in twin.named_parameters()}
+    twin.train()
+    return {
+        n: p.requires_grad
+        for n, p in twin.named_parameters()
+        if n in before and p.requires_grad != before[n]
+    }

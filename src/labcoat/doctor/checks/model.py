@@ -459,3 +459,104 @@ def eval_deterministic(case: Case) -> Outcome:
     if not _close(a, b):
         return failed("two eval-mode passes on the same input differ: dropout or sampling ignores model.eval()", max_difference=float((a - b).abs().max()))
     return passed("eval-mode output is deterministic")
+
+
+#: normalisation layers whose buffers are running statistics: they start at the identity
+#: (mean 0, variance 1) and are estimated over training, so eval mode at init is normal for them
+_RUNNING_STATISTICS = (nn.modules.batchnorm._NormBase,)
+
+
+def _far_above(loss: float, reference: float, task: str) -> bool:
+    """The initial-loss rule of model.loss.initial: far above ln C, or 10x for regression."""
+    if task == "regression":
+        return loss > 10 * reference + 1e-8
+    return loss > reference + max(1.0, 0.5 * reference)
+
+
+@check(
+    "model.mode_state",
+    layer="model",
+    falsifies="eval mode reads state that only a train-mode forward initialises (spectral_norm's "
+    "singular vectors, a data-dependent init), so the model as given is wrong in eval mode",
+    predicts="at init, eval mode scores the probe batch about as train mode does, or the gap is "
+    "not closed by one train-mode forward (BatchNorm running statistics are estimated over "
+    "training)",
+)
+def mode_state(case: Case) -> Outcome:
+    x, y = case.probe_batch.batch()
+    eval_out = case.output
+    setup = case.blueprint.fresh()
+    model = setup.model
+    before = {n: b.detach().clone() for n, b in model.named_buffers()}
+    model.train()
+    torch.manual_seed(case.seed)
+    try:
+        train_out = case.forward(model, x)
+    except Exception as exc:  # noqa: BLE001 - the backward probe reports a train-mode failure
+        return skipped(
+            f"a train-mode forward raised {type(exc).__name__} (see model.grad.coverage)"
+        )
+    buffers = dict(model.named_buffers())
+    changed = [n for n, b in buffers.items() if n not in before or not torch.equal(before[n], b)]
+    modules = dict(model.named_modules())
+
+    def owner(name: str) -> str:
+        return name.rpartition(".")[0]
+
+    statistics = [n for n in changed if isinstance(modules.get(owner(n)), _RUNNING_STATISTICS)]
+    stateful = sorted({owner(n) for n in changed if n not in statistics})
+    evidence = {"buffers_changed_by_train_forward": changed[:20], "modules": stateful[:20]}
+    if not stateful:
+        if statistics:
+            where = ", ".join(sorted({owner(n) for n in statistics})[:5])
+            return passed(
+                f"one train-mode forward changes only running statistics ({where}), which "
+                "training estimates",
+                **evidence,
+            )
+        return passed("no module keeps state that a train-mode forward changes", **evidence)
+    with torch.no_grad():  # isolate the suspects: running statistics go back to their start
+        for n in statistics:
+            buffers[n].copy_(before[n])
+    model.eval()
+    after_out = case.forward(model, x)
+    try:
+        losses = [float(_loss_on(case, out, y)) for out in (train_out, eval_out, after_out)]
+    except Exception as exc:  # noqa: BLE001
+        return skipped(
+            f"the loss could not be computed ({type(exc).__name__}; see model.loss.scalar)",
+            **evidence,
+        )
+    train_loss, eval_loss, after_loss = losses
+    scale = float(eval_out.abs().mean() / after_out.abs().mean().clamp_min(1e-12))
+    evidence.update(
+        train_loss=train_loss,
+        eval_loss_at_init=eval_loss,
+        eval_loss_after_train_forward=after_loss,
+        output_scale_ratio=scale,
+    )
+    task = case.inferred_task
+    names = ", ".join(
+        f"{n or '<model>'} ({type(modules.get(n, model)).__name__})" for n in stateful[:5]
+    )
+    if _far_above(eval_loss, train_loss, task) and not _far_above(after_loss, train_loss, task):
+        return failed(
+            f"at init the eval-mode loss is {eval_loss:.4g} but the train-mode loss is "
+            f"{train_loss:.4g} (eval outputs {scale:.3g}x the size); one train-mode forward "
+            f"changes the buffers of {names} and brings eval mode to {after_loss:.4g}: their "
+            "state is set only by a forward in train mode, so evaluating before any training is "
+            "wrong (run one train-mode forward first; for spectral norm, "
+            "torch.nn.utils.parametrizations.spectral_norm initialises it)",
+            **evidence,
+        )
+    if _far_above(eval_loss, train_loss, task):
+        return warned(
+            f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss "
+            f"{train_loss:.4g}; {names} keep state that train mode changes",
+            **evidence,
+        )
+    return passed(
+        f"{names} keep state that train mode changes; eval mode agrees at init (loss "
+        f"{eval_loss:.4g} vs {train_loss:.4g})",
+        **evidence,
+    )

@@ -8,7 +8,7 @@ import torch
 
 from labcoat.doctor.case import Case, run_steps
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import optimizer_tensors
+from labcoat.doctor.setup import optimizer_tensors, requires_grad_set_by_train
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 #: the usual range of |update| / |weight| for one step (around 1e-3 for a healthy run)
@@ -232,3 +232,77 @@ def step_isolated(case: Case) -> Outcome:
             changed=changed[:50],
         )
     return passed("the step only touched the copies it was given")
+
+
+@check(
+    "update.frozen.as_given",
+    layer="update",
+    falsifies="parameters declared frozen train in the user's loop because the freeze happens only "
+    "inside an overridden model.train() (a frozen_stages option) that the loop never calls",
+    predicts="as given, parameters matched by expect_frozen have requires_grad=False or are not "
+    "updated, and model.train() does not change requires_grad",
+)
+def frozen_as_given(case: Case) -> Outcome:
+    model = case.blueprint.model  # the pristine copy: requires_grad exactly as the user left it
+    try:
+        toggled = requires_grad_set_by_train(model)
+    except Exception as exc:  # noqa: BLE001 - the user's train() override failed on a copy
+        return skipped(f"model.train() raised {type(exc).__name__}: {exc}")
+    held = _in_optimizer(case)
+    named = dict(model.named_parameters())
+    exposed = [
+        n
+        for n, p in named.items()
+        if case.is_declared_frozen(n) and p.requires_grad and id(p) in held
+    ]
+    frozen_by_train = [n for n, on in toggled.items() if not on]
+    evidence = {
+        "requires_grad_set_by_train": dict(list(toggled.items())[:50]),
+        "declared_frozen_trainable_in_optimizer": exposed[:50],
+    }
+    if exposed:
+        trained = [n for n in exposed if n in toggled] or _get_gradient_as_given(case, exposed)
+        if trained:
+            if any(n in toggled for n in trained):
+                why = (
+                    "only model.train() freezes them, so a loop that never calls it trains them "
+                    "(freeze them where the model is built, or call model.train() before the "
+                    "first step)"
+                )
+            else:
+                why = (
+                    "they get gradients and will train (set requires_grad=False, or leave them "
+                    "out of the optimizer)"
+                )
+            return failed(
+                f"{len(trained)} parameters declared frozen have requires_grad=True as given and "
+                f"sit in the optimizer: {', '.join(trained[:5])}; {why}",
+                trained=trained[:50],
+                **evidence,
+            )
+    if frozen_by_train:
+        return warned(
+            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters "
+            f"({', '.join(frozen_by_train[:5])}): they are frozen only in loops that call "
+            "model.train(), as the doctor's copies do",
+            **evidence,
+        )
+    if toggled:
+        return warned(
+            f"model.train() sets requires_grad=True on {', '.join(list(toggled)[:5])}", **evidence
+        )
+    return passed("model.train() leaves requires_grad as given", **evidence)
+
+
+def _get_gradient_as_given(case: Case, names: list[str]) -> list[str]:
+    """Those of ``names`` that get a non-zero gradient from one backward pass of a copy left in
+    the mode it was given in (no train() or eval() call)."""
+    setup = case.blueprint.fresh()
+    torch.manual_seed(case.seed)
+    x, y = case.on_device(case.probe_batch.batch())
+    try:
+        case.loss_fn(setup.model(x), y).backward()
+    except Exception:  # noqa: BLE001 - the model layer reports a failing backward
+        return []
+    params = dict(setup.model.named_parameters())
+    return [n for n in names if params[n].grad is not None and bool(params[n].grad.any())]
