@@ -97,3 +97,27 @@ def test_audit_page_shows_flagged_examples_as_thumbnails(tmp_path, open_report):
     assert page.evaluate("[...document.querySelectorAll('img.thumb')].every(i => i.naturalWidth == 8)")
     assert page.locator('table[data-table="duplicates"] img.thumb').count() == 2 * min(len(dups.pairs), 30)
     assert not shown.requests and not shown.console_errors
+
+
+def test_stats_pages_draw_intervals_ranks_and_power(tmp_path, open_report):
+    import numpy as np
+
+    from labcoat import stats
+    from labcoat.report.sections.stats import stats_section
+
+    rng = np.random.default_rng(0)
+    scores = {m: (rng.random(300) < p).astype(float) for m, p in (("a", 0.72), ("b", 0.70), ("c", 0.5))}
+    board = stats.leaderboard(scores, n_resamples=300)
+    compare = stats.compare(scores["a"], scores["c"])
+    gate = stats.gate(scores["b"], scores["a"], margin=0.02)
+    path = _write(tmp_path, "stats", stats_section(board, title="Leaderboard", id="lb"),
+                  stats_section(compare, title="a vs c", name="avc", id="cmp"),
+                  stats_section(gate, title="Gate", name="gate", id="gate"))
+    shown = open_report(path)
+    page = shown.page
+    assert page.locator('#lb [data-chart] g[id^="interval-"]').count() == 3
+    assert page.locator('#lb table[data-table="leaderboard"] tr').count() == 4
+    assert page.locator('#cmp [data-chart="power-avc"] g#series-0 path').count() == 1
+    assert page.locator('#cmp [data-chart="stats-avc"] g#reference').count() == 1
+    assert page.locator("#gate .verdict").get_attribute("data-decision") == gate.decision
+    assert not shown.requests and not shown.console_errors
