@@ -19,6 +19,13 @@ class CliResult:
     err: str
 
 
+@pytest.fixture(autouse=True)
+def no_project_ledger(monkeypatch, tmp_path_factory):
+    """Code that records only where a ledger exists (the doctor, the watch, stats) finds none:
+    a test never writes into a ledger the developer keeps in this checkout."""
+    monkeypatch.setenv("LABCOAT_LEDGER", str(tmp_path_factory.getbasetemp() / "absent" / "ledger.db"))
+
+
 @pytest.fixture
 def cli(capsys):
     """Run ``labcoat ARGS...`` in-process; returns exit code, stdout and stderr."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from labcoat.findings import Check, CheckRegistry, Finding, Outcome, worst
+from labcoat.report.html import HtmlMixin
 
 LAYER = "audit"
 REGISTRY = CheckRegistry([LAYER])
 
 
-class AuditResult:
+class AuditResult(HtmlMixin):
     """Shared behaviour of audit results: findings, ``ok``, rich rendering, ledger recording.
 
     A subclass names its checks in ``CHECKS``; each check's ``run`` reads the result.

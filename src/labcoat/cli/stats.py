@@ -99,6 +99,27 @@ def _name(path: str, table: Any) -> str:
     return table.model or Path(path.rstrip("/")).stem or path
 
 
+def kept(command):
+    """``--html`` and ``--ledger``/``--no-ledger`` for a command whose result can be kept."""
+    command = click.option("--no-ledger", is_flag=True, help="Record nothing.")(command)
+    command = click.option(
+        "--ledger", "ledger", default=None, metavar="PATH_OR_URL",
+        help="Record the result in this ledger (default: the project's ledger, if one exists).",
+    )(command)
+    return click.option(
+        "--html", "html", default=None, metavar="PATH", help="Also write the result as an HTML page."
+    )(command)
+
+
+def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, name: str) -> None:
+    """Write the page and record the result, as the options say."""
+    from labcoat.stats.record import record
+
+    if html is not None:
+        result.to_html(html, name=name or "result")
+    record(result, ledger=False if no_ledger else ledger, name=name)
+
+
 @stats.command("mean")
 @click.argument("file")
 @click.option("--score", required=True, help="Column with the per-item score.")
@@ -112,6 +133,7 @@ def _name(path: str, table: Any) -> str:
 @formula_option
 @confidence_option
 @json_option
+@kept
 def mean_cmd(
     file: str,
     score: str,
@@ -120,6 +142,9 @@ def mean_cmd(
     formula: str,
     confidence: float,
     as_json: bool,
+    html: str | None,
+    ledger: str | None,
+    no_ledger: bool,
 ) -> None:
     """Mean score with its standard error (CR1 clustered with --cluster) and interval."""
     from labcoat.stats.mean import mean
@@ -132,6 +157,7 @@ def mean_cmd(
         ids=None if id_col is None else table.labels(id_col),
         formula=formula,
     )
+    _keep(result, html, ledger, no_ledger, f"{_name(file, table)}.{score}")
     respond(as_json, result, lambda: _render("mean_view", result, label=score))
 
 
@@ -178,6 +204,7 @@ def _render(view: str, *args: Any, **kwargs: Any) -> Any:
 @seed_option
 @confidence_option
 @json_option
+@kept
 def compare_cmd(
     file_a: str,
     file_b: str | None,
@@ -193,6 +220,9 @@ def compare_cmd(
     seed: int,
     confidence: float,
     as_json: bool,
+    html: str | None,
+    ledger: str | None,
+    no_ledger: bool,
 ) -> None:
     """Difference A − B with SE, CI, t (or z), p-value, MDE, effect size and correlation."""
     from labcoat.stats.compare import compare, compare_excluding
@@ -245,6 +275,7 @@ def compare_cmd(
         perm = paired_permutation_test(
             a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, random_state=seed
         )
+    _keep(result, html, ledger, no_ledger, " vs ".join(labels) if labels else "")
     out = result.to_dict()
     if test is not None:
         out["mcnemar"] = test.to_dict()
@@ -330,8 +361,10 @@ def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
 @seed_option
 @confidence_option
 @json_option
+@kept
 def leaderboard_cmd(
-    files, on, score, cluster, alpha, formula, resamples, seed, confidence, as_json
+    files, on, score, cluster, alpha, formula, resamples, seed, confidence, as_json, html, ledger,
+    no_ledger,
 ) -> None:
     """Rank models (FILE or NAME=FILE each) with intervals, rank intervals, Holm-corrected pairs
     and the groups that cannot be told apart."""
@@ -364,6 +397,7 @@ def leaderboard_cmd(
         random_state=seed,
         formula=formula,
     )
+    _keep(result, html, ledger, no_ledger, score)
     respond(as_json, result, lambda: _render("leaderboard_view", result))
 
 
@@ -383,7 +417,10 @@ def leaderboard_cmd(
 @formula_option
 @confidence_option
 @json_option
-def gate_cmd(new, old, on, score, margin, cluster, strict, formula, confidence, as_json) -> int:
+@kept
+def gate_cmd(
+    new, old, on, score, margin, cluster, strict, formula, confidence, as_json, html, ledger, no_ledger
+) -> int:
     """Release gate: ALLOW (exit 0) when NEW is not worse than OLD by more than --margin,
     REJECT (exit 1), or INCONCLUSIVE (exit 4) with the questions that would decide."""
     from labcoat.stats.gate import gate
@@ -400,6 +437,7 @@ def gate_cmd(new, old, on, score, margin, cluster, strict, formula, confidence, 
         formula=formula,
         strict=strict,
     )
+    _keep(result, html, ledger, no_ledger, f"{_name(new, tn)} vs {_name(old, to)}")
     respond(as_json, result, lambda: _render("gate_view", result))
     return result.exit_code
 

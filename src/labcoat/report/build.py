@@ -20,6 +20,18 @@ def _watch(run, findings, events) -> Section:
     return watch_section(events, title=_title("Watch", run), id=f"watch-run-{run.id}")
 
 
+def _stats(run, findings, events) -> Section:
+    from labcoat.report.page import esc
+    from labcoat.report.sections.stats import stats_section
+
+    parts = []
+    for i, f in enumerate(findings):
+        name = f.evidence.get("name") or f.check
+        part = stats_section(f.evidence, title=name, name=f"r{run.id}-{i}", id=f"stats-{run.id}-{i}")
+        parts.append(f"<h3>{esc(name)}</h3>{part.body}")
+    return Section(_title("Stats", run), "\n".join(parts), id=f"stats-run-{run.id}")
+
+
 def _findings(kind: str) -> Callable[[Any, list, list], Section]:
     def build(run, findings, events) -> Section:
         from labcoat.report.ladder import findings_list
@@ -34,6 +46,7 @@ def _findings(kind: str) -> Callable[[Any, list, list], Section]:
 SECTIONS: dict[str, Callable[[Any, list, list], Section]] = {
     "doctor": _doctor,
     "watch": _watch,
+    "stats": _stats,
 }
 #: the sources a page shows, in this order (those without a builder list their findings)
 SOURCES: tuple[str, ...] = ("doctor", "watch", "stats", "scale", "audit")

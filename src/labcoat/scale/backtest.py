@@ -14,6 +14,7 @@ import numpy as np
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
+from labcoat.report.html import HtmlMixin
 from labcoat.scale.data import as_points, as_positive
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit
@@ -22,7 +23,7 @@ HOLDOUTS = ("n", "compute")
 
 
 @dataclass
-class BacktestResult:
+class BacktestResult(HtmlMixin):
     """Each held-out run's prediction and error; overall ``mape`` and interval ``coverage``."""
 
     holdout: str

@@ -15,6 +15,7 @@ import numpy as np
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
 from labcoat.findings import Finding
+from labcoat.report.html import HtmlMixin
 from labcoat.scale.forms import CustomForm, PowerLawSum
 
 #: prediction intervals pair bootstrap laws with observed residuals; at most this many pairs
@@ -101,7 +102,7 @@ class Allocation:
 
 
 @dataclass
-class ScalingFit:
+class ScalingFit(HtmlMixin):
     """A fitted scaling law: ``params``, bootstrap ``ci(level)`` and ``covariance``,
     ``predict``, ``optimal`` (Chinchilla form) and diagnostics as ``findings``."""
 

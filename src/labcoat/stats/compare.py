@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
+from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import quantile, two_sided_pvalue
 from labcoat.stats._questions import per_question, question_scores, shared_ids
 from labcoat.stats._results import ConfidenceInterval
@@ -39,7 +40,7 @@ MDE_POWER = 0.8
 
 
 @dataclass(frozen=True)
-class CompareResult:
+class CompareResult(HtmlMixin):
     """Difference ``A - B`` of mean scores, its standard error and a two-sided test.
 
     ``statistic`` is t (``df`` set) or z (``df`` None). ``n`` is the number of matched

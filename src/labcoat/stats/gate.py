@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from labcoat.report.html import HtmlMixin
 from labcoat.stats._results import ConfidenceInterval
 from labcoat.stats._validation import check_positive
 from labcoat.stats.compare import CompareResult, compare
@@ -21,7 +22,7 @@ EXIT_CODES = {"ALLOW": 0, "REJECT": 1, "INCONCLUSIVE": 4}
 
 
 @dataclass(frozen=True)
-class GateResult:
+class GateResult(HtmlMixin):
     """``decision`` (ALLOW, REJECT or INCONCLUSIVE) on ``diff = new - old`` and its ``ci``.
 
     ``more_items`` estimates the further questions that would shrink the interval enough to

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
+from labcoat.report.html import HtmlMixin
 from labcoat.stats._questions import per_question, question_scores
 from labcoat.stats._results import ConfidenceInterval
 from labcoat.stats._validation import check_count, check_probability, check_random_state
@@ -79,7 +80,7 @@ class PairEntry:
 
 
 @dataclass(frozen=True)
-class LeaderboardResult:
+class LeaderboardResult(HtmlMixin):
     """Models best first, every pair, and the groups that cannot be told apart at ``alpha``."""
 
     models: list[ModelEntry]

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
+from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import critical_value
 from labcoat.stats._questions import Questions, per_question, question_scores
 from labcoat.stats._results import ConfidenceInterval
@@ -34,7 +35,7 @@ FORMULAS = ("cr1", "miller")
 
 
 @dataclass(frozen=True)
-class MeanResult:
+class MeanResult(HtmlMixin):
     """Mean score with its standard error and interval.
 
     ``se`` is the CR1 clustered standard error when clusters were given (Eq 4 with
