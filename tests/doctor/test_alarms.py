@@ -266,3 +266,26 @@ def test_cli_exits_2_on_string_labels(cli, tmp_path):
     result = cli("doctor", path)
     assert result.code == 2, result.err
     assert "LabelEncoder" in result.err
+
+
+# cross-entropy's (N, C, T) layout for (N, T) targets is a tagger's, not a language model's ---------
+class ChannelsFirstTagger(nn.Module):
+    def __init__(self, drop_last_position=False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.drop = drop_last_position
+        self.embed, self.out = nn.Embedding(16, 16, padding_idx=0), nn.Linear(16, 4)
+
+    def forward(self, tokens):
+        out = self.out(self.embed(tokens)).transpose(1, 2)  # (N, C, T)
+        return out[:, :, :-1] if self.drop else out
+
+
+def test_channels_first_tagger_output_fits_and_a_truncated_one_fails():
+    from tests.doctor.helpers import tag_data
+
+    report = diagnose(ChannelsFirstTagger(), tag_data(), layers=("data", "model"))
+    assert report.task == "classification" and report["model.forward"].status == "pass", str(report)
+    assert report["data.labels.range"].status == "pass", report["data.labels.range"].message
+    broken = diagnose(ChannelsFirstTagger(drop_last_position=True), tag_data(), layers=("model",))
+    assert broken["model.forward"].status == "fail"
