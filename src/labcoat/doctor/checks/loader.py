@@ -34,9 +34,13 @@ WORKER_ROWS = {"fast": 1024, "full": 4096}
 #: much before it counts as workers duplicating samples (two workers yielding the same rows
 #: repeat half of them; sampling with replacement in one process repeats about a third)
 EXTRA_REPEATS = 0.2
-#: rows from the workers that do not occur in the dataset read in one process
+#: rows from the workers that do not occur in the dataset read in one process (a deterministic
+#: dataset gives none; the threshold leaves room for a worker reading a file that changed)
 FOREIGN_ROWS = 0.1
-#: batches read from the start of the data to judge how labels are mixed
+#: batches read from the start of the data to judge how labels are mixed, and the permutation
+#: p-value below which they mix less than at random; tuned on the corpus's unshuffled healthy
+#: loader (dataloader_no_shuffle_natural_order) and the imbalanced batch-of-8 twin in
+#: tests/doctor/test_loader_checks.py, where most batches hold one class by chance alone
 ORDER_BATCHES = 32
 ORDER_PERMUTATIONS = 199
 ORDER_P = 0.01
