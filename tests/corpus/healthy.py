@@ -8,7 +8,6 @@ for is built: the same layers, losses, optimizers, step functions and data forms
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import torch
@@ -21,7 +20,7 @@ from tests.doctor.helpers import diabetes
 
 
 # -- data ---------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _digits(n: int = 500):
     from sklearn.datasets import load_digits
 
@@ -39,7 +38,7 @@ def digit_images(n: int = 500):
     return x.reshape(-1, 1, 8, 8), y
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _breast_cancer():
     from sklearn.datasets import load_breast_cancer
 

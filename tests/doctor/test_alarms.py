@@ -5,7 +5,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-import labcoat
 from labcoat.doctor.report import Report
 from labcoat.errors import InputError
 from labcoat.findings import Finding

@@ -2,7 +2,13 @@
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
+from torch.utils.data import (
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    TensorDataset,
+    get_worker_info,
+)
 
 from tests.doctor.helpers import diagnose, digits, mlp
 
@@ -130,3 +136,11 @@ def test_reading_a_loader_leaves_its_generator_where_it_was():
     state = g.get_state()
     loader_report(loader)
     assert torch.equal(g.get_state(), state)
+
+
+def test_data_whose_batches_repeat_in_one_process_too_passes_through_workers():
+    x, y = digits()
+    x, y = x[:64].repeat(4, 1), y[:64].repeat(4)  # an epoch made of four copies of 64 rows
+    loader = DataLoader(TensorDataset(x, y), batch_size=32, num_workers=2)
+    f = loader_report(loader)["data.loader.workers"]
+    assert f.status == "pass", f.message

@@ -48,15 +48,20 @@ class WorkerEpoch:
 
     def identical_batches(self) -> list[tuple[int, int]]:
         """Pairs of batches from different workers with identical inputs and targets."""
-        seen: dict[bytes, int] = {}
-        pairs = []
-        hashes = example_hashes(self.examples)
-        for b, rows in enumerate(batch_slices(self.examples)):
-            key = hashlib.blake2b(b"".join(hashes[rows]), digest_size=16).digest()
-            if key in seen and self.worker_of(seen[key]) != self.worker_of(b):
-                pairs.append((seen[key], b))
-            seen.setdefault(key, b)
-        return pairs
+        return [(a, b) for a, b in identical_batches(self.examples) if self.worker_of(a) != self.worker_of(b)]
+
+
+def identical_batches(examples: Examples) -> list[tuple[int, int]]:
+    """Pairs (earlier, later) of batches with identical inputs and targets."""
+    seen: dict[bytes, int] = {}
+    pairs = []
+    hashes = example_hashes(examples)
+    for b, rows in enumerate(batch_slices(examples)):
+        key = hashlib.blake2b(b"".join(hashes[rows]), digest_size=16).digest()
+        if key in seen:
+            pairs.append((seen[key], b))
+        seen.setdefault(key, b)
+    return pairs
 
 
 def uses_workers(loader: object) -> bool:

@@ -8,8 +8,8 @@ user's loader again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import inspect
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -188,7 +188,7 @@ class kept_generator:
         self.states = [g.get_state() for g in self.generators]
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for g, state in zip(self.generators, self.states):
             g.set_state(state)
 
@@ -275,7 +275,7 @@ def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples,
         strata = [np.arange(n)]
     mask = np.zeros(n, dtype=bool)
     for rows in strata:
-        _hold_out(mask, rng.permutation(rows), int(round(len(rows) * fraction)), groups, members)
+        _hold_out(mask, rng.permutation(rows), round(len(rows) * fraction), groups, members)
     if not mask.any() or mask.all():
         mask[:] = False
         _hold_out(mask, rng.permutation(n), max(1, n // 5), groups, members)
