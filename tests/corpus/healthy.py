@@ -1,5 +1,779 @@
-"""Healthy setups of the kinds people train; each must pass every layer."""
+"""Healthy setups of the kinds people train; each must pass every layer.
+
+Each case is small (a few hundred examples, a few thousand parameters) so that the whole set
+runs in about a minute and a half on one core, but each is built the way the setup it stands
+for is built: the same layers, losses, optimizers, step functions and data forms.
+"""
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
 from tests.corpus.registry import Verdict, doctor_verdict, healthy  # noqa: F401
+from tests.doctor.helpers import diabetes
+
+
+# -- data ---------------------------------------------------------------------------------------
+@functools.cache
+def _digits(n: int = 500):
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    return torch.tensor(x[:n] / 16.0, dtype=torch.float32), torch.tensor(y[:n])
+
+
+def digits(n: int = 500):
+    x, y = _digits(n)
+    return x.clone(), y.clone()
+
+
+def digit_images(n: int = 500):
+    x, y = digits(n)
+    return x.reshape(-1, 1, 8, 8), y
+
+
+@functools.cache
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = (x - x.mean(0)) / x.std(0)
+    return torch.tensor(x, dtype=torch.float32), torch.tensor(y)
+
+
+def breast_cancer():
+    x, y = _breast_cancer()
+    return x.clone(), y.clone()
+
+
+def counting_tokens(n: int = 160, length: int = 8, vocab: int = 16, seed: int = 0):
+    """Token sequences whose next token is the previous plus a per-row stride (mod V)."""
+    g = torch.Generator().manual_seed(seed)
+    start = torch.randint(0, vocab, (n, 1), generator=g)
+    stride = torch.randint(1, 3, (n, 1), generator=g)
+    seq = (start + stride * torch.arange(length + 1)) % vocab
+    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
+def sentences(n: int = 320, length: int = 8, vocab: int = 20, seed: int = 0):
+    """Token sequences labelled by which half of the vocabulary most of their tokens come from."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 2, (n,), generator=g)
+    low = torch.randint(1, vocab // 2, (n, length), generator=g)
+    high = torch.randint(vocab // 2, vocab, (n, length), generator=g)
+    pick = torch.rand(n, length, generator=g) < 0.8
+    x = torch.where(pick == y.bool().unsqueeze(1), high, low)
+    return x, y
+
+
+def seed(s: int = 0) -> None:
+    torch.manual_seed(s)
+
+
+def adam(model: nn.Module, lr: float = 1e-3, **kw) -> torch.optim.Optimizer:
+    return torch.optim.Adam(model.parameters(), lr=lr, **kw)
+
+
+class Squeeze(nn.Module):
+    def forward(self, x):
+        return x.squeeze(-1)
+
+
+# -- multi-layer perceptrons ---------------------------------------------------------------------
+@healthy("mlp_linear_batchnorm", source="Linear -> BatchNorm1d -> ReLU MLP on a table (digits), Adam")
+def mlp_linear_batchnorm():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("mlp_batchnorm_sgd_momentum", source="BatchNorm MLP with SGD + momentum, lr 0.05 (the classic recipe)")
+def mlp_batchnorm_sgd_momentum():
+    seed(1)
+    model = nn.Sequential(nn.Linear(64, 48), nn.BatchNorm1d(48), nn.ReLU(), nn.Linear(48, 48),
+                          nn.BatchNorm1d(48), nn.ReLU(), nn.Linear(48, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(),
+                          torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+
+
+@healthy("mlp_layernorm_gelu", source="pre-norm MLP with LayerNorm and GELU, AdamW")
+def mlp_layernorm_gelu():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU(), nn.Linear(64, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(),
+                          torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01))
+
+
+@healthy("mlp_dropout", source="MLP with dropout between layers (train-mode noise, deterministic eval)")
+def mlp_dropout():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.3), nn.Linear(128, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("mlp_sgd_weight_decay", source="SGD with weight decay 5e-4 and Nesterov momentum")
+def mlp_sgd_weight_decay():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+@healthy("adamw_param_groups_no_decay", source="AdamW with no weight decay on biases and norms (two param groups)")
+def adamw_param_groups_no_decay():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU(), nn.Linear(64, 10))
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}], lr=2e-3)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self, d_in=64, width=48, blocks=2, classes=10):
+        super().__init__()
+        self.inp = nn.Linear(d_in, width)
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width))
+            for _ in range(blocks)
+        )
+        self.out = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for block in self.blocks:
+            h = h + block(h)
+        return self.out(h)
+
+
+@healthy("residual_mlp", source="pre-norm residual blocks (h + f(h))")
+def residual_mlp():
+    seed()
+    model = ResidualMLP()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("residual_zero_init_last", source="residual blocks whose last layer starts at zero (zero-init residual, as in ResNet/GPT-2 recipes)")
+def residual_zero_init_last():
+    seed()
+    model = ResidualMLP()
+    for block in model.blocks:
+        nn.init.zeros_(block[-1].weight)
+        nn.init.zeros_(block[-1].bias)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("logistic_regression", source="a single Linear layer (multinomial logistic regression)")
+def logistic_regression():
+    seed()
+    model = nn.Linear(64, 10)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+@healthy("float64_model", source="a float64 model on float64 inputs (scientific code)")
+def float64_model():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 10)).double()
+    x, y = digits()
+    return doctor_verdict(model, (x.double(), y), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("numpy_arrays", source="(X, y) as NumPy arrays straight from scikit-learn")
+def numpy_arrays():
+    seed()
+    x, y = digits()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, (x.numpy(), y.numpy()), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("rmsprop", source="RMSprop (alpha 0.99), lr 1e-3")
+def rmsprop():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), torch.optim.RMSprop(model.parameters(), lr=1e-3))
+
+
+# -- tables: binary, imbalanced, regression ------------------------------------------------------
+@healthy("breast_cancer_bce_logits", source="binary classification, one logit, BCEWithLogitsLoss on float 0/1 labels")
+def breast_cancer_bce_logits():
+    seed()
+    x, y = breast_cancer()
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 1), Squeeze())
+    return doctor_verdict(model, (x, y.float()), nn.BCEWithLogitsLoss(), adam(model))
+
+
+@healthy("breast_cancer_two_class_ce", source="binary classification as two classes with CrossEntropyLoss")
+def breast_cancer_two_class_ce():
+    seed()
+    x, y = breast_cancer()
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 2))
+    return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("breast_cancer_sigmoid_bce", source="sigmoid output with nn.BCELoss (probabilities, as documented)")
+def breast_cancer_sigmoid_bce():
+    seed()
+    x, y = breast_cancer()
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 1), nn.Sigmoid())
+    return doctor_verdict(model, (x, y.float().unsqueeze(1)), nn.BCELoss(), adam(model))
+
+
+@healthy("class_imbalanced_weighted", source="imbalanced classes (1 positive in 10) with a class-weighted loss")
+def class_imbalanced_weighted():
+    seed()
+    x, y = digits()
+    y = (y == 3).long()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 2))
+    loss = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 9.0]))
+    return doctor_verdict(model, (x, y), loss, adam(model))
+
+
+@healthy("diabetes_regression", source="regression on a standardised target with MSE (diabetes)")
+def diabetes_regression():
+    seed()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
+    return doctor_verdict(model, diabetes(), nn.MSELoss(), adam(model, 3e-3))
+
+
+@healthy("diabetes_huber_column_target", source="regression with (N, 1) targets, a (N, 1) head and Huber loss")
+def diabetes_huber_column_target():
+    seed()
+    x, y = diabetes()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+    return doctor_verdict(model, (x, y.unsqueeze(1)), nn.HuberLoss(), adam(model, 3e-3))
+
+
+@healthy("multi_output_regression_constant_first", source="multi-output regression whose first target column is constant in this data")
+def multi_output_regression_constant_first():
+    seed()
+    x, y = diabetes()
+    targets = torch.stack([torch.zeros_like(y), y, x[:, 2] * 0.5 + y * 0.5], dim=1)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
+    return doctor_verdict(model, (x, targets), nn.MSELoss(), adam(model, 3e-3))
+
+
+@healthy("autoencoder_digits", source="an autoencoder: targets are the inputs (digits; its first pixel is always 0)")
+def autoencoder_digits():
+    seed()
+    x, _ = digits(400)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 32),
+                          nn.ReLU(), nn.Linear(32, 64))
+    return doctor_verdict(model, (x, x.clone()), nn.MSELoss(), adam(model, 3e-3))
+
+
+@healthy("denoising_autoencoder", source="a denoising autoencoder: noisy inputs, clean targets")
+def denoising_autoencoder():
+    seed()
+    clean, _ = digits(400)
+    noisy = clean + 0.1 * torch.randn_like(clean)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 64), nn.Sigmoid())
+    return doctor_verdict(model, (noisy, clean), nn.MSELoss(), adam(model, 3e-3))
+
+
+# -- losses: multi-label, label smoothing, soft targets -----------------------------------------
+@healthy("multi_label_bce", source="multi-label classification: several 0/1 labels per example, BCEWithLogitsLoss")
+def multi_label_bce():
+    seed()
+    x, y = digits()
+    labels = torch.stack([(y % 2 == 0), (y >= 5), torch.isin(y, torch.tensor([0, 6, 8, 9]))], dim=1).float()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 3))
+    return doctor_verdict(model, (x, labels), nn.BCEWithLogitsLoss(), adam(model))
+
+
+@healthy("label_smoothing", source="CrossEntropyLoss(label_smoothing=0.1)")
+def label_smoothing():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(label_smoothing=0.1), adam(model))
+
+
+@healthy("soft_targets", source="soft (probability) targets under CrossEntropyLoss, as in distillation")
+def soft_targets():
+    seed()
+    x, y = digits()
+    soft = F.one_hot(y, 10).float() * 0.8 + 0.02
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, (x, soft), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("log_softmax_nll", source="LogSoftmax output with NLLLoss (the pre-CrossEntropyLoss idiom)")
+def log_softmax_nll():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10), nn.LogSoftmax(dim=1))
+    return doctor_verdict(model, digits(), nn.NLLLoss(), adam(model))
+
+
+# -- convolutional networks ---------------------------------------------------------------------
+@healthy("conv_bn_relu", source="Conv2d -> BatchNorm2d -> ReLU -> pool CNN on images")
+def conv_bn_relu():
+    seed()
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(8, 10),
+    )
+    return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+@healthy("conv_groupnorm", source="a CNN with GroupNorm (small-batch detection/segmentation backbones)")
+def conv_groupnorm():
+    seed()
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.ReLU(),
+        nn.Conv2d(4, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.ReLU(),
+        nn.Flatten(), nn.Linear(4 * 64, 10),
+    )
+    return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("conv_bias_free_bn", source="Conv2d(bias=False) -> BatchNorm2d, the torchvision ResNet convention")
+def conv_bias_free_bn():
+    seed()
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+        nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(16, 10),
+    )
+    return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+@healthy("conv_dataloader_shuffle", source="a CNN fed by a shuffling DataLoader over a TensorDataset")
+def conv_dataloader_shuffle():
+    seed()
+    x, y = digit_images()
+    loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 36, 10))
+    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
+
+
+# -- training steps written by users ------------------------------------------------------------
+def clipped_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    optimizer.step()
+    return loss
+
+
+@healthy("gradient_clipping", source="a user step that clips the gradient norm to 1 before optimizer.step()")
+def gradient_clipping():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model), step=clipped_step)
+
+
+def bf16_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x)
+    loss = loss_fn(out.float(), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@healthy("bf16_autocast_cpu", source="a user step under torch.autocast('cpu', dtype=torch.bfloat16)")
+def bf16_autocast_cpu():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 2e-3), step=bf16_step)
+
+
+def accumulating_step(model, batch, optimizer, loss_fn, micro: int = 2):
+    """Gradient accumulation over micro-batches; zeroed once per optimizer step."""
+    x, y = batch
+    optimizer.zero_grad()
+    total = 0.0
+    for xs, ys in zip(x.chunk(micro), y.chunk(micro)):
+        loss = loss_fn(model(xs), ys) / micro
+        loss.backward()
+        total += float(loss)
+    optimizer.step()
+    return torch.tensor(total)
+
+
+@healthy("gradient_accumulation", source="a user step accumulating two micro-batches per optimizer step")
+def gradient_accumulation():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model), step=accumulating_step)
+
+
+class WarmupStep:
+    """A step that owns a linear warm-up from lr 0 (LambdaLR), stepped after optimizer.step()."""
+
+    def __init__(self, warmup: int = 20):
+        self.warmup = warmup
+        self.schedulers: dict[int, torch.optim.lr_scheduler.LambdaLR] = {}
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        sched = self.schedulers.get(id(optimizer))
+        if sched is None:
+            sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / self.warmup))
+            self.schedulers[id(optimizer)] = sched
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        sched.step()
+        return loss
+
+
+@healthy("warmup_from_zero", source="linear warm-up from lr 0 with the scheduler stepped inside the train step")
+def warmup_from_zero():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=WarmupStep(5))
+
+
+def sgd_small_batch_step(model, batch, optimizer, loss_fn, size: int = 8):
+    """Plain SGD on batches of 8: the step walks the batch it is given in chunks of 8."""
+    x, y = batch
+    loss = None
+    for xs, ys in zip(x.split(size), y.split(size)):
+        optimizer.zero_grad()
+        loss = loss_fn(model(xs), ys)
+        loss.backward()
+        optimizer.step()
+    return loss
+
+
+@healthy("sgd_small_batches", source="plain SGD (lr 0.05, no momentum) on batches of 8 from a DataLoader")
+def sgd_small_batches():
+    seed()
+    x, y = digits()
+    loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05))
+
+
+# -- transfer learning --------------------------------------------------------------------------
+class PretrainedBackboneClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(64, 48), nn.ReLU(), nn.Linear(48, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+@healthy("frozen_pretrained_backbone", source="fine-tuning a head on a frozen, pretrained backbone (expect_frozen)")
+def frozen_pretrained_backbone():
+    seed()
+    model = PretrainedBackboneClassifier()
+    x, y = digits()
+    # "pretraining": fit backbone and a throwaway head on the first half of the data
+    pre = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(60):
+        pre.zero_grad()
+        F.cross_entropy(model(x[:250]), y[:250]).backward()
+        pre.step()
+    for p in model.backbone.parameters():
+        p.requires_grad_(False)
+    model.head.reset_parameters()
+    opt = torch.optim.Adam(model.head.parameters(), lr=1e-3)
+    return doctor_verdict(model, (x[250:], y[250:]), nn.CrossEntropyLoss(), opt, expect_frozen="backbone.*")
+
+
+@healthy("optimizer_factory", source="an optimizer passed as a factory (functools.partial(torch.optim.Adam, lr=...))")
+def optimizer_factory():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), functools.partial(torch.optim.Adam, lr=1e-3))
+
+
+# -- data forms -----------------------------------------------------------------------------------
+class DigitsDataset(Dataset):
+    """A map-style dataset that reads one example at a time, with a random augmentation."""
+
+    def __init__(self, x, y, noise: float = 0.0):
+        self.x, self.y, self.noise = x, y, noise
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        x = self.x[i]
+        if self.noise:
+            x = x + self.noise * torch.randn_like(x)
+        return x, int(self.y[i])
+
+
+def seed_worker(worker_id: int) -> None:
+    """PyTorch's documented recipe: reseed numpy and random from the worker's torch seed."""
+    import random
+
+    worker_seed = torch.initial_seed() % 2**32
+    np.random.seed(worker_seed)
+    random.seed(worker_seed)
+
+
+@healthy("dataloader_two_workers", source="a DataLoader with num_workers=2 and the documented seed_worker worker_init_fn")
+def dataloader_two_workers():
+    seed()
+    x, y = digits(400)
+    g = torch.Generator().manual_seed(0)
+    loader = DataLoader(DigitsDataset(x, y, noise=0.01), batch_size=32, shuffle=True, num_workers=2,
+                        worker_init_fn=seed_worker, generator=g)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
+
+
+class ShardedStream(torch.utils.data.IterableDataset):
+    """An IterableDataset that gives each worker its own share (get_worker_info), as documented."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        rows = range(len(self.y))
+        if info is not None:
+            rows = rows[info.id :: info.num_workers]
+        for i in rows:
+            yield self.x[i], self.y[i]
+
+
+@healthy("iterable_dataset_sharded_workers", source="a streaming IterableDataset sharded across 2 workers with get_worker_info()")
+def iterable_dataset_sharded_workers():
+    seed()
+    x, y = digits(400)
+    loader = DataLoader(ShardedStream(x, y), batch_size=32, num_workers=2)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("dataloader_no_shuffle_natural_order", source="shuffle=False over data stored in collection order (classes mixed), batch 16")
+def dataloader_no_shuffle_natural_order():
+    seed()
+    x, y = breast_cancer()
+    loader = DataLoader(TensorDataset(x, y), batch_size=16, shuffle=False)
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 2))
+    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("dataset_map_style", source="a map-style Dataset returning (tensor, int) items")
+def dataset_map_style():
+    seed()
+    x, y = digits(400)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, DigitsDataset(x, y), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("dataloader_custom_collate", source="a DataLoader whose collate_fn stacks dict items into (x, y)")
+def dataloader_custom_collate():
+    seed()
+    x, y = digits(400)
+    items = [{"pixels": x[i], "digit": int(y[i])} for i in range(len(y))]
+
+    def collate(batch):
+        return torch.stack([b["pixels"] for b in batch]), torch.tensor([b["digit"] for b in batch])
+
+    loader = DataLoader(items, batch_size=32, shuffle=True, collate_fn=collate)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("user_val_split", source="a user-made stratified train/validation split passed as val_data")
+def user_val_split():
+    from sklearn.model_selection import train_test_split
+
+    seed()
+    x, y = digits()
+    xtr, xva, ytr, yva = train_test_split(x.numpy(), y.numpy(), test_size=0.25, stratify=y.numpy(), random_state=0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, (xtr, ytr), nn.CrossEntropyLoss(), adam(model), val_data=(xva, yva))
+
+
+class HFStyleClassifier(nn.Module):
+    """A model whose forward takes keyword inputs, as Hugging Face models do."""
+
+    def __init__(self, vocab=20, d=16, classes=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, input_ids, labels=None):
+        return self.head(self.embed(input_ids).mean(dim=1))
+
+
+@healthy("dict_batches", source="batches as dicts {'input_ids', 'labels'} (Hugging Face style), model(**batch)")
+def dict_batches():
+    seed()
+    x, y = sentences()
+    batches = [{"input_ids": x[i : i + 32], "labels": y[i : i + 32]} for i in range(0, len(y), 32)]
+    model = HFStyleClassifier()
+    return doctor_verdict(model, batches, nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+# -- sequences ------------------------------------------------------------------------------------
+class RNNClassifier(nn.Module):
+    def __init__(self, cell, vocab=20, d=16, classes=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.rnn = cell(d, d, batch_first=True)
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        h, _ = self.rnn(self.embed(tokens))
+        return self.out(h[:, -1])
+
+
+@healthy("gru_classifier", source="a GRU reading token ids, classifying from its last state")
+def gru_classifier():
+    seed()
+    model = RNNClassifier(nn.GRU)
+    return doctor_verdict(model, sentences(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+@healthy("lstm_classifier", source="an LSTM reading token ids, classifying from its last state")
+def lstm_classifier():
+    seed()
+    model = RNNClassifier(nn.LSTM)
+    return doctor_verdict(model, sentences(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+class BagClassifier(nn.Module):
+    def __init__(self, vocab=20, d=16, classes=2):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(vocab, d, mode="mean")
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        return self.out(self.bag(tokens))
+
+
+@healthy("embedding_bag", source="EmbeddingBag(mode='mean') text classifier (fastText style)")
+def embedding_bag():
+    seed()
+    model = BagClassifier()
+    return doctor_verdict(model, sentences(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+class Conv1dText(nn.Module):
+    def __init__(self, vocab=20, d=16, classes=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.conv = nn.Conv1d(d, d, 3, padding=1)
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        h = F.relu(self.conv(self.embed(tokens).transpose(1, 2)))
+        return self.out(h.amax(dim=2))
+
+
+@healthy("conv1d_text", source="Conv1d over embeddings with max-over-time pooling (Kim-style text CNN)")
+def conv1d_text():
+    seed()
+    model = Conv1dText()
+    return doctor_verdict(model, sentences(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+class EncoderClassifier(nn.Module):
+    """A bidirectional transformer encoder with mean pooling (BERT-like, tiny)."""
+
+    def __init__(self, vocab=20, d=16, length=8, classes=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
+        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=32, dropout=0.1, batch_first=True)
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        h = self.block(self.embed(tokens) + self.pos[: tokens.shape[1]])
+        return self.out(h.mean(dim=1))
+
+
+@healthy("transformer_encoder_classifier", source="a transformer encoder classifier with dropout 0.1 and mean pooling")
+def transformer_encoder_classifier():
+    seed()
+    model = EncoderClassifier()
+    return doctor_verdict(model, sentences(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+class TiedCausalLM(nn.Module):
+    """A one-block causal transformer LM whose output projection is the embedding (weight tying)."""
+
+    def __init__(self, vocab=16, d=16, length=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
+        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True,
+                                                norm_first=True)
+        self.norm = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.embed.weight
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        mask = nn.Transformer.generate_square_subsequent_mask(t)
+        h = self.block(self.embed(tokens) + self.pos[:t], src_mask=mask, is_causal=True)
+        return self.lm_head(self.norm(h))
+
+
+def lm_loss(out, y):
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+@healthy("causal_lm_weight_tying", source="a causal transformer LM with tied input/output embeddings, next-token targets")
+def causal_lm_weight_tying():
+    seed()
+    model = TiedCausalLM()
+    return doctor_verdict(model, counting_tokens(), lm_loss, adam(model, 3e-3))
+
+
+def shifting_lm_loss(out, labels):
+    """Hugging Face's convention: labels are the inputs; the loss shifts them by one."""
+    return F.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), labels[:, 1:].reshape(-1))
+
+
+@healthy("causal_lm_labels_are_inputs", source="a causal LM whose labels are its inputs and whose loss shifts them (HF convention)")
+def causal_lm_labels_are_inputs():
+    seed()
+    model = TiedCausalLM()
+    x, _ = counting_tokens()
+    return doctor_verdict(model, (x, x.clone()), shifting_lm_loss, adam(model, 3e-3))
+
+
+@healthy("lm_repeated_sequences", source="language-model data in which some sequences occur several times (no val_data given)")
+def lm_repeated_sequences():
+    seed()
+    x, y = counting_tokens(120)
+    x, y = torch.cat([x, x[:40]]), torch.cat([y, y[:40]])
+    model = TiedCausalLM()
+    return doctor_verdict(model, (x, y), lm_loss, adam(model, 3e-3))
+
+
+class Tagger(nn.Module):
+    def __init__(self, vocab=16, tags=4, d=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, padding_idx=0)
+        self.rnn = nn.GRU(d, d, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * d, tags)
+
+    def forward(self, tokens):
+        return self.out(self.rnn(self.embed(tokens))[0]).transpose(1, 2)
+
+
+@healthy("bigru_tagger_padding", source="a bidirectional GRU tagger; padding tagged -100 (ignore_index), output (N, C, T)")
+def bigru_tagger_padding():
+    seed()
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(1, 16, (240, 8), generator=g)
+    pad = torch.arange(8) >= torch.randint(3, 9, (240, 1), generator=g)
+    x[pad] = 0
+    y = (x + x.roll(1, dims=1)) % 4
+    y[pad] = -100
+    model = Tagger()
+    return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model, 1e-2))

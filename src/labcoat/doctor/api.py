@@ -83,6 +83,8 @@ def diagnose(
         else:
             train, val = examples, to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
         _check_task_fits(task, train)
+        if train.fields is not None:  # dict batches: the copies unpack them as the model's forward asks
+            train.fields.adapt(blueprint.model)
         case = Case(
             blueprint=blueprint,
             train=train,
@@ -96,6 +98,9 @@ def diagnose(
             seed=seed,
             budget=budget,
             user_state=user_state,
+            val_given=val_data is not None,
+            read=examples,
+            loader=data if isinstance(data, torch.utils.data.DataLoader) else None,
             progress=ControlProgress.resolve(progress),
         )
         findings, ran, not_run, timings = run_ladder(case, layers=chosen, run_all=run_all, on_finding=on_finding)

@@ -63,6 +63,11 @@ class Case:
     budget: str = "fast"
     probe_size: int = 32
     user_state: UserState | None = None  # the caller's objects, to prove they stay untouched
+    val_given: bool = False  # the held-out data is the user's val_data, not labcoat's split
+    #: the examples as the user's data yielded them, before the split (batch boundaries kept)
+    read: Examples | None = None
+    #: the user's DataLoader, when the data is one (its workers are run by data.loader.workers)
+    loader: Any = None
     progress: ControlProgress = field(default_factory=lambda: ControlProgress(False), repr=False)
     _results: dict[str, Any] = field(default_factory=dict, repr=False)
     _failed_probes: dict[str, ProbeFailed] = field(default_factory=dict, repr=False)
@@ -83,8 +88,19 @@ class Case:
         return self.train.take(slice(0, min(self.probe_size, len(self.train))))
 
     @property
+    def split_owner(self) -> str:
+        """Whose train/validation split the data layer judges, for messages about it."""
+        if self.val_given:
+            return "your split (val_data)"
+        return "labcoat's split (a random fifth held out, identical inputs kept on one side)"
+
+    @property
     def train_step(self) -> Callable:
-        return self.step or standard_step
+        if self.step is None:
+            return standard_step
+        if self.train.fields is None:
+            return self.step
+        return _dict_batch_step(self.step, self.train.fields)
 
     # -- probes (each runs once) --------------------------------------------------------------
     def _probe(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -164,7 +180,7 @@ class Case:
             return "classification" if yes_no and bool(((y == 0) | (y == 1)).all()) else "regression"
         if out is None:
             return "classification" if y.ndim == 1 else "sequence"
-        if y.ndim >= 2 and out.ndim == y.ndim + 1:
+        if y.ndim >= 2 and out.ndim == y.ndim + 1 and not _classes_on_dim_1(out, y):
             return "sequence"
         return "classification"
 
@@ -187,7 +203,9 @@ class Case:
         out = self.output
         if torch.is_floating_point(self.train.y) and out.numel() == self.probe_batch.y.numel():
             return 1
-        return 1 if out.ndim == 1 else int(out.shape[-1])
+        if out.ndim == 1:
+            return 1
+        return int(out.shape[1]) if _classes_on_dim_1(out, self.probe_batch.y) else int(out.shape[-1])
 
     @cached_property
     def chance_loss(self) -> float | None:
@@ -222,6 +240,25 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return matches_any(name, self.expect_frozen)
+
+
+def _dict_batch_step(step: Callable, fields: Any) -> Callable:
+    """The user's step, given batches as the user's loader gives them (dicts), not (x, y)."""
+
+    def as_dicts(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], optimizer: Any, loss_fn: Callable) -> Any:
+        x, y = batch
+        return step(model, fields.as_batch(x, y), optimizer, loss_fn)
+
+    return as_dicts
+
+
+def _classes_on_dim_1(out: torch.Tensor, y: torch.Tensor) -> bool:
+    """True for cross-entropy's layout of several targets per example, (N, C, d1, ...) for
+    (N, d1, ...) integer targets (a per-token tagger's (N, C, T), a segmenter's (N, C, H, W)),
+    where classes-last, (N, d1, ..., C), does not fit the targets."""
+    if y.ndim < 2 or out.ndim != y.ndim + 1 or torch.is_floating_point(y):
+        return False
+    return tuple(out.shape[2:]) == tuple(y.shape[1:]) and tuple(out.shape[:-1]) != tuple(y.shape)
 
 
 def _describe(out: Any) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from labcoat.findings import CheckRegistry
+from typing import Any, Callable, Iterable
+
+from labcoat.findings import CheckRegistry, Outcome
 
 LAYERS: tuple[str, ...] = ("data", "model", "update", "overfit", "shuffle")
 
@@ -16,4 +18,18 @@ RULES_OUT: dict[str, str] = {
 }
 
 REGISTRY = CheckRegistry(LAYERS)
-check = REGISTRY.check
+
+#: check id -> the later checks (ids or fnmatch patterns) whose failure that check's warning can
+#: explain: softmax before a logits loss is why a tiny batch is not memorised, unscaled inputs
+#: why updates look too small. The report names such a warning as the failure's likely cause.
+EXPLAINS: dict[str, tuple[str, ...]] = {}
+
+
+def check(
+    id: str, *, explains: Iterable[str] = (), **declared: Any
+) -> Callable[[Callable[[Any], Outcome]], Callable[[Any], Outcome]]:
+    """Declare a doctor check (see :meth:`CheckRegistry.check`); ``explains`` lists the later
+    checks whose failure a warning from this one would be the likely cause of."""
+    register = REGISTRY.check(id, **declared)
+    EXPLAINS[id] = tuple(explains)
+    return register

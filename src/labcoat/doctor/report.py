@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat.doctor.registry import LAYERS
+from labcoat.doctor.registry import EXPLAINS, LAYERS
 from labcoat.findings import Finding, worst
 from labcoat.render import STATUS_MARK
 
@@ -45,6 +46,25 @@ class Report:
                 return layer
         return None
 
+    @property
+    def first_failure(self) -> Finding | None:
+        """The failing check the verdict names: the first, in ladder order."""
+        return next((f for f in self.findings if f.failed), None)
+
+    @property
+    def likely_cause(self) -> Finding | None:
+        """An earlier warning whose check declares that it can explain the first failure
+        (``explains=`` in its declaration), or None: the failure is then its own best account."""
+        failure = self.first_failure
+        if failure is None:
+            return None
+        for f in self.findings:
+            if f is failure:
+                return None
+            if f.status == "warn" and any(fnmatch.fnmatchcase(failure.check, p) for p in EXPLAINS.get(f.check, ())):
+                return f
+        return None
+
     def layer(self, name: str) -> list[Finding]:
         return [f for f in self.findings if f.layer == name]
 
@@ -72,6 +92,7 @@ class Report:
                 "timings": self.timings,
                 "examples": self.examples,
                 "findings": [f.to_dict() for f in self.findings],
+                "likely_cause": None if self.likely_cause is None else self.likely_cause.check,
                 **self.extras,
             }
         )
@@ -79,9 +100,15 @@ class Report:
     def summary(self) -> str:
         if self.ok:
             return f"healthy: no check failed in {', '.join(self.layers_run)}"
-        f = next((f for f in self.findings if f.failed), None)
+        f = self.first_failure
         if f is None:
             return "labcoat failed its self-test: a mutant of your setup passed its checks, so their verdicts cannot be trusted"
+        cause = self.likely_cause
+        if cause is not None:
+            return (
+                f"broken at the {self.failed_layer} layer: likely cause: {cause.check} warned: {cause.message}; "
+                f"then {f.check}: {f.message}"
+            )
         return f"broken at the {self.failed_layer} layer: {f.check}: {f.message}"
 
     def __str__(self) -> str:

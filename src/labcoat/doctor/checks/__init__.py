@@ -1,3 +1,3 @@
 """Doctor checks, one module per layer; importing this package registers them all."""
 
-from labcoat.doctor.checks import data, model, overfit, shuffle, update  # noqa: F401
+from labcoat.doctor.checks import data, loader, model, overfit, shuffle, update  # noqa: F401

@@ -149,6 +149,7 @@ def loss_scalar(case: Case) -> Outcome:
 @check(
     "model.loss.batch_scaling",
     layer="model",
+    explains=("update.finite", "overfit.*"),
     falsifies="the loss grows with batch size (a sum where a mean was meant)",
     predicts="the loss of a batch repeated twice equals the loss of the batch",
 )
@@ -171,6 +172,7 @@ def loss_batch_scaling(case: Case) -> Outcome:
 @check(
     "model.loss.initial",
     layer="model",
+    explains=("overfit.*",),
     falsifies="the untrained model starts far from where a healthy initialisation does",
     predicts="initial loss near ln C for C classes (near the constant-prediction loss for regression)",
 )
@@ -201,8 +203,25 @@ def loss_initial(case: Case) -> Outcome:
         what = f"{expected:.3f}, the loss of a uniform prediction (ln C = {ln_c:.3f})"
     evidence = {"initial_loss": loss, "expected": expected, "ln_classes": ln_c, "classes": case.n_outputs}
     if loss > expected + max(1.0, 0.5 * expected):
+        scale = _input_scale(case)
+        if scale is not None:
+            evidence["largest_input"] = scale
+            return warned(f"initial loss {loss:.3f} is far above {what}: unscaled inputs (values up to {scale:.4g}; standardise them or divide by the range)", **evidence)
         return warned(f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or unscaled inputs", **evidence)
     return passed(f"initial loss {loss:.3f} near {what}", **evidence)
+
+
+#: float inputs whose magnitude exceeds this look unscaled (raw pixels, raw measurements)
+UNSCALED_INPUT = 20.0
+
+
+def _input_scale(case: Case) -> float | None:
+    """The largest |input| where float inputs look unscaled (raw 0-255 pixels), else None."""
+    x = case.probe_batch.x
+    if not torch.is_floating_point(x):
+        return None
+    largest = float(x.abs().max()) if x.numel() else 0.0
+    return largest if largest > UNSCALED_INPUT else None
 
 
 def _uniform_loss(case: Case, y: torch.Tensor) -> float | None:
@@ -220,6 +239,7 @@ def _uniform_loss(case: Case, y: torch.Tensor) -> float | None:
 @check(
     "model.loss.logits",
     layer="model",
+    explains=("overfit.*", "shuffle.*"),
     falsifies="probabilities are fed to a loss that expects logits (softmax applied twice)",
     predicts="outputs are unnormalised logits unless the loss takes probabilities",
     applies=lambda case: None if case.inferred_task != "regression" else "regression outputs are not logits",
@@ -241,6 +261,7 @@ def loss_logits(case: Case) -> Outcome:
 @check(
     "model.grad.coverage",
     layer="model",
+    explains=("update.params.moved", "overfit.*"),
     falsifies="some trainable parameters get no gradient (detached graph, unused branch, loss cut off)",
     predicts="every trainable parameter gets a finite, non-zero gradient (or is explained by a zero-initialised layer)",
 )
@@ -315,6 +336,16 @@ def _changed_copy(x: torch.Tensor, row: int) -> torch.Tensor | None:
     return None
 
 
+def _eval_randomness(case: Case, x: torch.Tensor, out: torch.Tensor) -> str | None:
+    """Why a comparison of two eval-mode outputs cannot be read, or None when it can: a repeat of
+    the unchanged batch must give ``out`` again, or every difference may be eval-mode noise
+    (dropout left on), which model.eval_deterministic names."""
+    again = case.forward(case.eval_model, x)
+    if torch.equal(again, out) or _close(out, again):
+        return None
+    return "a repeat of the unchanged batch gives other outputs in eval mode, so changes cannot be traced (see model.eval_deterministic)"
+
+
 @check(
     "model.batch_independence",
     layer="model",
@@ -329,6 +360,9 @@ def batch_independence(case: Case) -> Outcome:
     if x2 is None:
         return skipped("all probe inputs are identical")
     out1, out2 = case.forward(case.eval_model, x), case.forward(case.eval_model, x2)
+    random = _eval_randomness(case, x, out1)
+    if random is not None:
+        return skipped(random)
     diff = (out1[1:] - out2[1:]).abs().reshape(len(x) - 1, -1).amax(dim=1)
     scale = max(1.0, float(out1.abs().max()))
     leaked = torch.nonzero(diff > 1e-5 * scale).flatten() + 1
@@ -393,6 +427,9 @@ def causality(case: Case) -> Outcome:
     if torch.equal(x2, x):
         x2[:, t + 1 :] = x.flip(1)[:, t + 1 :]
     out1, out2 = case.forward(case.eval_model, x), case.forward(case.eval_model, x2)
+    random = _eval_randomness(case, x, out1)
+    if random is not None:
+        return skipped(random)
     diff = (out1[:, : t + 1] - out2[:, : t + 1]).abs()
     per_pos = diff.reshape(len(x), t + 1, -1).amax(dim=(0, 2))
     scale = max(1.0, float(out1.abs().max()))
@@ -409,6 +446,7 @@ def causality(case: Case) -> Outcome:
 @check(
     "model.dead_units",
     layer="model",
+    explains=("overfit.*",),
     falsifies="ReLU units are dead from the start (output zero for every example)",
     predicts="each ReLU layer has most units active on some example of the first batch",
 )

@@ -161,6 +161,7 @@ def finite_after_step(case: Case) -> Outcome:
 @check(
     "update.ratio",
     layer="update",
+    explains=("overfit.*", "shuffle.*"),
     falsifies="the step size is wildly off (updates as large as the weights, or vanishingly small)",
     predicts=f"median |update|/|weight| per tensor between {RATIO_TOO_SMALL:g} and {RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
 )
@@ -203,15 +204,50 @@ def grad_zeroed(case: Case) -> Outcome:
     names = [n for n in g1 if g1[n] is not None and g2.get(n) is not None and bool(g1[n].any())]
     if not names:
         return skipped("no non-zero gradient to compare")
-    ratio = {n: float(g2[n].norm() / g1[n].norm()) for n in names}
-    accumulated = [n for n in names if torch.allclose(g2[n], 2 * g1[n], rtol=1e-3, atol=1e-8)]
-    same = [n for n in names if torch.allclose(g2[n], g1[n], rtol=1e-3, atol=1e-8)]
-    evidence = {"compared": len(names), "norm_ratio_second_to_first": dict(list(ratio.items())[:10])}
+    votes = _gradient_votes(g1, g2, names)
+    voting = [n for n in names if votes[n] != "noise"]
+    accumulated = [n for n in voting if votes[n] == "twice"]
+    differ = [n for n in voting if votes[n] == "differ"]
+    ratio = {n: float(g2[n].norm() / g1[n].norm()) for n in voting}
+    evidence = {
+        "compared": len(voting),
+        "noise_level": [n for n in names if votes[n] == "noise"][:10],
+        "norm_ratio_second_to_first": dict(list(ratio.items())[:10]),
+    }
     if accumulated:
         return failed(f"the second call's gradient is twice the first for {len(accumulated)} tensors: gradients are never zeroed", accumulated=accumulated[:10], **evidence)
-    if len(same) < len(names):
-        return warned(f"{len(names) - len(same)} gradients differ between identical calls (randomness not tied to torch's seed?)", **evidence)
-    return passed(f"gradients are fresh on each call ({len(names)} tensors compared)", **evidence)
+    if differ:
+        return warned(f"{len(differ)} gradients differ between identical calls (randomness not tied to torch's seed?)", differ=differ[:10], **evidence)
+    return passed(f"gradients are fresh on each call ({len(voting)} tensors compared)", **evidence)
+
+
+#: tolerance of the gradient comparison, as a fraction of the largest gradient entry of any
+#: tensor; a tensor whose gradient stays within 10x this is float round-off and does not vote.
+#: The bias of a Linear feeding a BatchNorm has a true gradient of zero and gets noise: tuned on
+#: the corpus's mlp_linear_batchnorm and conv_bn_relu setups, where that noise measured 2e-7 and
+#: 1e-6 of the largest gradient and every real gradient was above 1e-1 of it
+GRAD_NOISE = 1e-5
+
+
+def _gradient_votes(g1: dict, g2: dict, names: list[str]) -> dict[str, str]:
+    """Per tensor: "noise" (too small to tell), "same", "twice" (accumulated) or "differ".
+
+    "Same" is tested first: a gradient equal to the first call's is fresh, even where twice it
+    would also be within tolerance."""
+    largest = max(float(g1[n].abs().max()) for n in names)
+    atol = GRAD_NOISE * largest
+    votes = {}
+    for n in names:
+        a, b = g1[n], g2[n]
+        if float(a.abs().max()) <= 10 * atol:
+            votes[n] = "noise"
+        elif torch.allclose(b, a, rtol=1e-3, atol=atol):
+            votes[n] = "same"
+        elif torch.allclose(b, 2 * a, rtol=1e-3, atol=atol):
+            votes[n] = "twice"
+        else:
+            votes[n] = "differ"
+    return votes
 
 
 @check(
