@@ -36,7 +36,7 @@ def judge(inv, **sample):
 def test_every_builtin_kind_is_registered_once_with_its_declaration():
     assert INVARIANTS.kinds() == (
         "nonfinite", "frozen_moved", "stale", "no_trend", "spike",
-        "grad_explode", "grad_vanish", "lr_zero", "desync", "straggler",
+        "grad_explode", "grad_vanish", "lr_zero", "desync", "straggler", "no_step", "repeat_batch",
     )
     for cls in INVARIANTS:
         assert cls.falsifies and cls.predicts and cls.needs

@@ -44,6 +44,14 @@ class GradHistory:
         self.total[slot] = total if math.isfinite(total) else np.nan
         self.count += 1
 
+    def state_dict(self) -> dict:
+        return {"logs": self.logs.tolist(), "total": self.total.tolist(), "count": self.count}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.logs = np.asarray(state["logs"], dtype=float).reshape(self.logs.shape)
+        self.total = np.asarray(state["total"], dtype=float).reshape(self.total.shape)
+        self.count = int(state["count"])
+
     @property
     def filled(self) -> int:
         return min(self.count, self.window)
