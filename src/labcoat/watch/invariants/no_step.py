@@ -39,6 +39,9 @@ class NoStep(Invariant):
     def update(self, sample: Sample) -> None:
         self.gaps.extend(sample.step_gaps)
         self.steps += len(sample.step_gaps)
+        if sample.unapplied < self.window:  # the limit is never below the window
+            self.found = None
+            return
         usual = float(np.median(self.gaps)) if self.gaps else 1.0
         limit = max(self.window, self.factor * usual)
         if sample.unapplied < limit:
