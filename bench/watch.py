@@ -122,9 +122,11 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=3, help="CPU-bound processes for the busy run")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print("labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread, steps interleaved")
+    print("labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread, "
+          "steps interleaved")
     table(args, "idle")
-    spinners = [mp.get_context("spawn").Process(target=_spin, daemon=True) for _ in range(args.load)]
+    spawn = mp.get_context("spawn")
+    spinners = [spawn.Process(target=_spin, daemon=True) for _ in range(args.load)]
     for p in spinners:
         p.start()
     try:

@@ -83,7 +83,8 @@ def as_names(model: nn.Module | None, value: Any, argument: str) -> tuple[str, .
             if id(item) not in modules:
                 raise InputError(
                     f"{where} is a {type(item).__name__} that is not part of the model; pass one "
-                    "of its submodules (e.g. model.encoder), its name, or a glob such as 'encoder.*'."
+                    "of its submodules (e.g. model.encoder), its name, or a glob such as "
+                    "'encoder.*'."
                 )
             out.append(modules[id(item)])
         elif isinstance(item, torch.Tensor):

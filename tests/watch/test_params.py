@@ -15,7 +15,10 @@ from tests.watch.test_plants import PLANT, frozen_backbone_cnn, only
 def test_every_form_selects_the_same_tensors():
     torch.manual_seed(0)
     model = CNN()
-    forms = ["features.*", "features", [model.features], [model.features[0], model.features[1], "features.3"]]
+    forms = [
+        "features.*", "features", [model.features],
+        [model.features[0], model.features[1], "features.3"],
+    ]
     chosen = [list(resolve(model, form, "expect_frozen", with_buffers=True)) for form in forms]
     assert all(c == chosen[0] for c in chosen)
     assert "features.1.running_mean" in chosen[0] and "head.weight" not in chosen[0]

@@ -120,7 +120,8 @@ def test_the_series_goes_to_the_events_file_and_the_ledger_in_batches(tmp_path):
     path = tmp_path / "events.jsonl"
     with labcoat.watch(model, opt, every=2, events=path, ledger=sink) as w:
         for step in range(40):
-            loss = F.cross_entropy(model(x_all[step * 8 : step * 8 + 32]), y_all[step * 8 : step * 8 + 32])
+            rows = slice(step * 8, step * 8 + 32)
+            loss = F.cross_entropy(model(x_all[rows]), y_all[rows])
             opt.zero_grad()
             loss.backward()
             opt.step()

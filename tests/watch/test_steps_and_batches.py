@@ -52,7 +52,8 @@ def test_no_step_when_a_condition_around_the_step_stops_holding():
     w = loop(120, apply_step=lambda step: step < total)
     (alert,) = w.alerts
     assert alert.kind == "no_step" and alert.step == total - 1 + 50
-    assert alert.evidence["observes_without_step"] == 50 and alert.evidence["applied_steps"] == total
+    assert alert.evidence["observes_without_step"] == 50
+    assert alert.evidence["applied_steps"] == total
 
 
 def test_no_step_when_a_grad_scaler_skips_every_step():
@@ -70,7 +71,8 @@ def test_gradient_accumulation_is_not_a_missing_step():
 
 def test_a_grad_scaler_skipping_steps_now_and_then_is_not_a_missing_step():
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=5)
-    skips = set(range(10, 25)) | set(range(40, 200, 9))  # a burst while calibrating, then now and then
+    # a burst while the scale calibrates, then a skip now and then
+    skips = set(range(10, 25)) | set(range(40, 200, 9))
     w = loop(200, apply_step=lambda step: True, scaler=scaler, overflow=lambda step: step in skips)
     assert w.alerts == []
 
@@ -149,7 +151,8 @@ def test_sharded_stream_and_epochs_that_come_back_do_not_repeat():
     x, y = digits()
     data = TensorDataset(x[:160], y[:160])
     # shuffled epochs with workers; unshuffled epochs of 10 batches, inside the window
-    assert train_on(DataLoader(data, batch_size=16, shuffle=True, num_workers=2), epochs=3).alerts == []
+    shuffled = DataLoader(data, batch_size=16, shuffle=True, num_workers=2)
+    assert train_on(shuffled, epochs=3).alerts == []
     assert train_on(DataLoader(data, batch_size=16, shuffle=False), epochs=4).alerts == []
 
 

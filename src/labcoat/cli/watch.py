@@ -44,8 +44,8 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
     summary = _series_summary(series)
     if as_json:
         emit_json(
-            {"alerts": [a.to_event() for a in alerts], "other_events": others, "events": len(events),
-             "ranks": ranks, "series": summary}
+            {"alerts": [a.to_event() for a in alerts], "other_events": others,
+             "events": len(events), "ranks": ranks, "series": summary}
         )
         return
     from labcoat.render import findings_table

@@ -18,7 +18,6 @@ from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
 from labcoat.watch.alerts import Alert, merge_alerts
 
-
 #: ``kind`` of the records of the sampled series: one per sampled step and rank, with ``loss``
 #: (the step's loss; also ``value``), ``loss_min``/``loss_mean``/``loss_max``/``losses`` over
 #: the losses seen since the previous record, ``grad_norm`` (total L2 norm of the gradients),

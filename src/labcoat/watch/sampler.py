@@ -47,10 +47,14 @@ class Sampler:
         self.params = [p for _, p in named]
         name_of = {id(p): n for n, p in named}
         group_params = tuple(
-            tuple(name_of.get(id(p), f"param_groups[{g}][{i}]") for i, p in enumerate(grp["params"]))
+            tuple(
+                name_of.get(id(p), f"param_groups[{g}][{i}]") for i, p in enumerate(grp["params"])
+            )
             for g, grp in enumerate(optimizer.param_groups)
         )
-        reasons: dict[str, FrozenReason] = {n: "requires_grad=False" for n, p in named if not p.requires_grad}
+        reasons: dict[str, FrozenReason] = {
+            n: "requires_grad=False" for n, p in named if not p.requires_grad
+        }
         reasons.update({n: "declared" for n in frozen})
         by_name = dict(named)
         self.frozen_tensors = {n: frozen.get(n, by_name.get(n)) for n in reasons}
@@ -104,7 +108,8 @@ class Sampler:
         if not self._sample_next:
             return
         with torch.no_grad():
-            if "grad_norms" in self.needs and (args[0] if args else kwargs.get("closure")) is not None:
+            closure = args[0] if args else kwargs.get("closure")
+            if "grad_norms" in self.needs and closure is not None:
                 # the closure computes this step's gradients inside step(): read them after
                 self._grads_after_step = True
                 self._measure(params="param_norms" in self.needs, grads=False)
@@ -254,7 +259,9 @@ class Sampler:
             param_versions=(
                 dict(zip(self.names, self._pending_versions or ())) if params is not None else None
             ),
-            frozen_norms=dict(zip(self.frozen_tensors, host["frozen"])) if "frozen" in host else None,
+            frozen_norms=(
+                dict(zip(self.frozen_tensors, host["frozen"])) if "frozen" in host else None
+            ),
             cross_rank=cross,
             update_ratio=_update_ratio(self._pending_update, host.get("update")),
             observes=self._observes,
@@ -291,7 +298,9 @@ class Sampler:
         self.plan_next()
 
 
-def _update_ratio(pending: tuple[list[float], Any] | None, norms: list[float] | None) -> float | None:
+def _update_ratio(
+    pending: tuple[list[float], Any] | None, norms: list[float] | None
+) -> float | None:
     if pending is None or not norms:
         return None
     scales = pending[0]

@@ -87,7 +87,9 @@ class Watcher:
                 )
         self._periodic = evals
         self._invariants = INVARIANTS.create(invariants, options)
-        self._declared_frozen = resolve(self.model, expect_frozen, "expect_frozen", with_buffers=True)
+        self._declared_frozen = resolve(
+            self.model, expect_frozen, "expect_frozen", with_buffers=True
+        )
         self._replicated_spec = replicated
         self._events_path = events
         self._group = group

@@ -47,10 +47,13 @@ class NoStep(Invariant):
         if sample.unapplied < limit:
             self.found = None
             return
-        since = (
-            f"since the last applied step ({self.steps} applied so far, usually one every "
-            f"{usual:g} calls)" if self.steps else "and none has been applied since the watch started"
-        )
+        if self.steps:
+            since = (
+                f"since the last applied step ({self.steps} applied so far, usually one every "
+                f"{usual:g} calls)"
+            )
+        else:
+            since = "and none has been applied since the watch started"
         self.found = Violation(
             subject="optimizer",
             message=(
