@@ -176,3 +176,20 @@ def test_fingerprints_see_every_row_and_tell_dtypes_and_shapes_apart():
     assert key(x) == key(x.clone()) and key(x) != key(changed)
     assert key(x) != key(x.double()) and key(x) != key(x.reshape(100, 1000))
     assert key({"input_ids": x[:2].long(), "labels": x[0]}) != key({"input_ids": x[:2].long()})
+
+
+def test_device_fingerprints_are_exact_for_equal_batches_and_differ_otherwise():
+    """The path accelerator tensors take (two float64 sums reduced on the device), run on CPU."""
+    from labcoat.watch.batches import Fingerprint, _add_tensor
+    from labcoat.watch.probes import to_host
+
+    def key(t):
+        fp = Fingerprint()
+        _add_tensor(t, fp, on_host=False)
+        return fp.key(to_host([torch.cat(fp.device)])[0])
+
+    ids = torch.randint(0, 50_000, (8, 512))
+    other = ids.clone()
+    other[3, 100] += 1  # one token in one row (sampled: 4096 elements, stride 2)
+    assert key(ids) == key(ids.clone()) and key(ids) != key(other)
+    assert key(ids.float()) != key(ids.double())

@@ -70,12 +70,12 @@ def _add(obj: Any, fp: Fingerprint, depth: int) -> None:
         fp.digests.append(_digest(repr(obj).encode()))
 
 
-def _add_tensor(t: torch.Tensor, fp: Fingerprint) -> None:
+def _add_tensor(t: torch.Tensor, fp: Fingerprint, on_host: bool | None = None) -> None:
     fp.structure.append((tuple(t.shape), str(t.dtype)))
     if t.numel() == 0:
         return
     flat = t.reshape(-1)[:: _stride(t.numel())]
-    if t.device.type == "cpu":
+    if t.device.type == "cpu" if on_host is None else on_host:
         sample = flat.contiguous()
         raw = sample.view(torch.uint8) if sample.element_size() == 1 else sample.view(torch.int16)
         fp.digests.append(_digest(raw.numpy().tobytes()))
