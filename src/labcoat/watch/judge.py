@@ -88,10 +88,11 @@ class Judge:
                 self.skipped[inv.kind] = f"turned off after an internal error: {exc!r}"
                 continue
             before = self._violated[inv.kind]
-            for v in violations:
-                if v.subject not in before:
-                    new.append(self._raise(inv, v, sample))
-            self._violated[inv.kind] = {v.subject for v in violations}
+            if violations or before:
+                for v in violations:
+                    if v.subject not in before:
+                        new.append(self._raise(inv, v, sample))
+                self._violated[inv.kind] = {v.subject for v in violations}
         return new
 
     def _raise(self, inv: Invariant, v: Violation, sample: Sample) -> Alert:

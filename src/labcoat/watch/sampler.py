@@ -107,17 +107,18 @@ class Sampler:
             self.clock.step_start()
         if not self._sample_next:
             return
-        with torch.no_grad():
-            closure = args[0] if args else kwargs.get("closure")
-            if "grad_norms" in self.needs and closure is not None:
-                # the closure computes this step's gradients inside step(): read them after
-                self._grads_after_step = True
-                self._measure(params="param_norms" in self.needs, grads=False)
-            else:
-                self._measure("param_norms" in self.needs, "grad_norms" in self.needs)
-            if "update_ratio" in self.needs:
-                self._update_before = self._update_views()
-                self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
+        # everything read below is detached first, so no autograd graph is recorded
+        # torch passes step()'s own arguments, the optimizer first: the closure is the second
+        closure = args[1] if len(args) > 1 else kwargs.get("closure")
+        if "grad_norms" in self.needs and closure is not None:
+            # the closure computes this step's gradients inside step(): read them after
+            self._grads_after_step = True
+            self._measure(params="param_norms" in self.needs, grads=False)
+        else:
+            self._measure("param_norms" in self.needs, "grad_norms" in self.needs)
+        if "update_ratio" in self.needs:
+            self._update_before = self._update_views()
+            self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
         self._pending_lrs = [_lr_value(g.get("lr")) for g in optimizer.param_groups]
 
     def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
@@ -127,18 +128,17 @@ class Sampler:
             self.clock.step_end()
         if not self._sample_next:
             return
-        with torch.no_grad():
-            if self._grads_after_step:
-                self._grads_after_step = False
-                self._measure(params=False, grads=True)
-            if self._update_before is not None and self._update_copy is not None:
-                scales, views = self._update_before
-                now = self._update_views()[1]
-                if len(now) == len(views):
-                    deltas = torch._foreach_sub(now, self._update_copy)
-                    norms = fused_norms([*deltas, *self._update_copy])
-                    self._pending_update = (scales, norms)
-                self._update_before = self._update_copy = None
+        if self._grads_after_step:
+            self._grads_after_step = False
+            self._measure(params=False, grads=True)
+        if self._update_before is not None and self._update_copy is not None:
+            scales, views = self._update_before
+            now = self._update_views()[1]
+            if len(now) == len(views):
+                deltas = torch._foreach_sub(now, self._update_copy)
+                norms = fused_norms([*deltas, *self._update_copy])
+                self._pending_update = (scales, norms)
+            self._update_before = self._update_copy = None
 
     def _forward_start(self, module: nn.Module, args: Any) -> None:
         if self.clock is not None and not self.evaluating:
@@ -156,9 +156,13 @@ class Sampler:
             self._pending_applied = self._applied_since_measure
             self._applied_since_measure = 0
         if grads:
-            with_grad = [(n, p.grad) for n, p in zip(self.names, self.params) if p.grad is not None]
-            self._pending_grad_names = tuple(n for n, _ in with_grad)
-            tensors.extend(g for _, g in with_grad)
+            names, found = [], []
+            for name, p in zip(self.names, self.params):
+                if p.grad is not None:
+                    names.append(name)
+                    found.append(p.grad)
+            self._pending_grad_names = tuple(names)
+            tensors.extend(found)
         if not tensors:
             return
         norms = fused_norms(tensors)  # one kernel for parameters and gradients together
@@ -220,8 +224,7 @@ class Sampler:
     def collect(self, step: int, sampled: bool, synced: bool) -> Sample:
         """Everything pending as one :class:`Sample`, moved to the host in one transfer."""
         if sampled and "param_norms" in self.needs and self._pending_params is None:
-            with torch.no_grad():  # no optimizer step ran this step (skipped or accumulating)
-                self._measure(params=True, grads=False)
+            self._measure(params=True, grads=False)  # no step ran (skipped or accumulating)
         vectors: dict[str, torch.Tensor] = {}
         if self._pending_losses:
             vectors["losses"] = stack_scalars([v for _, v in self._pending_losses])
