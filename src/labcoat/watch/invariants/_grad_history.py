@@ -32,15 +32,22 @@ class GradHistory:
         if cached[0] is grad_norms and cached[1] == self.names:  # the other invariant's work
             return cached[2].copy(), cached[3]
         nan = math.nan
-        norms = np.fromiter((grad_norms.get(n, nan) for n in self.names), float, len(self.names))
         if not grad_norms:
-            return norms, math.nan
+            return np.full(len(self.names), nan), nan
         if not math.isfinite(sum(grad_norms.values())):  # norms are >= 0
             return np.full(len(self.names), nan), nan  # the nonfinite invariant reports this
-        present = norms[norms == norms]  # NaN marks "no gradient"
-        squares = float(present @ present)
-        with np.errstate(divide="ignore"):
-            row = np.log10(norms)  # a zero norm is -inf; no gradient stays NaN
+        values = [grad_norms.get(n, nan) for n in self.names]
+        if len(values) <= 64:  # a few dozen numbers: plain Python beats numpy's call overhead
+            squares = sum(v * v for v in values if v == v)  # NaN marks "no gradient"
+            row = np.array(
+                [math.log10(v) if v > 0 else -math.inf if v == 0 else nan for v in values]
+            )
+        else:
+            norms = np.array(values)
+            present = norms[norms == norms]
+            squares = float(present @ present)
+            with np.errstate(divide="ignore"):
+                row = np.log10(norms)  # a zero norm is -inf; no gradient stays NaN
         total = math.log10(math.sqrt(squares)) if squares > 0 else -math.inf
         _last[:] = [grad_norms, self.names, row, total]
         return row.copy(), total
