@@ -1,21 +1,25 @@
-"""Step-time overhead of labcoat.watch on a small CPU training loop.
+"""Step-time overhead of labcoat.watch on a small CPU training loop, idle and beside CPU load.
 
-Prints the ratio of watched to bare step time at every=1, every=10 and the default ``every``.
-Configurations are interleaved block by block within one run (bare, watched, bare, ...; the
-watched order alternates between rounds) and the ratio is the median over rounds of watched
-time / the mean of that round's two bare blocks, so drift in machine load cancels out; the
-ratio of the fastest watched to the fastest bare block is printed too (least disturbed by
-other processes on a shared machine). The loop is an MLP (784-512-256-10, batch 128,
-Adam) on synthetic data, one thread.
+Two identical copies of the loop run side by side, one bare and one watched, their steps
+interleaved one by one (bare, watched, watched, bare, ...), so both see the same machine at
+the same moment. Each configuration's ratio is the median, over blocks of ``--block`` step
+pairs, of watched time / bare time within the block (a block spans whole sampling periods,
+so a sampled step and the cheap ones between are all counted); quartiles show the spread.
+Rows: ``every=1``, the default ``every``, and the default with an events file (the sampled
+series written in batches). The same table is printed with no other load and with
+``--load`` CPU-bound processes started by the bench beside it. The loop is an MLP
+(784-512-256-10, batch 128, Adam) on synthetic data, one thread.
 
-    python bench/watch.py [--rounds 15] [--steps 60]
+    python bench/watch.py [--steps 600] [--block 20] [--load 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,76 +35,108 @@ from labcoat.watch import DEFAULT_EVERY  # noqa: E402
 
 def make_loop():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model = nn.Sequential(
+        nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10)
+    )
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def measure(every: int, steps: int, block: int, events: str | None) -> list[float]:
+    """Per-block watched/bare time ratios for one configuration."""
     x = torch.randn(2048, 784)
     y = torch.randint(0, 10, (2048,))
-    return model, opt, x, y
+    bare_model, bare_opt = make_loop()
+    model, opt = make_loop()
 
-
-def block(model, opt, x, y, steps: int, every: int | None, start: int) -> float:
-    """Seconds for ``steps`` training steps, watched at ``every`` (None: bare)."""
-
-    def step(i: int):
+    def step(m, o, i):
         idx = slice((i * 128) % 1920, (i * 128) % 1920 + 128)
-        loss = F.cross_entropy(model(x[idx]), y[idx])
+        loss = F.cross_entropy(m(x[idx]), y[idx])
+        o.zero_grad(set_to_none=True)
+        loss.backward()
+        o.step()
+        return loss
+
+    with labcoat.watch(model, opt, every=every, events=events, ledger=False) as w:
+        for i in range(30):  # warm up allocator, autograd and the watch
+            step(bare_model, bare_opt, i)
+            w.observe(step=i, loss=step(model, opt, i))
+        bare = watched = 0.0
+        ratios = []
+        for i in range(30, 30 + steps):
+            first_bare = i % 2 == 0
+            for which in ((0, 1) if first_bare else (1, 0)):
+                t = time.perf_counter()
+                if which == 0:
+                    step(bare_model, bare_opt, i)
+                    bare += time.perf_counter() - t
+                else:
+                    w.observe(step=i, loss=step(model, opt, i))
+                    watched += time.perf_counter() - t
+            if (i - 29) % block == 0:
+                ratios.append(watched / bare)
+                bare = watched = 0.0
+    return ratios
+
+
+def bare_step_ms(steps: int = 100) -> float:
+    model, opt = make_loop()
+    x, y = torch.randn(128, 784), torch.randint(0, 10, (128,))
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        loss = F.cross_entropy(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        return loss
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
 
-    if every is None:
-        t = time.perf_counter()
-        for i in range(start, start + steps):
-            step(i)
-        return time.perf_counter() - t
-    with labcoat.watch(model, opt, every=every) as w:
-        t = time.perf_counter()
-        for i in range(start, start + steps):
-            w.observe(step=i, loss=step(i))
-        return time.perf_counter() - t
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def table(args, label: str) -> None:
+    print(f"{label}: bare step {bare_step_ms():.2f} ms (median)")
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [
+            ("every=1", 1, None),
+            (f"every={DEFAULT_EVERY} (default)", DEFAULT_EVERY, None),
+            (f"every={DEFAULT_EVERY} + events file", DEFAULT_EVERY, f"{tmp}/events.jsonl"),
+        ]
+        for name, every, events in rows:
+            block = max(args.block, every)
+            r = measure(every, args.steps, block, events)
+            q = statistics.quantiles(r, n=4)
+            print(
+                f"  {name:28s} watched/bare {statistics.median(r):.3f} "
+                f"(quartiles {q[0]:.3f}-{q[2]:.3f}, {len(r)} blocks of {block} steps)"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=600, help="step pairs per configuration")
+    parser.add_argument("--block", type=int, default=20, help="step pairs per ratio")
+    parser.add_argument("--load", type=int, default=3, help="CPU-bound processes for the busy run")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model, opt, x, y = make_loop()
-    everies = sorted({1, 10, DEFAULT_EVERY})
-    block(model, opt, x, y, 30, None, 0)  # warm up allocator and autograd
-    block(model, opt, x, y, 30, 1, 0)
-    ratios: dict[int, list[float]] = {e: [] for e in everies}
-    fastest: dict[int | None, float] = {e: float("inf") for e in [None, *everies]}
-    bare_times: list[float] = []
-    step = 0
-    for round_ in range(args.rounds):
-        before = block(model, opt, x, y, args.steps, None, step)
-        step += args.steps
-        watched = {}
-        for every in everies if round_ % 2 == 0 else everies[::-1]:  # no position bias
-            watched[every] = block(model, opt, x, y, args.steps, every, step)
-            step += args.steps
-        after = block(model, opt, x, y, args.steps, None, step)
-        step += args.steps
-        bare = (before + after) / 2
-        bare_times.append(bare)
-        fastest[None] = min(fastest[None], before, after)
-        for every in everies:
-            ratios[every].append(watched[every] / bare)
-            fastest[every] = min(fastest[every], watched[every])
-    bare_ms = statistics.median(bare_times) / args.steps * 1e3
-    print(f"labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread; bare step {bare_ms:.2f} ms")
-    print(f"{args.rounds} interleaved rounds of {args.steps} steps per configuration")
-    for every in everies:
-        r = ratios[every]
-        tag = " (default)" if every == DEFAULT_EVERY else ""
-        print(
-            f"every={every:<3d}{tag:10s} watched/bare step time: median {statistics.median(r):.3f} "
-            f"(quartiles {statistics.quantiles(r, n=4)[0]:.3f}-{statistics.quantiles(r, n=4)[2]:.3f}); "
-            f"fastest blocks {fastest[every] / fastest[None]:.3f}"
-        )
+    print("labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread, "
+          "steps interleaved")
+    table(args, "idle")
+    spawn = mp.get_context("spawn")
+    spinners = [spawn.Process(target=_spin, daemon=True) for _ in range(args.load)]
+    for p in spinners:
+        p.start()
+    try:
+        time.sleep(0.5)
+        table(args, f"busy ({args.load} CPU-bound processes beside it)")
+    finally:
+        for p in spinners:
+            p.terminate()
+        for p in spinners:
+            p.join()
 
 
 if __name__ == "__main__":

@@ -45,6 +45,12 @@ def main(scenario: str, rank: int, world: int, init_file: str, events: str) -> N
     model.add_module("fc1", torch.nn.Linear(16, 32))
     model.add_module("act", torch.nn.ReLU())
     model.add_module("fc2", torch.nn.Linear(32, 4))
+    # one rank's shard of a tensor-parallel weight, marked as Megatron-style libraries mark
+    # them: it differs from rank to rank by design, and desync must leave it out
+    shard = torch.randn(8, generator=torch.Generator().manual_seed(rank))
+    model.register_parameter("tp_shard", torch.nn.Parameter(shard))
+    model.tp_shard.tensor_model_parallel = True
+    model.tp_shard.partition_dim = 0
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     gen = torch.Generator().manual_seed(100 + rank)  # each rank its own shard of data
     with labcoat.watch(model, opt, every=1, sync_every=5, events=events) as w:
@@ -60,6 +66,8 @@ def main(scenario: str, rank: int, world: int, init_file: str, events: str) -> N
             opt.zero_grad()
             loss.backward()
             for p in model.parameters():
+                if p.grad is None:  # the shard, unused by this toy forward
+                    continue
                 dist.all_reduce(p.grad)
                 p.grad /= world
             opt.step()

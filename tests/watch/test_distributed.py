@@ -66,6 +66,7 @@ def test_desync_is_one_alert_naming_the_culprit_rank_and_tensor(planted_run):
     (alert,) = [a for a in read_alerts(planted_run) if a.kind == "desync"]
     assert alert.step == dist_worker.DESYNC_STEP  # the first comparison after the plant
     assert alert.subject == "fc2.bias" and alert.evidence["culprit_ranks"] == [WORLD - 1]
+    assert alert.evidence["differing"] == ["fc2.bias"]  # the rank's own shard is not compared
     assert alert.ranks == (0, 1, 2)  # every rank reported it; merged into one
     assert "rank 2 disagrees with ranks 0, 1" in alert.message
 
@@ -76,3 +77,33 @@ def test_straggler_names_the_slow_rank(planted_run):
     assert alert.subject == "rank 1" and alert.evidence["straggler_rank"] == 1
     times = alert.evidence["step_time_s_by_rank"]
     assert times["1"] > 0.025 > max(times["0"], times["2"])
+
+
+def test_sharded_tensors_are_not_in_the_replicated_set():
+    """DTensor shards and Megatron-marked shards are one rank's piece, not a copy; a
+    replicated DTensor is compared through its local tensor; sequence-parallel layer norms
+    are full copies and stay in."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    from labcoat.watch._resolve import select_replicated
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.Linear(4, 2))
+    model[0].weight.tensor_model_parallel = True
+    model[0].weight.partition_dim = 1
+    model[0].bias.partition_dim = 0  # marked by its partition dimension alone
+    model[1].weight.sequence_parallel = True
+    model[2].bias.partition_dim = -1  # Megatron's mark for "not partitioned"
+    assert list(select_replicated(model, None)) == ["1.weight", "1.bias", "2.weight", "2.bias"]
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        layer = torch.nn.Linear(4, 4)
+        layer.weight = torch.nn.Parameter(distribute_tensor(layer.weight.detach(), mesh, [Shard(0)]))
+        layer.bias = torch.nn.Parameter(distribute_tensor(layer.bias.detach(), mesh, [Replicate()]))
+        chosen = select_replicated(layer, None)
+        assert list(chosen) == ["bias"] and type(chosen["bias"]) is torch.Tensor
+    finally:
+        dist.destroy_process_group()

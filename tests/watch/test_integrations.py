@@ -108,6 +108,7 @@ def test_lightning_callback_contract(monkeypatch):
         cb.on_train_batch_end(trainer, model, {"loss": loss}, (x, y), batch_idx)
     cb.on_train_end(trainer, model)
     (alert,) = cb.alerts
+    assert {f.check: f.status for f in cb.watcher.findings()}["repeat_batch"] == "pass"  # batches seen
     assert alert.kind == "lr_zero" and alert.subject == "param group 0" and alert.step == 20
     with pytest.raises(InputError, match="optimizer_index=1"):
         mod.LabcoatWatch(optimizer_index=1).on_train_start(trainer, model)

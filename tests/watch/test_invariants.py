@@ -36,7 +36,7 @@ def judge(inv, **sample):
 def test_every_builtin_kind_is_registered_once_with_its_declaration():
     assert INVARIANTS.kinds() == (
         "nonfinite", "frozen_moved", "stale", "no_trend", "spike",
-        "grad_explode", "grad_vanish", "lr_zero", "desync", "straggler",
+        "grad_explode", "grad_vanish", "lr_zero", "desync", "straggler", "no_step", "repeat_batch",
     )
     for cls in INVARIANTS:
         assert cls.falsifies and cls.predicts and cls.needs
@@ -158,3 +158,20 @@ def test_spike_uses_a_linear_scale_when_losses_can_be_negative():
 def test_options_are_validated_with_the_constraint_in_the_message(options, match):
     with pytest.raises(InputError, match=match):
         NoTrend(**options)
+
+
+def test_the_fast_mann_whitney_agrees_with_scipy():
+    from scipy import stats
+
+    from labcoat.watch.invariants.no_trend import mann_whitney_less
+
+    rng = np.random.default_rng(0)
+    for shift in (0.0, -0.2, 0.3):
+        x, y = rng.normal(shift, 1, 100), rng.normal(0, 1, 100)
+        x[:5] = y[:5]  # ties across the samples
+        want = stats.mannwhitneyu(x, y, alternative="less").pvalue
+        assert mann_whitney_less(x, y) == pytest.approx(want, rel=1e-9)
+    flat = np.ones(50)
+    assert mann_whitney_less(flat, flat) == pytest.approx(
+        stats.mannwhitneyu(flat, flat, alternative="less").pvalue
+    )

@@ -185,9 +185,11 @@ def test_no_trend_when_labels_turn_to_noise_mid_run():
 
 def test_no_trend_when_the_model_never_learns():
     model, opt = mlp_sgd(lr=1e-7)  # an lr typo: nothing moves enough to matter
-    w = train(model, opt, steps=60, every=1, options={"no_trend": {"window": 40}})
+    w = train(model, opt, steps=100, every=1, options={"no_trend": {"window": 40}})
     (alert,) = [a for a in w.alerts if a.kind == "no_trend"]
-    assert alert.step == 39 and alert.evidence["p_net_decrease"] is None
+    # judged once the run's first window and the latest one are apart, by both tests
+    assert alert.step == 79 and alert.evidence["p_net_decrease"] >= 0.01
+    assert alert.evidence["p_trend"] >= 0.01 and "not decreased significantly" in alert.message
 
 
 def test_no_trend_stays_quiet_when_a_run_learns_then_plateaus():

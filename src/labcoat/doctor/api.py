@@ -19,6 +19,7 @@ from labcoat.doctor.selftest import run_selftest
 from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
 from labcoat.errors import InputError
 from labcoat.findings import Finding
+from labcoat.params import as_names
 
 BUDGETS = ("fast", "full")
 #: examples materialised from the user's data, per budget
@@ -60,9 +61,7 @@ def diagnose(
     :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
     """
     _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
-    patterns = (expect_frozen,) if isinstance(expect_frozen, str) else tuple(expect_frozen)
-    if not all(isinstance(p, str) for p in patterns):
-        raise InputError(f"expect_frozen: expected glob patterns of parameter names (str); got {patterns!r}")
+    patterns = as_names(model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen")
     leaky = _feature_indices(expect_leaky)
     chosen = LAYERS if layers is None else tuple(layers)
     unknown = [layer for layer in chosen if layer not in LAYERS]

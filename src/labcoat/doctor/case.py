@@ -18,7 +18,8 @@ from torch import nn
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.losses import ignore_index, scores_binary_targets
 from labcoat.doctor.progress import ControlProgress
-from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, matches_any
+from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of
+from labcoat.params import name_matches
 
 Task = str  # "classification" | "regression" | "sequence"
 TASKS = ("classification", "regression", "sequence")
@@ -239,7 +240,7 @@ class Case:
         return self._probe("backward", run)
 
     def is_declared_frozen(self, name: str) -> bool:
-        return matches_any(name, self.expect_frozen)
+        return name_matches(name, self.expect_frozen)
 
 
 def _dict_batch_step(step: Callable, fields: Any) -> Callable:

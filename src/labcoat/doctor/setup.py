@@ -9,7 +9,6 @@ out, a tensor from another model) for the update layer to find.
 from __future__ import annotations
 
 import copy
-import fnmatch
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -106,10 +105,6 @@ def _copy_model(model: nn.Module) -> nn.Module:
         return copy.deepcopy(model)
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"model: could not be deep-copied ({type(exc).__name__}: {exc})") from exc
-
-
-def matches_any(name: str, patterns: Iterable[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
 def device_of(model: nn.Module) -> torch.device:

@@ -22,6 +22,7 @@ _LAZY: dict[str, str] = {
     "EventLog": "labcoat.watch.events:EventLog",
     "read_alerts": "labcoat.watch.events:read_alerts",
     "read_events": "labcoat.watch.events:read_events",
+    "read_series": "labcoat.watch.events:read_series",
     "INVARIANTS": "labcoat.watch.invariants:INVARIANTS",
     "Invariant": "labcoat.watch.invariants:Invariant",
     "Violation": "labcoat.watch.invariants:Violation",

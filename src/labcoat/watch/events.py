@@ -9,6 +9,7 @@ half-written lines; :func:`read_events` reads any number of these files back and
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -16,6 +17,36 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
 from labcoat.watch.alerts import Alert, merge_alerts
+
+#: ``kind`` of the records of the sampled series: one per sampled step and rank, with ``loss``
+#: (the step's loss; also ``value``), ``loss_min``/``loss_mean``/``loss_max``/``losses`` over
+#: the losses seen since the previous record, ``grad_norm`` (total L2 norm of the gradients),
+#: ``update_ratio`` (||update|| / ||weights|| of the step, estimated on a strided sample of
+#: each tensor) and ``lr`` (the first param group's learning rate); absent values are null
+SERIES_KIND = "series"
+
+
+def series_event(sample: Any, rank: int | None) -> dict[str, Any]:
+    """The series record of one sampled step (a :class:`~labcoat.watch.sample.Sample`)."""
+    losses = [v for _, v in sample.losses]
+    finite = [v for v in losses if math.isfinite(v)]
+    grads = sample.grad_norms
+    return {
+        "kind": SERIES_KIND,
+        "step": sample.step,
+        "rank": rank,
+        "time": sample.time,
+        "value": losses[-1] if losses else None,
+        "message": None,
+        "loss": losses[-1] if losses else None,
+        "loss_min": min(finite) if finite else None,
+        "loss_mean": sum(finite) / len(finite) if finite else None,
+        "loss_max": max(finite) if finite else None,
+        "losses": len(losses),
+        "grad_norm": math.sqrt(sum(g * g for g in grads.values())) if grads else None,
+        "update_ratio": sample.update_ratio,
+        "lr": sample.lrs[0] if sample.lrs else None,
+    }
 
 
 def rank_path(path: str | os.PathLike[str], rank: int | None, world_size: int) -> Path:
@@ -31,24 +62,37 @@ def rank_path(path: str | os.PathLike[str], rank: int | None, world_size: int) -
 
 
 class EventLog:
-    """Appends events to a JSON-lines file, one flushed line per event.
+    """Appends events to a JSON-lines file.
 
-    Opened lazily on the first event, so a run without alerts leaves no empty file behind
-    unless :meth:`touch` is called.
+    Opened lazily on the first event, so a run that records nothing leaves no file behind.
+    ``write(event)`` flushes at once (an alert must be on disk if the run crashes next);
+    ``write(event, flush=False)`` (the sampled series) is buffered and written in batches of
+    ``batch`` lines, or by the next flushed write, :meth:`flush` or :meth:`close`.
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], batch: int = 256):
         self.path = Path(path)
+        self.batch = batch
         self._file = None
+        self._lines: list[str] = []
 
-    def write(self, event: Mapping[str, Any]) -> None:
+    def write(self, event: Mapping[str, Any], flush: bool = True) -> None:
+        self._lines.append(json.dumps(jsonable(dict(event)), allow_nan=False))
+        if flush or len(self._lines) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._lines:
+            return
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")
-        self._file.write(json.dumps(jsonable(dict(event)), allow_nan=False) + "\n")
+        self._file.write("\n".join(self._lines) + "\n")
         self._file.flush()
+        self._lines = []
 
     def close(self) -> None:
+        self.flush()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -123,6 +167,12 @@ def _parse_event(line: str, where: str) -> dict[str, Any]:
         if not valid(event.get(name)):
             raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}.")
     return event
+
+
+def read_series(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The sampled-series records in ``paths`` (see :data:`SERIES_KIND`), sorted by step and rank."""
+    rows = [e for e in read_events(paths) if e["kind"] == SERIES_KIND]
+    return sorted(rows, key=lambda e: (e["step"], -1 if e["rank"] is None else e["rank"]))
 
 
 def read_alerts(paths: Iterable[str | os.PathLike[str]]) -> list[Alert]:

@@ -25,7 +25,7 @@ def fused_norms(tensors: Sequence[torch.Tensor], ord: float = 2.0) -> torch.Tens
         buckets.setdefault((t.device, t.dtype), []).append(i)
     parts: list[tuple[list[int], torch.Tensor]] = []
     for (_, dtype), idx in buckets.items():
-        group = [_dense(tensors[i]) for i in idx]
+        group = [_dense(tensors[i]) if tensors[i].is_sparse else tensors[i].detach() for i in idx]
         kwargs = {"dtype": torch.float32} if dtype in _LOW_PRECISION else {}
         norms = torch._foreach_norm(group, ord, **kwargs)
         parts.append((idx, torch.stack(norms).to(torch.float64)))
@@ -40,7 +40,7 @@ def fused_norms(tensors: Sequence[torch.Tensor], ord: float = 2.0) -> torch.Tens
 
 def _dense(t: torch.Tensor) -> torch.Tensor:
     # sparse gradients (nn.Embedding(sparse=True)): the norm of the summed values
-    return t.coalesce().values() if t.is_sparse else t.detach()
+    return t.detach().coalesce().values()
 
 
 def to_host(vectors: Sequence[torch.Tensor]) -> list[list[float]]:

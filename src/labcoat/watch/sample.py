@@ -9,7 +9,7 @@ tested with hand-made samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Hashable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -70,3 +70,15 @@ class Sample:
     param_versions: Mapping[str, int] | None = None
     frozen_norms: Mapping[str, float] | None = None
     cross_rank: CrossRank | None = None
+    #: ``||update|| / ||weights||`` of this step's optimizer step over all trained parameters,
+    #: estimated on a strided sample of each tensor (None: no step, or not measured)
+    update_ratio: float | None = None
+    #: observe() calls since the previous sample
+    observes: int = 0
+    #: observe() calls since the last optimizer step that was applied
+    unapplied: int = 0
+    #: for each optimizer step applied since the previous sample, the observe() calls it took
+    step_gaps: Sequence[int] = ()
+    #: ``(observe index, step, fingerprint)`` of each batch passed to observe() since the
+    #: previous sample (see :mod:`labcoat.watch.batches`)
+    batches: Sequence[tuple[int, int, Hashable]] = ()

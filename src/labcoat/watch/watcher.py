@@ -1,22 +1,16 @@
-"""The training watch: hooks that only look, invariants that judge, alerts that say where.
+"""The training watch: a :class:`Watcher` joins a sampler (hooks -> samples, see
+:mod:`labcoat.watch.sampler`) and a judge (invariants -> alerts -> sinks, see
+:mod:`labcoat.watch.judge`) for one model and optimizer, and runs periodic evaluations.
 
-``labcoat.watch(model, optimizer)`` hooks the optimizer's step (pre and post) and, when ranks
-are compared, the model's forward. On a sampled step the pre-step hook computes gradient and
-parameter norms on the device with fused kernels; ``observe`` moves everything pending to the
-host in one transfer and hands a :class:`~labcoat.watch.sample.Sample` to each invariant.
-Between sampled steps the hooks only count and keep a detached reference to the loss, so
-every loss is still seen. Nothing the user's model or optimizer computes is changed, and
-every hook is removed when the ``with`` block ends.
+``labcoat.watch(model, optimizer)`` only reads: nothing the model or optimizer computes is
+changed, and every hook is removed when the ``with`` block ends. :meth:`Watcher.state_dict`
+goes into a checkpoint so a resumed run keeps its windows.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import numbers
 import os
-import time
-import warnings
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
@@ -24,22 +18,24 @@ from torch import nn
 
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from labcoat.watch._resolve import as_items, resolve_tensors, select_replicated
+from labcoat.params import resolve
+from labcoat.watch._resolve import select_replicated
 from labcoat.watch.alerts import Alert
-from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
+from labcoat.watch.distributed import RankInfo
 from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
-from labcoat.watch.invariants import INVARIANTS, Invariant, Violation
-from labcoat.watch.probes import fused_norms, stack_scalars, to_host
-from labcoat.watch.sample import FrozenReason, Sample, WatchContext
-
-logger = logging.getLogger("labcoat.watch")
+from labcoat.watch.invariants import INVARIANTS, Invariant
+from labcoat.watch.judge import Judge
+from labcoat.watch.sample import WatchContext
+from labcoat.watch.sampler import Sampler
 
 #: sample tensors every this many steps by default; chosen with bench/watch.py so a small CPU
 #: training loop runs within 3 % of its unwatched speed
 DEFAULT_EVERY = 10
 #: compare ranks (desync, straggler) every this many steps by default
 DEFAULT_SYNC_EVERY = 50
+#: version of :meth:`Watcher.state_dict`'s layout
+STATE_VERSION = 1
 
 
 class Watcher:
@@ -79,32 +75,31 @@ class Watcher:
             if not callable(cb):
                 raise InputError(f"`on_alert` must be callable or a list of callables; got {cb!r}.")
         self._callbacks = callbacks
-        evals = [] if evaluation is None else [evaluation] if isinstance(evaluation, Evaluation) else list(evaluation)
+        evals = (
+            [] if evaluation is None
+            else [evaluation] if isinstance(evaluation, Evaluation) else list(evaluation)
+        )
         for ev in evals:
             if not isinstance(ev, Evaluation):
                 raise InputError(
-                    f"`evaluation` must be a labcoat.watch.Evaluation or a list of them; got {type(ev).__name__}."
+                    "`evaluation` must be a labcoat.watch.Evaluation or a list of them; got "
+                    f"{type(ev).__name__}."
                 )
         self._periodic = evals
-        self._evaluating = False
         self._invariants = INVARIANTS.create(invariants, options)
-        self._declared_frozen = resolve_tensors(
-            self.model, as_items(expect_frozen), "expect_frozen", with_buffers=True
+        self._declared_frozen = resolve(
+            self.model, expect_frozen, "expect_frozen", with_buffers=True
         )
         self._replicated_spec = replicated
         self._events_path = events
         self._group = group
-
-        self._alerts: list[Alert] = []
-        self._events: list[dict[str, Any]] = []
         self._evaluations: list[EvalResult] = []
         self._started = False
         self._closed = False
-        self._handles: list[Any] = []
-        self._log: EventLog | None = None
-        self.observed = 0
-        self.samples = 0
+        self._resume: Mapping[str, Any] | None = None
         self._last_step: int | None = None
+        self.sampler: Sampler | None = None
+        self.judge = Judge(self._invariants, callbacks=callbacks, ledger=self.ledger)
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Watcher":
@@ -120,135 +115,64 @@ class Watcher:
             raise InputError("this watch has already been started; make a new labcoat.watch(...)")
         self._started = True
         self.info = RankInfo.current(self._group)
-        named = list(self.model.named_parameters())
-        self._names = tuple(n for n, _ in named)
-        self._params = [p for _, p in named]
-        name_of = {id(p): n for n, p in named}
-        group_params = tuple(
-            tuple(name_of.get(id(p), f"param_groups[{g}][{i}]") for i, p in enumerate(group["params"]))
-            for g, group in enumerate(self.optimizer.param_groups)
+        if self._events_path is not None:
+            path = rank_path(self._events_path, self.info.rank, self.info.world_size)
+            self.judge.log = EventLog(path)
+        self.sampler = Sampler(
+            self.model, self.optimizer, frozen=self._declared_frozen, every=self.every,
+            sync_every=self.sync_every, info=self.info,
         )
-        frozen: dict[str, FrozenReason] = {n: "requires_grad=False" for n, p in named if not p.requires_grad}
-        frozen.update({n: "declared" for n in self._declared_frozen})
-        by_name = dict(named)
-        self._frozen_tensors = {n: self._declared_frozen.get(n, by_name.get(n)) for n in frozen}
-        baseline = to_host([fused_norms(list(self._frozen_tensors.values()))])[0] if frozen else []
-        self.context = WatchContext(
-            param_names=self._names,
-            frozen=frozen,
-            group_params=group_params,
-            frozen_baseline=dict(zip(self._frozen_tensors, baseline)),
-            rank=self.info.rank,
-            world_size=self.info.world_size,
-            every=self.every,
+        needs = self.judge.start(self.sampler.context)
+        if self.judge.records_series:
+            needs |= {"grad_norms", "update_ratio"}
+        replicated = (
+            select_replicated(self.model, self._replicated_spec) if "cross_rank" in needs else None
         )
-        self._active: list[Invariant] = []
-        self._skipped: dict[str, str] = {}
-        for inv in self._invariants:
-            reason = inv.applies(self.context)
-            if reason is None:
-                inv.setup(self.context)
-                self._active.append(inv)
-            else:
-                self._skipped[inv.kind] = reason
-        self._needs = frozenset().union(*(inv.needs for inv in self._active))
-        self._violated: dict[str, set[str]] = {inv.kind: set() for inv in self._active}
-
-        self._log = (
-            EventLog(rank_path(self._events_path, self.info.rank, self.info.world_size))
-            if self._events_path is not None
-            else None
-        )
-        self._reset_pending()
-        self._applied_since_measure = 0
-        self._sample_next = True
-        self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
-        self._handles.append(self.optimizer.register_step_post_hook(self._after_step))
-        self._clock: StepClock | None = None
-        self._sync: Synchronizer | None = None
-        if "cross_rank" in self._needs:
-            replicated = select_replicated(self.model, self._replicated_spec)
-            self._sync = Synchronizer(list(replicated), list(replicated.values()), self.info)
-            self._clock = StepClock()
-            self._handles.append(self.model.register_forward_pre_hook(self._forward_start))
-            self._handles.append(self.model.register_forward_hook(self._forward_end))
+        self.sampler.attach(needs, replicated)
+        if self._resume is not None:
+            self._load(self._resume)
+            self._resume = None
         return self
 
     def close(self) -> None:
-        """Remove every hook, close the events file and hand the findings to the ledger."""
+        """Remove every hook, write what is buffered and hand the findings to the ledger."""
         if not self._started or self._closed:
             return
         self._closed = True
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-        if self._log is not None:
-            self._log.close()
+        if self.sampler is not None:
+            self.sampler.remove()
+        self.judge.close()
         if self.ledger is not None:
             self.ledger.record_findings(self.findings(), source="watch")
 
-    # -- hooks (they only read) ------------------------------------------------------------
-    def _before_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
-        if self._clock is not None:
-            self._clock.step_start()
-        if not self._sample_next:
-            return
-        if "param_norms" in self._needs:
-            self._measure_params()
-        if "grad_norms" in self._needs:
-            closure = args[0] if args else kwargs.get("closure")
-            if closure is None:
-                self._measure_grads()
-            else:  # the closure computes this step's gradients inside step(): read them after
-                self._grads_after_step = True
-        if "lrs" in self._needs:
-            self._pending_lrs = [_lr_value(g.get("lr")) for g in optimizer.param_groups]
+    @property
+    def context(self) -> WatchContext:
+        """Facts about the watched run (parameter names, frozen tensors, rank)."""
+        if self.sampler is None:
+            raise InputError("the watch has not started; use `with labcoat.watch(...) as w:`.")
+        return self.sampler.context
 
-    def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
-        self._applied_since_measure += 1
-        if self._clock is not None:
-            self._clock.step_end()
-        if self._grads_after_step:
-            self._grads_after_step = False
-            self._measure_grads()
+    @property
+    def observed(self) -> int:
+        """observe() calls so far (including those before a resume)."""
+        return 0 if self.sampler is None else self.sampler.observed
 
-    def _forward_start(self, module: nn.Module, args: Any) -> None:
-        if self._clock is not None and not self._evaluating:
-            self._clock.forward_start()
-
-    def _forward_end(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._clock is not None and not self._evaluating:
-            self._clock.forward_end()
-
-    def _measure_params(self) -> None:
-        self._pending_params = fused_norms(self._params)
-        self._pending_versions = [p._version for p in self._params]
-        self._pending_applied = self._applied_since_measure
-        self._applied_since_measure = 0
-
-    def _measure_grads(self) -> None:
-        with_grad = [(n, p.grad) for n, p in zip(self._names, self._params) if p.grad is not None]
-        self._pending_grad_names = tuple(n for n, _ in with_grad)
-        self._pending_grads = fused_norms([g for _, g in with_grad])
-
-    def _reset_pending(self) -> None:
-        self._pending_losses: list[tuple[int, Any]] = []
-        self._pending_params: torch.Tensor | None = None
-        self._pending_versions: list[int] | None = None
-        self._pending_applied = 0
-        self._pending_grads: torch.Tensor | None = None
-        self._pending_grad_names: tuple[str, ...] = ()
-        self._pending_lrs: list[float | None] | None = None
-        self._grads_after_step = False
+    @property
+    def samples(self) -> int:
+        """Steps whose tensors were sampled so far."""
+        return 0 if self.sampler is None else self.sampler.samples
 
     # -- the user's side -------------------------------------------------------------------
-    def observe(self, step: int, loss: Any = None) -> list[Alert]:
+    def observe(self, step: int, loss: Any = None, *, batch: Any = None) -> list[Alert]:
         """Record one training step (call it after ``optimizer.step()``); returns new alerts.
 
         ``loss`` may be a scalar tensor (kept on its device until the next sampled step) or a
-        number. Under torch.distributed every rank must call ``observe`` equally often.
+        number. ``batch`` (optional) is the step's input batch, as the loader gave it; a
+        fingerprint of it lets ``repeat_batch`` see batches that come back. Under
+        torch.distributed every rank must call ``observe`` equally often.
         """
-        if not self._started or self._closed:
+        sampler = self.sampler
+        if sampler is None or self._closed:
             raise InputError(
                 "observe() was called outside the watch; call it inside "
                 "`with labcoat.watch(model, optimizer) as w:`."
@@ -259,25 +183,26 @@ class Watcher:
         self._last_step = step
         if loss is not None:
             self.record_loss(step, loss)
-        index = self.observed
-        self.observed += 1
-        if self._clock is not None:
-            self._clock.lap()
-        sampled = index % self.every == 0
-        synced = self._sync is not None and index % self.sync_every == 0
+        if batch is not None:
+            sampler.add_batch(step, batch)
+        sampled, synced = sampler.tick()
         new: list[Alert] = []
         if sampled or synced:
-            new = self._judge(self._collect(step, sampled, synced))
-        self._sample_next = self.observed % self.every == 0
+            new = self.judge.judge(sampler.collect(step, sampled, synced), sampled)
+        sampler.plan_next()
+        if self._periodic:
+            self._run_periodic(step)
+        if sampler.clock is not None:
+            sampler.clock.restart()
+        return new
+
+    def _run_periodic(self, step: int) -> None:
         for ev in self._periodic:
             if self.observed % ev.every == 0:
                 self.evaluate(
                     ev.batches, ev.score, width=ev.width, threshold=ev.threshold, lower=ev.lower,
                     upper=ev.upper, confidence=ev.confidence, name=ev.name, step=step,
                 )
-        if self._clock is not None:
-            self._clock.restart()
-        return new
 
     def evaluate(
         self,
@@ -298,7 +223,8 @@ class Watcher:
         an anytime-valid confidence sequence (:mod:`labcoat.watch.evaluation`), so stopping
         at ``width`` (or once ``threshold`` is excluded) keeps its ``confidence``.
         """
-        self._evaluating = True
+        if self.sampler is not None:
+            self.sampler.evaluating = True
         try:
             result = evaluate(
                 self.model, batches, score, width=width, threshold=threshold, lower=lower,
@@ -306,117 +232,73 @@ class Watcher:
                 step=self._last_step if step is None else step,
             )
         finally:
-            self._evaluating = False
+            if self.sampler is not None:
+                self.sampler.evaluating = False
         self._evaluations.append(result)
-        self._emit(result.to_event(self.info.rank if self._started else None))
+        self.judge.emit(result.to_event(self.info.rank if self._started else None))
         return result
 
     def record_loss(self, step: int, loss: Any) -> None:
         """Add a loss that arrives apart from :meth:`observe` (e.g. from a trainer's logs)."""
+        if self.sampler is None:
+            raise InputError("record_loss() was called outside the watch.")
         if isinstance(loss, torch.Tensor):
             if loss.numel() != 1:
                 raise InputError(
                     f"`loss` must be a scalar; got a tensor of shape {tuple(loss.shape)}. "
                     "Pass the reduced training loss (e.g. loss.mean())."
                 )
-            self._pending_losses.append((int(step), loss.detach()))
+            self.sampler.add_loss(int(step), loss.detach())
         elif isinstance(loss, numbers.Real) and not isinstance(loss, bool):
-            self._pending_losses.append((int(step), float(loss)))
+            self.sampler.add_loss(int(step), float(loss))
         else:
-            raise InputError(f"`loss` must be a scalar tensor or a number; got {type(loss).__name__}.")
+            raise InputError(
+                f"`loss` must be a scalar tensor or a number; got {type(loss).__name__}."
+            )
 
-    def _collect(self, step: int, sampled: bool, synced: bool) -> Sample:
-        if sampled and "param_norms" in self._needs and self._pending_params is None:
-            self._measure_params()  # no optimizer step ran this step (skipped or accumulating)
-        vectors: dict[str, torch.Tensor] = {}
-        if self._pending_losses:
-            vectors["losses"] = stack_scalars([v for _, v in self._pending_losses])
-        if sampled and self._pending_params is not None:
-            vectors["params"] = self._pending_params
-        if sampled and self._pending_grads is not None:
-            vectors["grads"] = self._pending_grads
-        if sampled and "frozen_norms" in self._needs and self._frozen_tensors:
-            vectors["frozen"] = fused_norms(list(self._frozen_tensors.values()))
-        host = dict(zip(vectors, to_host(list(vectors.values()))))
-        cross = self._sync.gather(self._clock.take_median()) if synced and self._sync and self._clock else None
-        grads = host.get("grads")
-        params = host.get("params")
-        if params is not None:
-            applied = self._pending_applied
-        elif sampled:
-            applied, self._applied_since_measure = self._applied_since_measure, 0
+    # -- resuming --------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The watch's windows and counters as plain data: save it with the model's checkpoint
+        and pass it to :meth:`load_state_dict` when the run resumes (before or after start)."""
+        if self.sampler is None:
+            raise InputError("state_dict() needs a started watch; call it inside the `with` block.")
+        return {
+            "version": STATE_VERSION,
+            "every": self.every,
+            "sampler": self.sampler.state_dict(),
+            "judge": self.judge.state_dict(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict` of an earlier run of the same setup."""
+        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
+            raise InputError(
+                "load_state_dict() expects what Watcher.state_dict() returned (version "
+                f"{STATE_VERSION}); got {type(state).__name__}."
+            )
+        if self.sampler is None:
+            self._resume = state
         else:
-            applied = 0
-        sample = Sample(
-            step=step,
-            time=time.time(),
-            losses=[(s, v) for (s, _), v in zip(self._pending_losses, host.get("losses", []))],
-            applied_steps=applied,
-            lrs=self._pending_lrs if sampled else None,
-            grad_norms=dict(zip(self._pending_grad_names, grads)) if grads is not None else None,
-            param_norms=dict(zip(self._names, params)) if params is not None else None,
-            param_versions=dict(zip(self._names, self._pending_versions or ())) if params is not None else None,
-            frozen_norms=dict(zip(self._frozen_tensors, host["frozen"])) if "frozen" in host else None,
-            cross_rank=cross,
-        )
-        self._reset_pending()
-        if sampled:
-            self.samples += 1
-        return sample
+            if self.sampler.observed:
+                raise InputError("load_state_dict() must come before the first observe().")
+            self._load(state)
 
-    def _judge(self, sample: Sample) -> list[Alert]:
-        new: list[Alert] = []
-        for inv in list(self._active):
-            try:
-                inv.update(sample)
-                violations = inv.compute()
-            except Exception as exc:  # a broken invariant must not stop the user's training
-                warnings.warn(
-                    f"labcoat.watch: the {inv.kind!r} invariant raised {exc!r}; it is turned off "
-                    "for the rest of this run.",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
-                self._active.remove(inv)
-                self._skipped[inv.kind] = f"turned off after an internal error: {exc!r}"
-                continue
-            now = {v.subject for v in violations}
-            before = self._violated[inv.kind]
-            for v in violations:
-                if v.subject not in before:
-                    new.append(self._raise(inv, v, sample))
-            self._violated[inv.kind] = now
-        return new
-
-    def _raise(self, inv: Invariant, v: Violation, sample: Sample) -> Alert:
-        alert = Alert(
-            kind=inv.kind,
-            step=sample.step,
-            rank=self.info.rank,
-            severity=v.severity or inv.severity,
-            message=v.message,
-            evidence=dict(v.evidence),
-            subject=v.subject,
-            value=v.value,
-            time=sample.time,
-        )
-        self._alerts.append(alert)
-        self._emit(alert.to_event())
-        logger.warning("%s at step %s: %s", alert.kind, alert.step, alert.message)
-        for cb in self._callbacks:
-            cb(alert)
-        return alert
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        self._events.append(event)
-        if self._log is not None:
-            self._log.write(event)
+    def _load(self, state: Mapping[str, Any]) -> None:
+        assert self.sampler is not None
+        saved_names = tuple(state["sampler"]["param_names"])
+        if saved_names != self.sampler.names or state["every"] != self.every:
+            raise InputError(
+                "the saved watch state is for another setup (its parameters or `every` differ); "
+                "resume with the same model and `every`, or start a fresh watch."
+            )
+        self.sampler.load_state_dict(state["sampler"])
+        self.judge.load_state_dict(state["judge"])
 
     # -- results ---------------------------------------------------------------------------
     @property
     def alerts(self) -> list[Alert]:
         """Every alert this rank raised, in order."""
-        return list(self._alerts)
+        return list(self.judge.alerts)
 
     @property
     def evaluations(self) -> list[EvalResult]:
@@ -425,37 +307,20 @@ class Watcher:
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        """Every event this rank recorded (alerts and evaluations), as JSON-able dicts."""
-        return list(self._events)
+        """The alerts and evaluations this rank recorded, as JSON-able dicts (the sampled
+        series goes to the events file and the ledger, not here)."""
+        return list(self.judge.events)
 
     def findings(self) -> list[Finding]:
         """One finding per alert, a pass per invariant that held, a skip per one that could not
         apply: what the ledger records for this run."""
-        out: list[Finding] = []
-        for inv in self._invariants:
-            mine = [a for a in self._alerts if a.kind == inv.kind]
-            if mine:
-                out.extend(a.to_finding() for a in mine)
-                continue
-            skipped = self._skipped.get(inv.kind) if self._started else "the watch never started"
-            base = Finding(
-                check=inv.kind,
-                layer="watch",
-                status="skip" if skipped else "pass",
-                message=skipped or f"held over {self.observed} steps ({self.samples} sampled)",
-                evidence={"steps": self.observed, "samples": self.samples},
-                falsifies=inv.falsifies,
-                predicts=inv.predicts,
-                rank=self.info.rank if self._started else None,
-            )
-            out.append(base)
-        return out
+        return self.judge.findings(self.observed, self.samples, self._started)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running" if self._started else "not started"
         return (
             f"Watcher({state}, every={self.every}, observed={self.observed}, "
-            f"alerts={len(self._alerts)})"
+            f"alerts={len(self.judge.alerts)})"
         )
 
 
@@ -481,8 +346,10 @@ def watch(
     model, optimizer
         The module being trained (a DDP/DataParallel wrapper is unwrapped) and its optimizer.
     expect_frozen
-        Submodules, parameters or names that must not change; parameters with
-        ``requires_grad=False`` are expected frozen anyway.
+        What must not change: glob patterns of tensor names (``"backbone.*"``), names of
+        parameters or submodules, submodules or parameters (see :mod:`labcoat.params`, the
+        same convention as ``labcoat.diagnose``); parameters with ``requires_grad=False`` are
+        expected frozen anyway, and a declared module's floating-point buffers are included.
     ledger
         An object with ``record_findings(findings, source=...)`` (a :class:`labcoat.Ledger`);
         the watch's findings go there when the ``with`` block ends.
@@ -533,12 +400,3 @@ def _check_count(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise InputError(f"`{name}` must be a positive int (steps); got {value!r}.")
     return int(value)
-
-
-def _lr_value(lr: Any) -> float | None:
-    if lr is None:
-        return None
-    if isinstance(lr, torch.Tensor):
-        return float(lr.detach().reshape(()).cpu())
-    value = float(lr)
-    return value if math.isfinite(value) else None

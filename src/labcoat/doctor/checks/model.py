@@ -11,9 +11,10 @@ from torch import nn
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import matches_any, perturb_zero_tensors
+from labcoat.doctor.setup import perturb_zero_tensors
 from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
+from labcoat.params import unmatched as unmatched_items
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     scale = max(1.0, float(a.abs().max()) if a.numel() else 1.0)
@@ -313,7 +314,7 @@ def params_frozen(case: Case) -> Outcome:
     named = list(case.blueprint.model.named_parameters())
     frozen = [n for n, p in named if not p.requires_grad]
     undeclared = [n for n in frozen if not case.is_declared_frozen(n)]
-    unmatched = [pat for pat in case.expect_frozen if not any(matches_any(n, (pat,)) for n, _ in named)]
+    unmatched = unmatched_items([n for n, _ in named], case.expect_frozen)
     evidence = {"parameters": len(named), "frozen": frozen[:50], "undeclared_frozen": undeclared[:50], "patterns_matching_nothing": unmatched}
     if not named:
         return failed("the model has no parameters", **evidence)

@@ -4,7 +4,7 @@
     trainer = lightning.Trainer(callbacks=[LabcoatWatch(every=10, events="run/events.jsonl")])
 
 The watch starts when training starts (the optimizers exist by then), observes every training
-batch with the loss the ``training_step`` returned, and closes when training ends or fails.
+batch with the loss the ``training_step`` returned (and the batch, for ``repeat_batch``), and closes when training ends or fails.
 Lightning calls ``optimizer.step(closure)``; the watch reads gradients after the closure ran.
 """
 
@@ -50,7 +50,7 @@ class LabcoatWatch(Callback):
         if self.watcher is None:
             return
         loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
-        self.watcher.observe(step=trainer.global_step, loss=loss)
+        self.watcher.observe(step=trainer.global_step, loss=loss, batch=batch)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self._close()

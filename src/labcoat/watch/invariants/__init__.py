@@ -11,6 +11,8 @@ from labcoat.watch.invariants.grad_vanish import GradVanish
 from labcoat.watch.invariants.lr_zero import LrZero
 from labcoat.watch.invariants.desync import Desync
 from labcoat.watch.invariants.straggler import Straggler
+from labcoat.watch.invariants.no_step import NoStep
+from labcoat.watch.invariants.repeat_batch import RepeatBatch
 
 __all__ = [
     "INVARIANTS",
@@ -22,8 +24,10 @@ __all__ = [
     "Invariant",
     "InvariantRegistry",
     "LrZero",
+    "NoStep",
     "NoTrend",
     "NonFinite",
+    "RepeatBatch",
     "Spike",
     "Stale",
     "Straggler",

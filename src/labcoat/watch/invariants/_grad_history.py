@@ -12,6 +12,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 
+#: the last (grad_norms, names, row, total): grad_explode and grad_vanish read the same sample
+_last: list = [None, None, None, None]
+
+
 class GradHistory:
     def __init__(self, names: Sequence[str], window: int):
         self.names = tuple(names)
@@ -24,18 +28,29 @@ class GradHistory:
     def row(self, grad_norms: Mapping[str, float]) -> tuple[np.ndarray, float]:
         """This sample as a log10 row (NaN: no gradient) and the log10 total norm (NaN if none
         or non-finite)."""
-        row = np.full(len(self.names), np.nan)
-        squares = 0.0
-        for name, norm in grad_norms.items():
-            i = self.index.get(name)
-            if i is None:
-                continue
-            if not math.isfinite(norm):
-                return row, math.nan  # the nonfinite invariant reports this sample
-            row[i] = math.log10(norm) if norm > 0 else -math.inf
-            squares += norm * norm
-        total = math.log10(math.sqrt(squares)) if squares > 0 else (-math.inf if grad_norms else math.nan)
-        return row, total
+        cached = _last
+        if cached[0] is grad_norms and cached[1] == self.names:  # the other invariant's work
+            return cached[2].copy(), cached[3]
+        nan = math.nan
+        if not grad_norms:
+            return np.full(len(self.names), nan), nan
+        if not math.isfinite(sum(grad_norms.values())):  # norms are >= 0
+            return np.full(len(self.names), nan), nan  # the nonfinite invariant reports this
+        values = [grad_norms.get(n, nan) for n in self.names]
+        if len(values) <= 64:  # a few dozen numbers: plain Python beats numpy's call overhead
+            squares = sum(v * v for v in values if v == v)  # NaN marks "no gradient"
+            row = np.array(
+                [math.log10(v) if v > 0 else -math.inf if v == 0 else nan for v in values]
+            )
+        else:
+            norms = np.array(values)
+            present = norms[norms == norms]
+            squares = float(present @ present)
+            with np.errstate(divide="ignore"):
+                row = np.log10(norms)  # a zero norm is -inf; no gradient stays NaN
+        total = math.log10(math.sqrt(squares)) if squares > 0 else -math.inf
+        _last[:] = [grad_norms, self.names, row, total]
+        return row.copy(), total
 
     def push(self, row: np.ndarray, total: float) -> None:
         slot = self.count % self.window
@@ -43,6 +58,14 @@ class GradHistory:
         self.logs[slot] = np.where(np.isfinite(row), row, np.nan)
         self.total[slot] = total if math.isfinite(total) else np.nan
         self.count += 1
+
+    def state_dict(self) -> dict:
+        return {"logs": self.logs.tolist(), "total": self.total.tolist(), "count": self.count}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.logs = np.asarray(state["logs"], dtype=float).reshape(self.logs.shape)
+        self.total = np.asarray(state["total"], dtype=float).reshape(self.total.shape)
+        self.count = int(state["count"])
 
     @property
     def filled(self) -> int:

@@ -22,6 +22,18 @@ _MAD_TO_SD = float(1.0 / norm.ppf(0.75))
 _MIN_SCALE = 1e-12
 
 
+def median_of(sorted_values: list[float]) -> float:
+    n = len(sorted_values)
+    mid = n // 2
+    return sorted_values[mid] if n % 2 else 0.5 * (sorted_values[mid - 1] + sorted_values[mid])
+
+
+def robust_scale(values: list[float], center: float) -> float:
+    """MAD around ``center`` scaled to a normal's standard deviation, for a short list of
+    finite floats: sorting a few dozen numbers in Python beats numpy's per-call overhead."""
+    return max(median_of(sorted(abs(v - center) for v in values)) * _MAD_TO_SD, _MIN_SCALE)
+
+
 def center_scale(
     values: Iterable[float] | np.ndarray, axis: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

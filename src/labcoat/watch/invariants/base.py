@@ -21,10 +21,14 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 from labcoat.errors import InputError
 from labcoat.watch.alerts import Severity
 from labcoat.watch.sample import CrossRank, Sample, WatchContext
+from labcoat.watch.state import decode, encode
 
 #: the sample fields an invariant may ask for
 SAMPLE_FIELDS = frozenset(
-    {"losses", "lrs", "grad_norms", "param_norms", "frozen_norms", "cross_rank"}
+    {
+        "losses", "lrs", "grad_norms", "param_norms", "frozen_norms", "cross_rank",
+        "update_ratio", "step_gaps", "batches",
+    }
 )
 
 
@@ -117,9 +121,29 @@ class Invariant(ABC):
         """The declared state, for inspection and tests."""
         return {name: getattr(self, name) for name in self._state_defaults}
 
+    def state_dict(self) -> dict[str, Any]:
+        """The declared state as plain data (see :mod:`labcoat.watch.state`), for checkpoints."""
+        return {name: encode(getattr(self, name)) for name in self._state_defaults}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; call after :meth:`setup`."""
+        missing = sorted(set(self._state_defaults) - set(state))
+        if missing:
+            raise InputError(
+                f"the saved state of the {self.kind!r} invariant lacks {missing[0]!r}; was it "
+                "saved by another labcoat version or with other options?"
+            )
+        for name in self._state_defaults:
+            setattr(self, name, decode(state[name], getattr(self, name), {"Violation": Violation}))
+
     # -- the contract ------------------------------------------------------------------------
     def applies(self, context: WatchContext) -> str | None:
         """A reason this invariant cannot say anything about the run, or ``None``."""
+        return None
+
+    def idle_reason(self) -> str | None:
+        """Why this invariant, although it applied, saw nothing to judge (its finding is then a
+        skip, not a pass), or ``None``."""
         return None
 
     def setup(self, context: WatchContext) -> None:

@@ -50,14 +50,18 @@ class GradVanish(Invariant):
 
     def _judge(self, row: np.ndarray, step: int) -> Violation | None:
         past = self.history.past_logs()
+        # a drop of `factor` below the median is also one below the largest value: screen with
+        # that cheap bound (and for a gradient gone missing) before anything else
+        with np.errstate(all="ignore"):
+            possible = row <= np.fmax.reduce(past, axis=0) - math.log10(self.factor)
+        missing = np.isnan(row)
+        if not (possible.any() or missing.any()):
+            return None
         seen = np.isfinite(past).sum(axis=0)
         now = row.copy()
-        lost = np.isnan(now) & (seen == self.history.filled)  # always had one, now has none
+        lost = missing & (seen == self.history.filled)  # always had one, now has none
         now[lost] = -np.inf
-        # a drop of `factor` below the median is also one below the largest value: screen with
-        # that cheap bound and take medians only where it passes
-        with np.errstate(all="ignore"):
-            possible = now <= np.fmax.reduce(past, axis=0) - math.log10(self.factor)
+        possible |= lost
         enough = (seen >= self.min_history) & possible
         if not enough.any():
             return None

@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-import numpy as np
-
-from labcoat.watch.invariants._robust import center_scale
+from labcoat.watch.invariants._robust import median_of, robust_scale
 from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
 from labcoat.watch.sample import Sample, WatchContext
 
@@ -46,17 +44,28 @@ class Spike(Invariant):
         self.history.extend(v for _, v in finite)
 
     def _judge(self, losses: list[tuple[int, float]]) -> list[tuple[int, float, float, float, str]]:
-        past = np.fromiter(self.history, dtype=float)
-        log = bool((past > 0).all())
-        center, scale = center_scale(np.log(past) if log else past)
-        c, sigma = float(center), float(scale)
-        median = math.exp(c) if log else c
+        past = sorted(self.history)
+        log = past[0] > 0
+        # a spike must exceed the median by `rel`; the lower middle value bounds the median
+        # from below on either scale, so this screen settles most losses without more work
+        low = past[(len(past) - 1) // 2]
+        candidates = [(s, v) for s, v in losses if self.rel > 1 or v > low + self.rel * abs(low)]
+        if not candidates:
+            return []
+        if log:
+            logs = [math.log(v) for v in past]
+            c = median_of(logs)
+            sigma = robust_scale(logs, c)
+            median = math.exp(c)
+        else:
+            c = median = median_of(past)
+            sigma = robust_scale(past, c)
         out = []
-        for step, loss in losses:
-            if log and loss <= 0:
+        for step, loss in candidates:
+            if loss <= median + self.rel * abs(median):
                 continue
             z = ((math.log(loss) if log else loss) - c) / sigma
-            if z >= self.z and loss > median + self.rel * abs(median):
+            if z >= self.z:
                 out.append((step, loss, median, z, "log" if log else "linear"))
         return out
 

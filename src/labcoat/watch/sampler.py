@@ -1,0 +1,336 @@
+"""The watch's eyes: hooks that only read, turning a training loop into :class:`Sample` objects.
+
+The sampler hooks the optimizer's step (pre and post) and, when ranks are compared, the
+model's forward. On a sampled step the pre-step hook computes gradient and parameter norms on
+the device with one fused kernel, and keeps a strided sample of each trained tensor so the
+post-step hook can estimate the update/weight ratio; :meth:`Sampler.collect` moves everything
+pending to the host in one transfer. Between sampled steps the hooks only count and keep a
+detached reference to each loss (and a batch fingerprint), so every loss is still seen.
+Nothing the model or optimizer computes is changed; :meth:`Sampler.remove` undoes every hook.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Hashable, Mapping
+
+import torch
+from torch import nn
+
+from labcoat.watch.batches import Fingerprint, fingerprint
+from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
+from labcoat.watch.probes import fused_norms, stack_scalars, to_host
+from labcoat.watch.sample import FrozenReason, Sample, WatchContext
+
+#: elements of each trained tensor kept to estimate the update/weight ratio
+UPDATE_SAMPLE = 1024
+
+
+class Sampler:
+    """Hooks -> samples for one model and optimizer (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        frozen: Mapping[str, torch.Tensor],
+        every: int,
+        sync_every: int,
+        info: RankInfo,
+    ):
+        self.model, self.optimizer, self.info = model, optimizer, info
+        self.every, self.sync_every = every, sync_every
+        named = list(model.named_parameters())
+        self.names = tuple(n for n, _ in named)
+        self.params = [p for _, p in named]
+        name_of = {id(p): n for n, p in named}
+        group_params = tuple(
+            tuple(
+                name_of.get(id(p), f"param_groups[{g}][{i}]") for i, p in enumerate(grp["params"])
+            )
+            for g, grp in enumerate(optimizer.param_groups)
+        )
+        reasons: dict[str, FrozenReason] = {
+            n: "requires_grad=False" for n, p in named if not p.requires_grad
+        }
+        reasons.update({n: "declared" for n in frozen})
+        by_name = dict(named)
+        self.frozen_tensors = {n: frozen.get(n, by_name.get(n)) for n in reasons}
+        baseline = to_host([fused_norms(list(self.frozen_tensors.values()))])[0] if reasons else []
+        self.context = WatchContext(
+            param_names=self.names,
+            frozen=reasons,
+            group_params=group_params,
+            frozen_baseline=dict(zip(self.frozen_tensors, baseline)),
+            rank=info.rank,
+            world_size=info.world_size,
+            every=every,
+        )
+        self.needs: frozenset[str] = frozenset()
+        self.evaluating = False
+        self.observed = 0
+        self.samples = 0
+        self.applied = 0  # optimizer steps applied since the watch started
+        self._applied_at_observe = 0
+        self._applied_since_measure = 0
+        self._since_step = 0  # observe() calls since the last applied step
+        self._gaps: list[int] = []
+        self._observes = 0
+        self._sample_next = True
+        self._handles: list[Any] = []
+        self.clock: StepClock | None = None
+        self.sync: Synchronizer | None = None
+        self._reset_pending()
+
+    def attach(self, needs: frozenset[str], replicated: Mapping[str, torch.Tensor] | None) -> None:
+        """Install the hooks, measuring what ``needs`` names; with ``replicated`` tensors, time
+        each step and compare ranks every ``sync_every`` observes."""
+        self.needs = needs
+        self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
+        self._handles.append(self.optimizer.register_step_post_hook(self._after_step))
+        if replicated is not None:
+            self.sync = Synchronizer(list(replicated), list(replicated.values()), self.info)
+            self.clock = StepClock()
+            self._handles.append(self.model.register_forward_pre_hook(self._forward_start))
+            self._handles.append(self.model.register_forward_hook(self._forward_end))
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    # -- hooks (they only read) ------------------------------------------------------------
+    def _before_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        if self.clock is not None:
+            self.clock.step_start()
+        if not self._sample_next:
+            return
+        # everything read below is detached first, so no autograd graph is recorded
+        # torch passes step()'s own arguments, the optimizer first: the closure is the second
+        closure = args[1] if len(args) > 1 else kwargs.get("closure")
+        if "grad_norms" in self.needs and closure is not None:
+            # the closure computes this step's gradients inside step(): read them after
+            self._grads_after_step = True
+            self._measure(params="param_norms" in self.needs, grads=False)
+        else:
+            self._measure("param_norms" in self.needs, "grad_norms" in self.needs)
+        if "update_ratio" in self.needs:
+            self._update_before = self._update_views()
+            self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
+        self._pending_lrs = [_lr_value(g.get("lr")) for g in optimizer.param_groups]
+
+    def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
+        self.applied += 1
+        self._applied_since_measure += 1
+        if self.clock is not None:
+            self.clock.step_end()
+        if not self._sample_next:
+            return
+        if self._grads_after_step:
+            self._grads_after_step = False
+            self._measure(params=False, grads=True)
+        if self._update_before is not None and self._update_copy is not None:
+            scales, views = self._update_before
+            now = self._update_views()[1]
+            if len(now) == len(views):
+                deltas = torch._foreach_sub(now, self._update_copy)
+                norms = fused_norms([*deltas, *self._update_copy])
+                self._pending_update = (scales, norms)
+            self._update_before = self._update_copy = None
+
+    def _forward_start(self, module: nn.Module, args: Any) -> None:
+        if self.clock is not None and not self.evaluating:
+            self.clock.forward_start()
+
+    def _forward_end(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self.clock is not None and not self.evaluating:
+            self.clock.forward_end()
+
+    def _measure(self, params: bool, grads: bool) -> None:
+        tensors: list[torch.Tensor] = []
+        if params:
+            tensors.extend(self.params)
+            self._pending_versions = [p._version for p in self.params]
+            self._pending_applied = self._applied_since_measure
+            self._applied_since_measure = 0
+        if grads:
+            names, found = [], []
+            for name, p in zip(self.names, self.params):
+                if p.grad is not None:
+                    names.append(name)
+                    found.append(p.grad)
+            self._pending_grad_names = tuple(names)
+            tensors.extend(found)
+        if not tensors:
+            return
+        norms = fused_norms(tensors)  # one kernel for parameters and gradients together
+        if params:
+            self._pending_params = norms[: len(self.params)]
+            norms = norms[len(self.params) :]
+        if grads:
+            self._pending_grads = norms
+
+    def _update_views(self) -> tuple[list[float], list[torch.Tensor]]:
+        """A strided view of each trained contiguous parameter, and how many elements each
+        sampled element stands for."""
+        scales, views = [], []
+        for p in self.params:
+            if p.requires_grad and p.is_contiguous() and p.numel() and not p.is_sparse:
+                stride = max(1, -(-p.numel() // UPDATE_SAMPLE))
+                view = p.detach().view(-1)[::stride]
+                views.append(view)
+                scales.append(p.numel() / view.numel())
+        return scales, views
+
+    def _reset_pending(self) -> None:
+        self._pending_losses: list[tuple[int, Any]] = []
+        self._pending_batches: list[tuple[int, int, Fingerprint]] = []
+        self._pending_params: torch.Tensor | None = None
+        self._pending_versions: list[int] | None = None
+        self._pending_applied = 0
+        self._pending_grads: torch.Tensor | None = None
+        self._pending_grad_names: tuple[str, ...] = ()
+        self._pending_lrs: list[float | None] | None = None
+        self._pending_update: tuple[list[float], torch.Tensor] | None = None
+        self._update_before: tuple[list[float], list[torch.Tensor]] | None = None
+        self._update_copy: list[torch.Tensor] | None = None
+        self._grads_after_step = False
+
+    # -- the user's side -------------------------------------------------------------------
+    def add_loss(self, step: int, loss: torch.Tensor | float) -> None:
+        self._pending_losses.append((step, loss))
+
+    def add_batch(self, step: int, batch: Any) -> None:
+        self._pending_batches.append((self.observed, step, fingerprint(batch)))
+
+    def tick(self) -> tuple[bool, bool]:
+        """Count one observe() call; returns (sample tensors now, compare ranks now)."""
+        index = self.observed
+        self.observed += 1
+        self._observes += 1
+        self._since_step += 1
+        if self.applied != self._applied_at_observe:
+            self._applied_at_observe = self.applied
+            self._gaps.append(self._since_step)
+            self._since_step = 0
+        if self.clock is not None:
+            self.clock.lap()
+        sampled = index % self.every == 0
+        synced = self.sync is not None and index % self.sync_every == 0
+        return sampled, synced
+
+    def collect(self, step: int, sampled: bool, synced: bool) -> Sample:
+        """Everything pending as one :class:`Sample`, moved to the host in one transfer."""
+        if sampled and "param_norms" in self.needs and self._pending_params is None:
+            self._measure(params=True, grads=False)  # no step ran (skipped or accumulating)
+        vectors: dict[str, torch.Tensor] = {}
+        if self._pending_losses:
+            vectors["losses"] = stack_scalars([v for _, v in self._pending_losses])
+        if sampled and self._pending_params is not None:
+            vectors["params"] = self._pending_params
+        if sampled and self._pending_grads is not None:
+            vectors["grads"] = self._pending_grads
+        if sampled and self._pending_update is not None:
+            vectors["update"] = self._pending_update[1]
+        if sampled and "frozen_norms" in self.needs and self.frozen_tensors:
+            vectors["frozen"] = fused_norms(list(self.frozen_tensors.values()))
+        device_digests = [t for _, _, fp in self._pending_batches for t in fp.device]
+        if device_digests:
+            vectors["batches"] = torch.cat(device_digests)
+        host = dict(zip(vectors, to_host(list(vectors.values()))))
+        cross = None
+        if synced and self.sync is not None and self.clock is not None:
+            cross = self.sync.gather(self.clock.take_median())
+        grads = host.get("grads")
+        params = host.get("params")
+        if params is not None:
+            applied = self._pending_applied
+        elif sampled:
+            applied, self._applied_since_measure = self._applied_since_measure, 0
+        else:
+            applied = 0
+        sample = Sample(
+            step=step,
+            time=time.time(),
+            losses=[(s, v) for (s, _), v in zip(self._pending_losses, host.get("losses", []))],
+            applied_steps=applied,
+            lrs=self._pending_lrs if sampled else None,
+            grad_norms=dict(zip(self._pending_grad_names, grads)) if grads is not None else None,
+            param_norms=dict(zip(self.names, params)) if params is not None else None,
+            param_versions=(
+                dict(zip(self.names, self._pending_versions or ())) if params is not None else None
+            ),
+            frozen_norms=(
+                dict(zip(self.frozen_tensors, host["frozen"])) if "frozen" in host else None
+            ),
+            cross_rank=cross,
+            update_ratio=_update_ratio(self._pending_update, host.get("update")),
+            observes=self._observes,
+            unapplied=self._since_step,
+            step_gaps=tuple(self._gaps),
+            batches=_batch_keys(self._pending_batches, host.get("batches", [])),
+        )
+        self._reset_pending()
+        self._observes = 0
+        self._gaps = []
+        if sampled:
+            self.samples += 1
+        return sample
+
+    def plan_next(self) -> None:
+        """Decide whether the hooks measure during the coming optimizer step."""
+        self._sample_next = self.observed % self.every == 0
+
+    # -- resuming --------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "observed": self.observed,
+            "samples": self.samples,
+            "applied": self.applied,
+            "since_step": self._since_step,
+            "param_names": list(self.names),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.observed = int(state["observed"])
+        self.samples = int(state["samples"])
+        self.applied = self._applied_at_observe = int(state["applied"])
+        self._since_step = int(state["since_step"])
+        self.plan_next()
+
+
+def _update_ratio(
+    pending: tuple[list[float], Any] | None, norms: list[float] | None
+) -> float | None:
+    if pending is None or not norms:
+        return None
+    scales = pending[0]
+    n = len(scales)
+    update = sum(s * d * d for s, d in zip(scales, norms[:n]))
+    weight = sum(s * w * w for s, w in zip(scales, norms[n:]))
+    if not (math.isfinite(update) and math.isfinite(weight)) or weight <= 0:
+        return math.nan if not math.isfinite(update + weight) else None
+    return math.sqrt(update / weight)
+
+
+def _batch_keys(
+    pending: list[tuple[int, int, Fingerprint]], device_values: list[float]
+) -> tuple[tuple[int, int, Hashable], ...]:
+    out = []
+    at = 0
+    for index, step, fp in pending:
+        n = 2 * len(fp.device)
+        out.append((index, step, fp.key(device_values[at : at + n])))
+        at += n
+    return tuple(out)
+
+
+def _lr_value(lr: Any) -> float | None:
+    if lr is None:
+        return None
+    if isinstance(lr, torch.Tensor):
+        return float(lr.detach().reshape(()).cpu())
+    value = float(lr)
+    return value if math.isfinite(value) else None
