@@ -24,7 +24,7 @@ from labcoat.watch.alerts import Alert
 from labcoat.watch.distributed import RankInfo
 from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
-from labcoat.watch.invariants import INVARIANTS, Invariant
+from labcoat.watch.invariants import Invariant, create
 from labcoat.watch.judge import Judge
 from labcoat.watch.sample import WatchContext
 from labcoat.watch.sampler import Sampler
@@ -86,7 +86,7 @@ class Watcher:
                     f"{type(ev).__name__}."
                 )
         self._periodic = evals
-        self._invariants = INVARIANTS.create(invariants, options)
+        self._invariants = create(invariants, options)
         self._declared_frozen = resolve(
             self.model, expect_frozen, "expect_frozen", with_buffers=True
         )
