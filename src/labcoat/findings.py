@@ -248,6 +248,24 @@ def registries(engine: str | None = None) -> list[CheckRegistry]:
     return out
 
 
+def catalogue(engine: str | None = None) -> list[dict[str, Any]]:
+    """Every declared check (or one engine's) as plain rows: engine, id, layer, severity,
+    what it falsifies and predicts, and its options' defaults."""
+    return [
+        {
+            "engine": registry.engine,
+            "id": c.id,
+            "layer": c.layer,
+            "severity": c.severity,
+            "falsifies": c.falsifies,
+            "predicts": c.predicts,
+            "options": {name: spec[0] for name, spec in c.options.items()},
+        }
+        for registry in registries(engine)
+        for c in registry
+    ]
+
+
 def worst(findings: Iterable[Finding]) -> Status | None:
     """The most severe status among ``findings`` (fail > warn > pass > skip), or None if empty."""
     statuses = [f.status for f in findings]

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from labcoat.cli.output import console, emit_json, json_option
+from labcoat.cli.output import json_option, respond
 
 
 @click.command()
@@ -35,13 +35,15 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
-    if as_json:
-        emit_json({"target": target, **report.to_dict()})
-    else:
-        out = console()
-        out.rule(f"labcoat doctor · {target}")
-        out.print(report)
+    respond(as_json, {"target": target, **report.to_dict()}, lambda: _titled(target, report))
     raise click.exceptions.Exit(0 if report.ok else 1)
+
+
+def _titled(target: str, report):
+    from rich.console import Group
+    from rich.rule import Rule
+
+    return Group(Rule(f"labcoat doctor · {target}"), report)
 
 
 def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledger):
@@ -62,21 +64,25 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
 
 @click.command()
 @json_option
-def checks(as_json: bool) -> None:
-    """List the doctor's checks: what each falsifies and what a healthy setup predicts."""
-    from labcoat.doctor import REGISTRY
+@click.option("--engine", type=click.Choice(["doctor", "watch", "audit", "scale"]), default=None, help="Only this engine's checks.")
+def checks(as_json: bool, engine: str | None) -> None:
+    """List every declared check (doctor, watch, audit, scale): what each falsifies and what a
+    healthy setup predicts."""
+    from labcoat.findings import catalogue
 
-    rows = [{"id": c.id, "layer": c.layer, "falsifies": c.falsifies, "predicts": c.predicts} for c in REGISTRY]
-    if as_json:
-        emit_json({"checks": rows})
-        return
+    rows = catalogue(engine)
+    respond(as_json, {"checks": rows}, lambda: _checks_table(rows))
+
+
+def _checks_table(rows: list[dict]):
     from rich.table import Table
 
-    table = Table(title="labcoat doctor checks")
-    table.add_column("layer")
+    table = Table(title="labcoat checks")
+    for column in ("engine", "layer"):
+        table.add_column(column)
     table.add_column("check", no_wrap=True, min_width=max(len(r["id"]) for r in rows))
     table.add_column("falsifies")
     table.add_column("a healthy setup predicts")
     for r in rows:
-        table.add_row(r["layer"], r["id"], r["falsifies"], r["predicts"])
-    console().print(table)
+        table.add_row(r["engine"], r["layer"], r["id"], r["falsifies"], r["predicts"])
+    return table
