@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
+from labcoat._validation import check_int
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import resolve
@@ -397,6 +398,4 @@ def _check_optimizer(optimizer: Any) -> torch.optim.Optimizer:
 
 
 def _check_count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InputError(f"`{name}` must be a positive int (steps); got {value!r}.")
-    return int(value)
+    return check_int(value, name, minimum=1)
