@@ -92,7 +92,7 @@ def test_periodic_evaluation_runs_every_n_steps_and_is_recorded_as_an_event(tmp_
         (lambda m: evaluate(m, [torch.zeros(2, 2)], lambda b: b), "one score per item"),
         (lambda m: evaluate(m, [torch.full((3,), 2.0)], lambda b: b), r"must lie in \[0, 1\]"),
         (lambda m: evaluate(m, [1], lambda b: b, width=None), "needs `width`, `threshold` or both"),
-        (lambda m: Evaluation([], lambda b: b, every=0), "`every` must be a positive int"),
+        (lambda m: Evaluation([], lambda b: b, every=0), "`every` must be an int >= 1; got 0"),
     ],
 )
 def test_bad_evaluation_input_says_what_to_pass(call, match):

@@ -199,8 +199,8 @@ def test_findings_say_which_invariants_held():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"every": 0}, "`every` must be a positive int"),
-        ({"sync_every": 2.5}, "`sync_every` must be a positive int"),
+        ({"every": 0}, "`every` must be an int >= 1; got 0"),
+        ({"sync_every": 2.5}, "`sync_every` must be an int >= 1; got 2.5"),
         ({"ledger": object()}, "record_findings"),
         ({"expect_frozen": ["fc9"]}, "selects no parameter, buffer or submodule.*'fc1"),
         ({"expect_frozen": ["backbone.*"]}, "selects no parameter.*glob patterns such as"),
