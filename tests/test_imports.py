@@ -129,7 +129,8 @@ def _top_level_packages() -> list[str]:
 def test_every_module_of_a_package_imports_leaves_first_in_a_fresh_interpreter(
     package, subprocess_env
 ):
-    mine = [n for n in _modules() if n == f"labcoat.{package}" or n.startswith(f"labcoat.{package}.")]
+    name = f"labcoat.{package}"
+    mine = [n for n in _modules() if n == name or n.startswith(name + ".")]
     mine.sort(key=lambda n: (-n.count("."), n))  # leaves before the packages that hold them
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     res = subprocess.run(
