@@ -4,14 +4,13 @@ leakage. Exit status: 0 nothing failed (warnings allowed), 1 a check failed, 2 b
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from typing import Any
 
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import console, json_option
+from labcoat.cli.output import json_option, respond, titled
 from labcoat.errors import InputError
 
 ledger_option = click.option(
@@ -51,19 +50,9 @@ def _ledger(ledger: str | None, no_ledger: bool) -> Any:
 
 def _finish(result: Any, as_json: bool, title: str, extra: dict[str, Any] | None = None) -> None:
     """Print the result (one JSON object with --json, else rich) and exit 1 if a check failed."""
-    if as_json:
-        from labcoat._jsonable import jsonable
-
-        payload = {**result.to_dict(), **(extra or {})}
-        # every row index the user asked for, not the first thousand
-        sys.stdout.write(
-            json.dumps(jsonable(payload, max_items=sys.maxsize), allow_nan=False) + "\n"
-        )
-        sys.stdout.flush()
-    else:
-        out = console()
-        out.rule(f"labcoat audit · {title}")
-        out.print(result)
+    data = {**result.to_dict(), **(extra or {})}
+    # every row index the user asked for, not the first thousand
+    respond(as_json, data, lambda: titled(f"labcoat audit · {title}", result), max_items=sys.maxsize)
     raise click.exceptions.Exit(0 if result.ok else 1)
 
 

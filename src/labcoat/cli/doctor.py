@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import json_option, respond, titled
 
 
 @click.command()
@@ -35,15 +35,8 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
-    respond(as_json, {"target": target, **report.to_dict()}, lambda: _titled(target, report))
+    respond(as_json, {"target": target, **report.to_dict()}, lambda: titled(f"labcoat doctor · {target}", report))
     raise click.exceptions.Exit(0 if report.ok else 1)
-
-
-def _titled(target: str, report):
-    from rich.console import Group
-    from rich.rule import Rule
-
-    return Group(Rule(f"labcoat doctor · {target}"), report)
 
 
 def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledger):

@@ -21,17 +21,28 @@ def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def emit_json(obj: Any) -> None:
-    """Print ``obj`` as one line of strict JSON on stdout."""
-    sys.stdout.write(json.dumps(jsonable(obj), allow_nan=False) + "\n")
+def emit_json(obj: Any, *, max_items: int = 1000) -> None:
+    """Print ``obj`` as one line of strict JSON on stdout (lists cut at ``max_items``)."""
+    sys.stdout.write(json.dumps(jsonable(obj, max_items=max_items), allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
-def respond(as_json: bool, data: Any, render: Callable[[], Any]) -> None:
+def respond(
+    as_json: bool, data: Any, render: Callable[[], Any], *, max_items: int = 1000
+) -> None:
     """The one way a command answers: ``data`` (a result with ``to_dict`` or a dict) as JSON
     with ``--json``, else the rich renderable ``render()`` builds (called only then, so a
-    command's rendering imports stay off the JSON path)."""
+    command's rendering imports stay off the JSON path). ``max_items``: where JSON lists are
+    cut (``sys.maxsize``: every row, as when the user asked for the indices)."""
     if as_json:
-        emit_json(data.to_dict() if hasattr(data, "to_dict") else data)
+        emit_json(data.to_dict() if hasattr(data, "to_dict") else data, max_items=max_items)
     else:
         console().print(render())
+
+
+def titled(title: str, renderable: Any) -> Any:
+    """``renderable`` under a rule naming the command and its target."""
+    from rich.console import Group
+    from rich.rule import Rule
+
+    return Group(Rule(title), renderable)
