@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -45,6 +45,15 @@ class Evaluation:
     upper: float = 1.0
     confidence: float = 0.95
     name: str = "eval"
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`evaluate` this evaluation fixes (its stopping rule
+        and name): every field but batches, score and every."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("batches", "score", "every")
+        }
 
     def __post_init__(self) -> None:
         POSITIVE_INT.check(self.every, "every", hint="It counts steps.")

@@ -200,38 +200,28 @@ class Watcher:
     def _run_periodic(self, step: int) -> None:
         for ev in self._periodic:
             if self.observed % ev.every == 0:
-                self.evaluate(
-                    ev.batches, ev.score, width=ev.width, threshold=ev.threshold, lower=ev.lower,
-                    upper=ev.upper, confidence=ev.confidence, name=ev.name, step=step,
-                )
+                self.evaluate(ev.batches, ev.score, step=step, **ev.settings())
 
     def evaluate(
         self,
         batches: Iterable[Any] | Callable[[], Iterable[Any]],
         score: ScoreFn,
         *,
-        width: float | None = 0.05,
-        threshold: float | None = None,
-        lower: float = 0.0,
-        upper: float = 1.0,
-        confidence: float = 0.95,
-        name: str = "eval",
         step: int | None = None,
+        **settings: Any,
     ) -> EvalResult:
         """Evaluate the model now, stopping once the interval is tight; recorded as an event.
 
-        ``score(batch)`` returns one score per item in ``[lower, upper]``; scores stream into
-        an anytime-valid confidence sequence (:mod:`labcoat.watch.evaluation`), so stopping
+        ``settings`` are :func:`~labcoat.watch.evaluation.evaluate`'s (width, threshold, lower,
+        upper, confidence, name). ``score(batch)`` returns one score per item in
+        ``[lower, upper]``; scores stream into an anytime-valid confidence sequence, so stopping
         at ``width`` (or once ``threshold`` is excluded) keeps its ``confidence``.
         """
         if self.sampler is not None:
             self.sampler.evaluating = True
         try:
-            result = evaluate(
-                self.model, batches, score, width=width, threshold=threshold, lower=lower,
-                upper=upper, confidence=confidence, name=name,
-                step=self._last_step if step is None else step,
-            )
+            step = self._last_step if step is None else step
+            result = evaluate(self.model, batches, score, step=step, **settings)
         finally:
             if self.sampler is not None:
                 self.sampler.evaluating = False
