@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from labcoat.cli.output import json_option, respond, titled
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
 
 
 @click.command()
@@ -17,8 +17,7 @@ from labcoat.cli.output import json_option, respond, titled
 @click.option("--all", "run_all", is_flag=True, help="Run every layer even after one fails.")
 @click.option("--seed", type=int, default=None, help="Seed for splits, copies and controls (default: the experiment's).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-@click.option("--ledger", "ledger", default=None, metavar="PATH_OR_URL", help="Record the findings in this ledger (default: the project's ledger, if one exists).")
-@click.option("--no-ledger", is_flag=True, help="Record nothing.")
+@recording_options()
 def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool) -> None:
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
 
@@ -35,7 +34,8 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
-    respond(as_json, {"target": target, **report.to_dict()}, lambda: titled(f"labcoat doctor · {target}", report))
+    data = {"target": target, **report.to_dict()}
+    respond(as_json, data, lambda: titled(f"labcoat doctor · {target}", report))
     raise click.exceptions.Exit(0 if report.ok else 1)
 
 
@@ -46,10 +46,8 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
         overrides["budget"] = budget
     if seed is not None:
         overrides["seed"] = seed
-    if no_ledger:
-        overrides["ledger"] = False
-    elif ledger is not None:
-        overrides["ledger"] = ledger
+    if no_ledger or ledger is not None:
+        overrides["ledger"] = ledger_target(ledger, no_ledger)
     if quiet or as_json or not sys.stdout.isatty():
         overrides["progress"] = False
     return experiment.diagnose(**overrides)
@@ -57,7 +55,12 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
 
 @click.command()
 @json_option
-@click.option("--engine", type=click.Choice(["doctor", "watch", "audit", "scale"]), default=None, help="Only this engine's checks.")
+@click.option(
+    "--engine",
+    type=click.Choice(["doctor", "watch", "audit", "scale"]),
+    default=None,
+    help="Only this engine's checks.",
+)
 def checks(as_json: bool, engine: str | None) -> None:
     """List every declared check (doctor, watch, audit, scale): what each falsifies and what a
     healthy setup predicts."""

@@ -17,6 +17,26 @@ json_option = click.option(
 )
 
 
+def recording_options(what: str = "the findings") -> Callable[[Any], Any]:
+    """``--ledger PATH_OR_URL`` and ``--no-ledger`` for a command whose result is recorded;
+    :func:`ledger_target` turns the two into the library's ``ledger=`` argument."""
+    ledger = click.option(
+        "--ledger",
+        "ledger",
+        default=None,
+        metavar="PATH_OR_URL",
+        help=f"Record {what} in this ledger (default: the project's ledger, if one exists).",
+    )
+    no_ledger = click.option("--no-ledger", is_flag=True, help="Record nothing.")
+    return lambda command: ledger(no_ledger(command))
+
+
+def ledger_target(ledger: str | None, no_ledger: bool) -> Any:
+    """The ``ledger=`` argument of labcoat's functions: False records nowhere, None the
+    project's ledger if it exists, else the given path or URL."""
+    return False if no_ledger else ledger
+
+
 def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond
 from labcoat.errors import InputError
 
 
@@ -67,14 +67,7 @@ def data_options(
             show_default=True,
             help="Confidence level of the intervals.",
         ),
-        click.option(
-            "--ledger",
-            "ledger",
-            default=None,
-            metavar="PATH_OR_URL",
-            help="Record the fit in this ledger (default: the project's ledger, if one exists).",
-        ),
-        click.option("--no-ledger", is_flag=True, help="Record nothing."),
+        recording_options("the fit"),
         json_option,
     ]
 
@@ -92,7 +85,7 @@ def _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, 
 
     N, D, L = read_runs(file, n_col, d_col, flops_col, x_col, loss_col, form)
     return fit(
-        N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=False if no_ledger else ledger
+        N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=ledger_target(ledger, no_ledger)
     )
 
 
