@@ -79,11 +79,18 @@ def data_options(
     return decorate
 
 
-def _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger):
-    from labcoat.scale import fit
+def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
+    """(N or x, D or None, L) from the runs table the data options name."""
     from labcoat.scale.data import read_runs
 
-    N, D, L = read_runs(file, n_col, d_col, flops_col, x_col, loss_col, form)
+    return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, form)
+
+
+def _fit(*, form, bootstrap, seed, ledger, no_ledger, **columns):
+    """The fit the data options ask for, recorded as --ledger/--no-ledger say."""
+    from labcoat.scale import fit
+
+    N, D, L = _read(form=form, **columns)
     return fit(
         N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=ledger_target(ledger, no_ledger)
     )
@@ -118,25 +125,9 @@ def scale() -> None:
 
 @scale.command("fit")
 @data_options()
-def fit_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-):
+def fit_cmd(level, as_json, **runs):
     """Fit the law (Huber on log loss, every grid start) with intervals and diagnostics."""
-    result = _fit(
-        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
-    )
+    result = _fit(**runs)
     respond(as_json, result.to_dict(level), _views("fit_view", fit_view=(result, level)))
 
 
@@ -162,29 +153,13 @@ def _point(text: str, form: str) -> tuple[float, float | None]:
     required=True,
     help="Where to predict: N,D (or X for --form curve); repeatable.",
 )
-def predict_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-    at,
-):
+def predict_cmd(level, as_json, at, **runs):
     """Predicted loss at new sizes, with the law's interval and a prediction interval."""
     import numpy as np
 
+    form = runs["form"]
     points = [_point(p, form) for p in at]
-    result = _fit(
-        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
-    )
+    result = _fit(**runs)
     N = np.array([p[0] for p in points])
     D = None if form == "curve" else np.array([p[1] for p in points])
     prediction = result.predict(N, D, level=level)
@@ -204,28 +179,11 @@ def predict_cmd(
     required=True,
     help="FLOP budget C; repeatable.",
 )
-def optimal_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-    budgets,
-):
+def optimal_cmd(level, as_json, budgets, **runs):
     """Compute-optimal N and D for FLOP budgets (C ≈ 6·N·D), with intervals."""
-    if form != "chinchilla":
+    if runs["form"] != "chinchilla":
         raise InputError("--form: optimal allocation needs the chinchilla form (loss in N and D)")
-    result = _fit(
-        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
-    )
+    result = _fit(**runs)
     allocation = result.optimal(list(budgets), level=level)
     render = _views(
         "allocation_view", "fit_view", allocation_view=(allocation,), fit_view=(result, level)
@@ -250,33 +208,17 @@ def optimal_cmd(
     show_default=True,
     help="Largest by model size (or x) or by compute 6·N·D.",
 )
-def backtest_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-    top,
-    by,
-):
+def backtest_cmd(level, as_json, top, by, **runs):
     """Fit the smaller runs, predict the K largest: per-run error, MAPE and interval coverage."""
     from labcoat.scale import backtest
-    from labcoat.scale.data import read_runs
 
-    N, D, L = read_runs(file, n_col, d_col, flops_col, x_col, loss_col, form)
+    N, D, L = _read(**runs)
     if top >= len(L):
         raise InputError(
             f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
         )
     result = backtest(
-        N, D, L, holdout=by, top=top, form=form, bootstrap=bootstrap, seed=seed, level=level
+        N, D, L, holdout=by, top=top, form=runs["form"], bootstrap=runs["bootstrap"],
+        seed=runs["seed"], level=level,
     )
     respond(as_json, result, lambda: result)
