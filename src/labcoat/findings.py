@@ -232,6 +232,7 @@ ENGINES: dict[str, str] = {
     "watch": "labcoat.watch.invariants:INVARIANTS",
     "audit": "labcoat.audit.checks:all_checks",
     "scale": "labcoat.scale.diagnostics:CHECKS",
+    "stats": "labcoat.stats.record:CHECKS",
 }
 
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
+from labcoat.findings import ENGINES
 
 
 @click.command()
@@ -57,13 +58,13 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
 @json_option
 @click.option(
     "--engine",
-    type=click.Choice(["doctor", "watch", "audit", "scale"]),
+    type=click.Choice(list(ENGINES)),
     default=None,
     help="Only this engine's checks.",
 )
 def checks(as_json: bool, engine: str | None) -> None:
-    """List every declared check (doctor, watch, audit, scale): what each falsifies and what a
-    healthy setup predicts."""
+    """List every declared check (doctor, watch, audit, scale, stats): what each falsifies and
+    what a healthy setup predicts."""
     from labcoat.findings import catalogue
 
     rows = catalogue(engine)
