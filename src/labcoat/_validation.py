@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from labcoat.errors import InputError
 
@@ -170,23 +170,3 @@ def check_probability(value: Any, name: str) -> float:
 
 def check_choice(value: Any, name: str, options: Iterable[Any], *, none: bool = False) -> Any:
     return OneOf(tuple(options), none).check(value, name)
-
-
-def check_callable(value: Any, name: str, what: str = "a callable", *, none: bool = False):
-    return IsCallable(what, none).check(value, name)
-
-
-def check_seed(value: Any, name: str = "seed") -> int:
-    return Seed().check(value, name)
-
-
-def check_each(
-    values: Iterable[Any], name: str, predicate: Callable[[Any], bool], needed: str
-) -> list[Any]:
-    """Every item of ``values`` satisfies ``predicate``; the message names the first that does
-    not."""
-    out = list(values)
-    for item in out:
-        if not predicate(item):
-            raise fail(name, needed, item)
-    return out
