@@ -5,13 +5,15 @@ Rows, each measured idle and busy in this one run (the bench starts and stops th
 - the whole ``"fast"`` ladder on ``examples/digits.py`` (target: <= 5 s idle on 2 cores, and
   busy <= 2.5x idle: no worse than its fair share of the CPU);
 - a small CNN on digits handed over as a ``DataLoader`` (target: <= 15 s idle);
-- ``labcoat doctor examples/digits.py`` from the shell, imports included (wall time).
+- the shuffle layer alone with its copies one after another and in worker processes, and what
+  starting one worker costs: the measurement behind ``labcoat.doctor.cpu.MIN_COPY_S``;
+- ``labcoat doctor examples/digits.py`` from the shell, imports included, and the imports alone.
 
 The ladders run in this process with torch's default intra-op threads, as a user's script
 would; the best of ``--repeat`` runs is kept, as the least disturbed by other processes.
 ``--sizes`` adds per-layer times and steps-to-fit for three MLP sizes (idle only).
 
-    python bench/doctor.py [--repeat 2] [--sizes]
+    python bench/doctor.py [--repeat 2] [--sizes] [--rows TEXT]
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ BUSY_PROCESSES = 3
 LADDER_IDLE_S = 5.0
 CNN_IDLE_S = 15.0
 BUSY_RATIO = 2.5
+REFERENCE_LOOPS = 20_000_000
 SIZES = {"small": (32,), "medium": (128, 128), "large": (512, 512)}
 
 
@@ -60,8 +63,20 @@ def cpu_load(processes: int) -> Iterator[None]:
             p.wait()
 
 
-def best_of(repeat: int, run: Callable[[], float]) -> float:
-    return min(run() for _ in range(repeat))
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (workers, subprocesses)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def best_of(repeat: int, run: Callable[[], float]) -> tuple[float, float]:
+    """Wall and CPU seconds of the fastest of ``repeat`` runs."""
+    runs = []
+    for _ in range(repeat):
+        before = cpu_seconds()
+        wall = run()
+        runs.append((wall, cpu_seconds() - before))
+    return min(runs)
 
 
 def warm_up(make: Callable[[], labcoat.Experiment]) -> None:
@@ -94,10 +109,20 @@ def timed_cli() -> float:
 
 
 def timed_import() -> float:
-    command = [sys.executable, "-c", "import labcoat.cli.main"]
+    command = [sys.executable, "-c", "import labcoat.doctor"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     start = time.perf_counter()
     subprocess.run(command, cwd=ROOT, env=env, check=True)
+    return time.perf_counter() - start
+
+
+def timed_reference() -> float:
+    """Single-threaded pure-Python work: its busy / idle ratio is what a fair share of the CPU
+    gives on this machine now (2 on two otherwise idle cores beside three busy processes)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(REFERENCE_LOOPS):
+        total += i * i
     return time.perf_counter() - start
 
 
@@ -119,7 +144,7 @@ def timed_shuffle(min_copy_s: float) -> Callable[[], float]:
 def timed_worker_start() -> float:
     """Forking one worker from this process (torch loaded) and receiving a result from it."""
     start = time.perf_counter()
-    cpu.map_copies(lambda i, advance: torch.zeros(1000, 10), 2, copy_s=float("inf"), advance=lambda n=1: None, units=1)
+    cpu.map_copies(lambda i, advance: torch.zeros(1000, 10), 2, copy_s=1.0, advance=lambda n=1: None, units=1)
     return time.perf_counter() - start
 
 
@@ -147,13 +172,14 @@ def cnn_experiment() -> labcoat.Experiment:
 
 
 ROWS: dict[str, tuple[Callable[[], float], float | None]] = {
+    "reference: single-threaded Python loop (fair share)": (timed_reference, None),
     "fast ladder, examples/digits.py (MLP)": (timed_ladder(digits.experiment), LADDER_IDLE_S),
     "fast ladder, CNN through a DataLoader": (timed_ladder(cnn_experiment), CNN_IDLE_S),
     "shuffle layer alone, digits MLP, copies one after another": (timed_shuffle(float("inf")), None),
     "shuffle layer alone, digits MLP, copies in workers": (timed_shuffle(0.0), None),
     "one worker: fork, one copy's result back": (timed_worker_start, None),
     "`labcoat doctor examples/digits.py`": (timed_cli, None),
-    "`import labcoat.cli.main` (CLI start-up)": (timed_import, None),
+    "`import labcoat.doctor` (torch, scipy, scikit-learn)": (timed_import, None),
 }
 
 
@@ -169,32 +195,42 @@ def main() -> None:
     threads = torch.get_num_threads()
     warm_up(digits.experiment)
     warm_up(cnn_experiment)
-    idle, busy = {}, {}
+    idle, busy, loads = {}, {}, {}
     for name, (run, _) in rows.items():
+        loads[name] = [os.getloadavg()[0]]
         idle[name] = best_of(args.repeat, run)
-        console.print(f"idle  {idle[name]:7.2f} s  {name}", soft_wrap=True)
+        console.print(f"idle  {idle[name][0]:7.2f} s ({idle[name][1]:.2f} s CPU)  {name}", soft_wrap=True)
     with cpu_load(BUSY_PROCESSES):
         for name, (run, _) in rows.items():
+            loads[name].append(os.getloadavg()[0])
             busy[name] = best_of(args.repeat, run)
-            console.print(f"busy  {busy[name]:7.2f} s  {name}")
+            console.print(f"busy  {busy[name][0]:7.2f} s ({busy[name][1]:.2f} s CPU)  {name}", soft_wrap=True)
     table = Table(
         title=f"labcoat doctor, idle and beside {BUSY_PROCESSES} CPU-bound processes "
         f"({os.cpu_count()} cores, torch threads={threads}, best of {args.repeat}; "
         f"load average when it started {load:.1f})"
     )
-    for col in ("setup", "idle s", "busy s", "busy / idle", "idle target", f"busy / idle <= {BUSY_RATIO}"):
+    for col in ("setup", "idle s", "idle CPU s", "busy s", "busy / idle", "idle target", f"busy / idle <= {BUSY_RATIO}", "load idle/busy"):
         table.add_column(col, justify="right")
     for name, (_, target) in rows.items():
-        ratio = busy[name] / idle[name]
+        (idle_s, idle_cpu), (busy_s, _) = idle[name], busy[name]
+        ratio = busy_s / idle_s
         table.add_row(
             name,
-            f"{idle[name]:.2f}",
-            f"{busy[name]:.2f}",
+            f"{idle_s:.2f}",
+            f"{idle_cpu:.2f}",
+            f"{busy_s:.2f}",
             f"{ratio:.2f}",
-            "" if target is None else f"{target:.0f} s ({idle[name] / target:.0%})",
-            "yes" if ratio <= BUSY_RATIO else "NO",
+            "" if target is None else f"{target:.0f} s ({idle_s / target:.0%})",
+            ("yes" if ratio <= BUSY_RATIO else "NO") if target is not None else "",
+            "/".join(f"{load:.1f}" for load in loads[name]),
         )
     console.print(table)
+    console.print(
+        "CPU s: this process and its workers; on idle cores a ladder's wall time lies between CPU s / cores and "
+        "CPU s, whatever else ran beside this bench. load: the 1-minute load average as each row began; the "
+        "reference row's ratio is a fair share's on this machine now"
+    )
     if args.sizes:
         console.print(sizes_table(threads))
 

@@ -11,6 +11,7 @@ another in this process, with the same results.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import pickle
@@ -26,9 +27,10 @@ import torch
 T = TypeVar("T")
 Advance = Callable[..., None]
 
-#: a copy must take at least this long for a worker process to pay off: forking a process that
-#: holds torch and receiving its first result took 0.02-0.04 s on an idle 2-core machine
-#: (about 10x that beside a dozen busy processes, where copies slow down as much)
+#: a copy must take at least this long for a worker process to pay off. bench/doctor.py: forking
+#: one (torch loaded) and getting a result back took 0.02 s on 2 cores at load 6, 0.11 s with three
+#: more busy processes; one digits-MLP copy takes about 0.1 s of CPU, and in workers the shuffle
+#: layer took 2.1 s instead of 3.0 s
 MIN_COPY_S = 0.05
 #: workers that send nothing for this many copies' time (plus PATIENCE_S) are taken for hung:
 #: they are stopped and their copies trained here
@@ -100,7 +102,12 @@ def map_copies(
         for _ in range(workers - 1):
             receive, send = context.Pipe(duplex=False)
             process = context.Process(target=_work, args=(train, copies, queue, send), daemon=True)
-            process.start()
+            try:
+                process.start()
+            except OSError:  # out of processes or memory: the workers started so far will do
+                receive.close()
+                send.close()
+                break
             send.close()
             pipes.append(receive)
             processes.append(process)
@@ -112,7 +119,8 @@ def map_copies(
             _collect(pipes, results, failed, advance, units, patience=0)
         if failed:
             _stop(queue, copies)
-        _collect(pipes, results, failed, advance, units, patience=PATIENCE_COPIES * copy_s + PATIENCE_S)
+        patience = PATIENCE_COPIES * copy_s + PATIENCE_S
+        _collect(pipes, results, failed, advance, units, patience=patience if math.isfinite(patience) else None)
     finally:
         _stop(queue, copies)
         for process in processes:
@@ -158,10 +166,10 @@ def _work(train: Callable[[int, Advance], object], copies: int, queue, send: Con
 
 
 def _collect(
-    pipes: list[Connection], results: dict, failed: list[int], advance: Advance, units: int, *, patience: float
+    pipes: list[Connection], results: dict, failed: list[int], advance: Advance, units: int, *, patience: float | None
 ) -> None:
     """Read what the workers sent until every worker has closed its pipe, or until none has sent
-    anything for ``patience`` seconds (0: only what is there now)."""
+    anything for ``patience`` seconds (0: only what is there now; None: no limit)."""
     while pipes:
         ready = wait(pipes, timeout=patience)
         if not ready:
