@@ -52,7 +52,9 @@ SIZES = {"small": (32,), "medium": (128, 128), "large": (512, 512)}
 @contextmanager
 def cpu_load(processes: int) -> Iterator[None]:
     """``processes`` pure-Python busy loops beside the measurement, stopped afterwards."""
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)
+    ]
     try:
         time.sleep(0.5)  # let them reach the scheduler
         yield
@@ -99,7 +101,15 @@ def timed_ladder(make: Callable[[], labcoat.Experiment]) -> Callable[[], float]:
 
 def timed_cli() -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    command = [sys.executable, "-m", "labcoat", "doctor", "examples/digits.py", "--no-ledger", "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "labcoat",
+        "doctor",
+        "examples/digits.py",
+        "--no-ledger",
+        "--quiet",
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -144,7 +154,9 @@ def timed_shuffle(min_copy_s: float) -> Callable[[], float]:
 def timed_worker_start() -> float:
     """Forking one worker from this process (torch loaded) and receiving a result from it."""
     start = time.perf_counter()
-    cpu.map_copies(lambda i, advance: torch.zeros(1000, 10), 2, copy_s=1.0, advance=lambda n=1: None, units=1)
+    cpu.map_copies(
+        lambda i, advance: torch.zeros(1000, 10), 2, copy_s=1.0, advance=lambda n=1: None, units=1
+    )
     return time.perf_counter() - start
 
 
@@ -168,14 +180,19 @@ def cnn_experiment() -> labcoat.Experiment:
     )
     loader = DataLoader(TensorDataset(*digits.digits_tensors()), batch_size=64, shuffle=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    return labcoat.Experiment(model=model, data=loader, loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer)
+    return labcoat.Experiment(
+        model=model, data=loader, loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer
+    )
 
 
 ROWS: dict[str, tuple[Callable[[], float], float | None]] = {
     "reference: single-threaded Python loop (fair share)": (timed_reference, None),
     "fast ladder, examples/digits.py (MLP)": (timed_ladder(digits.experiment), LADDER_IDLE_S),
     "fast ladder, CNN through a DataLoader": (timed_ladder(cnn_experiment), CNN_IDLE_S),
-    "shuffle layer alone, digits MLP, copies one after another": (timed_shuffle(float("inf")), None),
+    "shuffle layer alone, digits MLP, copies one after another": (
+        timed_shuffle(float("inf")),
+        None,
+    ),
     "shuffle layer alone, digits MLP, copies in workers": (timed_shuffle(0.0), None),
     "one worker: fork, one copy's result back": (timed_worker_start, None),
     "`labcoat doctor examples/digits.py`": (timed_cli, None),
@@ -185,8 +202,12 @@ ROWS: dict[str, tuple[Callable[[], float], float | None]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2, help="runs per measurement; the best is kept")
-    parser.add_argument("--sizes", action="store_true", help="also time three MLP sizes layer by layer")
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="runs per measurement; the best is kept"
+    )
+    parser.add_argument(
+        "--sizes", action="store_true", help="also time three MLP sizes layer by layer"
+    )
     parser.add_argument("--rows", default="", help="only the rows whose name contains this text")
     args = parser.parse_args()
     rows = {name: row for name, row in ROWS.items() if args.rows in name}
@@ -199,18 +220,31 @@ def main() -> None:
     for name, (run, _) in rows.items():
         loads[name] = [os.getloadavg()[0]]
         idle[name] = best_of(args.repeat, run)
-        console.print(f"idle  {idle[name][0]:7.2f} s ({idle[name][1]:.2f} s CPU)  {name}", soft_wrap=True)
+        console.print(
+            f"idle  {idle[name][0]:7.2f} s ({idle[name][1]:.2f} s CPU)  {name}", soft_wrap=True
+        )
     with cpu_load(BUSY_PROCESSES):
         for name, (run, _) in rows.items():
             loads[name].append(os.getloadavg()[0])
             busy[name] = best_of(args.repeat, run)
-            console.print(f"busy  {busy[name][0]:7.2f} s ({busy[name][1]:.2f} s CPU)  {name}", soft_wrap=True)
+            console.print(
+                f"busy  {busy[name][0]:7.2f} s ({busy[name][1]:.2f} s CPU)  {name}", soft_wrap=True
+            )
     table = Table(
         title=f"labcoat doctor, idle and beside {BUSY_PROCESSES} CPU-bound processes "
         f"({os.cpu_count()} cores, torch threads={threads}, best of {args.repeat}; "
         f"load average when it started {load:.1f})"
     )
-    for col in ("setup", "idle s", "idle CPU s", "busy s", "busy / idle", "idle target", f"busy / idle <= {BUSY_RATIO}", "load idle/busy"):
+    for col in (
+        "setup",
+        "idle s",
+        "idle CPU s",
+        "busy s",
+        "busy / idle",
+        "idle target",
+        f"busy / idle <= {BUSY_RATIO}",
+        "load idle/busy",
+    ):
         table.add_column(col, justify="right")
     for name, (_, target) in rows.items():
         (idle_s, idle_cpu), (busy_s, _) = idle[name], busy[name]
@@ -227,9 +261,9 @@ def main() -> None:
         )
     console.print(table)
     console.print(
-        "CPU s: this process and its workers; on idle cores a ladder's wall time lies between CPU s / cores and "
-        "CPU s, whatever else ran beside this bench. load: the 1-minute load average as each row began; the "
-        "reference row's ratio is a fair share's on this machine now"
+        "CPU s: this process and its workers; on idle cores a ladder's wall time lies between\n"
+        "CPU s / cores and CPU s, whatever else ran beside this bench. load: the 1-minute load\n"
+        "average as each row began; the reference row's ratio is a fair share's on this machine now"
     )
     if args.sizes:
         console.print(sizes_table(threads))
@@ -247,21 +281,40 @@ def mlp(hidden: tuple[int, ...]) -> nn.Module:
 
 def sizes_table(threads: int) -> Table:
     data = digits.digits_tensors()
-    table = Table(title=f"labcoat doctor on digits by model size (budget='fast', torch threads={threads}, idle)")
-    for col in ("model", "params", "data", "model", "update", "overfit", "shuffle", "self-test", "total", "steps to fit"):
+    table = Table(
+        title="labcoat doctor on digits by model size "
+        f"(budget='fast', torch threads={threads}, idle)"
+    )
+    for col in (
+        "model",
+        "params",
+        "data",
+        "model",
+        "update",
+        "overfit",
+        "shuffle",
+        "self-test",
+        "total",
+        "steps to fit",
+    ):
         table.add_column(col, justify="right")
     for name, hidden in SIZES.items():
         model = mlp(hidden)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         start = time.perf_counter()
-        report = labcoat.diagnose(model, data, nn.CrossEntropyLoss(), optimizer, ledger=False, progress=False)
+        report = labcoat.diagnose(
+            model, data, nn.CrossEntropyLoss(), optimizer, ledger=False, progress=False
+        )
         total = time.perf_counter() - start
         t = report.timings
         fit = report["overfit.batch"].evidence
         table.add_row(
             name,
             f"{sum(p.numel() for p in model.parameters()):,}",
-            *(f"{t.get(layer, float('nan')):.2f}" for layer in ("data", "model", "update", "overfit", "shuffle")),
+            *(
+                f"{t.get(layer, float('nan')):.2f}"
+                for layer in ("data", "model", "update", "overfit", "shuffle")
+            ),
             f"{report.extras['selftest']['duration_s']:.2f}",
             f"{total:.2f}",
             f"{fit['steps']} ({fit.get('fitted', '?')}/{fit['examples']})",

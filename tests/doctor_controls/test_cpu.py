@@ -15,7 +15,10 @@ from labcoat.doctor.checks import shuffle
 from labcoat.errors import InputError
 from tests.doctor_controls import setups as s
 
-two_cores = pytest.mark.skipif(cpu.usable_cores() < 2 or cpu.why_sequential(2, 1.0) is not None, reason="needs fork and 2 cores")
+two_cores = pytest.mark.skipif(
+    cpu.usable_cores() < 2 or cpu.why_sequential(2, 1.0) is not None,
+    reason="needs fork and 2 cores",
+)
 
 
 class Stop(Exception):
@@ -25,7 +28,13 @@ class Stop(Exception):
 def test_diagnose_trains_on_one_thread_and_gives_the_callers_setting_back():
     torch.set_num_threads(3)  # the autouse fixture restores its own setting afterwards
     seen: list[int] = []
-    report = s.diagnose(s.mlp(), s.digits(200), nn.CrossEntropyLoss(), layers=("model",), on_finding=lambda f: seen.append(torch.get_num_threads()))
+    report = s.diagnose(
+        s.mlp(),
+        s.digits(200),
+        nn.CrossEntropyLoss(),
+        layers=("model",),
+        on_finding=lambda f: seen.append(torch.get_num_threads()),
+    )
     assert report.findings and set(seen) == {1}
     assert torch.get_num_threads() == 3
 
@@ -37,7 +46,9 @@ def test_the_callers_thread_setting_comes_back_when_diagnose_raises():
         raise Stop
 
     with pytest.raises(Stop):
-        s.diagnose(s.mlp(), s.digits(200), nn.CrossEntropyLoss(), layers=("model",), on_finding=stop)
+        s.diagnose(
+            s.mlp(), s.digits(200), nn.CrossEntropyLoss(), layers=("model",), on_finding=stop
+        )
     assert torch.get_num_threads() == 3
     X, y = s.digits(200)
     with pytest.raises(InputError):
@@ -54,14 +65,18 @@ def slow_copy(i: int, advance) -> tuple[int, int]:
 @two_cores
 def test_copies_run_in_workers_and_come_back_in_order(monkeypatch):
     advanced: list[int] = []
-    results = cpu.map_copies(slow_copy, 12, copy_s=1.0, advance=lambda n=1: advanced.append(n), units=2)
+    results = cpu.map_copies(
+        slow_copy, 12, copy_s=1.0, advance=lambda n=1: advanced.append(n), units=2
+    )
     assert [r for r, _ in results] == [i * i for i in range(12)]
     assert {pid for _, pid in results} - {os.getpid()}, "no copy ran in a worker"
     assert sum(advanced) == 24  # every copy's units, wherever it ran
 
 
 def test_copies_cheaper_than_starting_a_worker_run_here():
-    results = cpu.map_copies(slow_copy, 4, copy_s=cpu.MIN_COPY_S / 10, advance=lambda n=1: None, units=2)
+    results = cpu.map_copies(
+        slow_copy, 4, copy_s=cpu.MIN_COPY_S / 10, advance=lambda n=1: None, units=2
+    )
     assert {pid for _, pid in results} == {os.getpid()}
 
 
@@ -79,8 +94,16 @@ def test_a_copy_that_fails_in_a_worker_raises_here_as_it_would_sequentially():
 
     with pytest.raises(ValueError, match="copy 7"):
         cpu.map_copies(failing, 10, copy_s=1.0, advance=lambda n=1: None, units=1)
-    results = cpu.map_copies(lambda i, advance: failing(i, advance) if i != 7 else -1, 10, copy_s=1.0, advance=lambda n=1: None, units=1)
-    assert results == [i if i != 7 else -1 for i in range(10)]  # worker failures were trained again here
+    results = cpu.map_copies(
+        lambda i, advance: failing(i, advance) if i != 7 else -1,
+        10,
+        copy_s=1.0,
+        advance=lambda n=1: None,
+        units=1,
+    )
+    assert results == [
+        i if i != 7 else -1 for i in range(10)
+    ]  # worker failures were trained again here
 
 
 @two_cores
@@ -108,7 +131,13 @@ def test_copies_of_a_worker_that_hangs_or_dies_are_made_here(monkeypatch):
 
 @two_cores
 def test_results_that_cannot_be_sent_back_are_made_here():
-    results = cpu.map_copies(lambda i, advance: (time.sleep(0.01), lambda: i)[1], 6, copy_s=1.0, advance=lambda n=1: None, units=1)
+    results = cpu.map_copies(
+        lambda i, advance: (time.sleep(0.01), lambda: i)[1],
+        6,
+        copy_s=1.0,
+        advance=lambda n=1: None,
+        units=1,
+    )
     assert [f() for f in results] == list(range(6))
 
 

@@ -120,7 +120,14 @@ def map_copies(
         if failed:
             _stop(queue, copies)
         patience = PATIENCE_COPIES * copy_s + PATIENCE_S
-        _collect(pipes, results, failed, advance, units, patience=patience if math.isfinite(patience) else None)
+        _collect(
+            pipes,
+            results,
+            failed,
+            advance,
+            units,
+            patience=patience if math.isfinite(patience) else None,
+        )
     finally:
         _stop(queue, copies)
         for process in processes:
@@ -155,7 +162,9 @@ def _work(train: Callable[[int, Advance], object], copies: int, queue, send: Con
     try:
         while (i := _take(queue, copies)) is not None:
             try:
-                payload = pickle.dumps((i, True, train(i, _nothing)), protocol=pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps(
+                    (i, True, train(i, _nothing)), protocol=pickle.HIGHEST_PROTOCOL
+                )
             except BaseException:  # noqa: BLE001 - this process trains it again and reports it
                 send.send_bytes(pickle.dumps((i, False, None)))
                 return
@@ -166,7 +175,13 @@ def _work(train: Callable[[int, Advance], object], copies: int, queue, send: Con
 
 
 def _collect(
-    pipes: list[Connection], results: dict, failed: list[int], advance: Advance, units: int, *, patience: float | None
+    pipes: list[Connection],
+    results: dict,
+    failed: list[int],
+    advance: Advance,
+    units: int,
+    *,
+    patience: float | None,
 ) -> None:
     """Read what the workers sent until every worker has closed its pipe, or until none has sent
     anything for ``patience`` seconds (0: only what is there now; None: no limit)."""
