@@ -10,6 +10,7 @@ from torch import nn
 
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
+from labcoat.doctor.cpu import one_thread
 from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
@@ -73,7 +74,8 @@ def diagnose(
     notebook = Ledger.for_recording(ledger)
     user_state = UserState(model, optimizer) if isinstance(model, nn.Module) else None
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=devices):  # the caller's RNG streams stay where they were
+    # the caller's RNG streams stay where they were; copies train on one thread (see doctor.cpu)
+    with torch.random.fork_rng(devices=devices), one_thread():
         torch.manual_seed(seed)
         blueprint = Blueprint(model, optimizer)
         examples = to_examples(data, name="data", limit=EXAMPLE_LIMIT[budget])
