@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 report-demo: $(STAMP)
 	$(PY) examples/report_demo.py
