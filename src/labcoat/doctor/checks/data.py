@@ -243,6 +243,42 @@ def split_overlap(case: Case) -> Outcome:
     return passed(f"{said}: as a random split would, in {whose}", **evidence)
 
 
+def _grouped(case: Case) -> str | None:
+    return None if case.train.groups is not None else "no groups= given"
+
+
+@check(
+    "data.split.groups",
+    layer="data",
+    falsifies="a group (patient, document, source) has rows on both sides of the split",
+    predicts="each group id given in groups= is in training or in validation, not both",
+    applies=_grouped,
+)
+def split_groups(case: Case) -> Outcome:
+    from labcoat.audit import groups
+
+    found = groups(case.train.groups, case.val.groups, ledger=False)
+    evidence = found.to_dict()
+    del evidence["findings"]
+    evidence["split"] = "user" if case.val_given else "labcoat"
+    whose = case.split_owner
+    if found.shared:
+        named = ", ".join(
+            f"{g.group!r} ({g.n_a} train, {g.n_b} val rows)" for g in found.shared[:5]
+        )
+        more = f" and {found.n_shared - 5} more" if found.n_shared > 5 else ""
+        return failed(
+            f"{found.n_shared} of {found.groups_b} validation groups also have training rows "
+            f"({found.rows_b_leaked} of {found.rows_b} validation rows): {named}{more}, in "
+            f"{whose}; split by group (GroupShuffleSplit) or let labcoat split with groups=",
+            **evidence,
+        )
+    return passed(
+        f"no group is on both sides ({found.groups_a} training vs {found.groups_b} validation "
+        f"groups), in {whose}",
+        **evidence,
+    )
+
 
 @check(
     "data.leak.feature",
