@@ -82,3 +82,18 @@ def test_repeated_language_model_sequences_pass_with_labcoats_split_and_a_random
     assert f.status == "pass" and f.evidence["in_train"] == 0, f.message
     f = overlap(*user_split(x, y, held=40), model=TinyLM(), loss_fn=lm_loss)
     assert f.status == "pass" and f.evidence["in_train"] == 40, f.message
+
+
+def test_a_sample_of_large_splits_still_tells_a_copied_validation_set_from_an_honest_one(
+    monkeypatch,
+):
+    from labcoat.doctor.checks import data
+
+    monkeypatch.setattr(data, "OVERLAP_MAX_TRAIN", 300)
+    monkeypatch.setattr(data, "OVERLAP_MAX_VAL", 60)
+    x, y = digits()
+    train, val = user_split(x, y)
+    f = overlap(train, val)
+    assert f.status == "pass" and f.evidence["sampled"] and f.evidence["val_examples"] == 60
+    f = overlap(train, (train[0][:160], train[1][:160]))
+    assert f.status == "fail" and f.evidence["sampled"], f.message

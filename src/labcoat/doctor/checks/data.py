@@ -185,6 +185,8 @@ TWIN_SIMILARITY = 0.99
 #: random split of the same data shows, and improbable under it (one-sided binomial test)
 LEAK_EXCESS = 0.1
 LEAK_P_VALUE = 1e-3
+#: rows compared (a random sample beyond these; the pairwise search grows with their square)
+OVERLAP_MAX_TRAIN, OVERLAP_MAX_VAL = 4096, 1024
 
 
 @check(
@@ -199,10 +201,22 @@ LEAK_P_VALUE = 1e-3
 def split_overlap(case: Case) -> Outcome:
     from labcoat.audit import duplicates
 
-    tokens = not torch.is_floating_point(case.train.x)
+    tokens = not torch.is_floating_point(case.train.x)  # ids, codes: only exact copies count
+    rng = np.random.default_rng(case.seed)
+    train, val = (
+        ex if len(ex) <= most else ex.take(np.sort(rng.choice(len(ex), most, replace=False)))
+        for ex, most in ((case.train, OVERLAP_MAX_TRAIN), (case.val, OVERLAP_MAX_VAL))
+    )
+    xtr, xva = (ex.x.reshape(len(ex), -1) for ex in (train, val))
+    if xtr.shape[1] != xva.shape[1]:
+        return skipped(
+            f"training inputs have {xtr.shape[1]} values and validation inputs {xva.shape[1]}: "
+            "no row of one can copy the other"
+        )
+    if not tokens:  # half precision has no NumPy form
+        xtr, xva = xtr.float(), xva.float()
     found = duplicates(
-        case.train.x, case.val.x, kind="tensor", threshold=1.0 if tokens else TWIN_SIMILARITY,
-        ledger=False,
+        xtr, xva, kind="tensor", threshold=1.0 if tokens else TWIN_SIMILARITY, ledger=False
     )
     n_train, n_val = found.n_a, found.n_b
     twins = found.rows("b")
@@ -220,12 +234,13 @@ def split_overlap(case: Case) -> Outcome:
         "random_split_share": chance,
         "p_value": p_value,
         "similarity": "exact only (integer inputs)" if tokens else TWIN_SIMILARITY,
-        "first_val_rows": case.val.index[twins[:10]].tolist() if twins else [],
+        "first_val_rows": val.index[twins[:10]].tolist() if twins else [],
         "first_pairs": [
-            [int(case.train.index[p.a]), int(case.val.index[p.b]), round(p.similarity, 4)]
+            [int(train.index[p.a]), int(val.index[p.b]), round(p.similarity, 4)]
             for p in found.pairs[:10]
         ],
         "split": "user" if case.val_given else "labcoat",
+        "sampled": (len(train), len(val)) != (len(case.train), len(case.val)),
     }
     whose = case.split_owner
     said = (
