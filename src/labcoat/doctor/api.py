@@ -10,7 +10,7 @@ from torch import nn
 
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
-from labcoat.doctor.inputs import Examples, split_off, to_examples, with_groups
+from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
@@ -73,6 +73,7 @@ def diagnose(
     if unknown:
         raise InputError(f"layers: unknown layer(s) {unknown}; choose from {list(LAYERS)}")
 
+    from labcoat.doctor.inputs import with_groups
     from labcoat.ledger import Ledger
 
     notebook = Ledger.for_recording(ledger)
