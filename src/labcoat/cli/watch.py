@@ -18,7 +18,9 @@ def watch_group() -> None:
 @watch_group.command("report")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @json_option
-def report(paths: tuple[Path, ...], as_json: bool) -> None:
+@click.option("--html", "html", default=None, metavar="PATH",
+              help="Also write the curves, with every alert marked, as an HTML page.")
+def report(paths: tuple[Path, ...], as_json: bool, html: str | None) -> None:
     """Alerts from the JSON-lines event files of a run (one per rank), one row per event.
 
     The same desync seen by every rank is shown once, with the ranks that saw it. The
@@ -31,4 +33,6 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
     from labcoat.watch.report import report as read_report
 
     result = read_report(paths)
+    if html is not None:
+        result.to_html(html)
     respond(as_json, result, lambda: result)

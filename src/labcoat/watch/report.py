@@ -28,6 +28,9 @@ class WatchReport:
     events: int
     ranks: list[int]
     series: dict[str, Any] = field(default_factory=lambda: {"records": 0})
+    #: the events as read, for the HTML page's curves; not part of :meth:`to_dict`
+    raw: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +40,14 @@ class WatchReport:
             "ranks": self.ranks,
             "series": self.series,
         }
+
+    def to_html(self, path: str | os.PathLike[str]) -> None:
+        """Write the curves, with every alert marked, as a self-contained HTML page."""
+        from labcoat.report import Page
+        from labcoat.report.sections.watch import watch_section
+
+        page = Page("labcoat watch", subtitle=", ".join(self.sources))
+        page.add(watch_section(self.raw)).save(path)
 
     def findings(self) -> list[Finding]:
         """One finding per merged alert; the message names the ranks that saw it."""
@@ -86,7 +97,9 @@ def report(paths: Iterable[str | os.PathLike[str]]) -> WatchReport:
     series = [e for e in events if e["kind"] == SERIES_KIND]
     others = [e for e in events if not Alert.is_alert_event(e) and e["kind"] != SERIES_KIND]
     ranks = sorted({e["rank"] for e in events if e.get("rank") is not None})
-    return WatchReport(alerts, others, len(events), ranks, _series_summary(series))
+    return WatchReport(
+        alerts, others, len(events), ranks, _series_summary(series), events, list(map(str, paths))
+    )
 
 
 def _series_summary(series: list[dict]) -> dict:
