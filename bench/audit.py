@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import re
 import sys
@@ -28,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _load import cpu_load  # noqa: E402
 from labcoat.audit.benchmark_contamination import contamination  # noqa: E402
 
 N = 13
@@ -68,12 +68,6 @@ def plain_loop(path: Path, items: list[str]) -> tuple[set[int], float]:
             docs.update(set(zip(*[ws[j:] for j in range(N)])) & owner.keys())
     dirty = {i for g, c in docs.items() if c <= 10 for i in owner[g]}
     return dirty, time.perf_counter() - start
-
-
-def spin(stop) -> None:
-    x = 0
-    while not stop.is_set():
-        x = (x * 31 + 7) % 1_000_003
 
 
 def measure(path: Path, items: list[str], mb: float) -> dict[str, tuple[float, set]]:
@@ -119,16 +113,8 @@ def main() -> None:
         )
         rows = {}
         rows["idle"] = measure(path, items, mb)
-        stop = mp.Event()
-        load = [mp.Process(target=spin, args=(stop,)) for _ in range(2)]
-        for p in load:
-            p.start()
-        try:
+        with cpu_load(2):
             rows["busy (2 spinning processes)"] = measure(path, items, mb)
-        finally:
-            stop.set()
-            for p in load:
-                p.join()
         ray.shutdown()
     for condition, figures in rows.items():
         base, truth = figures["plain loop"]

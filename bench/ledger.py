@@ -12,18 +12,17 @@ verify and close (checkpoint) time. Set LABCOAT_BENCH_PG=postgresql://… to rep
 from __future__ import annotations
 
 import argparse
-import contextlib
-import multiprocessing
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from _load import cpu_load  # noqa: E402
 from labcoat.findings import Finding  # noqa: E402
 from labcoat.ledger import Ledger  # noqa: E402
 
@@ -33,25 +32,6 @@ BATCH = 1000
 SINGLE_EVENTS = 500
 FINDINGS = 40  # about one doctor ladder
 QUERY_REPEATS = 20
-
-
-def _spin() -> None:
-    while True:
-        pass
-
-
-@contextlib.contextmanager
-def cpu_load(processes: int) -> Iterator[None]:
-    """``processes`` pure-Python busy loops beside the measurement, stopped afterwards."""
-    procs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(processes)]
-    for p in procs:
-        p.start()
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.terminate()
-            p.join()
 
 
 def median_ms(fn: Callable[[], object]) -> float:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 
+from _load import cpu_load
 from labcoat.scale.forms import CHINCHILLA
 from labcoat.scale.objective import value_and_grad
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
@@ -63,33 +63,6 @@ def plain_loop(starts: np.ndarray, logx: np.ndarray, logy: np.ndarray) -> float:
         return float(f[0]), g[0]
 
     return min(minimize(fun, s, jac=True, method="L-BFGS-B").fun for s in starts)
-
-
-def _spin(stop) -> None:
-    x = 0
-    while not stop.is_set():
-        for i in range(10_000):
-            x += i * i
-
-
-class Load:
-    """CPU-bound Python processes, one per core, for the 'busy' measurements."""
-
-    def __enter__(self):
-        self.stop = mp.Event()
-        self.procs = [
-            mp.Process(target=_spin, args=(self.stop,), daemon=True)
-            for _ in range(os.cpu_count() or 1)
-        ]
-        for p in self.procs:
-            p.start()
-        time.sleep(0.5)
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for p in self.procs:
-            p.join(timeout=5)
 
 
 def timed(fn):
@@ -156,7 +129,7 @@ def main() -> None:
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
     )
     run("idle", N, D, L, starts)
-    with Load():
+    with cpu_load():  # one busy loop per core
         run("busy", N, D, L, starts)
 
 

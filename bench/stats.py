@@ -18,8 +18,6 @@ started and stopped by this script). Run: python bench/stats.py   (a few minutes
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
 import os
 import shutil
 import statistics
@@ -32,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import f1_score
 
+from _load import cpu_load
 from labcoat.stats import (
     ConfidenceSequence,
     bleu_statistics,
@@ -50,25 +49,6 @@ def _timed(fn):
     start = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start
-
-
-def _spin() -> None:
-    while True:
-        pass
-
-
-@contextlib.contextmanager
-def cpu_load(workers: int):
-    """``workers`` processes burning CPU for the duration of the block."""
-    procs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(workers)]
-    for proc in procs:
-        proc.start()
-    try:
-        yield
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.join()
 
 
 def _write_rows(path: Path, rows: int, clusters: int) -> None:

@@ -17,7 +17,6 @@ synthetic data, one thread.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import statistics
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import labcoat  # noqa: E402
+from _load import cpu_load  # noqa: E402
 from labcoat.watch import DEFAULT_EVERY  # noqa: E402
 
 
@@ -110,11 +110,6 @@ def bare_step_ms(steps: int = 100) -> float:
     return statistics.median(times) * 1e3
 
 
-def _spin() -> None:
-    while True:
-        pass
-
-
 def table(args, label: str) -> None:
     print(f"{label}: bare step {bare_step_ms():.2f} ms (median)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,18 +139,8 @@ def main() -> None:
     print("labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread, "
           "steps interleaved")
     table(args, "idle")
-    spawn = mp.get_context("spawn")
-    spinners = [spawn.Process(target=_spin, daemon=True) for _ in range(args.load)]
-    for p in spinners:
-        p.start()
-    try:
-        time.sleep(0.5)
+    with cpu_load(args.load, method="spawn"):  # torch's threads are running: no fork
         table(args, f"busy ({args.load} CPU-bound processes beside it)")
-    finally:
-        for p in spinners:
-            p.terminate()
-        for p in spinners:
-            p.join()
 
 
 if __name__ == "__main__":

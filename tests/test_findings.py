@@ -8,7 +8,7 @@ from labcoat.findings import CheckRegistry, Finding, failed, passed, skipped, wo
 
 
 def test_registry_builds_findings_with_declaration():
-    reg = CheckRegistry(["data"])
+    reg = CheckRegistry("doctor", ["data"])
 
     @reg.check("labels.range", layer="data", falsifies="labels fit the output", predicts="0 <= y < C")
     def _labels(ctx):
@@ -25,12 +25,38 @@ def test_registry_builds_findings_with_declaration():
 
 
 def test_registry_refuses_duplicates_and_unknown_layers():
-    reg = CheckRegistry(["data"])
-    reg.check("a", layer="data", falsifies="", predicts="")(lambda c: passed(""))
-    with pytest.raises(ValueError, match="already registered"):
-        reg.check("a", layer="data", falsifies="", predicts="")(lambda c: passed(""))
+    reg = CheckRegistry("doctor", ["data"])
+    reg.check("a", layer="data", falsifies="f", predicts="p")(lambda c: passed(""))
+    with pytest.raises(ValueError, match="already registered in the doctor registry"):
+        reg.check("a", layer="data", falsifies="f", predicts="p")(lambda c: passed(""))
     with pytest.raises(ValueError, match="unknown layer"):
-        reg.check("b", layer="nope", falsifies="", predicts="")
+        reg.check("b", layer="nope", falsifies="f", predicts="p")
+    with pytest.raises(ValueError, match="non-empty 'predicts'"):
+        reg.check("c", layer="data", falsifies="f", predicts="")(lambda c: passed(""))
+
+
+def test_evaluate_skips_a_check_that_does_not_apply_and_runs_one_that_does():
+    reg = CheckRegistry("scale", ["scale"])
+    reg.check("s", falsifies="f", predicts="p", severity="warn",
+              applies=lambda x: None if x else "needs a truthy target")(lambda x: passed("ok"))
+    (check,) = reg
+    assert check.layer == "scale" and check.severity == "warn"
+    assert check.evaluate(0).status == "skip" and check.evaluate(0).message.startswith("needs")
+    assert check.evaluate(1, step=3).status == "pass" and check.evaluate(1, step=3).step == 3
+
+
+def test_every_engine_declares_its_checks_in_the_one_registry_type():
+    from labcoat.findings import ENGINES, Check, registries
+
+    found = {r.engine: r for r in registries()}
+    assert sorted(found) == sorted(ENGINES)
+    for registry in found.values():
+        assert isinstance(registry, CheckRegistry) and len(registry) > 0
+        for check in registry:
+            assert isinstance(check, Check) and check.falsifies and check.predicts
+            assert check.layer in registry.layers
+    assert "nonfinite" in found["watch"] and "audit.labels" in found["audit"]
+    assert [r.engine for r in registries("scale")] == ["scale"]
 
 
 def test_nonfinite_evidence_is_strict_json():

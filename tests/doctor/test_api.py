@@ -111,7 +111,7 @@ def test_unsupported_data_is_a_clear_input_error(data, message):
         ({"budget": "slow"}, "budget"),
         ({"task": "ranking"}, "task"),
         ({"seed": "0"}, "seed"),
-        ({"seed": -1}, "seed: expected a non-negative int"),
+        ({"seed": -1}, "`seed` must be an int seed >= 0; got -1"),
         ({"layers": ["data", "vibes"]}, "unknown layer"),
         ({"expect_frozen": [3]}, "expect_frozen"),
     ],
@@ -182,3 +182,21 @@ def test_declared_task_must_fit_the_targets(task, targets, message):
     with pytest.raises(labcoat.InputError, match=message):
         diagnose(mlp(), (x, targets(y)), task=task)
     assert diagnose(mlp(), (x, y), task="classification", layers=("data",)).ok
+
+
+def test_experiment_declares_exactly_diagnoses_setup_parameters():
+    import dataclasses
+    import inspect
+
+    from labcoat.doctor.api import RUN_OPTIONS, Experiment, diagnose
+
+    params = inspect.signature(diagnose).parameters
+    setup = {k: p for k, p in params.items() if k not in RUN_OPTIONS}
+    fields = {f.name: f for f in dataclasses.fields(Experiment) if f.name != "name"}
+    assert list(fields) == list(setup) and set(RUN_OPTIONS) <= set(params)
+    for name, f in fields.items():
+        assert str(f.type) == str(setup[name].annotation), name
+        if setup[name].default is not inspect.Parameter.empty:
+            assert f.default == setup[name].default, name
+        else:
+            assert f.default is dataclasses.MISSING, name

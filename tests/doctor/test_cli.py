@@ -117,7 +117,7 @@ def test_a_directory_is_named_as_one(cli, tmp_path):
 
 def test_a_negative_seed_is_an_input_error(cli, exp_file):
     res = cli("doctor", exp_file, "--seed", "-1")
-    assert res.code == 2 and "seed: expected a non-negative int" in res.err
+    assert res.code == 2 and "`seed` must be an int seed >= 0; got -1" in res.err
 
 
 def test_debug_shows_the_traceback(cli, exp_file):
@@ -154,12 +154,19 @@ def test_python_m_labcoat_doctor_matches_script(exp_file, subprocess_env):
 
 def test_checks_lists_every_registered_check(cli):
     from labcoat.doctor import REGISTRY
+    from labcoat.watch import INVARIANTS
 
-    res = cli("checks", "--json")
+    res = cli("checks", "--json", "--engine", "doctor")
     assert res.code == 0
     listed = json.loads(res.out)["checks"]
     assert [c["id"] for c in listed] == [c.id for c in REGISTRY]
     assert all(c["falsifies"] and c["predicts"] for c in listed)
+    every = json.loads(cli("checks", "--json").out)["checks"]
+    assert {c["engine"] for c in every} == {"doctor", "watch", "audit", "scale", "stats"}
+    watch = [c for c in every if c["engine"] == "watch"]
+    assert [c["id"] for c in watch] == list(INVARIANTS.ids())
+    assert next(c for c in watch if c["id"] == "spike")["options"]["window"] == 50
+    assert cli("checks", "--engine", "nope").code == 2
 
 
 def test_ledger_option_records_findings(cli, exp_file, tmp_path):

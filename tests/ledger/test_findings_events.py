@@ -11,7 +11,7 @@ from labcoat.errors import InputError
 from labcoat.findings import Check, CheckRegistry, failed, passed, skipped, warned
 from labcoat.ledger import Ledger
 
-REGISTRY = CheckRegistry(["data", "model"])
+REGISTRY = CheckRegistry("doctor", ["data", "model"])
 
 
 @REGISTRY.check(

@@ -47,7 +47,7 @@ def test_fit_json_contract(cli, runs_csv):
 
 
 def test_d_is_derived_from_flops_when_there_is_no_d_column(runs_csv):
-    from labcoat.cli.scale import _columns
+    from labcoat.scale.data import read_runs as _columns
 
     n, d, loss = _columns(str(runs_csv), "params", "tokens", None, None, "loss", "chinchilla")
     n2, d2, loss2 = _columns(str(runs_csv), "params", None, "flops", None, "loss", "chinchilla")

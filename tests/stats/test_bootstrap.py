@@ -123,7 +123,7 @@ def test_seed_makes_it_reproducible():
 @pytest.mark.parametrize("bad", [-1, 1.5, "seed", True])
 def test_a_bad_seed_is_an_input_error(bad):
     stats = classification_statistics(*_labels(np.random.default_rng(8)))
-    with pytest.raises(InputError, match="`random_state` must be a non-negative integer seed"):
+    with pytest.raises(InputError, match="`random_state` must be an int seed >= 0"):
         bootstrap_metric(stats, "f1", n_resamples=10, random_state=bad)
 
 

@@ -92,9 +92,31 @@ def test_periodic_evaluation_runs_every_n_steps_and_is_recorded_as_an_event(tmp_
         (lambda m: evaluate(m, [torch.zeros(2, 2)], lambda b: b), "one score per item"),
         (lambda m: evaluate(m, [torch.full((3,), 2.0)], lambda b: b), r"must lie in \[0, 1\]"),
         (lambda m: evaluate(m, [1], lambda b: b, width=None), "needs `width`, `threshold` or both"),
-        (lambda m: Evaluation([], lambda b: b, every=0), "`every` must be a positive int"),
+        (lambda m: Evaluation([], lambda b: b, every=0), "`every` must be an int >= 1; got 0"),
     ],
 )
 def test_bad_evaluation_input_says_what_to_pass(call, match):
     with pytest.raises(InputError, match=match):
         call(MLP())
+
+
+def test_evaluation_fields_and_evaluate_keywords_are_one_list():
+    import dataclasses
+    import inspect
+
+    from labcoat.watch.evaluation import Evaluation, evaluate
+
+    keywords = [
+        p for p in inspect.signature(evaluate).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "step"
+    ]
+    settings = [
+        f for f in dataclasses.fields(Evaluation) if f.name not in ("batches", "score", "every")
+    ]
+    assert [p.name for p in keywords] == [f.name for f in settings]
+    assert [p.default for p in keywords] == [f.default for f in settings]
+    ev = Evaluation([], lambda b: b, every=5, width=None, threshold=0.5)
+    assert ev.settings() == {
+        "width": None, "threshold": 0.5, "lower": 0.0, "upper": 1.0, "confidence": 0.95,
+        "name": "eval",
+    }

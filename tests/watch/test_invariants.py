@@ -8,7 +8,8 @@ import pytest
 
 from labcoat.errors import InputError
 from labcoat.watch import INVARIANTS, CrossRank, Invariant, Sample, WatchContext
-from labcoat.watch.invariants import Desync, InvariantRegistry, NoTrend, Spike, Straggler
+from labcoat.findings import CheckRegistry
+from labcoat.watch.invariants import Desync, NoTrend, Spike, Straggler
 
 CONTEXT = WatchContext(param_names=("w",), frozen={}, group_params=(("w",),), frozen_baseline={}, world_size=4)
 
@@ -34,16 +35,17 @@ def judge(inv, **sample):
 
 
 def test_every_builtin_kind_is_registered_once_with_its_declaration():
-    assert INVARIANTS.kinds() == (
+    assert INVARIANTS.ids() == (
         "nonfinite", "frozen_moved", "stale", "no_trend", "spike",
         "grad_explode", "grad_vanish", "lr_zero", "desync", "straggler", "no_step", "repeat_batch",
     )
-    for cls in INVARIANTS:
-        assert cls.falsifies and cls.predicts and cls.needs
+    for check in INVARIANTS:
+        assert check.falsifies and check.predicts and check.run.needs
+        assert check.severity == check.run.severity and check.layer == "watch"
 
 
 def test_registry_refuses_duplicates_incomplete_declarations_and_unknown_fields():
-    reg = InvariantRegistry()
+    reg = CheckRegistry("watch", ["watch"])
 
     class Good(Invariant):
         kind, falsifies, predicts = "good", "f", "p"
@@ -150,7 +152,7 @@ def test_spike_uses_a_linear_scale_when_losses_can_be_negative():
 @pytest.mark.parametrize(
     "options, match",
     [
-        ({"window": 3}, "'window' option of the 'no_trend' invariant must be an int >= 10"),
+        ({"window": 3}, "`no_trend.window` must be an int >= 10; got 3"),
         ({"alpha": 0.0}, "must be a finite number > 0 and <= 0.5"),
         ({"alpha": True}, "got True"),
     ],

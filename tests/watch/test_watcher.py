@@ -199,16 +199,16 @@ def test_findings_say_which_invariants_held():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"every": 0}, "`every` must be a positive int"),
-        ({"sync_every": 2.5}, "`sync_every` must be a positive int"),
+        ({"every": 0}, "`every` must be an int >= 1; got 0"),
+        ({"sync_every": 2.5}, "`sync_every` must be an int >= 1; got 2.5"),
         ({"ledger": object()}, "record_findings"),
         ({"expect_frozen": ["fc9"]}, "selects no parameter, buffer or submodule.*'fc1"),
         ({"expect_frozen": ["backbone.*"]}, "selects no parameter.*glob patterns such as"),
         ({"expect_frozen": [torch.nn.Linear(2, 2)]}, "not part of the model"),
         ({"expect_frozen": [torch.zeros(3)]}, "not a parameter or buffer of the model"),
-        ({"invariants": ["spikes"]}, "unknown alert kind 'spikes'; known kinds: nonfinite"),
-        ({"options": {"spike": {"z": -1.0}}}, "'z' option of the 'spike' invariant must be a finite number > 0"),
-        ({"options": {"spike": {"zz": 1.0}}}, "has no option 'zz'"),
+        ({"invariants": ["spikes"]}, "`invariants` must be one of 'nonfinite', .*; got 'spikes'"),
+        ({"options": {"spike": {"z": -1.0}}}, "`spike.z` must be a finite number > 0"),
+        ({"options": {"spike": {"zz": 1.0}}}, "got 'zz'. 'spike' has no such option"),
         ({"on_alert": [1]}, "`on_alert` must be callable"),
     ],
 )

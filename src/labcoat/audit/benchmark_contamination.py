@@ -29,6 +29,7 @@ from labcoat.audit.checks import AuditResult, check
 from labcoat.audit.engine import make_engine
 from labcoat.audit.engine import workdir as make_workdir
 from labcoat.audit.text import GramIndex, Vocabulary, build_vocabulary, word_ids, words
+from labcoat._validation import check_choice, check_int
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -169,10 +170,8 @@ def contamination(
     picklable for worker processes). ``scores``: per-item eval scores, compared between clean
     and dirty items with error bars. ``engine``: ``"local"`` or ``"ray"``.
     """
-    if method not in METHODS:
-        raise InputError(f"method: expected one of {list(METHODS)}; got {method!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InputError(f"n: expected a positive int; got {n!r}")
+    check_choice(method, "method", METHODS)
+    check_int(n, "n", minimum=1)
     if max_docs == "default":
         max_docs = GPT3_MAX_DOCS if method == "gpt3" else None
     if dirty_above is None:

@@ -14,7 +14,9 @@ from labcoat.findings import Check, CheckRegistry, Finding, Outcome, worst
 from labcoat.report.html import HtmlMixin
 
 LAYER = "audit"
-REGISTRY = CheckRegistry([LAYER])
+REGISTRY = CheckRegistry("audit", [LAYER])
+#: the modules whose import declares every audit check
+MODULES = ("label_errors", "near_duplicates", "benchmark_contamination", "group_leakage")
 
 
 class AuditResult(HtmlMixin):
@@ -27,7 +29,7 @@ class AuditResult(HtmlMixin):
 
     @property
     def findings(self) -> list[Finding]:
-        return [REGISTRY[c].finding(REGISTRY[c].run(self)) for c in self.CHECKS]
+        return [REGISTRY[c].evaluate(self) for c in self.CHECKS]
 
     @property
     def ok(self) -> bool:
@@ -62,4 +64,13 @@ def declared(id: str) -> Check:
     return REGISTRY[id]
 
 
-__all__ = ["LAYER", "REGISTRY", "AuditResult", "Outcome", "check", "declared"]
+def all_checks() -> CheckRegistry:
+    """The registry once every audit module has declared its checks."""
+    import importlib
+
+    for name in MODULES:
+        importlib.import_module(f"labcoat.audit.{name}")
+    return REGISTRY
+
+
+__all__ = ["LAYER", "REGISTRY", "AuditResult", "Outcome", "all_checks", "check", "declared"]

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from labcoat.errors import InputError
+from labcoat._validation import OneOf
 
 ENGINES = ("local", "ray")
 
@@ -72,11 +72,8 @@ def make_engine(engine: Any = "local", *, workers: int | None = None, address: s
     """An engine from its name (``"local"`` or ``"ray"``), or an engine object as it is."""
     if hasattr(engine, "map"):
         return engine
-    if engine == "local":
-        return LocalEngine(workers)
-    if engine == "ray":
-        return RayEngine(address, workers)
-    raise InputError(f"engine: expected one of {list(ENGINES)}; got {engine!r}")
+    OneOf(ENGINES).check(engine, "engine")
+    return LocalEngine(workers) if engine == "local" else RayEngine(address, workers)
 
 
 @contextmanager

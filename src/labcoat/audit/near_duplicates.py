@@ -23,6 +23,7 @@ from labcoat.audit.checks import AuditResult, check
 from labcoat.audit.engine import make_engine
 from labcoat.audit.engine import workdir as make_workdir
 from labcoat.audit.text import words
+from labcoat._validation import check_choice, check_int
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -174,8 +175,7 @@ def duplicates(
     canonicalising dtype and layout). ``engine`` (``"local"`` or ``"ray"``) runs the text
     pipeline's stages; arrays are always compared on this machine.
     """
-    if kind not in KINDS:
-        raise InputError(f"kind: expected one of {list(KINDS)}; got {kind!r}")
+    check_choice(kind, "kind", KINDS)
     if kind == "auto":
         kind = "text" if _is_texts(train) else "tensor"
     if threshold is None:
@@ -216,8 +216,7 @@ def _text_duplicates(
 
     MinHashLSH = require("datasketch", "audit", "finding duplicate texts").MinHashLSH
 
-    if isinstance(num_perm, bool) or not isinstance(num_perm, int) or num_perm < 16:
-        raise InputError(f"num_perm: expected an int of at least 16; got {num_perm!r}")
+    check_int(num_perm, "num_perm", minimum=16)
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)  # picks bands x rows for the threshold
     bands, rows = lsh.b, lsh.r
     texts = a + b

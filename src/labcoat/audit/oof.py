@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import check_int
 from labcoat.errors import InputError
 
 BATCH_SIZE = 32
@@ -68,8 +69,7 @@ def out_of_fold(
         raise InputError(
             f"setup: expected labcoat.Experiment(...); got {type(experiment).__name__}"
         )
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise InputError(f"folds: expected an int of at least 2; got {folds!r}")
+    check_int(folds, "folds", minimum=2)
     examples = to_examples(experiment.data, name="data", limit=sys.maxsize)
     y = examples.y
     if y.ndim != 1 or torch.is_floating_point(y):

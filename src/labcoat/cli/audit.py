@@ -4,24 +4,16 @@ leakage. Exit status: 0 nothing failed (warnings allowed), 1 a check failed, 2 b
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from typing import Any
 
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import console, json_option
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
 from labcoat.errors import InputError
 
-ledger_option = click.option(
-    "--ledger",
-    "ledger",
-    default=None,
-    metavar="PATH_OR_URL",
-    help="Record the findings in this ledger (default: the project's ledger, if one exists).",
-)
-no_ledger_option = click.option("--no-ledger", is_flag=True, help="Record nothing.")
+recorded = recording_options()
 engine_option = click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
@@ -45,25 +37,13 @@ def audit() -> None:
     """Audit data: label errors, duplicates across splits, contamination, group leakage."""
 
 
-def _ledger(ledger: str | None, no_ledger: bool) -> Any:
-    return False if no_ledger else ledger
-
 
 def _finish(result: Any, as_json: bool, title: str, extra: dict[str, Any] | None = None) -> None:
     """Print the result (one JSON object with --json, else rich) and exit 1 if a check failed."""
-    if as_json:
-        from labcoat._jsonable import jsonable
-
-        payload = {**result.to_dict(), **(extra or {})}
-        # every row index the user asked for, not the first thousand
-        sys.stdout.write(
-            json.dumps(jsonable(payload, max_items=sys.maxsize), allow_nan=False) + "\n"
-        )
-        sys.stdout.flush()
-    else:
-        out = console()
-        out.rule(f"labcoat audit · {title}")
-        out.print(result)
+    data = {**result.to_dict(), **(extra or {})}
+    # every row index the user asked for, not the first thousand
+    render = lambda: titled(f"labcoat audit · {title}", result)  # noqa: E731
+    respond(as_json, data, render, max_items=sys.maxsize)
     raise click.exceptions.Exit(0 if result.ok else 1)
 
 
@@ -108,8 +88,7 @@ def _finish(result: Any, as_json: bool, title: str, extra: dict[str, Any] | None
 )
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @json_option
-@ledger_option
-@no_ledger_option
+@recorded
 def labels_cmd(
     setup,
     pred_probs,
@@ -156,7 +135,7 @@ def labels_cmd(
                 seed=seed,
                 ids=ids,
                 progress=progress,
-                ledger=_ledger(ledger, no_ledger),
+                ledger=ledger_target(ledger, no_ledger),
             )
         title = setup
     else:
@@ -168,7 +147,7 @@ def labels_cmd(
             labels,
             read_array(pred_probs, "--pred-probs"),
             ids=ids,
-            ledger=_ledger(ledger, no_ledger),
+            ledger=ledger_target(ledger, no_ledger),
         )
         title = pred_probs
     _finish(result, as_json, f"labels · {title}")
@@ -206,8 +185,7 @@ def labels_cmd(
 @workers_option
 @address_option
 @json_option
-@ledger_option
-@no_ledger_option
+@recorded
 def duplicates_cmd(
     train,
     other,
@@ -245,7 +223,7 @@ def duplicates_cmd(
         engine=engine,
         workers=workers,
         address=address,
-        ledger=_ledger(ledger, no_ledger),
+        ledger=ledger_target(ledger, no_ledger),
     )
     _finish(result, as_json, f"duplicates · {train}" + (f" vs {other}" if other else ""))
 
@@ -295,8 +273,7 @@ def duplicates_cmd(
 @workers_option
 @address_option
 @json_option
-@ledger_option
-@no_ledger_option
+@recorded
 def contamination_cmd(
     more_corpus,
     corpus,
@@ -338,7 +315,7 @@ def contamination_cmd(
         engine=engine,
         workers=workers,
         address=address,
-        ledger=_ledger(ledger, no_ledger),
+        ledger=ledger_target(ledger, no_ledger),
     )
     _finish(result, as_json, f"contamination · {eval_file}")
 
@@ -353,8 +330,7 @@ def contamination_cmd(
     help="Column holding each row's group id (patient, site, source).",
 )
 @json_option
-@ledger_option
-@no_ledger_option
+@recorded
 def groups_cmd(train, test, group_column, as_json, ledger, no_ledger) -> None:
     """Group ids present in both TRAIN and TEST (CSV, TSV, JSONL, Parquet).
 
@@ -367,5 +343,5 @@ def groups_cmd(train, test, group_column, as_json, ledger, no_ledger) -> None:
 
     a = read_table(train).labels(group_column)
     b = read_table(test).labels(group_column)
-    result = groups(list(a), list(b), ledger=_ledger(ledger, no_ledger))
+    result = groups(list(a), list(b), ledger=ledger_target(ledger, no_ledger))
     _finish(result, as_json, f"groups · {train} vs {test}")

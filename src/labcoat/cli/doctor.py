@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from labcoat.cli.output import console, emit_json, json_option
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
+from labcoat.findings import ENGINES
 
 
 @click.command()
@@ -17,8 +18,7 @@ from labcoat.cli.output import console, emit_json, json_option
 @click.option("--all", "run_all", is_flag=True, help="Run every layer even after one fails.")
 @click.option("--seed", type=int, default=None, help="Seed for splits, copies and controls (default: the experiment's).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-@click.option("--ledger", "ledger", default=None, metavar="PATH_OR_URL", help="Record the findings in this ledger (default: the project's ledger, if one exists).")
-@click.option("--no-ledger", is_flag=True, help="Record nothing.")
+@recording_options()
 @click.option("--html", "html", default=None, metavar="PATH", help="Also write the ladder as an HTML page.")
 def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool, html: str | None) -> None:
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
@@ -38,12 +38,8 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
         report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
     if html is not None:
         report.to_html(html, title=f"Doctor · {target}")
-    if as_json:
-        emit_json({"target": target, **report.to_dict()})
-    else:
-        out = console()
-        out.rule(f"labcoat doctor · {target}")
-        out.print(report)
+    data = {"target": target, **report.to_dict()}
+    respond(as_json, data, lambda: titled(f"labcoat doctor · {target}", report))
     raise click.exceptions.Exit(0 if report.ok else 1)
 
 
@@ -54,10 +50,8 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
         overrides["budget"] = budget
     if seed is not None:
         overrides["seed"] = seed
-    if no_ledger:
-        overrides["ledger"] = False
-    elif ledger is not None:
-        overrides["ledger"] = ledger
+    if no_ledger or ledger is not None:
+        overrides["ledger"] = ledger_target(ledger, no_ledger)
     if quiet or as_json or not sys.stdout.isatty():
         overrides["progress"] = False
     return experiment.diagnose(**overrides)
@@ -65,21 +59,30 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
 
 @click.command()
 @json_option
-def checks(as_json: bool) -> None:
-    """List the doctor's checks: what each falsifies and what a healthy setup predicts."""
-    from labcoat.doctor import REGISTRY
+@click.option(
+    "--engine",
+    type=click.Choice(list(ENGINES)),
+    default=None,
+    help="Only this engine's checks.",
+)
+def checks(as_json: bool, engine: str | None) -> None:
+    """List every declared check (doctor, watch, audit, scale, stats): what each falsifies and
+    what a healthy setup predicts."""
+    from labcoat.findings import catalogue
 
-    rows = [{"id": c.id, "layer": c.layer, "falsifies": c.falsifies, "predicts": c.predicts} for c in REGISTRY]
-    if as_json:
-        emit_json({"checks": rows})
-        return
+    rows = catalogue(engine)
+    respond(as_json, {"checks": rows}, lambda: _checks_table(rows))
+
+
+def _checks_table(rows: list[dict]):
     from rich.table import Table
 
-    table = Table(title="labcoat doctor checks")
-    table.add_column("layer")
+    table = Table(title="labcoat checks")
+    for column in ("engine", "layer"):
+        table.add_column(column)
     table.add_column("check", no_wrap=True, min_width=max(len(r["id"]) for r in rows))
     table.add_column("falsifies")
     table.add_column("a healthy setup predicts")
     for r in rows:
-        table.add_row(r["layer"], r["id"], r["falsifies"], r["predicts"])
-    console().print(table)
+        table.add_row(r["engine"], r["layer"], r["id"], r["falsifies"], r["predicts"])
+    return table

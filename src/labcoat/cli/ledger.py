@@ -15,7 +15,7 @@ from typing import Any, Callable
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import console, emit_json, json_option
+from labcoat.cli.output import console, emit_json, json_option, respond
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
 from labcoat.ledger.records.entries import CLOSING_VERDICTS, VERDICTS
@@ -70,10 +70,8 @@ def add_command(title, prediction, experiment, tags, parents, runs, location, as
         entry = book.hypothesis(
             title, predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs
         )
-        if as_json:
-            emit_json({"id": entry.id, "entry": _entry_json(entry), "ledger": book.location})
-        else:
-            console().print(f"recorded entry #{entry.id} in {book.location}")
+        data = {"id": entry.id, "entry": _entry_json(entry), "ledger": book.location}
+        respond(as_json, data, lambda: f"recorded entry #{entry.id} in {book.location}")
 
 
 @ledger.command("resolve")
@@ -95,17 +93,14 @@ def resolve_command(entry_id, result, verdict, conclusion, experiment, location,
         entry = book.resolve(
             entry_id, result=result, verdict=verdict, conclusion=conclusion, experiment=experiment
         )
-        if as_json:
-            emit_json(
-                {
-                    "id": entry.id,
-                    "revision": entry.revision,
-                    "verdict": entry.verdict,
-                    "entry": _entry_json(entry),
-                }
-            )
-        else:
-            console().print(f"entry #{entry.id} is now {entry.verdict} (revision {entry.revision})")
+        data = {
+            "id": entry.id,
+            "revision": entry.revision,
+            "verdict": entry.verdict,
+            "entry": _entry_json(entry),
+        }
+        shown = f"entry #{entry.id} is now {entry.verdict} (revision {entry.revision})"
+        respond(as_json, data, lambda: shown)
 
 
 @ledger.command("list")
@@ -166,12 +161,10 @@ def list_command(
             checks=checks,
             limit=limit,
         )
-        if as_json:
-            emit_json({"count": len(found), "entries": [_entry_json(e) for e in found]})
-        else:
-            from labcoat.ledger.views import entries_table
+        from labcoat.ledger.views import entries_table
 
-            console().print(entries_table(found, title=f"{len(found)} entries"))
+        data = {"count": len(found), "entries": [_entry_json(e) for e in found]}
+        respond(as_json, data, lambda: entries_table(found, title=f"{len(found)} entries"))
 
 
 @ledger.command("show")
@@ -205,18 +198,14 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         entry = book.entry(entry_id)
         history = book.history(entry_id)
         found = book.findings(entry=entry_id)
-        if as_json:
-            emit_json(
-                {
-                    "entry": _entry_json(entry),
-                    "history": [_entry_json(h) for h in history],
-                    "findings": [f.to_dict() for f in found],
-                }
-            )
-        else:
-            from labcoat.ledger.views import entry_view
+        from labcoat.ledger.views import entry_view
 
-            console().print(entry_view(entry, history, found))
+        data = {
+            "entry": _entry_json(entry),
+            "history": [_entry_json(h) for h in history],
+            "findings": [f.to_dict() for f in found],
+        }
+        respond(as_json, data, lambda: entry_view(entry, history, found))
 
 
 def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_json: bool) -> None:
@@ -262,28 +251,10 @@ def runs_command(limit, status, location, as_json):
     """List recorded runs, oldest first."""
     with _open(location) as book:
         found = book.runs(limit=limit, status=status)
-        if as_json:
-            keys = (
-                "id",
-                "name",
-                "started_at",
-                "ended_at",
-                "status",
-                "exit_status",
-                "command",
-                "git_commit",
-                "git_dirty",
-                "config_hash",
-                "data_hash",
-                "env_hash",
-            )
-            emit_json(
-                {"count": len(found), "runs": [{k: getattr(r, k) for k in keys} for r in found]}
-            )
-        else:
-            from labcoat.ledger.views import runs_table
+        from labcoat.ledger.views import runs_table
 
-            console().print(runs_table(found))
+        data = {"count": len(found), "runs": [r.summary() for r in found]}
+        respond(as_json, data, lambda: runs_table(found))
 
 
 @ledger.command("findings")
@@ -310,12 +281,10 @@ def findings_command(run_id, source, statuses, checks, location, as_json):
         found = book.findings(
             run=run_id, source=source, status=statuses or None, check=checks or None
         )
-    if as_json:
-        emit_json({"count": len(found), "findings": [f.to_dict() for f in found]})
-    else:
-        from labcoat.render import findings_table
+    from labcoat.render import findings_table
 
-        console().print(findings_table(found, title=f"{len(found)} findings"))
+    data = {"count": len(found), "findings": [f.to_dict() for f in found]}
+    respond(as_json, data, lambda: findings_table(found, title=f"{len(found)} findings"))
 
 
 @ledger.command("diff")
@@ -327,10 +296,7 @@ def diff_command(run_a, run_b, location, as_json):
     """What changed in code, config, data, environment and seeds from RUN_A to RUN_B."""
     with _open(location) as book:
         result = book.diff(run_a, run_b)
-        if as_json:
-            emit_json(result.to_dict())
-        else:
-            console().print(result)
+        respond(as_json, result, lambda: result)
 
 
 @ledger.command("verify")
@@ -341,10 +307,7 @@ def verify_command(ctx, location, as_json):
     """Check that no row was changed behind the ledger's back; exit 1 when something was."""
     with _open(location) as book:
         result = book.verify()
-    if as_json:
-        emit_json(result.to_dict())
-    else:
-        console().print(result)
+    respond(as_json, result, lambda: result)
     if not result.ok:
         ctx.exit(1)
 
@@ -416,10 +379,7 @@ def sql_command(query, params, timeout_s, location, as_json):
     """Run one read-only SQL statement on the ledger (writes are refused)."""
     with _open(location) as book:
         result = book.sql(query, params, timeout_s=timeout_s)
-    if as_json:
-        emit_json(result.to_dict())
-    else:
-        console().print(result)
+    respond(as_json, result, lambda: result)
 
 
 # ---- labcoat run -- CMD ----------------------------------------------------------------

@@ -17,21 +17,52 @@ json_option = click.option(
 )
 
 
+def recording_options(what: str = "the findings") -> Callable[[Any], Any]:
+    """``--ledger PATH_OR_URL`` and ``--no-ledger`` for a command whose result is recorded;
+    :func:`ledger_target` turns the two into the library's ``ledger=`` argument."""
+    ledger = click.option(
+        "--ledger",
+        "ledger",
+        default=None,
+        metavar="PATH_OR_URL",
+        help=f"Record {what} in this ledger (default: the project's ledger, if one exists).",
+    )
+    no_ledger = click.option("--no-ledger", is_flag=True, help="Record nothing.")
+    return lambda command: ledger(no_ledger(command))
+
+
+def ledger_target(ledger: str | None, no_ledger: bool) -> Any:
+    """The ``ledger=`` argument of labcoat's functions: False records nowhere, None the
+    project's ledger if it exists, else the given path or URL."""
+    return False if no_ledger else ledger
+
+
 def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def emit_json(obj: Any) -> None:
-    """Print ``obj`` as one line of strict JSON on stdout."""
-    sys.stdout.write(json.dumps(jsonable(obj), allow_nan=False) + "\n")
+def emit_json(obj: Any, *, max_items: int = 1000) -> None:
+    """Print ``obj`` as one line of strict JSON on stdout (lists cut at ``max_items``)."""
+    sys.stdout.write(json.dumps(jsonable(obj, max_items=max_items), allow_nan=False) + "\n")
     sys.stdout.flush()
 
 
-def respond(as_json: bool, data: Any, render: Callable[[], Any]) -> None:
+def respond(
+    as_json: bool, data: Any, render: Callable[[], Any], *, max_items: int = 1000
+) -> None:
     """The one way a command answers: ``data`` (a result with ``to_dict`` or a dict) as JSON
     with ``--json``, else the rich renderable ``render()`` builds (called only then, so a
-    command's rendering imports stay off the JSON path)."""
+    command's rendering imports stay off the JSON path). ``max_items``: where JSON lists are
+    cut (``sys.maxsize``: every row, as when the user asked for the indices)."""
     if as_json:
-        emit_json(data.to_dict() if hasattr(data, "to_dict") else data)
+        emit_json(data.to_dict() if hasattr(data, "to_dict") else data, max_items=max_items)
     else:
         console().print(render())
+
+
+def titled(title: str, renderable: Any) -> Any:
+    """``renderable`` under a rule naming the command and its target."""
+    from rich.console import Group
+    from rich.rule import Rule
+
+    return Group(Rule(title), renderable)

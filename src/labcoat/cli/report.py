@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from labcoat.cli.output import emit_json, json_option
+from labcoat.cli.output import json_option, respond
 
 
 @click.command("report")
@@ -26,27 +26,7 @@ def report(output: Path, location: str | None, runs: tuple[int, ...], since: str
       labcoat report -o report.html
       labcoat report --run 3 --run 4 -o runs.html
     """
-    from labcoat.errors import InputError
-    from labcoat.ledger import Ledger
-    from labcoat.report.build import from_ledger
+    from labcoat.report.build import write
 
-    if since is not None:
-        import datetime as _dt
-
-        try:
-            _dt.date.fromisoformat(since[:10])
-        except ValueError:
-            raise InputError(f"--since: expected a date such as 2026-12-01; got {since!r}") from None
-    ledger = Ledger.existing(location)
-    if ledger is None:
-        where = f"at {location!r}" if location else "here yet"
-        raise InputError(f"no ledger {where}: run `labcoat doctor`, `labcoat run` or `labcoat ledger add` "
-                         "first, or pass --ledger PATH")
-    with ledger:
-        page = from_ledger(ledger, runs=list(runs) or None, since=since)
-    written = page.save(output)
-    size = written.stat().st_size
-    if as_json:
-        emit_json({"path": str(written), "bytes": size, "sections": [s.id for s in page.sections]})
-    else:
-        click.echo(f"wrote {written} ({size / 1024:.0f} KiB, {len(page.sections)} sections)")
+    written = write(output, location=location, runs=runs, since=since)
+    respond(as_json, written, lambda: str(written))

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import console, emit_json, json_option
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond
 from labcoat.errors import InputError
 
 
@@ -67,14 +67,7 @@ def data_options(
             show_default=True,
             help="Confidence level of the intervals.",
         ),
-        click.option(
-            "--ledger",
-            "ledger",
-            default=None,
-            metavar="PATH_OR_URL",
-            help="Record the fit in this ledger (default: the project's ledger, if one exists).",
-        ),
-        click.option("--no-ledger", is_flag=True, help="Record nothing."),
+        recording_options("the fit"),
         json_option,
     ]
 
@@ -86,48 +79,43 @@ def data_options(
     return decorate
 
 
-def _columns(file: str, n_col, d_col, flops_col, x_col, loss_col, form: str):
-    """(N or x, D or None, L) as arrays from the table, per the form's variables."""
-    from labcoat.stats.readers import read_table
+def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
+    """(N or x, D or None, L) from the runs table the data options name."""
+    from labcoat.scale.data import read_runs
 
-    table = read_table(file)
-    loss = table.scores(loss_col)
-    if form == "curve":
-        if x_col is None:
-            raise InputError("--form curve: give --x COL, the column the loss is a curve of")
-        return table.scores(x_col), None, loss
-    if n_col is None:
-        raise InputError(
-            "--n: give the model-size column (and --d, or --flops to derive D = FLOPs / 6N)"
-        )
-    n = table.scores(n_col)
-    if d_col is not None and flops_col is not None:
-        raise InputError(
-            "--d and --flops: give one; D is derived from FLOPs only when there is no D column"
-        )
-    if d_col is not None:
-        return n, table.scores(d_col), loss
-    if flops_col is not None:
-        flops = table.scores(flops_col)
-        if (n <= 0).any():
-            raise InputError(
-                f"{file}: column {n_col!r} has a value <= 0; model sizes must be positive"
-            )
-        return n, flops / (6.0 * n), loss
-    raise InputError("--d: give the data column, or --flops COL to derive D = FLOPs / (6 N)")
+    return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, form)
 
 
-def _fit(file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger):
+def _fit(*, form, bootstrap, seed, ledger, no_ledger, **columns):
+    """The fit the data options ask for, recorded as --ledger/--no-ledger say."""
     from labcoat.scale import fit
 
-    N, D, L = _columns(file, n_col, d_col, flops_col, x_col, loss_col, form)
+    N, D, L = _read(form=form, **columns)
     return fit(
-        N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=False if no_ledger else ledger
+        N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=ledger_target(ledger, no_ledger)
     )
 
 
-def _show(renderable: Any) -> None:
-    console().print(renderable)
+def _views(*names: str, **arguments: Any) -> Callable[[], Any]:
+    """The renderer respond calls: labcoat.scale.render's views, stacked in order."""
+
+    def render():
+        from rich.console import Group as Stack
+
+        from labcoat.scale import render as views
+
+        return Stack(*(getattr(views, name)(*arguments[name]) for name in names))
+
+    return render
+
+
+def _with_fit(answer: Any, result: Any) -> dict[str, Any]:
+    """An answer's JSON with the fit it came from: its parameters and warnings."""
+    return {
+        **answer.to_dict(),
+        "params": result.params,
+        "warnings": [f.message for f in result.warnings],
+    }
 
 
 @click.group("scale", cls=Group)
@@ -137,31 +125,10 @@ def scale() -> None:
 
 @scale.command("fit")
 @data_options()
-def fit_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-):
+def fit_cmd(level, as_json, **runs):
     """Fit the law (Huber on log loss, every grid start) with intervals and diagnostics."""
-    result = _fit(
-        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
-    )
-    if as_json:
-        emit_json(result.to_dict(level))
-        return
-    from labcoat.scale.render import fit_view
-
-    _show(fit_view(result, level))
+    result = _fit(**runs)
+    respond(as_json, result.to_dict(level), _views("fit_view", fit_view=(result, level)))
 
 
 def _point(text: str, form: str) -> tuple[float, float | None]:
@@ -186,45 +153,20 @@ def _point(text: str, form: str) -> tuple[float, float | None]:
     required=True,
     help="Where to predict: N,D (or X for --form curve); repeatable.",
 )
-def predict_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-    at,
-):
+def predict_cmd(level, as_json, at, **runs):
     """Predicted loss at new sizes, with the law's interval and a prediction interval."""
     import numpy as np
 
+    form = runs["form"]
     points = [_point(p, form) for p in at]
-    result = _fit(
-        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
-    )
+    result = _fit(**runs)
     N = np.array([p[0] for p in points])
     D = None if form == "curve" else np.array([p[1] for p in points])
     prediction = result.predict(N, D, level=level)
-    if as_json:
-        emit_json(
-            {
-                **prediction.to_dict(),
-                "params": result.params,
-                "warnings": [f.message for f in result.warnings],
-            }
-        )
-        return
-    from labcoat.scale.render import fit_view, prediction_view
-
-    _show(prediction_view(prediction))
-    _show(fit_view(result, level))
+    render = _views(
+        "prediction_view", "fit_view", prediction_view=(prediction,), fit_view=(result, level)
+    )
+    respond(as_json, _with_fit(prediction, result), render)
 
 
 @scale.command("optimal")
@@ -237,42 +179,16 @@ def predict_cmd(
     required=True,
     help="FLOP budget C; repeatable.",
 )
-def optimal_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-    budgets,
-):
+def optimal_cmd(level, as_json, budgets, **runs):
     """Compute-optimal N and D for FLOP budgets (C ≈ 6·N·D), with intervals."""
-    if form != "chinchilla":
+    if runs["form"] != "chinchilla":
         raise InputError("--form: optimal allocation needs the chinchilla form (loss in N and D)")
-    result = _fit(
-        file, n_col, d_col, flops_col, x_col, loss_col, form, bootstrap, seed, ledger, no_ledger
-    )
+    result = _fit(**runs)
     allocation = result.optimal(list(budgets), level=level)
-    if as_json:
-        emit_json(
-            {
-                **allocation.to_dict(),
-                "params": result.params,
-                "warnings": [f.message for f in result.warnings],
-            }
-        )
-        return
-    from labcoat.scale.render import allocation_view, fit_view
-
-    _show(allocation_view(allocation))
-    _show(fit_view(result, level))
+    render = _views(
+        "allocation_view", "fit_view", allocation_view=(allocation,), fit_view=(result, level)
+    )
+    respond(as_json, _with_fit(allocation, result), render)
 
 
 @scale.command("backtest")
@@ -292,35 +208,17 @@ def optimal_cmd(
     show_default=True,
     help="Largest by model size (or x) or by compute 6·N·D.",
 )
-def backtest_cmd(
-    file,
-    n_col,
-    d_col,
-    flops_col,
-    x_col,
-    loss_col,
-    form,
-    bootstrap,
-    seed,
-    level,
-    ledger,
-    no_ledger,
-    as_json,
-    top,
-    by,
-):
+def backtest_cmd(level, as_json, top, by, **runs):
     """Fit the smaller runs, predict the K largest: per-run error, MAPE and interval coverage."""
     from labcoat.scale import backtest
 
-    N, D, L = _columns(file, n_col, d_col, flops_col, x_col, loss_col, form)
+    N, D, L = _read(**runs)
     if top >= len(L):
         raise InputError(
             f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
         )
     result = backtest(
-        N, D, L, holdout=by, top=top, form=form, bootstrap=bootstrap, seed=seed, level=level
+        N, D, L, holdout=by, top=top, form=runs["form"], bootstrap=runs["bootstrap"],
+        seed=runs["seed"], level=level,
     )
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    _show(result)
+    respond(as_json, result, lambda: result)

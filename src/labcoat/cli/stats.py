@@ -15,7 +15,7 @@ import click
 import numpy as np
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond
 from labcoat.errors import InputError
 
 confidence_option = click.option(
@@ -101,11 +101,7 @@ def _name(path: str, table: Any) -> str:
 
 def kept(command):
     """``--html`` and ``--ledger``/``--no-ledger`` for a command whose result can be kept."""
-    command = click.option("--no-ledger", is_flag=True, help="Record nothing.")(command)
-    command = click.option(
-        "--ledger", "ledger", default=None, metavar="PATH_OR_URL",
-        help="Record the result in this ledger (default: the project's ledger, if one exists).",
-    )(command)
+    command = recording_options("the result")(command)
     return click.option(
         "--html", "html", default=None, metavar="PATH", help="Also write the result as an HTML page."
     )(command)
@@ -117,7 +113,7 @@ def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, na
 
     if html is not None:
         result.to_html(html, name=name or "result")
-    record(result, ledger=False if no_ledger else ledger, name=name)
+    record(result, ledger=ledger_target(ledger, no_ledger), name=name)
 
 
 @stats.command("mean")

@@ -18,6 +18,7 @@ from labcoat.doctor.registry import LAYERS
 from labcoat.doctor.report import Report
 from labcoat.doctor.selftest import run_selftest
 from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
+from labcoat._validation import IsCallable, OneOf, Seed
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import as_names
@@ -193,24 +194,25 @@ def _task_or_none(case: Case) -> str | None:
 
 
 def _validate(*, loss_fn, step, metric, task, seed, budget) -> None:
-    if not callable(loss_fn):
-        raise InputError(f"loss_fn: expected a callable(output, target) -> loss tensor; got {type(loss_fn).__name__}")
-    for name, fn in (("step", step), ("metric", metric)):
-        if fn is not None and not callable(fn):
-            raise InputError(f"{name}: expected a callable or None; got {type(fn).__name__}")
-    if task is not None and task not in TASKS:
-        raise InputError(f"task: expected one of {list(TASKS)} or None; got {task!r}")
-    if budget not in BUDGETS:
-        raise InputError(f"budget: expected one of {list(BUDGETS)}; got {budget!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed: expected an int; got {type(seed).__name__}")
-    if seed < 0:
-        raise InputError(f"seed: expected a non-negative int (numpy and scikit-learn refuse negative seeds); got {seed}")
+    IsCallable("a callable(output, target) -> loss tensor").check(loss_fn, "loss_fn")
+    IsCallable(none=True).check(step, "step")
+    IsCallable(none=True).check(metric, "metric")
+    OneOf(TASKS, none=True).check(task, "task")
+    OneOf(BUDGETS).check(budget, "budget")
+    Seed().check(seed, "seed", hint="numpy and scikit-learn refuse negative seeds.")
+
+
+#: diagnose's parameters that say how to run, not what to run: every other parameter is a field
+#: of :class:`Experiment` (a test holds the two to one list)
+RUN_OPTIONS = ("run_all", "layers", "on_finding", "progress")
 
 
 @dataclass
 class Experiment:
-    """A setup to diagnose, as a file for ``labcoat doctor FILE.py[:NAME]`` returns it."""
+    """A setup to diagnose, as a file for ``labcoat doctor FILE.py[:NAME]`` returns it.
+
+    Its fields are :func:`diagnose`'s parameters less :data:`RUN_OPTIONS`, with the same
+    defaults, plus a ``name``."""
 
     model: nn.Module
     data: Any

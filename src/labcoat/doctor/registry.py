@@ -17,19 +17,14 @@ RULES_OUT: dict[str, str] = {
     "shuffle": "nothing scores above chance without real labels (negative control)",
 }
 
-REGISTRY = CheckRegistry(LAYERS)
-
-#: check id -> the later checks (ids or fnmatch patterns) whose failure that check's warning can
-#: explain: softmax before a logits loss is why a tiny batch is not memorised, unscaled inputs
-#: why updates look too small. The report names such a warning as the failure's likely cause.
-EXPLAINS: dict[str, tuple[str, ...]] = {}
+REGISTRY = CheckRegistry("doctor", LAYERS)
 
 
 def check(
     id: str, *, explains: Iterable[str] = (), **declared: Any
 ) -> Callable[[Callable[[Any], Outcome]], Callable[[Any], Outcome]]:
-    """Declare a doctor check (see :meth:`CheckRegistry.check`); ``explains`` lists the later
-    checks whose failure a warning from this one would be the likely cause of."""
-    register = REGISTRY.check(id, **declared)
-    EXPLAINS[id] = tuple(explains)
-    return register
+    """Declare a doctor check (see :meth:`CheckRegistry.check`). ``explains`` lists the later
+    checks (ids or fnmatch patterns) whose failure a warning from this one would be the likely
+    cause of: softmax before a logits loss is why a tiny batch is not memorised, unscaled inputs
+    why updates look too small. The report names such a warning as the failure's likely cause."""
+    return REGISTRY.check(id, explains=tuple(explains), **declared)

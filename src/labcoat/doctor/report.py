@@ -6,7 +6,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat.doctor.registry import EXPLAINS, LAYERS
+from labcoat.doctor.registry import LAYERS, REGISTRY
 from labcoat.findings import Finding, worst
 from labcoat.render import STATUS_MARK
 from labcoat.report.html import HtmlMixin
@@ -62,7 +62,7 @@ class Report(HtmlMixin):
         for f in self.findings:
             if f is failure:
                 return None
-            if f.status == "warn" and any(fnmatch.fnmatchcase(failure.check, p) for p in EXPLAINS.get(f.check, ())):
+            if f.status == "warn" and any(fnmatch.fnmatchcase(failure.check, p) for p in _explains(f.check)):
                 return f
         return None
 
@@ -131,3 +131,8 @@ class Report(HtmlMixin):
         from labcoat.doctor.view import ladder_view
 
         yield ladder_view(self)
+
+
+def _explains(check: str) -> tuple[str, ...]:
+    declared = REGISTRY.get(check)
+    return declared.explains if declared else ()

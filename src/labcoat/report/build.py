@@ -3,6 +3,8 @@ notebook's chronicle. Which section a run's findings make is decided by their ``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from labcoat.report.page import Page, Section
@@ -86,3 +88,47 @@ def from_ledger(
     entries = ledger.entries(since=since) if since else ledger.entries()
     page.add(ledger_section(entries, chosen))
     return page
+
+
+@dataclass(frozen=True)
+class Written:
+    """Where :func:`write` put the page, how large it is and which sections it holds."""
+
+    path: Path
+    bytes: int
+    sections: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "bytes": self.bytes, "sections": self.sections}
+
+    def __str__(self) -> str:
+        return f"wrote {self.path} ({self.bytes / 1024:.0f} KiB, {len(self.sections)} sections)"
+
+
+def write(
+    output: str | Path,
+    *,
+    location: str | None = None,
+    runs: Sequence[int] | None = None,
+    since: str | None = None,
+) -> Written:
+    """Write the page of the ledger at ``location`` (default: the project's) to ``output``."""
+    from labcoat.errors import InputError
+    from labcoat.ledger import Ledger
+
+    if since is not None:
+        import datetime as _dt
+
+        try:
+            _dt.date.fromisoformat(since[:10])
+        except ValueError:
+            raise InputError(f"--since: expected a date such as 2026-12-01; got {since!r}") from None
+    ledger = Ledger.existing(location)
+    if ledger is None:
+        where = f"at {location!r}" if location else "here yet"
+        raise InputError(f"no ledger {where}: run `labcoat doctor`, `labcoat run` or `labcoat ledger add` "
+                         "first, or pass --ledger PATH")
+    with ledger:
+        page = from_ledger(ledger, runs=list(runs or ()) or None, since=since)
+    written = page.save(output)
+    return Written(written, written.stat().st_size, [s.id for s in page.sections])

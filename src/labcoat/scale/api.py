@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from labcoat.errors import InputError
+from labcoat._validation import Interval, check_int
 from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
 from labcoat.scale.forms import resolve_form
@@ -39,15 +39,10 @@ def fit(
     """
     chosen = resolve_form(form, p0, 1 if D is None else 2)
     x, loss = training_data(N, D, L, chosen)
-    if not (isinstance(huber_delta, (int, float)) and huber_delta > 0):
-        raise InputError(
-            "huber_delta: expected a positive number (the replication uses 1e-3); "
-            f"got {huber_delta!r}"
-        )
-    if not (isinstance(bootstrap, (int, np.integer)) and bootstrap >= 0):
-        raise InputError(
-            f"bootstrap: expected a count of resamples >= 0 (e.g. 1000); got {bootstrap!r}"
-        )
+    Interval(float, 0.0, low_open=True).check(
+        huber_delta, "huber_delta", hint="The replication uses 1e-3."
+    )
+    check_int(bootstrap, "bootstrap", hint="It counts resamples (e.g. 1000).")
     best = grid_search(chosen, x, loss, float(huber_delta))
     refits = np.empty((0, best.theta.size))
     if bootstrap:

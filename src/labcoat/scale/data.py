@@ -59,3 +59,44 @@ def training_data(N: Any, D: Any, L: Any, form: Any) -> tuple[np.ndarray, np.nda
             "for intervals"
         )
     return x, loss
+
+
+def read_runs(
+    file: str,
+    n_col: str | None,
+    d_col: str | None,
+    flops_col: str | None,
+    x_col: str | None,
+    loss_col: str,
+    form: str,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(N or x, D or None, L) from a table of runs (CSV, TSV, JSONL, JSON, Parquet), per the
+    form's variables; D is FLOPs / 6N when only a FLOPs column is named. The messages name the
+    ``labcoat scale`` options that choose the columns."""
+    from labcoat.stats.readers import read_table
+
+    table = read_table(file)
+    loss = table.scores(loss_col)
+    if form == "curve":
+        if x_col is None:
+            raise InputError("--form curve: give --x COL, the column the loss is a curve of")
+        return table.scores(x_col), None, loss
+    if n_col is None:
+        raise InputError(
+            "--n: give the model-size column (and --d, or --flops to derive D = FLOPs / 6N)"
+        )
+    n = table.scores(n_col)
+    if d_col is not None and flops_col is not None:
+        raise InputError(
+            "--d and --flops: give one; D is derived from FLOPs only when there is no D column"
+        )
+    if d_col is not None:
+        return n, table.scores(d_col), loss
+    if flops_col is not None:
+        flops = table.scores(flops_col)
+        if (n <= 0).any():
+            raise InputError(
+                f"{file}: column {n_col!r} has a value <= 0; model sizes must be positive"
+            )
+        return n, flops / (6.0 * n), loss
+    raise InputError("--d: give the data column, or --flops COL to derive D = FLOPs / (6 N)")

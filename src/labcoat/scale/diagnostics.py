@@ -13,7 +13,7 @@ from scipy import stats
 from labcoat.findings import CheckRegistry, Finding, Outcome, passed, skipped, warned
 from labcoat.scale.forms import CustomForm
 
-CHECKS = CheckRegistry(["scale"])
+CHECKS = CheckRegistry("scale", ["scale"])
 
 POINTS_PER_PARAMETER = 5
 MIN_LEVELS = 3  # distinct values of a variable needed to see curvature (and so E)
@@ -30,6 +30,7 @@ MAX_RUNS_SHARE = 0.6  # fewer sign runs than this share of the expected count, a
 @CHECKS.check(
     "scale.points",
     layer="scale",
+    severity="warn",
     falsifies="too few runs, or too few distinct sizes, to determine the parameters",
     predicts=(
         f"at least {POINTS_PER_PARAMETER} runs per parameter and {MIN_LEVELS}+ distinct values "
@@ -64,6 +65,7 @@ def _is_power_law(fit) -> str | None:
 @CHECKS.check(
     "scale.grid_edge",
     layer="scale",
+    severity="warn",
     falsifies="the optimum lies outside the grid of starts, so the grid may not have bracketed it",
     predicts="every fitted parameter inside the span of the initialisation grid",
     applies=_is_power_law,
@@ -93,6 +95,7 @@ def _grid_edge(fit) -> Outcome:
 @CHECKS.check(
     "scale.bound",
     layer="scale",
+    severity="warn",
     falsifies="a parameter at its natural bound: an exponent of 0 (no scaling) or a floor E of 0",
     predicts=(
         f"exponents above {MIN_EXPONENT} and a floor E above {MIN_FLOOR_SHARE:.0%} of the "
@@ -134,6 +137,7 @@ def _bound(fit) -> Outcome:
 @CHECKS.check(
     "scale.flat",
     layer="scale",
+    severity="warn",
     falsifies="a flat objective: some combination of parameters is not determined by the data",
     predicts=(
         f"the noise-scaled Hessian pins every parameter to within {MAX_RELATIVE_SE:.0%} "
@@ -223,6 +227,7 @@ def _centred_jacobian(fit) -> tuple[np.ndarray, list[str]]:
 @CHECKS.check(
     "scale.residuals",
     layer="scale",
+    severity="warn",
     falsifies="the form misses the shape of the data: residuals that drift or wave with a variable",
     predicts=(
         "residuals ordered by each variable change sign as often as noise does (runs test) and "
@@ -299,9 +304,4 @@ def _runs(ordered: np.ndarray) -> dict[str, float]:
 
 def diagnose(fit) -> list[Finding]:
     """Every check's finding for ``fit``, in declaration order."""
-    findings = []
-    for check in CHECKS:
-        reason = check.applies(fit) if check.applies else None
-        outcome = skipped(reason) if reason else check.run(fit)
-        findings.append(check.finding(outcome))
-    return findings
+    return [check.evaluate(fit) for check in CHECKS]

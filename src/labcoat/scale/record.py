@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from labcoat.findings import Finding
+from labcoat.findings import Check, Finding, Outcome
 
 
 def data_fingerprint(fit) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def data_fingerprint(fit) -> dict[str, Any]:
     return fingerprint(table, name="scale.data").to_dict()
 
 
-def summary_finding(fit) -> Finding:
+def _summary(fit) -> Outcome:
     evidence: dict[str, Any] = {
         "form": fit.form.name,
         "params": fit.params,
@@ -36,15 +36,23 @@ def summary_finding(fit) -> Finding:
     if len(fit.bootstrap_theta) >= 2:
         evidence["ci95"] = {k: list(v) for k, v in fit.ci(0.95).items()}
     shown = ", ".join(f"{k}={v:.4g}" for k, v in fit.params.items())
-    return Finding(
-        check="scale.fit",
-        layer="scale",
-        status="warn" if fit.warnings else "pass",
-        message=f"{fit.form.name} fit on {fit.n_points} runs: {shown}",
-        evidence=evidence,
-        falsifies="the scaling law fitted to these runs",
-        predicts="later runs fall inside the fit's prediction intervals",
-    )
+    message = f"{fit.form.name} fit on {fit.n_points} runs: {shown}"
+    return Outcome("warn" if fit.warnings else "pass", message, evidence)
+
+
+#: the fit itself, declared like its diagnostics: a later run outside its intervals falsifies it
+FIT = Check(
+    "scale.fit",
+    "scale",
+    falsifies="the scaling law fitted to these runs",
+    predicts="later runs fall inside the fit's prediction intervals",
+    run=_summary,
+    severity="warn",
+)
+
+
+def summary_finding(fit) -> Finding:
+    return FIT.evaluate(fit)
 
 
 def record_fit(fit, ledger: Any) -> None:

@@ -1,4 +1,6 @@
-"""Input checks for :mod:`labcoat.stats`, one place per kind of argument.
+"""Input checks particular to :mod:`labcoat.stats` (score arrays, paired lengths); the scalar
+checks are :mod:`labcoat._validation`'s constraints, re-exported here under the names the stats
+modules use.
 
 Each check names the argument, says what it got and what it needed, and raises
 :class:`labcoat.errors.InputError` so the CLI prints one line and exits 2.
@@ -6,12 +8,17 @@ Each check names the argument, says what it got and what it needed, and raises
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
+from labcoat._validation import FINITE, Interval, Seed, check_choice, check_int, check_probability
 from labcoat.errors import InputError
+
+__all__ = [
+    "check_choice", "check_count", "check_finite", "check_positive", "check_probability",
+    "check_random_state", "check_same_length", "check_scores",
+]
 
 
 def check_scores(values: Any, name: str, *, min_size: int = 1) -> np.ndarray:
@@ -41,54 +48,25 @@ def check_scores(values: Any, name: str, *, min_size: int = 1) -> np.ndarray:
     return arr
 
 
-def check_probability(value: Any, name: str) -> float:
-    """A number strictly between 0 and 1 (a confidence level, alpha or power)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not 0.0 < float(value) < 1.0
-    ):
-        raise InputError(f"`{name}` must be a number strictly between 0 and 1; got {value!r}.")
-    return float(value)
-
-
 def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     """A finite real number > 0 (or >= 0 with ``allow_zero``)."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = value >= 0 if allow_zero else value > 0
-    if not ok:
-        need = "non-negative" if allow_zero else "positive"
-        raise InputError(f"`{name}` must be a finite {need} number; got {value!r}.")
-    return float(value)
+    return Interval(float, 0.0, low_open=not allow_zero).check(value, name)
 
 
 def check_finite(value: Any, name: str) -> float:
     """A finite real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise InputError(f"`{name}` must be a finite number; got {value!r}.")
-    return float(value)
+    return FINITE.check(value, name)
 
 
 def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
     """An integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise InputError(f"`{name}` must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
+    return check_int(value, name, minimum=minimum)
 
 
 def check_random_state(value: Any, name: str = "random_state") -> np.random.Generator:
     """A numpy Generator from a seed (a non-negative integer), a Generator, or None (fresh
     entropy)."""
-    if isinstance(value, np.random.Generator):
-        return value
-    if value is None or (
-        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
-    ):
-        return np.random.default_rng(value)
-    raise InputError(
-        f"`{name}` must be a non-negative integer seed, a numpy Generator or None; got {value!r}."
-    )
+    return Seed(generator=True).check(value, name)
 
 
 def check_same_length(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> None:
@@ -97,9 +75,3 @@ def check_same_length(first: np.ndarray, second: np.ndarray, names: tuple[str, s
             f"`{names[0]}` and `{names[1]}` must have one entry per item; got "
             f"{first.shape[0]} and {second.shape[0]}."
         )
-
-
-def check_choice(value: Any, name: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise InputError(f"`{name}` must be one of {', '.join(map(repr, options))}; got {value!r}.")
-    return value

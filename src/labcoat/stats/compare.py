@@ -30,6 +30,7 @@ from labcoat.stats.mean import (
     FEW_ITEMS,
     FORMULAS,
     cluster_codes,
+    cluster_warnings,
     mean,
     standard_error,
     symmetric_interval,
@@ -289,16 +290,7 @@ def _warnings(n: int, se: float, n_clusters: int | None, formula: str) -> tuple[
         out.append(
             f"only {n} matched questions: intervals built on the CLT are unreliable at this size"
         )
-    if n_clusters is not None and n_clusters < FEW_ITEMS:
-        if formula == "miller":
-            out.append(
-                f"only {n_clusters} clusters: the paper's clustered SE is biased low and the z "
-                "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
-            )
-        else:
-            out.append(
-                f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"
-            )
+    out.extend(cluster_warnings(n_clusters, formula))
     return tuple(out)
 
 

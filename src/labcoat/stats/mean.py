@@ -263,14 +263,17 @@ def trust_warnings(x: np.ndarray, n_clusters: int | None, formula: str = "cr1") 
                 "a symmetric interval is unreliable this close to 0 or 1; prefer Wilson or "
                 "Clopper-Pearson"
             )
-    if n_clusters is not None and n_clusters < FEW_ITEMS:
-        if formula == "miller":
-            out.append(
-                f"only {n_clusters} clusters: the paper's clustered SE is biased low and the z "
-                "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
-            )
-        else:
-            out.append(
-                f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"
-            )
+    out.extend(cluster_warnings(n_clusters, formula))
     return tuple(out)
+
+
+def cluster_warnings(n_clusters: int | None, formula: str) -> list[str]:
+    """What a small number of clusters does to the interval, per ``formula``."""
+    if n_clusters is None or n_clusters >= FEW_ITEMS:
+        return []
+    if formula == "miller":
+        return [
+            f"only {n_clusters} clusters: the paper's clustered SE is biased low and the z "
+            "interval under-covers; the default formula (CR1, t(G-1)) corrects both"
+        ]
+    return [f"only {n_clusters} clusters: the interval uses t({n_clusters - 1}) and is wide"]

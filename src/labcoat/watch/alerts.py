@@ -10,13 +10,10 @@ whose ``ranks`` lists every rank that saw it, so one desync is one alert, not on
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Mapping
 
 from labcoat._jsonable import jsonable
-from labcoat.findings import Finding
-
-Severity = Literal["warn", "fail"]
-SEVERITIES: tuple[Severity, ...] = ("warn", "fail")
+from labcoat.findings import SEVERITIES, Check, Finding, Outcome, Severity
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ class Alert:
         """
         from labcoat.watch.invariants import INVARIANTS
 
-        declared = INVARIANTS.get(self.kind)
+        declared = INVARIANTS.get(self.kind) or Check(self.kind, "watch", "", "", run=None)
         evidence = dict(self.evidence)
         if self.subject:
             evidence.setdefault("subject", self.subject)
@@ -57,17 +54,8 @@ class Alert:
             evidence.setdefault("value", self.value)
         if self.ranks:
             evidence.setdefault("ranks", list(self.ranks))
-        return Finding(
-            check=self.kind,
-            layer="watch",
-            status=self.severity,
-            message=self.message,
-            evidence=evidence,
-            falsifies=declared.falsifies if declared else "",
-            predicts=declared.predicts if declared else "",
-            step=self.step,
-            rank=self.rank,
-        )
+        outcome = Outcome(self.severity, self.message, evidence)
+        return declared.finding(outcome, step=self.step, rank=self.rank)
 
     def to_event(self) -> dict[str, Any]:
         """The alert as one structured event (a JSON-able dict); :meth:`from_event` reads it."""

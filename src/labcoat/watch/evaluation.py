@@ -11,15 +11,15 @@ the duration, and every module's own train/eval flag is restored afterwards.
 from __future__ import annotations
 
 import contextlib
-import numbers
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import torch
 from torch import nn
 
+from labcoat._validation import POSITIVE_INT
 from labcoat.errors import InputError
 
 #: a score function takes one batch and returns one score per item (tensor, array or list)
@@ -46,9 +46,17 @@ class Evaluation:
     confidence: float = 0.95
     name: str = "eval"
 
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`evaluate` this evaluation fixes (its stopping rule
+        and name): every field but batches, score and every."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("batches", "score", "every")
+        }
+
     def __post_init__(self) -> None:
-        if isinstance(self.every, bool) or not isinstance(self.every, numbers.Integral) or self.every < 1:
-            raise InputError(f"Evaluation `every` must be a positive int (steps); got {self.every!r}.")
+        POSITIVE_INT.check(self.every, "every", hint="It counts steps.")
         if not callable(self.score):
             raise InputError(
                 f"Evaluation `score` must be a function batch -> per-item scores; got {type(self.score).__name__}."

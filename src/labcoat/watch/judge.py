@@ -14,7 +14,7 @@ import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 from labcoat.errors import InputError
-from labcoat.findings import Finding
+from labcoat.findings import Finding, Outcome
 from labcoat.watch.alerts import Alert
 from labcoat.watch.events import EventLog, series_event
 from labcoat.watch.invariants import Invariant, Violation
@@ -150,18 +150,13 @@ class Judge:
             skipped = self.skipped.get(inv.kind) if started else "the watch never started"
             if not skipped and inv in self.active:
                 skipped = inv.idle_reason()
-            out.append(
-                Finding(
-                    check=inv.kind,
-                    layer="watch",
-                    status="skip" if skipped else "pass",
-                    message=skipped or f"held over {observed} steps ({samples} sampled)",
-                    evidence={"steps": observed, "samples": samples},
-                    falsifies=inv.falsifies,
-                    predicts=inv.predicts,
-                    rank=self.rank,
-                )
+            evidence = {"steps": observed, "samples": samples}
+            outcome = (
+                Outcome("skip", skipped, evidence)
+                if skipped
+                else Outcome("pass", f"held over {observed} steps ({samples} sampled)", evidence)
             )
+            out.append(type(inv).declaration().finding(outcome, rank=self.rank))
         return out
 
     # -- resuming --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
+from labcoat._validation import check_int
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import resolve
@@ -24,7 +25,7 @@ from labcoat.watch.alerts import Alert
 from labcoat.watch.distributed import RankInfo
 from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
-from labcoat.watch.invariants import INVARIANTS, Invariant
+from labcoat.watch.invariants import Invariant, create
 from labcoat.watch.judge import Judge
 from labcoat.watch.sample import WatchContext
 from labcoat.watch.sampler import Sampler
@@ -86,7 +87,7 @@ class Watcher:
                     f"{type(ev).__name__}."
                 )
         self._periodic = evals
-        self._invariants = INVARIANTS.create(invariants, options)
+        self._invariants = create(invariants, options)
         self._declared_frozen = resolve(
             self.model, expect_frozen, "expect_frozen", with_buffers=True
         )
@@ -209,38 +210,28 @@ class Watcher:
     def _run_periodic(self, step: int) -> None:
         for ev in self._periodic:
             if self.observed % ev.every == 0:
-                self.evaluate(
-                    ev.batches, ev.score, width=ev.width, threshold=ev.threshold, lower=ev.lower,
-                    upper=ev.upper, confidence=ev.confidence, name=ev.name, step=step,
-                )
+                self.evaluate(ev.batches, ev.score, step=step, **ev.settings())
 
     def evaluate(
         self,
         batches: Iterable[Any] | Callable[[], Iterable[Any]],
         score: ScoreFn,
         *,
-        width: float | None = 0.05,
-        threshold: float | None = None,
-        lower: float = 0.0,
-        upper: float = 1.0,
-        confidence: float = 0.95,
-        name: str = "eval",
         step: int | None = None,
+        **settings: Any,
     ) -> EvalResult:
         """Evaluate the model now, stopping once the interval is tight; recorded as an event.
 
-        ``score(batch)`` returns one score per item in ``[lower, upper]``; scores stream into
-        an anytime-valid confidence sequence (:mod:`labcoat.watch.evaluation`), so stopping
+        ``settings`` are :func:`~labcoat.watch.evaluation.evaluate`'s (width, threshold, lower,
+        upper, confidence, name). ``score(batch)`` returns one score per item in
+        ``[lower, upper]``; scores stream into an anytime-valid confidence sequence, so stopping
         at ``width`` (or once ``threshold`` is excluded) keeps its ``confidence``.
         """
         if self.sampler is not None:
             self.sampler.evaluating = True
         try:
-            result = evaluate(
-                self.model, batches, score, width=width, threshold=threshold, lower=lower,
-                upper=upper, confidence=confidence, name=name,
-                step=self._last_step if step is None else step,
-            )
+            step = self._last_step if step is None else step
+            result = evaluate(self.model, batches, score, step=step, **settings)
         finally:
             if self.sampler is not None:
                 self.sampler.evaluating = False
@@ -407,6 +398,4 @@ def _check_optimizer(optimizer: Any) -> torch.optim.Optimizer:
 
 
 def _check_count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InputError(f"`{name}` must be a positive int (steps); got {value!r}.")
-    return int(value)
+    return check_int(value, name, minimum=1)

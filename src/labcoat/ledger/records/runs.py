@@ -65,10 +65,20 @@ class Run:
         ]
         self.git_dirty = None if self.git_dirty is None else bool(self.git_dirty)
 
+    #: the fields a listing of runs shows (``labcoat ledger runs --json``)
+    SUMMARY = (
+        "id", "name", "started_at", "ended_at", "status", "exit_status", "command",
+        "git_commit", "git_dirty", "config_hash", "data_hash", "env_hash",
+    )
+
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["data"] = [d.to_dict() for d in self.data]
         return out
+
+    def summary(self) -> dict[str, Any]:
+        """The fields of :data:`SUMMARY`: one row of a listing."""
+        return {k: getattr(self, k) for k in self.SUMMARY}
 
     def __rich__(self):
         from labcoat.ledger.views import run_view

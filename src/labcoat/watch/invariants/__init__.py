@@ -1,6 +1,6 @@
 """The built-in watch invariants, one module per alert kind, all in :data:`INVARIANTS`."""
 
-from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, InvariantRegistry, Violation
+from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation, create
 from labcoat.watch.invariants.nonfinite import NonFinite
 from labcoat.watch.invariants.frozen_moved import FrozenMoved
 from labcoat.watch.invariants.stale import Stale
@@ -22,7 +22,6 @@ __all__ = [
     "GradExplode",
     "GradVanish",
     "Invariant",
-    "InvariantRegistry",
     "LrZero",
     "NoStep",
     "NoTrend",
@@ -32,4 +31,5 @@ __all__ = [
     "Stale",
     "Straggler",
     "Violation",
+    "create",
 ]

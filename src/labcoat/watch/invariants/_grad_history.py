@@ -11,6 +11,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from labcoat.watch.invariants.base import Bound, Invariant, Violation
+from labcoat.watch.sample import WatchContext
+
 
 #: the last (grad_norms, names, row, total): grad_explode and grad_vanish read the same sample
 _last: list = [None, None, None, None]
@@ -76,3 +79,30 @@ class GradHistory:
 
     def past_total(self) -> np.ndarray:
         return self.total[: self.filled]
+
+
+def window_options(factor: float) -> dict:
+    """The options grad_explode and grad_vanish share; ``factor`` is each one's default ratio."""
+    return {
+        "window": (50, Bound(int, 5)),
+        "min_history": (10, Bound(int, 3)),
+        "factor": (factor, Bound(float, 1.0, low_open=True)),
+        "z": (6.0, Bound(float, 0.0, low_open=True)),
+    }
+
+
+class GradWindowInvariant(Invariant):
+    """An invariant judged against the recent gradient norms: the history is its state, and
+    ``found`` the violation of the latest sample (a subclass writes :meth:`update`)."""
+
+    needs = frozenset({"grad_norms"})
+    history: GradHistory
+    found: Violation | None
+
+    def setup(self, context: WatchContext) -> None:
+        super().setup(context)
+        self.add_state("history", GradHistory(context.param_names, self.window))
+        self.add_state("found", None)
+
+    def compute(self) -> list[Violation]:
+        return [] if self.found is None else [self.found]

@@ -7,19 +7,21 @@ each :class:`~labcoat.watch.sample.Sample` in with :meth:`Invariant.update` and 
 violated *now* with :meth:`Invariant.compute`. The watcher turns a violation that starts into
 an alert and stays quiet until it clears, so a NaN that persists is one alert, not thousands.
 
-New invariants register with ``@INVARIANTS.register``; duplicate kinds are refused.
+An invariant's declaration is a :class:`~labcoat.findings.Check` like every other engine's
+(:meth:`Invariant.declaration`); new invariants register with ``@INVARIANTS.register`` in a
+:class:`~labcoat.findings.CheckRegistry`, which refuses duplicate kinds.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Iterable, Mapping
 
+from labcoat._validation import Interval, OneOf, fail
 from labcoat.errors import InputError
-from labcoat.watch.alerts import Severity
+from labcoat.findings import Check, CheckRegistry, Severity
 from labcoat.watch.sample import CrossRank, Sample, WatchContext
 from labcoat.watch.state import decode, encode
 
@@ -44,36 +46,8 @@ class Violation:
     severity: Severity | None = None
 
 
-@dataclass(frozen=True)
-class Bound:
-    """A numeric option constraint that validates and explains itself (sklearn's ``Interval``)."""
-
-    type: type
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-
-    def is_satisfied_by(self, value: Any) -> bool:
-        if isinstance(value, bool):
-            return False
-        if self.type is int and not isinstance(value, int):
-            return False
-        if self.type is float and not isinstance(value, (int, float)):
-            return False
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            return False
-        return self.high is None or value <= self.high
-
-    def __str__(self) -> str:
-        kind = "an int" if self.type is int else "a finite number"
-        parts = []
-        if self.low is not None:
-            parts.append(f"{'>' if self.low_open else '>='} {self.low:g}")
-        if self.high is not None:
-            parts.append(f"<= {self.high:g}")
-        return kind + (" " + " and ".join(parts) if parts else "")
+#: a numeric option's constraint (kept under the name invariants declare their options with)
+Bound = Interval
 
 
 class Invariant(ABC):
@@ -88,22 +62,27 @@ class Invariant(ABC):
     options: ClassVar[Mapping[str, tuple[Any, Bound]]] = {}
 
     def __init__(self, **options: Any):
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            known = ", ".join(sorted(self.options)) or "none"
-            raise InputError(
-                f"the {self.kind!r} invariant has no option {unknown[0]!r}; its options are: {known}."
-            )
+        known = OneOf(tuple(sorted(self.options)))
+        for name in options:
+            known.check(name, f"{self.kind}.<option>", hint=f"{self.kind!r} has no such option.")
         for name, (default, bound) in self.options.items():
-            value = options.get(name, default)
-            if not bound.is_satisfied_by(value):
-                raise InputError(
-                    f"the {name!r} option of the {self.kind!r} invariant must be {bound}; "
-                    f"got {value!r}."
-                )
-            setattr(self, name, value)
+            setattr(self, name, bound.check(options.get(name, default), f"{self.kind}.{name}"))
         self._state_defaults: dict[str, Any] = {}
         self.context: WatchContext | None = None
+
+    @classmethod
+    def declaration(cls) -> Check:
+        """This invariant as a :class:`~labcoat.findings.Check`: what every engine declares."""
+        if getattr(cls, "__abstractmethods__", None):
+            missing = ", ".join(sorted(cls.__abstractmethods__))
+            raise ValueError(f"{cls.__name__} must implement {missing}")
+        unknown = set(cls.needs) - SAMPLE_FIELDS
+        if unknown:
+            raise ValueError(f"{cls.__name__} needs unknown sample fields {sorted(unknown)}")
+        return Check(
+            getattr(cls, "kind", ""), "watch", getattr(cls, "falsifies", ""),
+            getattr(cls, "predicts", ""), run=cls, severity=cls.severity, options=cls.options,
+        )
 
     # -- declared state ----------------------------------------------------------------------
     def add_state(self, name: str, default: Any) -> None:
@@ -193,84 +172,36 @@ class CrossRankInvariant(Invariant):
         return [] if self.found is None else [self.found]
 
 
-class InvariantRegistry:
-    """The invariant classes by alert kind, in registration order."""
+def create(
+    selection: Iterable[str | Invariant] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    registry: CheckRegistry | None = None,
+) -> list[Invariant]:
+    """Fresh invariant objects: every registered kind, or the given kinds and instances.
 
-    def __init__(self) -> None:
-        self._classes: dict[str, type[Invariant]] = {}
-
-    def register(self, cls: type[Invariant]) -> type[Invariant]:
-        """Class decorator; checks the declaration once, when the class is defined."""
-        for attr in ("kind", "falsifies", "predicts"):
-            if not isinstance(getattr(cls, attr, None), str) or not getattr(cls, attr):
-                raise ValueError(f"{cls.__name__} must declare a non-empty {attr!r}")
-        if getattr(cls, "__abstractmethods__", None):
-            missing = ", ".join(sorted(cls.__abstractmethods__))
-            raise ValueError(f"{cls.__name__} must implement {missing}")
-        unknown = set(cls.needs) - SAMPLE_FIELDS
-        if unknown:
-            raise ValueError(f"{cls.__name__} needs unknown sample fields {sorted(unknown)}")
-        if cls.kind in self._classes:
-            raise ValueError(f"an invariant of kind {cls.kind!r} is already registered")
-        self._classes[cls.kind] = cls
-        return cls
-
-    def get(self, kind: str) -> type[Invariant] | None:
-        return self._classes.get(kind)
-
-    def __getitem__(self, kind: str) -> type[Invariant]:
-        return self._classes[kind]
-
-    def __contains__(self, kind: object) -> bool:
-        return kind in self._classes
-
-    def __iter__(self) -> Iterator[type[Invariant]]:
-        return iter(self._classes.values())
-
-    def __len__(self) -> int:
-        return len(self._classes)
-
-    def kinds(self) -> tuple[str, ...]:
-        return tuple(self._classes)
-
-    def create(
-        self,
-        selection: Iterable[str | Invariant] | None = None,
-        options: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> list[Invariant]:
-        """Fresh invariant objects: every registered kind, or the given kinds and instances.
-
-        ``options`` maps a kind to the keyword options of its constructor.
-        """
-        options = dict(options or {})
-        for kind in options:
-            self._known(kind, "options")
-        chosen: list[Invariant] = []
-        for item in self.kinds() if selection is None else selection:
-            if isinstance(item, Invariant):
-                chosen.append(item)
-            elif isinstance(item, str):
-                chosen.append(self._known(item, "invariants")(**options.get(item, {})))
-            else:
-                raise InputError(
-                    f"`invariants` must hold alert kinds (str) or Invariant objects; got "
-                    f"{type(item).__name__}. Known kinds: {', '.join(self.kinds())}."
-                )
-        kinds = [inv.kind for inv in chosen]
-        repeated = sorted({k for k in kinds if kinds.count(k) > 1})
-        if repeated:
-            raise InputError(f"`invariants` lists the kind {repeated[0]!r} more than once; keep one.")
-        return chosen
-
-    def _known(self, kind: str, argument: str) -> type[Invariant]:
-        cls = self._classes.get(kind)
-        if cls is None:
-            raise InputError(
-                f"`{argument}` names the unknown alert kind {kind!r}; known kinds: "
-                f"{', '.join(self.kinds())}."
-            )
-        return cls
+    ``options`` maps a kind to the keyword options of its constructor.
+    """
+    registry = INVARIANTS if registry is None else registry
+    kinds = OneOf(registry.ids())
+    options = dict(options or {})
+    for kind in options:
+        kinds.check(kind, "options", hint="Its keys are alert kinds.")
+    chosen: list[Invariant] = []
+    for item in registry.ids() if selection is None else selection:
+        if isinstance(item, Invariant):
+            chosen.append(item)
+        elif isinstance(item, str):
+            cls = registry[kinds.check(item, "invariants")].run
+            chosen.append(cls(**options.get(item, {})))
+        else:
+            raise fail("invariants", "alert kinds (str) or Invariant objects",
+                       f"a {type(item).__name__}", f"Known kinds: {', '.join(registry.ids())}.")
+    listed = [inv.kind for inv in chosen]
+    repeated = sorted({k for k in listed if listed.count(k) > 1})
+    if repeated:
+        raise InputError(f"`invariants` lists the kind {repeated[0]!r} more than once; keep one.")
+    return chosen
 
 
 #: every built-in invariant registers here (see :mod:`labcoat.watch.invariants`)
-INVARIANTS = InvariantRegistry()
+INVARIANTS = CheckRegistry("watch", ["watch"])

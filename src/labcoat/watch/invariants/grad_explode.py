@@ -11,29 +11,18 @@ import math
 
 import numpy as np
 
-from labcoat.watch.invariants._grad_history import GradHistory
+from labcoat.watch.invariants._grad_history import GradWindowInvariant, window_options
 from labcoat.watch.invariants._robust import center_scale
-from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
-from labcoat.watch.sample import Sample, WatchContext
+from labcoat.watch.invariants.base import INVARIANTS, Violation
+from labcoat.watch.sample import Sample
 
 
 @INVARIANTS.register
-class GradExplode(Invariant):
+class GradExplode(GradWindowInvariant):
     kind = "grad_explode"
     falsifies = "the optimisation is stable"
     predicts = "the total gradient norm stays below `factor` times its recent median"
-    needs = frozenset({"grad_norms"})
-    options = {
-        "window": (50, Bound(int, 5)),
-        "min_history": (10, Bound(int, 3)),
-        "factor": (10.0, Bound(float, 1.0, low_open=True)),
-        "z": (6.0, Bound(float, 0.0, low_open=True)),
-    }
-
-    def setup(self, context: WatchContext) -> None:
-        super().setup(context)
-        self.add_state("history", GradHistory(context.param_names, self.window))
-        self.add_state("found", None)
+    options = window_options(10.0)
 
     def update(self, sample: Sample) -> None:
         if sample.grad_norms is None:
@@ -80,6 +69,3 @@ class GradExplode(Invariant):
                 "history": self.history.filled,
             },
         )
-
-    def compute(self) -> list[Violation]:
-        return [] if self.found is None else [self.found]

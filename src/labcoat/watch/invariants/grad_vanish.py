@@ -12,30 +12,19 @@ import math
 
 import numpy as np
 
-from labcoat.watch.invariants._grad_history import GradHistory
+from labcoat.watch.invariants._grad_history import GradWindowInvariant, window_options
 from labcoat.watch.invariants._robust import center_scale
-from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
-from labcoat.watch.sample import Sample, WatchContext
+from labcoat.watch.invariants.base import INVARIANTS, Violation
+from labcoat.watch.sample import Sample
 
 
 @INVARIANTS.register
-class GradVanish(Invariant):
+class GradVanish(GradWindowInvariant):
     kind = "grad_vanish"
     falsifies = "gradient still reaches every trained parameter"
     predicts = "no parameter's gradient norm drops below 1/`factor` of its recent median"
     severity = "warn"
-    needs = frozenset({"grad_norms"})
-    options = {
-        "window": (50, Bound(int, 5)),
-        "min_history": (10, Bound(int, 3)),
-        "factor": (1000.0, Bound(float, 1.0, low_open=True)),
-        "z": (6.0, Bound(float, 0.0, low_open=True)),
-    }
-
-    def setup(self, context: WatchContext) -> None:
-        super().setup(context)
-        self.add_state("history", GradHistory(context.param_names, self.window))
-        self.add_state("found", None)
+    options = window_options(1000.0)
 
     def update(self, sample: Sample) -> None:
         if sample.grad_norms is None:
@@ -91,6 +80,3 @@ class GradVanish(Invariant):
             value=value,
             evidence={"vanished": names[:50], "median": median, "drop_log10": float(drop[first])},
         )
-
-    def compute(self) -> list[Violation]:
-        return [] if self.found is None else [self.found]
