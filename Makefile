@@ -13,8 +13,8 @@ TEST_STAMP := $(VENV)/.installed-test
 $(DEMO_STAMP): pyproject.toml requirements-demo.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip "setuptools>=61"
-	$(PY) -m pip install -q --index-url $(TORCH_INDEX) -r requirements-demo.txt
-	$(PY) -m pip install -q --no-build-isolation -e .
+	$(PY) -m pip install -q --no-deps --index-url $(TORCH_INDEX) -r requirements-demo.txt
+	$(PY) -m pip install -q --no-build-isolation -e .  # also torch's own dependencies
 	touch $@
 
 $(TEST_STAMP): $(DEMO_STAMP) requirements-dev.txt
