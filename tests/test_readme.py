@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def expect_exit_codes(code: str) -> str:
         m = EXPECTED_EXIT.search(line)
         if m and int(m.group(1)) != 0:
             cmd = line[: m.start()].rstrip()
-            line = f'{cmd} && exit 99 || [ $? -eq {m.group(1)} ]  # {line[m.start():]}'
+            line = f"{cmd} && exit 99 || [ $? -eq {m.group(1)} ]  # {line[m.start() :]}"
         out.append(line)
     return "\n".join(out) + "\n"
 
@@ -95,26 +96,24 @@ def _env(bin_dir: Path) -> dict[str, str]:
     return env
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], what: str) -> None:
-    proc = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
-    )
-    if proc.returncode != 0:
-        pytest.fail(
-            f"{what} exited {proc.returncode}\n--- stdout (tail)\n{proc.stdout[-3000:]}"
-            f"\n--- stderr (tail)\n{proc.stderr[-3000:]}",
-            pytrace=False,
+def _run(args: list[str], cwd: Path, env: dict[str, str], what: str) -> str | None:
+    """None when the command succeeded, else what to show."""
+    try:
+        proc = subprocess.run(
+            args, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
         )
+    except subprocess.TimeoutExpired:
+        return f"{what} ran past {TIMEOUT_S} s"
+    if proc.returncode == 0:
+        return None
+    return (
+        f"{what} exited {proc.returncode}\n--- stdout (tail)\n{proc.stdout[-3000:]}"
+        f"\n--- stderr (tail)\n{proc.stderr[-3000:]}"
+    )
 
 
-def test_readme_has_runnable_blocks():
-    runnable = [b for s in SECTIONS for b in s.blocks if b.lang in ("python", "bash")]
-    assert len(runnable) >= 10
-    assert all(b.no_run is None or len(b.no_run) > 3 for b in runnable)
-
-
-@pytest.mark.parametrize("section", SECTIONS, ids=[s.title.split(" —")[0] for s in SECTIONS])
-def test_readme_section_runs(section: Section, tmp_path: Path):
+def run_section(section: Section, tmp_path: Path) -> str | None:
+    """Run one section's blocks as described above; None when every block ran as written."""
     work = tmp_path / "clone"
     work.mkdir()
     shutil.copytree(ROOT / "examples", work / "examples")
@@ -127,18 +126,58 @@ def test_readme_section_runs(section: Section, tmp_path: Path):
     env = _env(bin_dir)
 
     runnable = [b for b in section.blocks if b.lang in ("python", "bash") and not b.no_run]
-    if not runnable:
-        pytest.skip("every block is marked no-run: " + "; ".join(
-            b.no_run for b in section.blocks if b.no_run))
     python = [b for b in runnable if b.lang == "python"]
     if python:
         script = work / "readme_blocks.py"
-        script.write_text("".join(
-            f"# README.md line {b.line}\n{b.code}\n" for b in python), encoding="utf-8")
+        script.write_text(
+            "".join(f"# README.md line {b.line}\n{b.code}\n" for b in python), encoding="utf-8"
+        )
         lines = ", ".join(str(b.line) for b in python)
-        _run([sys.executable, str(script)], work, env, f"Python blocks at lines {lines}")
+        failed = _run([sys.executable, str(script)], work, env, f"Python blocks at lines {lines}")
+        if failed:
+            return failed
     for b in runnable:
         if b.lang == "bash":
             script = work / f"readme_block_{b.line}.sh"
             script.write_text("set -euo pipefail\n" + expect_exit_codes(b.code), encoding="utf-8")
-            _run(["bash", str(script)], work, env, f"bash block at line {b.line}")
+            failed = _run(["bash", str(script)], work, env, f"bash block at line {b.line}")
+            if failed:
+                return failed
+    return None
+
+
+@pytest.fixture(scope="module")
+def section_runs(request, tmp_path_factory) -> dict[str, Future]:
+    """The selected sections, started at once on two workers (each section is one process at a
+    time, and the sections are independent): the suite waits for the slowest, not the sum."""
+    wanted = {
+        item.callspec.params["section"].title
+        for item in request.session.items
+        if item.originalname == "test_readme_section_runs"
+    }
+    pool = ThreadPoolExecutor(max_workers=2)
+    request.addfinalizer(pool.shutdown)
+    return {
+        s.title: pool.submit(run_section, s, tmp_path_factory.mktemp("readme"))
+        for s in SECTIONS
+        if s.title in wanted
+        and any(b.lang in ("python", "bash") and not b.no_run for b in s.blocks)
+    }
+
+
+def test_readme_has_runnable_blocks():
+    runnable = [b for s in SECTIONS for b in s.blocks if b.lang in ("python", "bash")]
+    assert len(runnable) >= 10
+    assert all(b.no_run is None or len(b.no_run) > 3 for b in runnable)
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=[s.title.split(" —")[0] for s in SECTIONS])
+def test_readme_section_runs(section: Section, section_runs: dict[str, Future]):
+    if section.title not in section_runs:
+        pytest.skip(
+            "every block is marked no-run: "
+            + "; ".join(b.no_run for b in section.blocks if b.no_run)
+        )
+    failed = section_runs[section.title].result()
+    if failed:
+        pytest.fail(failed, pytrace=False)
