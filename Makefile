@@ -7,8 +7,9 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 # two sets: what the demo runs (torch, the package, its runtime dependencies), and the tests' extras
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
+REPORT_STAMP := $(VENV)/.installed-report
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench report-demo clean
 
 $(DEMO_STAMP): pyproject.toml requirements-demo.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,10 +26,18 @@ demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(TEST_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
+
+# the report gallery: the demo's set plus the extras it draws with (report) and audits with (audit)
+$(REPORT_STAMP): $(DEMO_STAMP)
+	$(PY) -m pip install -q --no-build-isolation -e ".[report,audit]"
+	touch $@
+
+report-demo: $(REPORT_STAMP)
+	$(PY) examples/report_demo.py
 
 bench: $(TEST_STAMP)
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache reports

@@ -5,10 +5,11 @@ interleaved one by one (bare, watched, watched, bare, ...), so both see the same
 the same moment. Each configuration's ratio is the median, over blocks of ``--block`` step
 pairs, of watched time / bare time within the block (a block spans whole sampling periods,
 so a sampled step and the cheap ones between are all counted); quartiles show the spread.
-Rows: ``every=1``, the default ``every``, and the default with an events file (the sampled
-series written in batches). The same table is printed with no other load and with
-``--load`` CPU-bound processes started by the bench beside it. The loop is an MLP
-(784-512-256-10, batch 128, Adam) on synthetic data, one thread.
+Rows: bare against bare (the noise floor of the machine), ``every=1``, the default
+``every``, and the default with an events file (the sampled series written in batches).
+The same table is printed with no other load and with ``--load`` CPU-bound processes
+started by the bench beside it. The loop is an MLP (784-512-256-10, batch 128, Adam) on
+synthetic data, one thread.
 
     python bench/watch.py [--steps 600] [--block 20] [--load 3]
 """
@@ -41,8 +42,21 @@ def make_loop():
     return model, torch.optim.Adam(model.parameters(), lr=1e-3)
 
 
-def measure(every: int, steps: int, block: int, events: str | None) -> list[float]:
-    """Per-block watched/bare time ratios for one configuration."""
+class _Unwatched:
+    """Stands in for the watch in the bare-vs-bare row, which shows the bench's noise floor."""
+
+    def __enter__(self) -> "_Unwatched":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def observe(self, step: int, loss) -> None:
+        return None
+
+
+def measure(every: int | None, steps: int, block: int, events: str | None) -> list[float]:
+    """Per-block watched/bare time ratios for one configuration (``every=None``: both bare)."""
     x = torch.randn(2048, 784)
     y = torch.randint(0, 10, (2048,))
     bare_model, bare_opt = make_loop()
@@ -56,7 +70,11 @@ def measure(every: int, steps: int, block: int, events: str | None) -> list[floa
         o.step()
         return loss
 
-    with labcoat.watch(model, opt, every=every, events=events, ledger=False) as w:
+    watch = (
+        _Unwatched() if every is None
+        else labcoat.watch(model, opt, every=every, events=events, ledger=False)
+    )
+    with watch as w:
         for i in range(30):  # warm up allocator, autograd and the watch
             step(bare_model, bare_opt, i)
             w.observe(step=i, loss=step(model, opt, i))
@@ -101,12 +119,13 @@ def table(args, label: str) -> None:
     print(f"{label}: bare step {bare_step_ms():.2f} ms (median)")
     with tempfile.TemporaryDirectory() as tmp:
         rows = [
+            ("bare vs bare (noise floor)", None, None),
             ("every=1", 1, None),
             (f"every={DEFAULT_EVERY} (default)", DEFAULT_EVERY, None),
             (f"every={DEFAULT_EVERY} + events file", DEFAULT_EVERY, f"{tmp}/events.jsonl"),
         ]
         for name, every, events in rows:
-            block = max(args.block, every)
+            block = max(args.block, every or 1)
             r = measure(every, args.steps, block, events)
             q = statistics.quantiles(r, n=4)
             print(

@@ -19,6 +19,21 @@ class CliResult:
     err: str
 
 
+_SUMMARIES: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    """Collect what tests file under the ``summary`` property (e.g. the corpus's rates); reports
+    reach the main process from every xdist worker, so this sees them all."""
+    if report.when == "call":
+        _SUMMARIES.extend(str(v) for k, v in report.user_properties if k == "summary")
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _SUMMARIES:
+        terminalreporter.write_line(line)
+
+
 @pytest.fixture(autouse=True)
 def no_project_ledger(monkeypatch, tmp_path_factory):
     """Code that records only where a ledger exists (the doctor, the watch, stats) finds none:

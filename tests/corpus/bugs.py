@@ -237,8 +237,6 @@ class _ClassSortedImages(Dataset):
     "class_sorted_data_without_shuffle",
     expect="data",
     source="https://github.com/yaoyao-liu/mini-imagenet-tools/issues/4",
-    known_miss="the data layer reads the examples, not the loader's batch order: a loader whose "
-    "batches each hold one class passes (issue 9, class b)",
 )
 def class_sorted_data_without_shuffle() -> Verdict:
     """Images sorted by class and a DataLoader left at shuffle=False: every batch is one class."""
@@ -266,8 +264,6 @@ class _NoisyAugmentedDigits(Dataset):
     "workers_share_augmentation_seed",
     expect="data",
     source="https://github.com/pytorch/pytorch/issues/5059",
-    known_miss="the doctor reads a map-style dataset in its own process, so the workers' copied "
-    "random state never shows (issue 9, class a)",
 )
 def workers_share_augmentation_seed() -> Verdict:
     """np.random in DataLoader workers repeats the same numbers in every worker."""
@@ -1006,8 +1002,6 @@ class _SkipStepOnLargeGradNorm:
     expect="no_step",
     engine="watch",
     source="https://github.com/Haian-Jin/LVSM/pull/19",
-    known_miss="the no_step invariant is on the watch helper's branch (issue 9, class g); "
-    "drop this known_miss once it is merged",
 )
 def watch_step_skipped_on_grad_norm() -> Verdict:
     """'grad norm too large, skipping optimizer step': the loop and the logging go on while
@@ -1023,8 +1017,6 @@ def watch_step_skipped_on_grad_norm() -> Verdict:
     expect="repeat_batch",
     engine="watch",
     source="https://github.com/facebookresearch/fairseq/issues/1383",
-    known_miss="the repeat_batch invariant and observe(batch=...) are on the watch helper's "
-    "branch (issue 9, class a); drop this known_miss once it is merged",
 )
 def watch_workers_repeat_batches() -> Verdict:
     """Workers that yield the same data: each batch arrives once per worker, a few steps apart.

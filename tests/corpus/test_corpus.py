@@ -40,14 +40,15 @@ def test_real_bug_is_caught_at_its_layer(name):
     assert verdict.where == case.expect, f"caught at {verdict.where}, expected {case.expect}: {verdict.detail}"
 
 
-def test_corpus_rates(capsys):
-    """Prints the false-alarm and detection rates over the whole corpus."""
+def test_corpus_rates(record_property):
+    """Reports the false-alarm and detection rates over the whole corpus (tests/conftest.py
+    prints them in pytest's summary, also when the tests run in several processes)."""
     assert len(HEALTHY) >= 40 and len(BUGS) >= 40, (len(HEALTHY), len(BUGS))
     alarms = [n for n, c in HEALTHY.items() if _verdict(c).broken]
     caught = [n for n, c in BUGS.items() if _verdict(c).broken and _verdict(c).where == c.expect]
-    with capsys.disabled():
-        print(
-            f"\ncorpus: false alarms {len(alarms)}/{len(HEALTHY)} healthy setups; "
-            f"detected {len(caught)}/{len(BUGS)} real bugs at their layer"
-        )
+    record_property(
+        "summary",
+        f"corpus: false alarms {len(alarms)}/{len(HEALTHY)} healthy setups; "
+        f"detected {len(caught)}/{len(BUGS)} real bugs at their layer",
+    )
     assert not alarms, alarms

@@ -144,3 +144,47 @@ def test_data_whose_batches_repeat_in_one_process_too_passes_through_workers():
     loader = DataLoader(TensorDataset(x, y), batch_size=32, num_workers=2)
     f = loader_report(loader)["data.loader.workers"]
     assert f.status == "pass", f.message
+
+
+class Augmented(Dataset):
+    """Adds random noise per read; ``source="numpy"`` plants the bug: a RandomState made once in
+    the dataset is copied into every worker, so every worker draws the same noise sequence."""
+
+    def __init__(self, x, y, source="numpy"):
+        self.x, self.y, self.source = x, y, source
+        self.rng = np.random.RandomState(0)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        if self.source == "numpy":
+            noise = torch.tensor(self.rng.normal(0, 0.1, self.x.shape[1]), dtype=torch.float32)
+        else:  # torch's RNG, which DataLoader seeds differently in each worker
+            noise = torch.randn(self.x.shape[1]) * 0.1
+        return self.x[i] + noise, self.y[i]
+
+
+def reseed_numpy_state(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.RandomState(torch.initial_seed() % 2**32)
+
+
+def test_augmentation_from_a_random_state_copied_into_every_worker_fails():
+    x, y = digits()
+    bad = loader_report(DataLoader(Augmented(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2))
+    f = bad["data.loader.workers"]
+    assert f.status == "fail" and "copied" in f.message, f.message
+    assert f.evidence["random_augmentation"] is True
+
+
+def test_augmentation_seeded_per_worker_or_drawn_from_torch_passes():
+    x, y = digits()
+    for loader in (
+        DataLoader(Augmented(x[:300], y[:300], "torch"), batch_size=32, shuffle=True, num_workers=2),
+        DataLoader(Augmented(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2,
+                   worker_init_fn=reseed_numpy_state),
+    ):
+        f = loader_report(loader)["data.loader.workers"]
+        assert f.status == "pass", f.message
+        assert f.evidence["random_augmentation"] is True and f.evidence["workers_with_identical_augmentation"] == 0

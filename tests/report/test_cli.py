@@ -40,3 +40,19 @@ def test_report_bad_input_is_one_line_exit_2(cli, tmp_path):
                         (("-o", tmp_path / "no" / "r.html"), "does not exist")):
         bad = cli("report", "--ledger", tmp_path / "l.db", "-o", tmp_path / "r.html", *args)
         assert bad.code == 2 and words in bad.err, bad.err
+
+
+def test_doctor_and_watch_commands_write_html(cli, tmp_path):
+    import json as _json
+
+    events = tmp_path / "events.jsonl"
+    events.write_text("".join(_json.dumps(e) + "\n" for e in samples.watch_events(300, alerts_at=(40,))))
+    page = tmp_path / "watch.html"
+    done = cli("watch", "report", events, "--html", page, "--json")
+    assert done.code == 0, done.err
+    assert page.read_text().count('g id="alert-0"') == 3  # loss, gradient norm, learning rate
+    doctor_page = tmp_path / "doctor.html"
+    run = cli("doctor", "examples/digits_bugs.py:head_not_in_optimizer", "--no-ledger", "--json",
+              "--html", doctor_page)
+    assert run.code == 1, run.err
+    assert 'data-layer="update" open' in doctor_page.read_text()

@@ -19,7 +19,8 @@ from labcoat.cli.output import console, emit_json, json_option
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--ledger", "ledger", default=None, metavar="PATH_OR_URL", help="Record the findings in this ledger (default: the project's ledger, if one exists).")
 @click.option("--no-ledger", is_flag=True, help="Record nothing.")
-def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool) -> None:
+@click.option("--html", "html", default=None, metavar="PATH", help="Also write the ladder as an HTML page.")
+def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool, html: str | None) -> None:
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
 
     NAME returns labcoat.Experiment(model, data, loss_fn, optimizer, ...), with the
@@ -35,6 +36,8 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
+    if html is not None:
+        report.to_html(html, title=f"Doctor · {target}")
     if as_json:
         emit_json({"target": target, **report.to_dict()})
     else:

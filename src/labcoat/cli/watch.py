@@ -21,7 +21,9 @@ def watch_group() -> None:
 @watch_group.command("report")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @json_option
-def report(paths: tuple[Path, ...], as_json: bool) -> None:
+@click.option("--html", "html", default=None, metavar="PATH",
+              help="Also write the curves, with every alert marked, as an HTML page.")
+def report(paths: tuple[Path, ...], as_json: bool, html: str | None) -> None:
     """Alerts from the JSON-lines event files of a run (one per rank), one row per event.
 
     The same desync seen by every rank is shown once, with the ranks that saw it. The
@@ -42,6 +44,11 @@ def report(paths: tuple[Path, ...], as_json: bool) -> None:
     others = [e for e in events if not Alert.is_alert_event(e) and e["kind"] != SERIES_KIND]
     ranks = sorted({e["rank"] for e in events if e.get("rank") is not None})
     summary = _series_summary(series)
+    if html is not None:
+        from labcoat.report import Page
+        from labcoat.report.sections.watch import watch_section
+
+        Page("labcoat watch", subtitle=", ".join(map(str, paths))).add(watch_section(events)).save(html)
     if as_json:
         emit_json(
             {"alerts": [a.to_event() for a in alerts], "other_events": others,

@@ -10,6 +10,7 @@ from torch import nn
 
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
+from labcoat.doctor.cpu import one_thread
 from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
@@ -39,6 +40,8 @@ def diagnose(
     task: str | None = None,
     expect_frozen: Iterable[str] | str = (),
     expect_leaky: Iterable[int] | int = (),
+    groups: Any = None,
+    val_groups: Any = None,
     seed: int = 0,
     budget: str = "fast",
     ledger: Any = None,
@@ -56,11 +59,14 @@ def diagnose(
     progress bars while the controls train (``None``: only when stdout is a terminal).
     ``expect_frozen``: glob patterns of parameters meant to stay fixed; ``expect_leaky``: input
     features (column indices) that may predict the label on their own without being a leak.
+    ``groups``: a group id (patient, document, source) per row of ``data``, and ``val_groups``
+    per row of ``val_data``: no group may be on both sides; labcoat's own split keeps each whole.
 
     Every run also proves its gradient and update checks on mutants of your setup (see
     :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
     """
     _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
+    _validate_groups(groups, val_groups, val_data)
     patterns = as_names(model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen")
     leaky = _feature_indices(expect_leaky)
     chosen = LAYERS if layers is None else tuple(layers)
@@ -68,19 +74,23 @@ def diagnose(
     if unknown:
         raise InputError(f"layers: unknown layer(s) {unknown}; choose from {list(LAYERS)}")
 
+    from labcoat.doctor.inputs import with_groups
     from labcoat.ledger import Ledger
 
     notebook = Ledger.for_recording(ledger)
     user_state = UserState(model, optimizer) if isinstance(model, nn.Module) else None
     devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=devices):  # the caller's RNG streams stay where they were
+    # the caller's RNG streams stay where they were; copies train on one thread (see doctor.cpu)
+    with torch.random.fork_rng(devices=devices), one_thread():
         torch.manual_seed(seed)
         blueprint = Blueprint(model, optimizer)
         examples = to_examples(data, name="data", limit=EXAMPLE_LIMIT[budget])
+        examples = with_groups(examples, groups, data, "groups")
         if val_data is None:
             train, val = split_off(examples, VAL_FRACTION, seed)
         else:
-            train, val = examples, to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
+            val = to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
+            train, val = examples, with_groups(val, val_groups, val_data, "val_groups")
         _check_task_fits(task, train)
         if train.fields is not None:  # dict batches: the copies unpack them as the model's forward asks
             train.fields.adapt(blueprint.model)
@@ -142,6 +152,23 @@ def _feature_indices(expect_leaky: Iterable[int] | int) -> tuple[int, ...]:
         )
     return values
 
+def _validate_groups(groups: Any, val_groups: Any, val_data: Any) -> None:
+    """Groups come for every side the doctor compares, or not at all."""
+    if val_groups is not None and val_data is None:
+        raise InputError(
+            "val_groups: given without val_data; pass val_data too, or only groups= and let "
+            "labcoat split by group"
+        )
+    if val_data is not None and (groups is None) != (val_groups is None):
+        given, missing = ("groups", "val_groups")
+        if groups is None:
+            given, missing = missing, given
+        raise InputError(
+            f"{given}: given without {missing}; with val_data, pass groups= (one id per row of "
+            "data) and val_groups= (one per row of val_data) together"
+        )
+
+
 def _check_task_fits(task: str | None, train: Examples) -> None:
     """A declared task must fit the targets; otherwise every later check would misread them."""
     y = train.y
@@ -195,6 +222,8 @@ class Experiment:
     task: str | None = None
     expect_frozen: Iterable[str] | str = ()
     expect_leaky: Iterable[int] | int = ()
+    groups: Any = None
+    val_groups: Any = None
     seed: int = 0
     budget: str = "fast"
     ledger: Any = None

@@ -93,6 +93,11 @@ class Case:
         """Whose train/validation split the data layer judges, for messages about it."""
         if self.val_given:
             return "your split (val_data)"
+        if self.train.groups is not None:
+            return (
+                "labcoat's split (a random fifth held out, each group and identical inputs kept "
+                "on one side)"
+            )
         return "labcoat's split (a random fifth held out, identical inputs kept on one side)"
 
     @property

@@ -116,6 +116,32 @@ def _same(a: object, b: object) -> bool:
     return bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
+def same_rows_per_worker(loader: DataLoader, rows: int, seed: int) -> list[Examples]:
+    """The same ``rows`` items read once by each of the loader's workers (its dataset,
+    ``worker_init_fn``, ``collate_fn`` and start method), one batch each: independent random
+    augmentation makes the copies differ; a random state copied into every worker makes them equal."""
+    workers = loader.num_workers
+    indices = list(range(min(rows, len(loader.dataset)))) * workers  # type: ignore[arg-type]
+    probe = DataLoader(
+        loader.dataset,
+        batch_size=len(indices) // workers,
+        sampler=indices,
+        num_workers=workers,
+        worker_init_fn=loader.worker_init_fn,
+        collate_fn=loader.collate_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    batches = iter(probe)
+    try:
+        read = _from_batches(batches, "data", len(indices))
+    finally:
+        shutdown = getattr(batches, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+    return [Examples(read.x[s], read.y[s], read.index[s]) for s in batch_slices(read)]
+
+
 def label_mixing(y: torch.Tensor, slices: list[slice], permutations: int, seed: int) -> tuple[float, np.ndarray]:
     """Mean distinct labels per batch in the order given, and the same statistic for the same
     rows dealt into batches of the same sizes at random (the null of a shuffling loader)."""

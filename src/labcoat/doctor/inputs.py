@@ -31,6 +31,8 @@ class Examples:
     #: where each batch the data yielded ends, in rows, while the rows are in the order the data
     #: gave them (a loader's or an iterable's batches); None once taken apart or for (X, y) data
     batch_ends: tuple[int, ...] | None = None
+    #: the group id (patient, document, source) of each row, as text, when the user gave groups
+    groups: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if len(self.x) != len(self.y):
@@ -43,13 +45,15 @@ class Examples:
         return len(self.y)
 
     def take(self, rows: torch.Tensor | np.ndarray | list[int] | slice) -> "Examples":
-        if isinstance(rows, slice):
-            return Examples(self.x[rows], self.y[rows], self.index[rows], self.fields)
-        rows = torch.as_tensor(rows, dtype=torch.long)
-        return Examples(self.x[rows], self.y[rows], self.index[rows], self.fields)
+        if not isinstance(rows, slice):
+            rows = torch.as_tensor(rows, dtype=torch.long)
+        groups = self.groups
+        if groups is not None:
+            groups = groups[rows] if isinstance(rows, slice) else groups[rows.numpy()]
+        return Examples(self.x[rows], self.y[rows], self.index[rows], self.fields, groups=groups)
 
     def with_targets(self, y: torch.Tensor) -> "Examples":
-        return Examples(self.x, y, self.index, self.fields)
+        return Examples(self.x, y, self.index, self.fields, groups=self.groups)
 
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.x, self.y
@@ -251,22 +255,64 @@ def _cat(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
     return torch.cat(items)
 
 
+def with_groups(examples: Examples, groups: Any, data: Any, name: str) -> Examples:
+    """``examples`` with the group id of each row, read from ``groups`` (one id per row of
+    ``data``, the form the user passed) through each row's position in ``data``."""
+    from labcoat.audit.group_leakage import _ids
+
+    if groups is None:
+        return examples
+    ids = np.asarray(_ids(groups, name), dtype=object)
+    rows = _row_count(data)
+    data_name = "val_data" if name == "val_groups" else "data"
+    if rows is not None and len(ids) != rows:
+        raise InputError(
+            f"{name}: has {len(ids)} group ids but {data_name} has {rows} rows; pass one group id "
+            f"(patient, document, source) per row of {data_name}"
+        )
+    last = int(examples.index.max()) if len(examples) else -1
+    if last >= len(ids):
+        raise InputError(
+            f"{name}: has {len(ids)} group ids but {data_name} yielded row {last}; pass one group "
+            f"id per row of {data_name}"
+        )
+    return Examples(
+        examples.x, examples.y, examples.index, examples.fields, examples.batch_ends,
+        groups=ids[examples.index.numpy()],
+    )
+
+
+def _row_count(data: Any) -> int | None:
+    """Rows in the data as the user passed it, where that is known without reading it."""
+    if isinstance(data, DataLoader):
+        data = data.dataset
+    if isinstance(data, (tuple, list)) and len(data) == 2 and hasattr(data[0], "__len__"):
+        return len(data[0]) if not isinstance(data[0], Mapping) else None
+    if isinstance(data, Dataset) and hasattr(data, "__len__"):
+        return len(data)
+    return None
+
+
 def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples, Examples]:
     """Split a held-out part off ``examples`` at random (stratified by class for integer targets).
 
     Identical inputs stay on one side: repeated rows (a language model's common sequences, an
     augmented copy) held out beside their twins would make the split leak by construction, so
-    rows are drawn in groups of identical inputs.
+    rows are drawn in groups of identical inputs. Rows of one user group (``examples.groups``:
+    a patient, a document) are drawn together too, as scikit-learn's GroupShuffleSplit does.
     """
-    from labcoat.doctor.features import row_hashes
-
     n = len(examples)
     if n < 4:
         raise InputError(f"data: need at least 4 examples to hold some out for validation; got {n}")
+    if examples.groups is not None and len(set(examples.groups)) < 2:
+        raise InputError(
+            "groups: every row is in one group, so no group can be held out; pass val_data "
+            "(with val_groups), or groups with at least two ids"
+        )
     rng = np.random.default_rng(seed)
-    group_of: dict[bytes, int] = {}
-    groups = np.array([group_of.setdefault(h, len(group_of)) for h in row_hashes(examples.x)])
-    members = [np.flatnonzero(groups == g) for g in range(len(group_of))] if len(group_of) < n else None
+    groups = _draw_groups(examples)
+    count = int(groups.max()) + 1
+    members = [np.flatnonzero(groups == g) for g in range(count)] if count < n else None
     y = examples.y
     if y.ndim == 1 and not torch.is_floating_point(y):
         labels = y.numpy()
@@ -285,6 +331,27 @@ def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples,
     val = np.flatnonzero(mask)
     train = np.flatnonzero(~mask)
     return examples.take(rng.permutation(train)), examples.take(val)
+
+
+def _draw_groups(examples: Examples) -> np.ndarray:
+    """A group number per row: rows with identical inputs, or with one user group id, share one
+    (connected components when the two overlap)."""
+    from labcoat.doctor.features import row_hashes
+
+    hash_of: dict[bytes, int] = {}
+    by_input = np.array([hash_of.setdefault(h, len(hash_of)) for h in row_hashes(examples.x)])
+    if examples.groups is None:
+        return by_input
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    _, by_user = np.unique(examples.groups.astype(str), return_inverse=True)
+    n, k = len(by_input), len(hash_of)
+    # rows -> nodes 0..k-1 (inputs) and k.. (user groups); a row joins its two nodes
+    links = coo_matrix((np.ones(n), (by_input, k + by_user)), shape=(k + by_user.max() + 1,) * 2)
+    _, component = connected_components(links, directed=False)
+    _, numbered = np.unique(component[by_input], return_inverse=True)
+    return numbered
 
 
 def _hold_out(mask: np.ndarray, order: np.ndarray, k: int, groups: np.ndarray, members: list | None) -> None:

@@ -9,10 +9,11 @@ from typing import Any
 from labcoat.doctor.registry import EXPLAINS, LAYERS
 from labcoat.findings import Finding, worst
 from labcoat.render import STATUS_MARK
+from labcoat.report.html import HtmlMixin
 
 
 @dataclass
-class Report:
+class Report(HtmlMixin):
     """What :func:`labcoat.diagnose` found.
 
     ``findings`` are in the order the checks ran; ``failed_layer`` is the first layer with a

@@ -97,6 +97,7 @@ class Watcher:
         self._started = False
         self._closed = False
         self._resume: Mapping[str, Any] | None = None
+        self._run: Any = None  # the ledger run this session records into, when it opened one
         self._last_step: int | None = None
         self.sampler: Sampler | None = None
         self.judge = Judge(self._invariants, callbacks=callbacks, ledger=self.ledger)
@@ -107,13 +108,18 @@ class Watcher:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        self.close()
+        self.close(failed=exc_info[0] is not None)
 
     def start(self) -> "Watcher":
         """Install the hooks and take the frozen tensors' baseline; :meth:`close` undoes it."""
         if self._started:
             raise InputError("this watch has already been started; make a new labcoat.watch(...)")
         self._started = True
+        self._run = None
+        if self.ledger is not None and hasattr(self.ledger, "start_run") and self.ledger.current_run_id() is None:
+            # one run holds this session's series, alerts and findings (a run already open joins them)
+            self._run = self.ledger.start_run(name="watch")
+            self.judge.ledger_events = self._run
         self.info = RankInfo.current(self._group)
         if self._events_path is not None:
             path = rank_path(self._events_path, self.info.rank, self.info.world_size)
@@ -134,7 +140,7 @@ class Watcher:
             self._resume = None
         return self
 
-    def close(self) -> None:
+    def close(self, *, failed: bool = False) -> None:
         """Remove every hook, write what is buffered and hand the findings to the ledger."""
         if not self._started or self._closed:
             return
@@ -143,7 +149,11 @@ class Watcher:
             self.sampler.remove()
         self.judge.close()
         if self.ledger is not None:
-            self.ledger.record_findings(self.findings(), source="watch")
+            if self._run is None:
+                self.ledger.record_findings(self.findings(), source="watch")
+            else:
+                self.ledger.record_findings(self.findings(), run=self._run, source="watch")
+                self.ledger.finish_run(self._run, status="failed" if failed else "ok", exit_status=None)
 
     @property
     def context(self) -> WatchContext:

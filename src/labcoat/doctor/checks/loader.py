@@ -23,6 +23,7 @@ from labcoat.doctor.dataloader import (
     pull_through_workers,
     read_in_one_process,
     repeated_share,
+    same_rows_per_worker,
     uses_workers,
 )
 from labcoat.doctor.losses import ignore_index
@@ -45,6 +46,8 @@ FOREIGN_ROWS = 0.1
 ORDER_BATCHES = 32
 ORDER_PERMUTATIONS = 199
 ORDER_P = 0.01
+#: rows each worker reads in the shared-random-state probe
+PROBE_ROWS = 8
 
 
 def _loader_with_workers(case: Case) -> str | None:
@@ -100,7 +103,24 @@ def loader_workers(case: Case) -> Outcome:
             f"within the epoch, against {baseline:.0%} read in one process: {fix}",
             **evidence,
         )
-    if not is_iterable_dataset(loader) and len(loader.dataset) <= len(case.read) and deterministic_items(loader):  # type: ignore[arg-type]
+    random_items = not is_iterable_dataset(loader) and not deterministic_items(loader)
+    if random_items and loader.num_workers >= 2:
+        try:
+            copies = same_rows_per_worker(loader, PROBE_ROWS, case.seed)
+        except Exception:  # noqa: BLE001 - a dataset the probe's sampler cannot index: no probe
+            copies = []
+        equal = [w for w in range(1, len(copies)) if torch.equal(copies[0].x, copies[w].x)]
+        evidence["random_augmentation"] = True
+        evidence["workers_with_identical_augmentation"] = len(equal) + 1 if equal else 0
+        if equal:
+            return failed(
+                f"the dataset augments at random (two reads of one item differ), yet workers 0 and {equal[0]} "
+                f"turn the same {len(copies[0])} items into identical inputs: every worker draws from one copied "
+                "random state (create the dataset's RNG in worker_init_fn, seeded from torch.initial_seed(), "
+                "or draw with torch's RNG, which DataLoader seeds per worker)",
+                **evidence,
+            )
+    if not is_iterable_dataset(loader) and len(loader.dataset) <= len(case.read) and not random_items:  # type: ignore[arg-type]
         known = set(example_hashes(case.read))
         foreign = [i for i, h in enumerate(pulled) if h not in known]
         evidence["rows_not_in_dataset"] = len(foreign)

@@ -11,14 +11,16 @@ predicts them better than ln V unless it reads the tokens it is asked to predict
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
 from scipy import stats
 
 from labcoat.doctor.case import Case
+from labcoat.doctor.cpu import map_copies
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.permutation import permutation_pvalue
 from labcoat.doctor.registry import check
@@ -186,10 +188,18 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
     val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
     order = batch_order(len(train), steps, BATCH_SIZE, case.seed)
     labels = torch.Generator().manual_seed(case.seed + 1)
+    permuted = [train.y[torch.randperm(len(train), generator=labels)] for _ in range(n)]
     draws = torch.Generator().manual_seed(case.seed + 2)
+
+    def shuffled_copy(i: int, advance: Callable[..., None]) -> tuple[torch.Tensor, bool]:
+        run = train_copy(case, train.with_targets(permuted[i]), order=order, seed=case.seed, advance=advance)
+        return predict(case, run.setup.model, val.x), run.diverged
+
     null, chance, diverged = [], [], 0
     with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * steps) as advance:
+        start = time.perf_counter()
         run = train_copy(case, train, order=order, seed=case.seed, advance=advance)
+        copy_s = time.perf_counter() - start
         out = predict(case, run.setup.model, val.x)
         real = score.fn(out, val.y)
         perfect, blind = _references(case, layout, val, out, score)
@@ -198,11 +208,8 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         untrained_chance = np.mean([score.fn(untrained, val.y[torch.randperm(len(val), generator=own)]) for _ in range(CHANCE_DRAWS)])
         untrained_score = score.fn(untrained, val.y)
         untrained_excess = untrained_score - float(untrained_chance)
-        for _ in range(n):
-            shuffled = train.with_targets(train.y[torch.randperm(len(train), generator=labels)])
-            run = train_copy(case, shuffled, order=order, seed=case.seed, advance=advance)
-            diverged += run.diverged
-            out = predict(case, run.setup.model, val.x)
+        for out, copy_diverged in map_copies(shuffled_copy, n, copy_s=copy_s, advance=advance, units=steps):
+            diverged += copy_diverged
             null.append(score.fn(out, val.y))
             chance.append(np.mean([score.fn(out, val.y[torch.randperm(len(val), generator=draws)]) for _ in range(CHANCE_DRAWS)]))
     return ShuffleRuns(

@@ -38,7 +38,7 @@ def power_curve(mde: float, n: int, name: str = "power") -> str:
 
 
 def _compare(d: Mapping[str, Any], name: str) -> str:
-    rows = [(f"{name}: difference", d["diff"], *d["ci"])]
+    rows = [(f"{d.get('name') or name}: difference", d["diff"], *d["ci"])]
     chart = charts.forest(f"stats-{name}", rows, reference=0.0, title="Paired difference with its interval"
                           if d.get("paired") else "Difference with its interval", xlabel="difference")
     fields = [("mean a", d.get("mean_a")), ("mean b", d.get("mean_b")), ("difference", d.get("diff")),
