@@ -7,6 +7,7 @@ what an earlier one defined), then its bash blocks in order, each under `set -eu
 with `labcoat` meaning `python -m labcoat`. A command the README expects to fail says so in its
 comment (`# exit 1: broken at update`) and must exit with that code. A block that needs a
 service or a long run is preceded by `<!-- no-run: why -->` and is skipped; nothing else is.
+Sections run two at a time; the whole README takes about a minute of two idle cores.
 """
 
 from __future__ import annotations
