@@ -2,27 +2,41 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# torch's CPU build: an unpinned torch from PyPI pulls a multi-GB CUDA build
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# two sets: what the demo runs (torch, the package, its runtime dependencies), and the tests' extras
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
+REPORT_STAMP := $(VENV)/.installed-report
 
 .PHONY: demo test bench report-demo clean
 
-$(STAMP): pyproject.toml requirements-dev.txt
+$(DEMO_STAMP): pyproject.toml requirements-demo.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q --no-build-isolation -e .
-	touch $(STAMP)
+	$(PY) -m pip install -q --upgrade pip "setuptools>=61"
+	$(PY) -m pip install -q --no-deps --index-url $(TORCH_INDEX) -r requirements-demo.txt
+	$(PY) -m pip install -q --no-build-isolation -e .  # also torch's own dependencies
+	touch $@
 
-demo: $(STAMP)
+$(TEST_STAMP): $(DEMO_STAMP) requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(PY) -m pytest -q -n auto --dist loadfile
 
-report-demo: $(STAMP)
+# the report gallery: the demo's set plus the extras it draws with (report) and audits with (audit)
+$(REPORT_STAMP): $(DEMO_STAMP)
+	$(PY) -m pip install -q --no-build-isolation -e ".[report,audit]"
+	touch $@
+
+report-demo: $(REPORT_STAMP)
 	$(PY) examples/report_demo.py
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
 clean:
