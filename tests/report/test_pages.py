@@ -61,3 +61,21 @@ def test_page_renders_inline_in_jupyter_and_refuses_a_missing_folder(tmp_path):
     assert page._repr_html_().startswith("<!DOCTYPE html>")
     with pytest.raises(InputError, match="does not exist"):
         page.save(tmp_path / "nope" / "r.html")
+
+
+def test_an_evaluation_shows_its_interval_narrowing_until_it_stopped():
+    import torch
+    from torch import nn
+
+    from labcoat.watch.evaluation import evaluate
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    batches = [(torch.randn(50, 4), torch.randint(2, (50,))) for _ in range(40)]
+    result = evaluate(model, batches, lambda b: (model(b[0]).argmax(1) == b[1]).float(), width=0.3,
+                      step=7)
+    lows = [p[2] for p in result.path]
+    assert result.stopped_early and len(result.path) == result.batches >= 2
+    assert lows[-1] > lows[0]  # the interval narrowed from below
+    html = watch_section([result.to_event(rank=0)]).to_html()
+    assert 'data-chart="watch-eval-path-0"' in html and "stopped early" in html

@@ -178,11 +178,12 @@ def band_chart(
     ylabel: str = "",
     logx: bool = True,
     caption: str = "",
+    label: str = "fit",
 ) -> str:
     """A fitted curve with its band and labelled groups of points (e.g. fitted vs held out)."""
     fig, ax = figure()
     ax.fill_between(x, low, high, color=PALETTE[0], alpha=0.25, lw=0).set_gid("band")
-    ax.plot(x, y, color=PALETTE[0], lw=1.4, label="fit")[0].set_gid("fit")
+    ax.plot(x, y, color=PALETTE[0], lw=1.4, label=label)[0].set_gid("fit")
     for i, (label, (px, py)) in enumerate(points.items()):
         dots = ax.scatter(px, py, s=14, color=PALETTE[(i + 1) % len(PALETTE)], label=label, zorder=3)
         dots.set_gid(f"points-{i}")

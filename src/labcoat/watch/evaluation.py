@@ -78,6 +78,9 @@ class EvalResult:
     stopped_early: bool
     batches: int
     seconds: float
+    #: (items, mean, low, high) after each batch, thinned to at most PATH_POINTS: how the
+    #: interval narrowed until the evaluation stopped
+    path: tuple[tuple[int, float, float, float], ...] = ()
 
     @property
     def width(self) -> float:
@@ -103,6 +106,7 @@ class EvalResult:
                 "stopped_early": self.stopped_early,
                 "batches": self.batches,
                 "seconds": self.seconds,
+                "path": [list(p) for p in self.path],
             },
         }
 
@@ -129,11 +133,15 @@ def evaluate(
     start = time.perf_counter()
     seen = 0
     stopped = False
+    path: list[tuple[int, float, float, float]] = []
     iterable = batches() if callable(batches) else batches
     with torch.no_grad(), eval_mode(model):
         for batch in iterable:
             seen += 1
             cs.update(_scores(score(batch), seen))
+            if cs.n:
+                now = cs.interval
+                path.append((cs.n, float(cs.mean), float(now.low), float(now.high)))
             if cs.done(width=width, threshold=threshold):
                 stopped = True
                 break
@@ -154,7 +162,20 @@ def evaluate(
         stopped_early=stopped,
         batches=seen,
         seconds=time.perf_counter() - start,
+        path=_thin(path),
     )
+
+
+#: points of an evaluation's path kept for display
+PATH_POINTS = 200
+
+
+def _thin(path: list) -> tuple:
+    """At most :data:`PATH_POINTS` points, evenly spread, the first and the last kept."""
+    if len(path) <= PATH_POINTS:
+        return tuple(path)
+    picks = sorted({round(i * (len(path) - 1) / (PATH_POINTS - 1)) for i in range(PATH_POINTS)})
+    return tuple(path[i] for i in picks)
 
 
 def _scores(values: Any, batch: int) -> np.ndarray:

@@ -118,4 +118,15 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
             rows.append((f"{ev.get('name', 'eval')} @ {e.get('step')}", float(e.get("value")), float(low), float(high)))
         body.append(charts.forest("watch-evals", rows, title="Evaluations (anytime-valid intervals)",
                                   xlabel="score"))
+        for i, e in enumerate(evals):
+            path = (e.get("evidence") or {}).get("path") or []
+            if len(path) >= 2:
+                n, mean, low, high = (list(col) for col in zip(*path))
+                ev = e.get("evidence") or {}
+                stop = "stopped early: tight enough" if ev.get("stopped_early") else "ran out of batches"
+                body.append(charts.band_chart(
+                    f"watch-eval-path-{i}", n, mean, low, high, points={}, logx=False,
+                    title=f"{ev.get('name', 'eval')} at step {e.get('step')}: the interval narrowing",
+                    xlabel="items scored", ylabel="score", label="mean so far",
+                    caption=f"{len(path)} points; {stop} after {ev.get('n')} items"))
     return Section(title, "\n".join(body), id=id)
