@@ -74,7 +74,9 @@ class TinyLM(nn.Module):
         self.causal = causal
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
-        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.block = nn.TransformerEncoderLayer(
+            d, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True
+        )
         self.out = nn.Linear(d, vocab)
 
     def forward(self, tokens):

@@ -82,7 +82,9 @@ def linear(d_in: int, d_out: int) -> nn.Module:
 
 @seeded
 def regression_mlp(d_in: int = 2) -> nn.Module:
-    return nn.Sequential(nn.Linear(d_in, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    return nn.Sequential(
+        nn.Linear(d_in, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)
+    )
 
 
 class Image(nn.Module):
@@ -123,14 +125,18 @@ class TinyTransformer(nn.Module):
         self.causal = causal
         self.embed = nn.Embedding(VOCAB, width)
         self.position = nn.Parameter(torch.randn(LENGTH, width) * 0.1)
-        layer = nn.TransformerEncoderLayer(width, 2, 2 * width, dropout=0.0, batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            width, 2, 2 * width, dropout=0.0, batch_first=True, norm_first=True
+        )
         self.blocks = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
         self.head = nn.Linear(width, VOCAB)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         t = x.shape[1]
         mask = nn.Transformer.generate_square_subsequent_mask(t) if self.causal else None
-        return self.head(self.blocks(self.embed(x) + self.position[:t], mask=mask, is_causal=self.causal))
+        return self.head(
+            self.blocks(self.embed(x) + self.position[:t], mask=mask, is_causal=self.causal)
+        )
 
 
 gru = seeded(GRULanguageModel)
@@ -149,4 +155,6 @@ def diagnose(model: nn.Module, data, loss_fn, *, lr: float = 1e-3, optimizer=Non
     """``labcoat.diagnose`` with Adam, no ledger and no progress bars."""
     import labcoat
 
-    return labcoat.diagnose(model, data, loss_fn, optimizer or adam(model, lr), ledger=False, progress=False, **kwargs)
+    return labcoat.diagnose(
+        model, data, loss_fn, optimizer or adam(model, lr), ledger=False, progress=False, **kwargs
+    )

@@ -13,11 +13,18 @@ from labcoat.report.sections.doctor import doctor_section
 from labcoat.report.sections.watch import watch_section
 from tests.report import samples
 
-EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["'](?!#|data:)|url\(\s*["']?(?!#|data:)|@import|<script""", re.I)
+EXTERNAL = re.compile(
+    r"""(?:src|href)\s*=\s*["'](?!#|data:)|url\(\s*["']?(?!#|data:)|@import|<script""", re.I
+)
 
 
 def test_a_page_fetches_nothing_and_declares_so():
-    html = Page("t").add(doctor_section(samples.ladder())).add(watch_section(samples.watch_events())).to_html()
+    html = (
+        Page("t")
+        .add(doctor_section(samples.ladder()))
+        .add(watch_section(samples.watch_events()))
+        .to_html()
+    )
     assert not EXTERNAL.search(html), EXTERNAL.search(html).group(0)
     assert "default-src 'none'" in html  # the browser itself refuses any fetch
     assert html.count("<svg") >= 4  # overfit curve, shuffle strip, loss and gradient norm
@@ -34,7 +41,9 @@ def test_failing_ladder_opens_its_failing_layer_and_names_the_verdict():
 
 def test_watch_marks_one_line_per_alert():
     html = watch_section(samples.watch_events(alerts_at=(100, 2000, 4000))).to_html()
-    loss_chart = html[html.index('data-chart="watch-loss"'):html.index('data-chart="watch-grad_norm"')]
+    loss_chart = html[
+        html.index('data-chart="watch-loss"') : html.index('data-chart="watch-grad_norm"')
+    ]
     assert len(re.findall(r'<g id="alert-\d+"', loss_chart)) == 3
 
 

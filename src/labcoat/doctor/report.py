@@ -62,7 +62,9 @@ class Report(HtmlMixin):
         for f in self.findings:
             if f is failure:
                 return None
-            if f.status == "warn" and any(fnmatch.fnmatchcase(failure.check, p) for p in _explains(f.check)):
+            if f.status == "warn" and any(
+                fnmatch.fnmatchcase(failure.check, p) for p in _explains(f.check)
+            ):
                 return f
         return None
 

@@ -383,8 +383,8 @@ class Ledger:
 
     def diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun):
         """What changed in code, config, data, environment and seeds from ``run_a`` to ``run_b``."""
-        from labcoat.provenance.diff import diff_runs
         from labcoat.provenance import commit_stat
+        from labcoat.provenance.diff import diff_runs
 
         a, b = self.get_run(run_a), self.get_run(run_b)
         stat = commit_stat(b.git_root or a.git_root, a.git_commit, b.git_commit)

@@ -12,11 +12,11 @@ from labcoat.render import findings_table
 
 if TYPE_CHECKING:
     from labcoat.findings import Finding
-    from labcoat.provenance.diff import RunDiff
     from labcoat.ledger.records.entries import Entry
     from labcoat.ledger.records.runs import Run
     from labcoat.ledger.store.sql import SqlResult
     from labcoat.ledger.store.verify import VerifyResult
+    from labcoat.provenance.diff import RunDiff
 
 VERDICT_STYLE = {
     "open": "cyan",

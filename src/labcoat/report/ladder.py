@@ -26,7 +26,10 @@ def _value(value: Any) -> str:
 def evidence_table(evidence: Mapping[str, Any]) -> str:
     if not evidence:
         return '<p class="muted">no evidence recorded</p>'
-    rows = "".join(f"<tr><td>{esc(k)}</td><td><code>{esc(_value(v))}</code></td></tr>" for k, v in evidence.items())
+    rows = "".join(
+        f"<tr><td>{esc(k)}</td><td><code>{esc(_value(v))}</code></td></tr>"
+        for k, v in evidence.items()
+    )
     return f'<div class="scroll"><table class="evidence">{rows}</table></div>'
 
 
@@ -42,8 +45,8 @@ def finding_html(f: Mapping[str, Any]) -> str:
         where += f' <span class="muted">rank {esc(f["rank"])}</span>'
     return (
         f'<details class="finding" data-check="{esc(f.get("check", ""))}" data-status="{esc(f.get("status", ""))}">'
-        f'<summary>{status_mark(f.get("status", "skip"))} <b>{esc(f.get("check", ""))}</b>{where}: '
-        f'{esc(f.get("message", ""))}</summary>{extra}{evidence_table(f.get("evidence") or {})}</details>'
+        f"<summary>{status_mark(f.get('status', 'skip'))} <b>{esc(f.get('check', ''))}</b>{where}: "
+        f"{esc(f.get('message', ''))}</summary>{extra}{evidence_table(f.get('evidence') or {})}</details>"
     )
 
 

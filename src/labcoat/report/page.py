@@ -14,7 +14,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 #: status → (mark, css class), shared by every section
-STATUS = {"pass": ("✓", "pass"), "warn": ("!", "warn"), "fail": ("✗", "fail"), "skip": ("–", "skip")}
+STATUS = {
+    "pass": ("✓", "pass"),
+    "warn": ("!", "warn"),
+    "fail": ("✗", "fail"),
+    "skip": ("–", "skip"),
+}
 
 CSS = """
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #5b6470; --line: #d8dde3;
@@ -82,13 +87,16 @@ class Page:
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         from labcoat import __version__
 
-        body = "\n".join(s.to_html() for s in self.sections) or '<p class="muted">Nothing recorded yet.</p>'
+        body = (
+            "\n".join(s.to_html() for s in self.sections)
+            or '<p class="muted">Nothing recorded yet.</p>'
+        )
         sub = f'<p class="meta">{esc(self.subtitle)}</p>' if self.subtitle else ""
         return (
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             # no request may leave the page: forbid every fetch, allow only inline styles and data
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
             "style-src 'unsafe-inline'; img-src data:\">"
             f"<title>{esc(self.title)}</title><style>{CSS}</style></head>\n<body>"
             f"<h1>{esc(self.title)}</h1>{sub}\n{body}\n"
@@ -101,7 +109,9 @@ class Page:
         if out.parent and not out.parent.exists():
             from labcoat.errors import InputError
 
-            raise InputError(f"-o/--html: the folder {str(out.parent)!r} does not exist; create it first")
+            raise InputError(
+                f"-o/--html: the folder {str(out.parent)!r} does not exist; create it first"
+            )
         out.write_text(self.to_html(), encoding="utf-8")
         return out
 

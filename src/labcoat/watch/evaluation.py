@@ -124,7 +124,9 @@ def evaluate(
     from labcoat.stats import ConfidenceSequence
 
     if width is None and threshold is None:
-        raise InputError("evaluate needs `width`, `threshold` or both to know when to stop; got neither.")
+        raise InputError(
+            "evaluate needs `width`, `threshold` or both to know when to stop; got neither."
+        )
     cs = ConfidenceSequence(lower, upper, confidence)
     start = time.perf_counter()
     seen = 0

@@ -117,8 +117,8 @@ EVENT_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "kind": (_is(str), "a string"),
     "step": (_is(int), "an integer"),
     "rank": (_is(int, _NONE), "an integer or null"),
-    "time": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
-    "value": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
+    "time": (_number_or_null, 'a number, "nan", "inf", "-inf" or null'),
+    "value": (_number_or_null, 'a number, "nan", "inf", "-inf" or null'),
     "message": (_is(str, _NONE), "a string"),
     "severity": (_is(str, _NONE), "a string"),
     "subject": (_is(str, _NONE), "a string"),
@@ -140,7 +140,9 @@ def read_events(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, A
         try:
             fh = open(p, encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"events file {str(p)!r} cannot be read ({exc.strerror or exc}).") from None
+            raise InputError(
+                f"events file {str(p)!r} cannot be read ({exc.strerror or exc})."
+            ) from None
         with fh:
             try:
                 for lineno, line in enumerate(fh, 1):
@@ -162,10 +164,14 @@ def _parse_event(line: str, where: str) -> dict[str, Any]:
             f"{where}: not JSON ({exc.msg}); expected one JSON object per line as written by labcoat.watch."
         ) from None
     if not isinstance(event, dict) or "kind" not in event or "step" not in event:
-        raise InputError(f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}.")
+        raise InputError(
+            f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}."
+        )
     for name, (valid, what) in EVENT_FIELDS.items():
         if not valid(event.get(name)):
-            raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}.")
+            raise InputError(
+                f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}."
+            )
     return event
 
 

@@ -77,8 +77,11 @@ class Watcher:
                 raise InputError(f"`on_alert` must be callable or a list of callables; got {cb!r}.")
         self._callbacks = callbacks
         evals = (
-            [] if evaluation is None
-            else [evaluation] if isinstance(evaluation, Evaluation) else list(evaluation)
+            []
+            if evaluation is None
+            else [evaluation]
+            if isinstance(evaluation, Evaluation)
+            else list(evaluation)
         )
         for ev in evals:
             if not isinstance(ev, Evaluation):
@@ -117,7 +120,11 @@ class Watcher:
             raise InputError("this watch has already been started; make a new labcoat.watch(...)")
         self._started = True
         self._run = None
-        if self.ledger is not None and hasattr(self.ledger, "start_run") and self.ledger.current_run_id() is None:
+        if (
+            self.ledger is not None
+            and hasattr(self.ledger, "start_run")
+            and self.ledger.current_run_id() is None
+        ):
             # one run holds this session's series, alerts and findings (a run already open joins them)
             self._run = self.ledger.start_run(name="watch")
             self.judge.ledger_events = self._run
@@ -126,8 +133,12 @@ class Watcher:
             path = rank_path(self._events_path, self.info.rank, self.info.world_size)
             self.judge.log = EventLog(path)
         self.sampler = Sampler(
-            self.model, self.optimizer, frozen=self._declared_frozen, every=self.every,
-            sync_every=self.sync_every, info=self.info,
+            self.model,
+            self.optimizer,
+            frozen=self._declared_frozen,
+            every=self.every,
+            sync_every=self.sync_every,
+            info=self.info,
         )
         needs = self.judge.start(self.sampler.context)
         if self.judge.records_series:
@@ -154,7 +165,9 @@ class Watcher:
                 self.ledger.record_findings(self.findings(), source="watch")
             else:
                 self.ledger.record_findings(self.findings(), run=self._run, source="watch")
-                self.ledger.finish_run(self._run, status="failed" if failed else "ok", exit_status=None)
+                self.ledger.finish_run(
+                    self._run, status="failed" if failed else "ok", exit_status=None
+                )
 
     @property
     def context(self) -> WatchContext:
@@ -364,7 +377,9 @@ def watch(
         ``on_alert`` (callbacks) and ``evaluation`` (an :class:`Evaluation` to run every N
         steps, with error bars and early stopping).
     """
-    return Watcher(model, optimizer, expect_frozen=expect_frozen, ledger=ledger, every=every, **options)
+    return Watcher(
+        model, optimizer, expect_frozen=expect_frozen, ledger=ledger, every=every, **options
+    )
 
 
 def _check_model(model: Any) -> nn.Module:
@@ -376,7 +391,9 @@ def _check_model(model: Any) -> nn.Module:
     if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
         model = model.module
     if next(model.parameters(), None) is None:
-        raise InputError(f"`model` ({type(model).__name__}) has no parameters; there is nothing to watch.")
+        raise InputError(
+            f"`model` ({type(model).__name__}) has no parameters; there is nothing to watch."
+        )
     return model
 
 

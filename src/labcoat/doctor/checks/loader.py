@@ -72,7 +72,9 @@ def loader_workers(case: Case) -> Outcome:
     epoch = pull_through_workers(loader, min(WORKER_ROWS[case.budget], len(case.read)))
     pulled = example_hashes(epoch.examples)
     # an IterableDataset was read through the workers already; read it again in one process
-    one_process = read_in_one_process(loader, len(pulled)) if is_iterable_dataset(loader) else case.read
+    one_process = (
+        read_in_one_process(loader, len(pulled)) if is_iterable_dataset(loader) else case.read
+    )
     own = example_hashes(one_process)[: len(pulled)]
     repeats, baseline = repeated_share(pulled), repeated_share(own)
     evidence = {
@@ -83,7 +85,9 @@ def loader_workers(case: Case) -> Outcome:
         "repeated_share_one_process": baseline,
     }
     pairs = epoch.identical_batches()
-    if pairs and not identical_batches(one_process):  # data whose batches repeat anyway says nothing
+    if pairs and not identical_batches(
+        one_process
+    ):  # data whose batches repeat anyway says nothing
         a, b = pairs[0]
         return failed(
             f"batches {a} and {b}, from workers {epoch.worker_of(a)} and {epoch.worker_of(b)}, are identical: "
@@ -120,7 +124,11 @@ def loader_workers(case: Case) -> Outcome:
                 "or draw with torch's RNG, which DataLoader seeds per worker)",
                 **evidence,
             )
-    if not is_iterable_dataset(loader) and len(loader.dataset) <= len(case.read) and not random_items:  # type: ignore[arg-type]
+    if (
+        not is_iterable_dataset(loader)
+        and len(loader.dataset) <= len(case.read)
+        and not random_items
+    ):  # type: ignore[arg-type]
         known = set(example_hashes(case.read))
         foreign = [i for i, h in enumerate(pulled) if h not in known]
         evidence["rows_not_in_dataset"] = len(foreign)
@@ -140,7 +148,9 @@ def loader_workers(case: Case) -> Outcome:
 def _batched_class_labels(case: Case) -> str | None:
     read = case.read
     if read is None or read.batch_ends is None:
-        return "data given as (X, y): the doctor makes the batches, so their order is not the user's"
+        return (
+            "data given as (X, y): the doctor makes the batches, so their order is not the user's"
+        )
     if case.inferred_task != "classification" or read.y.ndim != 1:
         return "needs one class label per example"
     if len(batch_slices(read)) < 4:
@@ -165,7 +175,11 @@ def loader_order(case: Case) -> Outcome:
         return skipped(f"some labels are {skip}, which the loss skips")
     observed, null = label_mixing(labels, slices, ORDER_PERMUTATIONS, case.seed)
     p = float((np.sum(null <= observed) + 1) / (len(null) + 1))
-    single = [b for b, s in enumerate(slices) if len(torch.unique(labels[s])) == 1 and s.stop - s.start > 1]
+    single = [
+        b
+        for b, s in enumerate(slices)
+        if len(torch.unique(labels[s])) == 1 and s.stop - s.start > 1
+    ]
     evidence = {
         "batches": len(slices),
         "distinct_labels_per_batch": observed,
@@ -188,4 +202,7 @@ def loader_order(case: Case) -> Outcome:
             f"p={p:.2g}): is the data ordered by label?",
             **evidence,
         )
-    return passed(f"batches mix classes as at random ({observed:.2f} classes per batch vs {null.mean():.2f})", **evidence)
+    return passed(
+        f"batches mix classes as at random ({observed:.2f} classes per batch vs {null.mean():.2f})",
+        **evidence,
+    )

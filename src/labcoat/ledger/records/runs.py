@@ -67,8 +67,18 @@ class Run:
 
     #: the fields a listing of runs shows (``labcoat ledger runs --json``)
     SUMMARY = (
-        "id", "name", "started_at", "ended_at", "status", "exit_status", "command",
-        "git_commit", "git_dirty", "config_hash", "data_hash", "env_hash",
+        "id",
+        "name",
+        "started_at",
+        "ended_at",
+        "status",
+        "exit_status",
+        "command",
+        "git_commit",
+        "git_dirty",
+        "config_hash",
+        "data_hash",
+        "env_hash",
     )
 
     def to_dict(self) -> dict[str, Any]:

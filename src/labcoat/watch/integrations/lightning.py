@@ -46,7 +46,9 @@ class LabcoatWatch(Callback):
             )
         self.watcher = watch(pl_module, optimizers[self.optimizer_index], **self.options).start()
 
-    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if self.watcher is None:
             return
         loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
