@@ -113,12 +113,11 @@ def test_a_group_without_its_command_lists_the_choices(cli, args, choices):
 
 def test_help_of_every_command_is_quick_and_does_not_import_torch(subprocess_env):
     code = (
-        "import contextlib, io, sys\n"
-        "from labcoat.cli.main import COMMANDS, main\n"
-        "for args in [[]] + [[name] for name in COMMANDS] + [['stats', 'mean'], ['ledger', 'add'], ['watch', 'report']]:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-        "        assert main([*args, '--help']) == 0 and 'Usage: labcoat' in out.getvalue(), args\n"
-        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "import contextlib, io, sys\nfrom labcoat.cli.main import COMMANDS, main\nfor args in "
+        "[[]] + [[name] for name in COMMANDS] + [['stats', 'mean'], ['ledger', 'add'], ['watch', "
+        "'report']]:\n    with contextlib.redirect_stdout(io.StringIO()) as out:\n        assert "
+        "main([*args, '--help']) == 0 and 'Usage: labcoat' in out.getvalue(), args\nassert "
+        "'torch' not in sys.modules, 'torch was imported'\n"
     )
     res = subprocess.run(
         [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60

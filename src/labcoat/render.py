@@ -1,4 +1,5 @@
-"""Rich views of findings. Data classes stay free of formatting; they point here via ``__rich__``."""
+"""Rich views of findings. Data classes stay free of formatting; they point here via
+``__rich__``."""
 
 from __future__ import annotations
 

@@ -193,7 +193,8 @@ def residual_mlp():
 
 @healthy(
     "residual_zero_init_last",
-    source="residual blocks whose last layer starts at zero (zero-init residual, as in ResNet/GPT-2 recipes)",
+    source="residual blocks whose last layer starts at zero (zero-init residual, as in "
+    "ResNet/GPT-2 recipes)",
 )
 def residual_zero_init_last():
     seed()

@@ -103,7 +103,8 @@ def as_numpy(data):
 
 
 class Tagger(nn.Module):
-    """A token tagger that reads the whole sentence (a bidirectional GRU): not causal, and need not be."""
+    """A token tagger that reads the whole sentence (a bidirectional GRU): not causal, and need not
+    be."""
 
     def __init__(self, vocab=16, tags=4, d=16, seed=0):
         torch.manual_seed(seed)

@@ -24,7 +24,7 @@ def no_zero_grad(model, batch, optimizer, loss_fn):
     return loss
 
 
-# 1. update.grad.zeroed: a Linear's bias under BatchNorm has a true gradient of zero -----------------
+# 1. update.grad.zeroed: a Linear's bias under BatchNorm has a true gradient of zero ---------------
 def test_linear_feeding_batchnorm_passes_grad_zeroed_and_missing_zero_grad_still_fails():
     model = bn_mlp()
     healthy = diagnose(model, layers=("data", "model", "update"))
@@ -35,7 +35,7 @@ def test_linear_feeding_batchnorm_passes_grad_zeroed_and_missing_zero_grad_still
     assert broken["update.grad.zeroed"].status == "fail"
 
 
-# 2. data.signal.baseline: every non-constant target column, and autoencoders -----------------------
+# 2. data.signal.baseline: every non-constant target column, and autoencoders ----------------------
 def test_autoencoder_with_a_constant_first_pixel_passes_signal_baseline():
     x, _ = digits()
     assert bool((x[:, 0] == 0).all())  # digits' first pixel is always blank
@@ -60,7 +60,7 @@ def test_multi_output_regression_is_judged_on_its_varying_columns_and_misaligned
     assert f.status == "fail", f.message
 
 
-# 3. data.split.overlap: labcoat's own split keeps identical inputs on one side ---------------------
+# 3. data.split.overlap: labcoat's own split keeps identical inputs on one side --------------------
 def repeated_tokens():
     g = torch.Generator().manual_seed(0)
     start = torch.randint(0, 16, (40, 1), generator=g)
@@ -183,7 +183,7 @@ def test_raw_pixel_inputs_are_named_as_the_cause_of_the_overfit_failure():
     assert scaled["model.loss.initial"].status == "pass"
 
 
-# 6. eval-mode randomness is named by model.eval_deterministic, not as batch mixing -----------------
+# 6. eval-mode randomness is named by model.eval_deterministic, not as batch mixing ----------------
 class AlwaysDropout(nn.Module):
     def __init__(self):
         super().__init__()
@@ -213,7 +213,7 @@ def test_eval_randomness_fails_eval_deterministic_only_and_real_batch_mixing_sti
     assert status(diagnose(BatchMixing(), layers=("model",)), "model.batch_independence") == "fail"
 
 
-# 7. string labels and dict batches ------------------------------------------------------------------
+# 7. string labels and dict batches ----------------------------------------------------------------
 @pytest.mark.parametrize(
     "labels",
     [
@@ -308,18 +308,17 @@ def test_dict_batches_a_model_cannot_take_are_an_input_error_with_a_hint():
 def test_cli_exits_2_on_string_labels(cli, tmp_path):
     path = tmp_path / "exp.py"
     path.write_text(
-        "import torch, labcoat\nfrom torch import nn\n"
-        "def experiment():\n"
-        "    m = nn.Linear(4, 2)\n"
-        "    return labcoat.Experiment(m, (torch.randn(20, 4), ['cat', 'dog'] * 10), nn.CrossEntropyLoss(),\n"
-        "                              torch.optim.SGD(m.parameters(), lr=0.1), ledger=False)\n"
+        "import torch, labcoat\nfrom torch import nn\ndef experiment():\n    m = nn.Linear(4, 2)\n"
+        "    return labcoat.Experiment(m, (torch.randn(20, 4), ['cat', 'dog'] * 10), "
+        "nn.CrossEntropyLoss(),\n                              torch.optim.SGD(m.parameters(), "
+        "lr=0.1), ledger=False)\n"
     )
     result = cli("doctor", path)
     assert result.code == 2, result.err
     assert "LabelEncoder" in result.err
 
 
-# cross-entropy's (N, C, T) layout for (N, T) targets is a tagger's, not a language model's ---------
+# cross-entropy's (N, C, T) layout for (N, T) targets is a tagger's, not a language model's --------
 class ChannelsFirstTagger(nn.Module):
     def __init__(self, drop_last_position=False):
         super().__init__()

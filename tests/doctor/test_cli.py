@@ -25,11 +25,13 @@ def _model():
 
 def experiment():
     m = _model()
-    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), 1e-3))
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), \
+1e-3))
 
 def broken():
     m = _model()
-    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m[0].parameters(), 1e-3))
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), \
+torch.optim.Adam(m[0].parameters(), 1e-3))
 
 def raises():
     raise RuntimeError("cannot find the data directory")
@@ -39,7 +41,8 @@ def not_an_experiment():
 
 def bad_data():
     m = _model()
-    return labcoat.Experiment(m, "data.csv", nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), 1e-3))
+    return labcoat.Experiment(m, "data.csv", nn.CrossEntropyLoss(), \
+torch.optim.Adam(m.parameters(), 1e-3))
 """
 
 

@@ -1,4 +1,5 @@
-"""Loader checks: batches pulled through the user's DataLoader (workers, worker_init_fn, sampler)."""
+"""Loader checks: batches pulled through the user's DataLoader (workers, worker_init_fn,
+sampler)."""
 
 import numpy as np
 import torch

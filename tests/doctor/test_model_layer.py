@@ -309,7 +309,8 @@ def test_multi_label_outputs_are_judged_per_label():
 
 
 class TupleOutput(nn.Module):
-    """Healthy apart from its output: logits and an auxiliary value, which the user's loss unpacks."""
+    """Healthy apart from its output: logits and an auxiliary value, which the user's loss
+    unpacks."""
 
     def __init__(self):
         super().__init__()

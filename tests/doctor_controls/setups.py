@@ -21,7 +21,8 @@ def digits(n: int = 800) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def multilabel_digits(n: int = 800) -> tuple[torch.Tensor, torch.Tensor]:
-    """Digits with three yes/no labels each (at least 5? even? has a closed loop?): float 0/1 targets."""
+    """Digits with three yes/no labels each (at least 5? even? has a closed loop?): float 0/1
+    targets."""
     X, y = digits(n)
     loops = torch.isin(y, torch.tensor([0, 4, 6, 8, 9]))
     return X, torch.stack([y >= 5, y % 2 == 0, loops], dim=1).float()
@@ -44,7 +45,8 @@ VOCAB, LENGTH = 12, 10
 
 
 def markov_sequences(n: int = 400, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token sequences where each token has two equally likely successors; targets are next tokens."""
+    """Token sequences where each token has two equally likely successors; targets are next
+    tokens."""
     g = torch.Generator().manual_seed(seed)
     successors = torch.stack([torch.randperm(VOCAB, generator=g)[:2] for _ in range(VOCAB)])
     seq = torch.empty(n, LENGTH + 1, dtype=torch.long)

@@ -1,4 +1,5 @@
-"""labcoat.permutation_test: the same numbers as scikit-learn on an estimator, any pipeline otherwise."""
+"""labcoat.permutation_test: the same numbers as scikit-learn on an estimator, any pipeline
+otherwise."""
 
 from __future__ import annotations
 

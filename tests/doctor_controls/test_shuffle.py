@@ -1,4 +1,5 @@
-"""The shuffle layer: planted bugs that score above chance without real labels, and healthy twins."""
+"""The shuffle layer: planted bugs that score above chance without real labels, and healthy
+twins."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ def browser():
 
 @pytest.fixture
 def open_report(browser, tmp_path):
-    """``open_report(path, width=..., dark=...)`` → :class:`Opened`; a screenshot lands in tmp_path."""
+    """``open_report(path, width=..., dark=...)`` → :class:`Opened`; a screenshot lands in
+    tmp_path."""
     contexts = []
 
     def open_(path, *, width: int = 1100, height: int = 800, dark: bool = False) -> Opened:

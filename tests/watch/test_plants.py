@@ -121,7 +121,8 @@ def test_frozen_moved_catches_batchnorm_statistics_of_a_frozen_backbone():
 
     def plant(step, m, o, x, y):
         if step == PLANT:
-            m.train()  # the usual bug: model.train() after an eval puts frozen BN back in train mode
+            # the usual bug: model.train() after an eval puts frozen BN back in train mode
+            m.train()
         return x, y
 
     w = train(model, opt, steps=PLANT + 5, plant=plant, every=1, expect_frozen="features")

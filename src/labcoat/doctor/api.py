@@ -158,7 +158,7 @@ def _feature_indices(expect_leaky: Iterable[int] | int) -> tuple[int, ...]:
         )
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
         raise InputError(
-            f"expect_leaky: expected feature indices (non-negative ints, columns of the flattened "
+            "expect_leaky: expected feature indices (non-negative ints, columns of the flattened "
             f"input) that may predict the label alone; got {values!r}"
         )
     return values
@@ -192,8 +192,8 @@ def _check_task_fits(task: str | None, train: Examples) -> None:
         )
     if task == "classification" and not integer and not bool(((y == 0) | (y == 1)).all()):
         raise InputError(
-            f"task: 'classification' needs integer labels (or 0/1 floats, one logit each); got {y.dtype} "
-            "targets with other values; pass y.long() or leave task=None"
+            "task: 'classification' needs integer labels (or 0/1 floats, one logit each); got "
+            f"{y.dtype} targets with other values; pass y.long() or leave task=None"
         )
 
 

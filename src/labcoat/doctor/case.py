@@ -165,8 +165,9 @@ class Case:
             and x.dtype != weights[0]
         ):
             return (
-                f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters are "
-                f"{str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to({weights[0]}) or model.to({x.dtype}))"
+                f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters "
+                f"are {str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to("
+                f"{weights[0]}) or model.to({x.dtype}))"
             )
         return ""
 
@@ -183,8 +184,9 @@ class Case:
             out = model(x.to(self.device))
         if not isinstance(out, torch.Tensor):
             raise TypeError(
-                f"the model returned {_describe(out)}; the doctor's checks need the one tensor your loss compares "
-                "with the targets: pass a wrapper whose forward returns it (e.g. model(x)[0] or model(x)['logits'])"
+                f"the model returned {_describe(out)}; the doctor's checks need the one tensor "
+                "your loss compares with the targets: pass a wrapper whose forward returns it "
+                "(e.g. model(x)[0] or model(x)['logits'])"
             )
         return out.detach()
 
@@ -356,7 +358,8 @@ def _prefers_logits(loss_fn: Callable, y: torch.Tensor, out: torch.Tensor) -> bo
 def target_offset(
     x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99
 ) -> int | None:
-    """1 if ``y`` is ``x`` shifted by one position, 0 if it is ``x``, else None (padding ``skip`` aside)."""
+    """1 if ``y`` is ``x`` shifted by one position, 0 if it is ``x``, else None (padding ``skip``
+    aside)."""
     if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
         return None
     for offset in (1, 0):

@@ -131,7 +131,8 @@ def _same(a: object, b: object) -> bool:
 def same_rows_per_worker(loader: DataLoader, rows: int, seed: int) -> list[Examples]:
     """The same ``rows`` items read once by each of the loader's workers (its dataset,
     ``worker_init_fn``, ``collate_fn`` and start method), one batch each: independent random
-    augmentation makes the copies differ; a random state copied into every worker makes them equal."""
+    augmentation makes the copies differ; a random state copied into every worker makes them
+    equal."""
     workers = loader.num_workers
     indices = list(range(min(rows, len(loader.dataset)))) * workers  # type: ignore[arg-type]
     probe = DataLoader(

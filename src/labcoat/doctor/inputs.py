@@ -37,8 +37,8 @@ class Examples:
     def __post_init__(self) -> None:
         if len(self.x) != len(self.y):
             raise InputError(
-                f"data: inputs and targets disagree on the number of examples "
-                f"({len(self.x)} inputs, {len(self.y)} targets); pass one target per input"
+                f"data: inputs and targets disagree on the number of examples ({len(self.x)} "
+                f"inputs, {len(self.y)} targets); pass one target per input"
             )
 
     def __len__(self) -> int:
@@ -74,11 +74,13 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
         x, y = _as_tensor(data[0], name, "X"), _as_tensor(data[1], name, "y")
         if x.ndim == 0 or y.ndim == 0:
             raise InputError(
-                f"{name}: X and y need one row per example; got shapes {tuple(x.shape)} and {tuple(y.shape)}"
+                f"{name}: X and y need one row per example; got shapes {tuple(x.shape)} and "
+                f"{tuple(y.shape)}"
             )
         if len(x) != len(y):
             raise InputError(
-                f"{name}: X has {len(x)} rows but y has {len(y)}; each example needs exactly one target"
+                f"{name}: X has {len(x)} rows but y has {len(y)}; each example needs exactly one "
+                "target"
             )
         n = min(len(x), limit)
         return Examples(x[:n], y[:n], torch.arange(n))
@@ -88,8 +90,8 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
         return _from_dataset(data, name, limit)
     if isinstance(data, (str, bytes, dict)) or not isinstance(data, Iterable):
         raise InputError(
-            f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of "
-            f"(x, y) batches; got {type(data).__name__}"
+            f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of (x, "
+            f"y) batches; got {type(data).__name__}"
         )
     return _from_batches(data, name, limit)
 
@@ -148,8 +150,8 @@ def _string_labels_message(obj: Any, name: str, what: str) -> str:
         found = f"strings ({shown})"
     return (
         f"{name}: {what} holds {found}; the doctor needs numbers: encode class names as integer "
-        "labels first, e.g. y = sklearn.preprocessing.LabelEncoder().fit_transform(y) "
-        "(or {name: i for i, name in enumerate(sorted(set(y)))})"
+        "labels first, e.g. y = sklearn.preprocessing.LabelEncoder().fit_transform(y) (or {name: "
+        "i for i, name in enumerate(sorted(set(y)))})"
     )
 
 
@@ -244,8 +246,8 @@ def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
         x, y = _as_tensor(x, name, f"x of batch {b}"), _as_tensor(y, name, f"y of batch {b}")
         if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
             raise InputError(
-                f"{name}: batch {b} has x of shape {tuple(x.shape)} and y of shape {tuple(y.shape)}; "
-                "batches need a leading batch dimension shared by x and y"
+                f"{name}: batch {b} has x of shape {tuple(x.shape)} and y of shape {tuple(y.shape)}"
+                "; batches need a leading batch dimension shared by x and y"
             )
         xs.append(x)
         ys.append(y)
@@ -263,7 +265,8 @@ def _stack(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
     shapes = {tuple(t.shape) for t in items}
     if len(shapes) > 1:
         raise InputError(
-            f"{name}: {what} differs in shape across items ({sorted(shapes)[:3]}…); pad or resize to one shape"
+            f"{name}: {what} differs in shape across items ({sorted(shapes)[:3]}…); pad or resize "
+            "to one shape"
         )
     return torch.stack(items)
 
@@ -272,7 +275,8 @@ def _cat(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
     shapes = {tuple(t.shape[1:]) for t in items}
     if len(shapes) > 1:
         raise InputError(
-            f"{name}: {what} differs in shape across batches ({sorted(shapes)[:3]}…); pad to one shape"
+            f"{name}: {what} differs in shape across batches ({sorted(shapes)[:3]}…); pad to one "
+            "shape"
         )
     return torch.cat(items)
 
@@ -332,8 +336,8 @@ def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples,
         raise InputError(f"data: need at least 4 examples to hold some out for validation; got {n}")
     if examples.groups is not None and len(set(examples.groups)) < 2:
         raise InputError(
-            "groups: every row is in one group, so no group can be held out; pass val_data "
-            "(with val_groups), or groups with at least two ids"
+            "groups: every row is in one group, so no group can be held out; pass val_data (with "
+            "val_groups), or groups with at least two ids"
         )
     rng = np.random.default_rng(seed)
     groups = _draw_groups(examples)
@@ -424,8 +428,9 @@ class DictInputs:
             if key in item:
                 return key
         raise InputError(
-            f"{name}: {where} is a dict with keys {sorted(map(str, item))} but none holds the targets; "
-            f"name them one of {list(LABEL_KEYS)} (as Hugging Face's 'labels'), or pass (x, y) pairs"
+            f"{name}: {where} is a dict with keys {sorted(map(str, item))} but none holds the "
+            f"targets; name them one of {list(LABEL_KEYS)} (as Hugging Face's 'labels'), or pass "
+            "(x, y) pairs"
         )
 
     @classmethod
@@ -458,7 +463,8 @@ class DictInputs:
     def pack(self, fields: Mapping, name: str, where: str, *, batched: bool) -> torch.Tensor:
         if set(map(str, fields)) != set(self.names):
             raise InputError(
-                f"{name}: {where} has input keys {sorted(map(str, fields))}; the first had {list(self.names)}"
+                f"{name}: {where} has input keys {sorted(map(str, fields))}; the first had "
+                f"{list(self.names)}"
             )
         tensors = [_as_tensor(fields[k], name, f"{k!r} of {where}") for k in self.names]
         if not batched:
@@ -507,12 +513,12 @@ class DictInputs:
             return "dict"
         shown = ", ".join(p.name for p in params) or "no arguments"
         fix = (
-            f"rename the batch's keys to the forward's arguments, or wrap the model in a module whose "
-            f"forward(batch) calls it as model(batch[{self.names[0]!r}], ...)"
+            "rename the batch's keys to the forward's arguments, or wrap the model in a module "
+            f"whose forward(batch) calls it as model(batch[{self.names[0]!r}], ...)"
         )
         raise InputError(
-            f"data: batches are dicts with inputs {list(self.names)} and targets {self.label!r}, but "
-            f"{type(model).__name__}.forward({shown}) takes neither those keys as arguments "
+            f"data: batches are dicts with inputs {list(self.names)} and targets {self.label!r}, "
+            f"but {type(model).__name__}.forward({shown}) takes neither those keys as arguments "
             f"(model(**batch)) nor one dict (model(batch)); {fix}"
         )
 

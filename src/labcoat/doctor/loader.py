@@ -46,7 +46,8 @@ def load_experiment(spec: str) -> Experiment:
         raise InputError(f"{path}:{name}() raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(experiment, Experiment):
         raise InputError(
-            f"{path}:{name}() returned {type(experiment).__name__}; it must return labcoat.Experiment(...)"
+            f"{path}:{name}() returned {type(experiment).__name__}; it must return "
+            "labcoat.Experiment(...)"
         )
     experiment.name = f"{path}:{name}"
     return experiment
@@ -68,7 +69,8 @@ def _import(path: Path):
         SystemExit
     ) as exc:  # a script's top-level sys.exit(); keep its work under `if __name__ == "__main__":`
         raise InputError(
-            f"{path}: importing it called sys.exit({exc.code!r}); put the script's top-level code under "
+            f"{path}: importing it called sys.exit({exc.code!r}); put the script's "
+            "top-level code under "
             '`if __name__ == "__main__":`'
         ) from exc
     except Exception as exc:  # noqa: BLE001

@@ -39,7 +39,8 @@ def _is_one_of(loss_fn: Callable, known: tuple) -> bool:
 
 
 def takes_probabilities(loss_fn: Callable) -> bool:
-    """True for ``nn.BCELoss`` and ``F.binary_cross_entropy``, the losses documented to take probabilities."""
+    """True for ``nn.BCELoss`` and ``F.binary_cross_entropy``, the losses documented to take
+    probabilities."""
     return _is_one_of(loss_fn, _PROBABILITY_LOSSES)
 
 

@@ -109,13 +109,15 @@ def _permutation_test_iv(
         raise InputError(f"X and y: X has {n_x} rows but y has {n_y}; pass one label per row of X")
     if groups is not None and _length(groups, "groups") != n_y:
         raise InputError(
-            f"groups: has {_length(groups, 'groups')} entries for {n_y} labels; pass one group per label"
+            f"groups: has {_length(groups, 'groups')} entries for {n_y} labels; pass one group per "
+            "label"
         )
     if hasattr(fit_and_score, "fit"):
         return _cross_validated(fit_and_score, y, groups, cv, scoring, params)
     if not callable(fit_and_score):
         raise InputError(
-            f"fit_and_score: expected a callable(X, y) -> score or a scikit-learn estimator; got {type(fit_and_score).__name__}"
+            "fit_and_score: expected a callable(X, y) -> score or a scikit-learn estimator; got "
+            f"{type(fit_and_score).__name__}"
         )
     extras = [
         name
@@ -124,8 +126,8 @@ def _permutation_test_iv(
     ]
     if extras:
         raise InputError(
-            f"{', '.join(extras)}: only used with a scikit-learn estimator; a fit_and_score callable "
-            "splits and scores on its own, so drop these arguments"
+            f"{', '.join(extras)}: only used with a scikit-learn estimator; a fit_and_score "
+            "callable splits and scores on its own, so drop these arguments"
         )
     return fit_and_score
 
@@ -160,7 +162,8 @@ def _random_state(random_state: Any) -> np.random.RandomState | np.random.Genera
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return np.random.RandomState(random_state)
     raise InputError(
-        f"random_state: expected an int, None, a numpy RandomState or Generator; got {type(random_state).__name__}"
+        "random_state: expected an int, None, a numpy RandomState or Generator; got "
+        f"{type(random_state).__name__}"
     )
 
 
@@ -191,6 +194,7 @@ def _checked(score: Any) -> float:
         value = float(score)
     except (TypeError, ValueError):
         raise InputError(
-            f"fit_and_score: returned {type(score).__name__}; it must return one number (higher is better)"
+            f"fit_and_score: returned {type(score).__name__}; it must return one number (higher is "
+            "better)"
         ) from None
     return value

@@ -1,4 +1,5 @@
-"""Self-test: the gradient and update checks must fail on the user's setup with its learning removed.
+"""Self-test: the gradient and update checks must fail on the user's setup with its learning
+removed.
 
 A check is only trusted once it has been seen to fail. Every doctor run builds mutants of the
 user's own setup (the loss multiplied by zero, the model's output detached from the graph),
@@ -134,7 +135,10 @@ class SelfTest:
         missed = [r for r in self.results if not r.caught]
         if missed:
             which = "; ".join(f"{r.mutant} passed {', '.join(r.statuses)}" for r in missed)
-            line += f" — LABCOAT FAILURE: {which}; do not trust its gradient and update verdicts on this setup"
+            line += (
+                f" — LABCOAT FAILURE: {which}; do not trust its gradient and update verdicts on "
+                "this setup"
+            )
         return line
 
     def to_dict(self) -> dict[str, Any]:

@@ -34,7 +34,8 @@ class Layout:
     task: str  # "classification" | "regression" | "sequence"
     n_outputs: int | None  # classes or vocabulary size; None for regression
     takes_probabilities: bool = False  # a single-logit model feeding nn.BCELoss
-    shift: int = 0  # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
+    # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
+    shift: int = 0
 
     @property
     def categorical(self) -> bool:
@@ -106,8 +107,8 @@ def incomparable(case: Any) -> str | None:
     if out.numel() == y.numel():
         return None
     return (
-        f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets {tuple(y.shape)}; "
-        "the controls compare them one to one (see model.forward)"
+        f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets "
+        f"{tuple(y.shape)}; the controls compare them one to one (see model.forward)"
     )
 
 
@@ -243,7 +244,8 @@ def descend(
 
 
 def best_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """The output, shaped like ``like``, with the lowest loss on ``target`` (starting from the target itself)."""
+    """The output, shaped like ``like``, with the lowest loss on ``target`` (starting from the
+    target itself)."""
     return descend(loss_fn, regression_output(target, like), target)
 
 
@@ -282,7 +284,8 @@ class References:
     log_probs: torch.Tensor | None  # conditional log p(target | context); None for regression
 
     def excess(self, loss: float) -> float:
-        """How far ``loss`` is from the floor, as a fraction of chance's distance (1 = chance, 0 = floor)."""
+        """How far ``loss`` is from the floor, as a fraction of chance's distance (1 = chance, 0 =
+        floor)."""
         span = self.chance - self.floor
         return (loss - self.floor) / span if span > 0 else float("nan")
 

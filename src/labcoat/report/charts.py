@@ -94,7 +94,8 @@ def line_chart(
     logy: bool = False,
     caption: str = "",
 ) -> str:
-    """One line per series; dashed reference lines (``hlines``); a red tick per alert at its step."""
+    """One line per series; dashed reference lines (``hlines``); a red tick per alert at its
+    step."""
     fig, ax = figure()
     for i, (label, (x, y)) in enumerate(series.items()):
         (ln,) = ax.plot(x, y, color=PALETTE[i % len(PALETTE)], lw=1.2, label=label)
@@ -123,7 +124,8 @@ def distribution(
     xlabel: str = "",
     caption: str = "",
 ) -> str:
-    """A strip of values (one dot each, e.g. shuffled copies' scores) with labelled reference lines."""
+    """A strip of values (one dot each, e.g. shuffled copies' scores) with labelled reference
+    lines."""
     import numpy as np
 
     fig, ax = figure(height=2.0)

@@ -125,7 +125,8 @@ class Watcher:
             and hasattr(self.ledger, "start_run")
             and self.ledger.current_run_id() is None
         ):
-            # one run holds this session's series, alerts and findings (a run already open joins them)
+            # one run holds this session's series, alerts and findings (a run already open joins
+            # them)
             self._run = self.ledger.start_run(name="watch")
             self.judge.ledger_events = self._run
         self.info = RankInfo.current(self._group)
@@ -198,8 +199,8 @@ class Watcher:
         sampler = self.sampler
         if sampler is None or self._closed:
             raise InputError(
-                "observe() was called outside the watch; call it inside "
-                "`with labcoat.watch(model, optimizer) as w:`."
+                "observe() was called outside the watch; call it inside `with "
+                "labcoat.watch(model, optimizer) as w:`."
             )
         if isinstance(step, bool) or not isinstance(step, numbers.Integral):
             raise InputError(f"`step` must be an int (the training step); got {step!r}.")
@@ -259,8 +260,8 @@ class Watcher:
         if isinstance(loss, torch.Tensor):
             if loss.numel() != 1:
                 raise InputError(
-                    f"`loss` must be a scalar; got a tensor of shape {tuple(loss.shape)}. "
-                    "Pass the reduced training loss (e.g. loss.mean())."
+                    f"`loss` must be a scalar; got a tensor of shape {tuple(loss.shape)}. Pass the "
+                    "reduced training loss (e.g. loss.mean())."
                 )
             self.sampler.add_loss(int(step), loss.detach())
         elif isinstance(loss, numbers.Real) and not isinstance(loss, bool):
@@ -333,8 +334,8 @@ class Watcher:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running" if self._started else "not started"
         return (
-            f"Watcher({state}, every={self.every}, observed={self.observed}, "
-            f"alerts={len(self.judge.alerts)})"
+            f"Watcher({state}, every={self.every}, observed={self.observed}, alerts="
+            f"{len(self.judge.alerts)})"
         )
 
 
@@ -385,8 +386,8 @@ def watch(
 def _check_model(model: Any) -> nn.Module:
     if not isinstance(model, nn.Module):
         raise InputError(
-            f"`model` must be a torch.nn.Module; got {type(model).__name__}. Pass the module "
-            "whose parameters the optimizer trains."
+            f"`model` must be a torch.nn.Module; got {type(model).__name__}. Pass the module whose "
+            "parameters the optimizer trains."
         )
     if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
         model = model.module
@@ -408,8 +409,8 @@ def _check_optimizer(optimizer: Any) -> torch.optim.Optimizer:
             break
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise InputError(
-            f"`optimizer` must be a torch.optim.Optimizer; got {type(optimizer).__name__}. "
-            "Pass the optimizer whose step() trains the model."
+            f"`optimizer` must be a torch.optim.Optimizer; got {type(optimizer).__name__}. Pass "
+            "the optimizer whose step() trains the model."
         )
     return optimizer
 

@@ -69,7 +69,8 @@ def label_range(case: Case) -> Outcome:
             odd = torch.unique(y[(y != 0) & (y != 1)])[:10].tolist()
             return failed("one logit per target needs 0/1 targets", other_values=odd)
         return failed(
-            f"targets are floating point but the model has {n_out} outputs; class labels must be integers"
+            f"targets are floating point but the model has {n_out} outputs; class labels must be "
+            "integers"
         )
     skip = ignore_index(case.loss_fn)
     kept = y[y != skip]
@@ -81,7 +82,8 @@ def label_range(case: Case) -> Outcome:
     }
     if not len(kept):
         return failed(
-            f"every target is {skip}, the label the loss skips (ignore_index): nothing to learn from",
+            f"every target is {skip}, the label the loss skips (ignore_index): nothing to learn "
+            "from",
             **evidence,
         )
     lo, hi = int(kept.min()), int(kept.max())
@@ -91,13 +93,15 @@ def label_range(case: Case) -> Outcome:
     if outside.any():
         rows = torch.nonzero(outside.any(1)).flatten()
         return failed(
-            f"labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})",
+            f"labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0.."
+            f"{limit - 1})",
             first_bad_rows=case.train.index[rows[:10]].tolist(),
             **evidence,
         )
     if lo < 0 or hi >= limit:  # only held-out labels are out of range
         return failed(
-            f"held-out labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})",
+            f"held-out labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0.."
+            f"{limit - 1})",
             **evidence,
         )
     used = int(torch.unique(kept).numel())
@@ -134,7 +138,8 @@ def labels_degenerate(case: Case) -> Outcome:
         labels = labels[labels != ignore_index(case.loss_fn)]  # padding is not a class
     if not len(labels):
         return failed(
-            f"every training target is {ignore_index(case.loss_fn)}, the label the loss skips (ignore_index)"
+            f"every training target is {ignore_index(case.loss_fn)}, the label the loss skips "
+            "(ignore_index)"
         )
     values, counts = torch.unique(labels, return_counts=True)
     share = counts.double() / counts.sum()
@@ -247,8 +252,8 @@ def split_overlap(case: Case) -> Outcome:
     xtr, xva = (ex.x.reshape(len(ex), -1) for ex in (train, val))
     if xtr.shape[1] != xva.shape[1]:
         return skipped(
-            f"training inputs have {xtr.shape[1]} values and validation inputs {xva.shape[1]}: "
-            "no row of one can copy the other"
+            f"training inputs have {xtr.shape[1]} values and validation inputs {xva.shape[1]}: no "
+            "row of one can copy the other"
         )
     if not tokens:  # half precision has no NumPy form
         xtr, xva = xtr.float(), xva.float()
@@ -281,8 +286,8 @@ def split_overlap(case: Case) -> Outcome:
     }
     whose = case.split_owner
     said = (
-        f"{len(twins)} of {n_val} validation inputs ({share:.0%}) have a twin in training "
-        f"({len(exact)} exact, {len(twins) - len(exact)} near"
+        f"{len(twins)} of {n_val} validation inputs ({share:.0%}) have a twin in training ("
+        f"{len(exact)} exact, {len(twins) - len(exact)} near"
         + ("" if tokens else f", cosine >= {TWIN_SIMILARITY}")
         + f"), where a random split of this data gives {chance:.0%}"
     )
@@ -322,9 +327,9 @@ def split_groups(case: Case) -> Outcome:
         )
         more = f" and {found.n_shared - 5} more" if found.n_shared > 5 else ""
         return failed(
-            f"{found.n_shared} of {found.groups_b} validation groups also have training rows "
-            f"({found.rows_b_leaked} of {found.rows_b} validation rows): {named}{more}, in "
-            f"{whose}; split by group (GroupShuffleSplit) or let labcoat split with groups=",
+            f"{found.n_shared} of {found.groups_b} validation groups also have training rows ("
+            f"{found.rows_b_leaked} of {found.rows_b} validation rows): {named}{more}, in {whose}; "
+            "split by group (GroupShuffleSplit) or let labcoat split with groups=",
             **evidence,
         )
     return passed(
@@ -347,7 +352,8 @@ def leak_feature(case: Case) -> Outcome:
     xtr, xva = flat(case.train.x), flat(case.val.x)
     if xtr.shape[1] > LEAK_SCAN_MAX_FEATURES:
         return skipped(
-            f"{xtr.shape[1]} features is too many for a per-feature scan (limit {LEAK_SCAN_MAX_FEATURES})"
+            f"{xtr.shape[1]} features is too many for a per-feature scan (limit "
+            f"{LEAK_SCAN_MAX_FEATURES})"
         )
     ytr, yva = (
         case.train.y.reshape(len(xtr), -1)[:, 0].numpy(),
@@ -457,7 +463,8 @@ def _majority_rate(y: np.ndarray) -> float:
 @check(
     "data.signal.baseline",
     layer="data",
-    falsifies="inputs carry no information about the labels (misaligned examples, wrong label file)",
+    falsifies="inputs carry no information about the labels (misaligned examples, wrong label "
+    "file)",
     predicts="a simple baseline (kNN or linear) beats chance on held-out data",
     applies=lambda case: (
         not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets")

@@ -47,14 +47,15 @@ def forward(case: Case) -> Outcome:
         )
     if out.ndim == 0 or out.shape[0] != y.shape[0]:
         return failed(
-            f"output has shape {tuple(out.shape)} for {y.shape[0]} examples; the first dimension must be the batch",
+            f"output has shape {tuple(out.shape)} for {y.shape[0]} examples; the first dimension "
+            "must be the batch",
             **evidence,
         )
     task = case.inferred_task
     if task == "regression" and _float_class_indices(out, y):
         return failed(
-            f"targets are floating point but hold class indices below the model's {out.shape[1]} outputs: "
-            "pass integer labels (y.long()) so the loss reads them as classes",
+            f"targets are floating point but hold class indices below the model's {out.shape[1]} "
+            "outputs: pass integer labels (y.long()) so the loss reads them as classes",
             **evidence,
         )
     if task == "regression" or (task == "classification" and case.n_outputs == 1):
@@ -65,7 +66,8 @@ def forward(case: Case) -> Outcome:
                 spread = None
             if out.numel() == y.numel() and _loss_handles_shape(case, out, y):
                 return passed(
-                    f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape, but the loss gives what it gives on matching shapes",
+                    f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape, but "
+                    "the loss gives what it gives on matching shapes",
                     **evidence,
                 )
             if spread is not None and spread != tuple(y.shape) or out.numel() != y.numel():
@@ -75,7 +77,8 @@ def forward(case: Case) -> Outcome:
                     **evidence,
                 )
             return warned(
-                f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape but hold as many values; reshape one to match",
+                f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape but hold "
+                "as many values; reshape one to match",
                 **evidence,
             )
     else:
@@ -86,7 +89,8 @@ def forward(case: Case) -> Outcome:
             expected = "(N, C) for (N,) targets"
         if not fits:
             return failed(
-                f"output {tuple(out.shape)} does not fit targets {tuple(y.shape)}: expected {expected}",
+                f"output {tuple(out.shape)} does not fit targets {tuple(y.shape)}: expected "
+                f"{expected}",
                 **evidence,
             )
     return passed(
@@ -138,7 +142,8 @@ def metric_value(case: Case) -> Outcome:
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
             return failed(
-                f"metric returned a tensor of shape {tuple(value.shape)}; it must return one number (higher is better)"
+                f"metric returned a tensor of shape {tuple(value.shape)}; it must return one "
+                "number (higher is better)"
             )
         value = value.item()
     try:
@@ -147,7 +152,8 @@ def metric_value(case: Case) -> Outcome:
         value = float(value)
     except (TypeError, ValueError):
         return failed(
-            f"metric returned {type(value).__name__} {value!r:.40}; it must return one number (higher is better)"
+            f"metric returned {type(value).__name__} {value!r:.40}; it must return one number "
+            "(higher is better)"
         )
     if not math.isfinite(value):
         return failed(f"metric returned {value} on the untrained model's output", value=value)
@@ -176,7 +182,8 @@ def loss_scalar(case: Case) -> Outcome:
         )
     if loss.numel() != 1:
         return failed(
-            f"loss has shape {tuple(loss.shape)}, not a scalar: reduce it (reduction='mean') before backward",
+            f"loss has shape {tuple(loss.shape)}, not a scalar: reduce it (reduction='mean') "
+            "before backward",
             loss_shape=list(loss.shape),
         )
     if not torch.isfinite(loss):
@@ -206,7 +213,8 @@ def loss_batch_scaling(case: Case) -> Outcome:
     evidence = {"loss": single, "loss_doubled_batch": double, "ratio": ratio}
     if single and abs(ratio - 2.0) < 0.05:
         return warned(
-            "the loss doubles when the batch doubles: reduction='sum'? the learning rate then depends on batch size",
+            "the loss doubles when the batch doubles: reduction='sum'? the learning rate then "
+            "depends on batch size",
             **evidence,
         )
     return passed(f"loss is independent of batch size (ratio {ratio:.3f})", **evidence)
@@ -217,7 +225,8 @@ def loss_batch_scaling(case: Case) -> Outcome:
     layer="model",
     explains=("overfit.*",),
     falsifies="the untrained model starts far from where a healthy initialisation does",
-    predicts="initial loss near ln C for C classes (near the constant-prediction loss for regression)",
+    predicts="initial loss near ln C for C classes (near the constant-prediction loss for "
+    "regression)",
 )
 def loss_initial(case: Case) -> Outcome:
     y = case.probe_batch.y
@@ -235,7 +244,8 @@ def loss_initial(case: Case) -> Outcome:
         evidence = {"initial_loss": loss, "constant_prediction_loss": reference}
         if loss > 10 * reference + 1e-8:
             return warned(
-                f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}): output or target scale?",
+                f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}"
+                "): output or target scale?",
                 **evidence,
             )
         return passed(
@@ -260,11 +270,13 @@ def loss_initial(case: Case) -> Outcome:
         if scale is not None:
             evidence["largest_input"] = scale
             return warned(
-                f"initial loss {loss:.3f} is far above {what}: unscaled inputs (values up to {scale:.4g}; standardise them or divide by the range)",
+                f"initial loss {loss:.3f} is far above {what}: unscaled inputs (values up to "
+                f"{scale:.4g}; standardise them or divide by the range)",
                 **evidence,
             )
         return warned(
-            f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or unscaled inputs",
+            f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or "
+            "unscaled inputs",
             **evidence,
         )
     return passed(f"initial loss {loss:.3f} near {what}", **evidence)
@@ -321,7 +333,8 @@ def loss_logits(case: Case) -> Outcome:
         shape = "are non-negative and sum to 1"
     if looks and not probabilities:
         return warned(
-            f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the softmax/sigmoid)",
+            f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the "
+            "softmax/sigmoid)",
             min=float(out.min()),
             max=float(out.max()),
         )
@@ -336,8 +349,10 @@ def loss_logits(case: Case) -> Outcome:
     "model.grad.coverage",
     layer="model",
     explains=("update.params.moved", "overfit.*"),
-    falsifies="some trainable parameters get no gradient (detached graph, unused branch, loss cut off)",
-    predicts="every trainable parameter gets a finite, non-zero gradient (or is explained by a zero-initialised layer)",
+    falsifies="some trainable parameters get no gradient (detached graph, unused branch, loss cut "
+    "off)",
+    predicts="every trainable parameter gets a finite, non-zero gradient (or is explained by a "
+    "zero-initialised layer)",
 )
 def grad_coverage(case: Case) -> Outcome:
     probe = case.backward
@@ -360,12 +375,14 @@ def grad_coverage(case: Case) -> Outcome:
         )
     if missing:
         return failed(
-            f"{len(missing)} of {len(grads)} trainable parameters get no gradient: {', '.join(missing[:5])}",
+            f"{len(missing)} of {len(grads)} trainable parameters get no gradient: "
+            f"{', '.join(missing[:5])}",
             **evidence,
         )
     if zero and len(zero) == len(grads):
         return failed(
-            f"every gradient is exactly zero (loss {probe.loss:.4g}): the loss does not depend on the parameters",
+            f"every gradient is exactly zero (loss {probe.loss:.4g}): the loss does not depend on "
+            "the parameters",
             **evidence,
         )
     if zero:
@@ -378,7 +395,8 @@ def grad_coverage(case: Case) -> Outcome:
                 **evidence,
             )
         return passed(
-            f"all {len(grads)} trainable parameters get gradients (zeros upstream of a zero-initialised layer)",
+            f"all {len(grads)} trainable parameters get gradients (zeros upstream of a "
+            "zero-initialised layer)",
             **evidence,
         )
     return passed(
@@ -387,7 +405,8 @@ def grad_coverage(case: Case) -> Outcome:
 
 
 def _explained_by_zero_init(case: Case, zero: list[str]) -> list[str]:
-    """Names among ``zero`` whose gradient becomes non-zero once zero-initialised layers are perturbed."""
+    """Names among ``zero`` whose gradient becomes non-zero once zero-initialised layers are
+    perturbed."""
     setup = case.blueprint.fresh()
     if not perturb_zero_tensors(setup.model, seed=case.seed):
         return []
@@ -425,7 +444,8 @@ def params_frozen(case: Case) -> Outcome:
         )
     if undeclared:
         return warned(
-            f"{len(undeclared)} parameters are frozen but not declared in expect_frozen: {', '.join(undeclared[:5])}",
+            f"{len(undeclared)} parameters are frozen but not declared in expect_frozen: "
+            f"{', '.join(undeclared[:5])}",
             **evidence,
         )
     if unmatched:
@@ -454,13 +474,17 @@ def _eval_randomness(case: Case, x: torch.Tensor, out: torch.Tensor) -> str | No
     again = case.forward(case.eval_model, x)
     if torch.equal(again, out) or _close(out, again):
         return None
-    return "a repeat of the unchanged batch gives other outputs in eval mode, so changes cannot be traced (see model.eval_deterministic)"
+    return (
+        "a repeat of the unchanged batch gives other outputs in eval mode, so changes cannot be "
+        "traced (see model.eval_deterministic)"
+    )
 
 
 @check(
     "model.batch_independence",
     layer="model",
-    falsifies="examples leak into each other's outputs (a reshape or normalisation across the batch)",
+    falsifies="examples leak into each other's outputs (a reshape or normalisation across the "
+    "batch)",
     predicts="in eval mode, changing example j changes no other example's output",
 )
 def batch_independence(case: Case) -> Outcome:
@@ -479,7 +503,8 @@ def batch_independence(case: Case) -> Outcome:
     leaked = torch.nonzero(diff > 1e-5 * scale).flatten() + 1
     if len(leaked):
         return failed(
-            f"changing example 0 changed the outputs of {len(leaked)} other examples: the batch dimension is mixed",
+            f"changing example 0 changed the outputs of {len(leaked)} other examples: the batch "
+            "dimension is mixed",
             changed_rows=leaked.tolist(),
             max_change=float(diff.max()),
         )
@@ -525,7 +550,10 @@ def _predicts_its_inputs(case: Case) -> str | None:
     if case.inferred_task != "sequence":
         return "only sequence models are causal"
     if case.target_offset is None:
-        return "targets are not the input tokens (shifted or not): a model that labels whole sequences may read both directions"
+        return (
+            "targets are not the input tokens (shifted or not): a model that labels whole "
+            "sequences may read both directions"
+        )
     return None
 
 
@@ -555,7 +583,8 @@ def causality(case: Case) -> Outcome:
     leaked = torch.nonzero(per_pos > 1e-5 * scale).flatten()
     if len(leaked):
         return failed(
-            f"outputs at positions {leaked[:5].tolist()} (<= {t}) changed when only tokens after {t} changed: the model sees the future",
+            f"outputs at positions {leaked[:5].tolist()} (<= {t}) changed when only tokens after "
+            f"{t} changed: the model sees the future",
             split_position=t,
             max_change=float(per_pos.max()),
         )
@@ -600,7 +629,8 @@ def dead_units(case: Case) -> Outcome:
     evidence = {"dead_fraction": dead}
     if all_dead:
         return failed(
-            f"every unit of {', '.join(all_dead[:3])} is zero for every example: no gradient passes",
+            f"every unit of {', '.join(all_dead[:3])} is zero for every example: no "
+            "gradient passes",
             **evidence,
         )
     if mostly:
@@ -622,7 +652,8 @@ def eval_deterministic(case: Case) -> Outcome:
     b = case.forward(case.eval_model, x)
     if not _close(a, b):
         return failed(
-            "two eval-mode passes on the same input differ: dropout or sampling ignores model.eval()",
+            "two eval-mode passes on the same input differ: dropout or sampling ignores "
+            "model.eval()",
             max_difference=float((a - b).abs().max()),
         )
     return passed("eval-mode output is deterministic")
@@ -677,8 +708,8 @@ def mode_state(case: Case) -> Outcome:
         if statistics:
             where = ", ".join(sorted({owner(n) for n in statistics})[:5])
             return passed(
-                f"one train-mode forward changes only running statistics ({where}), which "
-                "training estimates",
+                f"one train-mode forward changes only running statistics ({where}), which training "
+                "estimates",
                 **evidence,
             )
         return passed("no module keeps state that a train-mode forward changes", **evidence)
@@ -710,16 +741,16 @@ def mode_state(case: Case) -> Outcome:
         return failed(
             f"at init the eval-mode loss is {eval_loss:.4g} but the train-mode loss is "
             f"{train_loss:.4g} (eval outputs {scale:.3g}x the size); one train-mode forward "
-            f"changes the buffers of {names} and brings eval mode to {after_loss:.4g}: their "
-            "state is set only by a forward in train mode, so evaluating before any training is "
-            "wrong (run one train-mode forward first; for spectral norm, "
+            f"changes the buffers of {names} and brings eval mode to {after_loss:.4g}: their state "
+            "is set only by a forward in train mode, so evaluating before any training is wrong "
+            "(run one train-mode forward first; for spectral norm, "
             "torch.nn.utils.parametrizations.spectral_norm initialises it)",
             **evidence,
         )
     if _far_above(eval_loss, train_loss, task):
         return warned(
-            f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss "
-            f"{train_loss:.4g}; {names} keep state that train mode changes",
+            f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss {train_loss:.4g}; "
+            f"{names} keep state that train mode changes",
             **evidence,
         )
     return passed(

@@ -209,30 +209,41 @@ def _why(m: Memorisation) -> str:
         return f"the loss became non-finite after {m.curve.steps} steps"
     if m.refs.chance - m.refs.floor <= 0:
         return "the loss gives no lower value to a perfect prediction than to chance"
-    where = f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ({m.refs.chance:.3g})"
+    where = (
+        f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ("
+        f"{m.refs.chance:.3g})"
+    )
     if m.last_excess > FAR_ABOVE_CHANCE:
         return (
-            f"the loss stayed far above chance ({m.refs.chance:.3g}, what an input-blind prediction scores): outputs on "
-            "another scale than the targets (normalise the targets or scale the output), or updates far too small to reach even that"
+            f"the loss stayed far above chance ({m.refs.chance:.3g}, what an input-blind "
+            "prediction scores): outputs on another scale than the targets (normalise the targets "
+            "or scale the output), or updates far too small to reach even that"
         )
     if m.plateaued() and m.last_excess >= AT_CHANCE:
         return (
-            f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label frequencies was learned, "
-            "so updates are far too small (learning rate?) or the inputs are cut off (bottleneck, detached path)"
+            f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label "
+            "frequencies was learned, so updates are far too small (learning rate?) or the inputs "
+            "are cut off (bottleneck, detached path)"
         )
     if m.plateaued():
-        return f"the loss stopped falling at {where}: a bottleneck, or targets the model cannot express"
+        return (
+            f"the loss stopped falling at {where}: a bottleneck, or targets the model cannot "
+            "express"
+        )
     return (
-        f"the loss is still {where} after {m.curve.steps} steps, where a healthy setup memorises in a few hundred: "
-        "a learning rate far too small, a bottleneck, or a model that cannot express the targets"
+        f"the loss is still {where} after {m.curve.steps} steps, where a healthy setup memorises "
+        "in a few hundred: a learning rate far too small, a bottleneck, or a model that cannot "
+        "express the targets"
     )
 
 
 @check(
     "overfit.batch",
     layer="overfit",
-    falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data path)",
-    predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x toward its floor and every example (95% of tokens) is fitted",
+    falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data "
+    "path)",
+    predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x "
+    "toward its floor and every example (95% of tokens) is fitted",
     applies=incomparable,
 )
 def overfit_batch(case: Case) -> Outcome:
@@ -295,6 +306,7 @@ def overfit_random_labels(case: Case) -> Outcome:
             **evidence,
         )
     return warned(
-        f"memorised random labels only in part ({_describe(m)}): small capacity, or inputs that lose what tells examples apart",
+        f"memorised random labels only in part ({_describe(m)}): small capacity, or inputs that "
+        "lose what tells examples apart",
         **evidence,
     )

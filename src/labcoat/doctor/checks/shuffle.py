@@ -123,7 +123,8 @@ class ShuffleRuns:
 
     @property
     def _carried(self) -> float:
-        """What the copies may keep from their shared start without seeing a label (never below 0)."""
+        """What the copies may keep from their shared start without seeing a label (never below
+        0)."""
         return max(self.untrained_excess, 0.0)
 
     @property
@@ -285,8 +286,10 @@ def _labels_not_in_inputs(case: Case) -> str | None:
 @check(
     "shuffle.labels",
     layer="shuffle",
-    falsifies="the score rewards something other than learning from the labels (a metric that cannot fail, labels reaching the model another way, an evaluation that reads training labels)",
-    predicts="copies trained on shuffled labels score at chance on held-out data, and below a perfect prediction",
+    falsifies="the score rewards something other than learning from the labels (a metric that "
+    "cannot fail, labels reaching the model another way, an evaluation that reads training labels)",
+    predicts="copies trained on shuffled labels score at chance on held-out data, and below a "
+    "perfect prediction",
     applies=_labels_not_in_inputs,
 )
 def shuffled_labels(case: Case) -> Outcome:
@@ -302,8 +305,9 @@ def shuffled_labels(case: Case) -> Outcome:
     tolerance = 1e-6 * max(1.0, abs(r.perfect))
     if r.perfect - chance <= tolerance:
         return failed(
-            f"copies trained on shuffled labels score {mean:.3g}, and the {r.scorer} gives predictions unrelated to the "
-            f"targets {chance:.3g}, as much as perfect ones ({r.perfect:.3g}): it does not compare predictions with targets",
+            f"copies trained on shuffled labels score {mean:.3g}, and the {r.scorer} gives "
+            f"predictions unrelated to the targets {chance:.3g}, as much as perfect ones ("
+            f"{r.perfect:.3g}): it does not compare predictions with targets",
             **evidence,
         )
     if mean >= r.perfect - tolerance:
@@ -313,19 +317,22 @@ def shuffled_labels(case: Case) -> Outcome:
         )
     if r.trained_start:
         return skipped(
-            f"the untrained model already scores {r.untrained:.3g} (chance {chance:.3g}, perfect {r.perfect:.3g}): a trained start, "
-            f"which copies on shuffled labels keep (they score {mean:.3g}), so only the {r.scorer} itself was checked: "
-            "it tells perfect predictions from unrelated ones",
+            f"the untrained model already scores {r.untrained:.3g} (chance {chance:.3g}, perfect "
+            f"{r.perfect:.3g}): a trained start, which copies on shuffled labels keep (they score "
+            f"{mean:.3g}), so only the {r.scorer} itself was checked: it tells perfect predictions "
+            "from unrelated ones",
             **evidence,
         )
     if r.beats_chance:
         return failed(
-            f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ({r.blind:.3g}, {r.chance_name}) "
-            f"beyond noise (p={p:.2g}; {share:.0%} of the real setup's gain): labels reach the model or the evaluation by another path",
+            f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ("
+            f"{r.blind:.3g}, {r.chance_name}) beyond noise (p={p:.2g}; {share:.0%} of the real "
+            "setup's gain): labels reach the model or the evaluation by another path",
             **evidence,
         )
     return passed(
-        f"copies trained on shuffled labels score {mean:.3g}; chance is {r.blind:.3g} ({r.chance_name})",
+        f"copies trained on shuffled labels score {mean:.3g}; chance is {r.blind:.3g} ("
+        f"{r.chance_name})",
         **evidence,
     )
 
@@ -358,15 +365,20 @@ def real_pvalue(case: Case) -> Outcome:
             f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}",
             **evidence,
         )
-    tie = f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g})"
+    tie = (
+        f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score "
+        f"as high (p = {p:.3g})"
+    )
     if r.trained_start:
         return warned(
-            f"{tie}: {r.steps} steps added nothing measurable to a start that already scores {r.untrained:.3g}",
+            f"{tie}: {r.steps} steps added nothing measurable to a start that already scores "
+            f"{r.untrained:.3g}",
             **evidence,
         )
     if r.beats_chance:
         return warned(
-            f"{tie}: the copies score above chance too, so this score cannot show learning (see shuffle.labels)",
+            f"{tie}: the copies score above chance too, so this score cannot show learning (see "
+            "shuffle.labels)",
             **evidence,
         )
     return warned(
@@ -378,7 +390,8 @@ def real_pvalue(case: Case) -> Outcome:
 def random_sequences(
     tokens: torch.Tensor, n: int, length: int, gen: torch.Generator, offset: int = 1
 ) -> Examples:
-    """Uniform random token sequences whose targets are the inputs shifted by ``offset`` (as in the user's data)."""
+    """Uniform random token sequences whose targets are the inputs shifted by ``offset`` (as in the
+    user's data)."""
     seq = tokens[torch.randint(len(tokens), (n, length + offset), generator=gen)]
     return Examples(seq[:, :length].contiguous(), seq[:, offset:].contiguous(), torch.arange(n))
 
@@ -387,7 +400,8 @@ def random_sequences(
     "shuffle.random_tokens",
     layer="shuffle",
     falsifies="a language model reads the tokens it is asked to predict",
-    predicts="trained on uniformly random token sequences, a causal model predicts new ones no better than ln V",
+    predicts="trained on uniformly random token sequences, a causal model predicts new ones no "
+    "better than ln V",
     applies=_next_token,
 )
 def random_tokens(case: Case) -> Outcome:
@@ -438,15 +452,19 @@ def random_tokens(case: Case) -> Outcome:
         if (
             case.target_offset == 0 and layout.shift == 0
         ):  # labels are the inputs and nothing shifts them
-            why += ": the targets are the input tokens and the loss scores output t against target t; shift them by one (y[:, t] = x[:, t + 1])"
+            why += (
+                ": the targets are the input tokens and the loss scores output t against target "
+                "t; shift them by one (y[:, t] = x[:, t + 1])"
+            )
         return failed(
-            f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln {len(tokens)} = {chance:.3f} "
-            f"(p={p:.2g}): {why}",
+            f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln "
+            f"{len(tokens)} = {chance:.3f} (p={p:.2g}): {why}",
             target_offset=case.target_offset,
             loss_shift=layout.shift,
             **evidence,
         )
     return passed(
-        f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = {chance:.3f}",
+        f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = "
+        f"{chance:.3f}",
         **evidence,
     )

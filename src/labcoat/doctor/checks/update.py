@@ -41,7 +41,8 @@ def optimizer_coverage(case: Case) -> Outcome:
     }
     if missing:
         return failed(
-            f"{len(missing)} of {len(trainable)} trainable parameters are in no optimizer group: {', '.join(missing[:5])}",
+            f"{len(missing)} of {len(trainable)} trainable parameters are in no optimizer group: "
+            f"{', '.join(missing[:5])}",
             **evidence,
         )
     return passed(f"all {len(trainable)} trainable parameters are in the optimizer", **evidence)
@@ -50,7 +51,8 @@ def optimizer_coverage(case: Case) -> Outcome:
 @check(
     "update.optimizer.foreign",
     layer="update",
-    falsifies="the optimizer updates tensors the model does not own (built on another model instance)",
+    falsifies="the optimizer updates tensors the model does not own (built on another model "
+    "instance)",
     predicts="every tensor in the optimizer is a parameter of the model",
 )
 def optimizer_foreign(case: Case) -> Outcome:
@@ -65,7 +67,8 @@ def optimizer_foreign(case: Case) -> Outcome:
     if foreign:
         where = "none" if len(foreign) == len(tensors) else f"{len(tensors) - len(foreign)}"
         return failed(
-            f"{len(foreign)} optimizer tensors are not parameters of the model ({where} of {len(tensors)} are): was it built on another instance?",
+            f"{len(foreign)} optimizer tensors are not parameters of the model ({where} of "
+            f"{len(tensors)} are): was it built on another instance?",
             **evidence,
         )
     return passed(f"all {len(tensors)} optimizer tensors belong to the model", **evidence)
@@ -90,7 +93,8 @@ def learning_rate(case: Case) -> Outcome:
 @check(
     "update.step.runs",
     layer="update",
-    falsifies="the train step never updates (optimizer.step() not called) or returns no usable loss",
+    falsifies="the train step never updates (optimizer.step() not called) or returns no usable "
+    "loss",
     predicts="each call runs optimizer.step() once and returns a finite loss",
 )
 def step_runs(case: Case) -> Outcome:
@@ -110,7 +114,8 @@ def step_runs(case: Case) -> Outcome:
         loss = None
     if loss is None:
         return warned(
-            "the train step did not return the loss as a scalar; later layers read it to follow training",
+            "the train step did not return the loss as a scalar; later layers read it to follow "
+            "training",
             **evidence,
         )
     evidence["loss"] = loss
@@ -155,7 +160,8 @@ def params_moved(case: Case) -> Outcome:
         )
     if still:
         return failed(
-            f"{len(still)} of {len(expected)} parameters did not move in {len(probe.after)} steps: {', '.join(still[:5])}",
+            f"{len(still)} of {len(expected)} parameters did not move in {len(probe.after)} steps: "
+            f"{', '.join(still[:5])}",
             **evidence,
         )
     note = (
@@ -185,7 +191,8 @@ def frozen_moved(case: Case) -> Outcome:
     evidence = {"fixed": len(fixed), "moved": moved[:50]}
     if moved:
         return failed(
-            f"{len(moved)} frozen parameters moved: {', '.join(moved[:5])} (weight decay or a stray param group?)",
+            f"{len(moved)} frozen parameters moved: {', '.join(moved[:5])} (weight decay or a "
+            "stray param group?)",
             **evidence,
         )
     return passed(f"{len(fixed)} frozen parameters stayed fixed", **evidence)
@@ -222,7 +229,8 @@ def finite_after_step(case: Case) -> Outcome:
     layer="update",
     explains=("overfit.*", "shuffle.*"),
     falsifies="the step size is wildly off (updates as large as the weights, or vanishingly small)",
-    predicts=f"median |update|/|weight| per tensor between {RATIO_TOO_SMALL:g} and {RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
+    predicts=f"median |update|/|weight| per tensor between {RATIO_TOO_SMALL:g} and "
+    f"{RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
 )
 def update_ratio(case: Case) -> Outcome:
     probe = case.stepped
@@ -296,13 +304,15 @@ def grad_zeroed(case: Case) -> Outcome:
     }
     if accumulated:
         return failed(
-            f"the second call's gradient is twice the first for {len(accumulated)} tensors: gradients are never zeroed",
+            f"the second call's gradient is twice the first for {len(accumulated)} tensors: "
+            "gradients are never zeroed",
             accumulated=accumulated[:10],
             **evidence,
         )
     if differ:
         return warned(
-            f"{len(differ)} gradients differ between identical calls (randomness not tied to torch's seed?)",
+            f"{len(differ)} gradients differ between identical calls (randomness not tied to "
+            "torch's seed?)",
             differ=differ[:10],
             **evidence,
         )
@@ -341,7 +351,8 @@ def _gradient_votes(g1: dict, g2: dict, names: list[str]) -> dict[str, str]:
 @check(
     "update.step.isolated",
     layer="update",
-    falsifies="the train step updates objects other than the ones it is given (a global model or optimizer)",
+    falsifies="the train step updates objects other than the ones it is given (a global model or "
+    "optimizer)",
     predicts="stepping the doctor's copies leaves the caller's model and optimizer bit-identical",
 )
 def step_isolated(case: Case) -> Outcome:
@@ -352,7 +363,8 @@ def step_isolated(case: Case) -> Outcome:
     if changed:
         case.user_state.restore()
         return failed(
-            f"calling the step on copies changed the caller's {', '.join(changed[:5])}: the step uses a global model or optimizer instead of its arguments (restored)",
+            f"calling the step on copies changed the caller's {', '.join(changed[:5])}: the step "
+            "uses a global model or optimizer instead of its arguments (restored)",
             changed=changed[:50],
         )
     return passed("the step only touched the copies it was given")
@@ -361,8 +373,8 @@ def step_isolated(case: Case) -> Outcome:
 @check(
     "update.frozen.as_given",
     layer="update",
-    falsifies="parameters declared frozen train in the user's loop because the freeze happens only "
-    "inside an overridden model.train() (a frozen_stages option) that the loop never calls",
+    falsifies="parameters declared frozen train in the user's loop because the freeze happens "
+    "only inside an overridden model.train() (a frozen_stages option) that the loop never calls",
     predicts="as given, parameters matched by expect_frozen have requires_grad=False or are not "
     "updated, and model.train() does not change requires_grad",
 )
@@ -406,8 +418,8 @@ def frozen_as_given(case: Case) -> Outcome:
             )
     if frozen_by_train:
         return warned(
-            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters "
-            f"({', '.join(frozen_by_train[:5])}): they are frozen only in loops that call "
+            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters ("
+            f"{', '.join(frozen_by_train[:5])}): they are frozen only in loops that call "
             "model.train(), as the doctor's copies do",
             **evidence,
         )

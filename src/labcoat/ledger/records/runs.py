@@ -168,7 +168,8 @@ def exists(tx: Tx, run_id: int) -> int:
 
 #: a run's start and end rows, named as :class:`Run` fields
 SOURCE = """(SELECT r.id, r.name, r.started_at, r.command, r.cwd, r.host, r.user_name AS user,
-    r.pid, r.git_root, r.git_commit, r.git_branch, r.git_dirty, r.diff_hash, r.untracked_skipped, r.config,
+    r.pid, r.git_root, r.git_commit, r.git_branch, r.git_dirty, r.diff_hash, r.untracked_skipped, \
+r.config,
     r.config_hash, r.data, r.data_hash, r.env, r.env_hash, r.seeds, e.ended_at,
     COALESCE(e.status, 'running') AS status, e.exit_status, e.error, e.output_hash, e.output_bytes,
     e.duration_s, e.seeds AS end_seeds

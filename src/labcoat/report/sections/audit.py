@@ -46,8 +46,8 @@ def example_html(example: Any) -> str:
     matplotlib.image.imsave(buf, (img - img.min()) / span, cmap="gray", format="png")
     data = base64.b64encode(buf.getvalue()).decode()
     return (
-        f'<img class="thumb" alt="example" width="48" height="48" style="image-rendering:pixelated" '
-        f'src="data:image/png;base64,{data}">'
+        '<img class="thumb" alt="example" width="48" height="48" '
+        f'style="image-rendering:pixelated" src="data:image/png;base64,{data}">'
     )
 
 
@@ -92,13 +92,16 @@ def _duplicates(result: Any, examples: Any, other: Any) -> str:
         rows.append([a, b, f"{p.similarity:.3f}", "yes" if p.exact else "near"])
     within = sum(len(g) for g in result.within.values())
     return (
-        f"<h3>{len(result.pairs)} duplicate pairs across the splits ({result.n_a} × {result.n_b} rows; "
-        f"{within} groups inside one split)</h3>" + _table(head, rows, "duplicates")
+        f"<h3>{len(result.pairs)} duplicate pairs across the splits ({result.n_a} × {result.n_b} "
+        f"rows; {within} groups inside one split)</h3>" + _table(head, rows, "duplicates")
     )
 
 
 def _contamination(result: Any) -> str:
-    head = f"<h3>{result.n_dirty} of {len(result.items)} eval items found in the corpus ({esc(result.method)}, n = {result.n})</h3>"
+    head = (
+        f"<h3>{result.n_dirty} of {len(result.items)} eval items found in the corpus ("
+        f"{esc(result.method)}, n = {result.n})</h3>"
+    )
     rows = []
     for name in ("clean", "dirty"):
         d = (result.scores or {}).get(name)

@@ -60,8 +60,10 @@ def ladder_html(data: Mapping[str, Any]) -> str:
         css = " failed" if layer == failed_layer else ""
         took = f' <span class="muted">{timings[layer]:.2f}s</span>' if layer in timings else ""
         parts.append(
-            f'<details class="layer{css}" data-layer="{esc(layer)}"{open_}><summary>{status_mark(status)} '
-            f'{esc(layer)}{took} <span class="muted">{len(found)} checks</span></summary>{findings_list(found)}</details>'
+            f'<details class="layer{css}" data-layer="{esc(layer)}"{open_}><summary>'
+            f"{status_mark(status)} "
+            f'{esc(layer)}{took} <span class="muted">{len(found)} checks</span></summary>'
+            f"{findings_list(found)}</details>"
         )
     for layer in data.get("layers_not_run", []):
         parts.append(
@@ -114,14 +116,16 @@ def selftest_html(data: Mapping[str, Any]) -> str:
     if not st:
         return ""
     rows = "".join(
-        f"<tr><td>{esc(r.get('mutant'))}</td><td>{status_mark('pass' if r.get('caught') else 'fail')}</td>"
-        f"<td>{esc(', '.join(r.get('caught_by') or []))}</td></tr>"
+        f"<tr><td>{esc(r.get('mutant'))}</td><td>"
+        f"{status_mark('pass' if r.get('caught') else 'fail')}</td><td>"
+        f"{esc(', '.join(r.get('caught_by') or []))}</td></tr>"
         for r in st.get("results", [])
     )
     head = f"the checks caught {st.get('caught')}/{st.get('mutants')} mutants"
     return (
         f'<h3>Self-test</h3><p class="{"pass" if st.get("ok") else "fail"}">{esc(head)}</p>'
-        f'<div class="scroll"><table><tr><th>mutant</th><th>caught</th><th>by</th></tr>{rows}</table></div>'
+        '<div class="scroll"><table><tr><th>mutant</th><th>caught</th><th>by</th></tr>'
+        f"{rows}</table></div>"
     )
 
 
@@ -130,7 +134,8 @@ def doctor_section(report: Any, *, title: str = "Doctor", id: str = "doctor") ->
     data = as_data(report)
     ok = bool(data.get("ok"))
     body = [
-        f'<div class="verdict {"pass" if ok else "fail"}" data-verdict="{"healthy" if ok else "broken"}">'
+        f'<div class="verdict {"pass" if ok else "fail"}" data-verdict="'
+        f'{"healthy" if ok else "broken"}">'
         f"{esc(verdict(data))}</div>",
         ladder_html(data),
     ]

@@ -37,7 +37,8 @@ def power_curve(mde: float, n: int, name: str = "power") -> str:
         xlabel="questions (n)",
         ylabel="MDE (80% power)",
         alerts=[(n, "now")],
-        caption=f"At n = {n} a true difference of {mde:.3g} is detected 80% of the time (red line: now).",
+        caption=f"At n = {n} a true difference of {mde:.3g} is detected 80% of the time (red line: "
+        "now).",
     )
 
 
@@ -81,23 +82,25 @@ def _leaderboard(d: Mapping[str, Any], name: str) -> str:
         xlabel="mean score",
     )
     rows = "".join(
-        f"<tr><td>{m['rank']}</td><td>{esc(m['name'])}</td><td>{_num(m['mean'])}</td><td>{_ci(m['ci'])}</td>"
-        f"<td>{m['rank_ci'][0]}–{m['rank_ci'][1]}</td></tr>"
+        f"<tr><td>{m['rank']}</td><td>{esc(m['name'])}</td><td>{_num(m['mean'])}</td><td>"
+        f"{_ci(m['ci'])}</td><td>{m['rank_ci'][0]}–{m['rank_ci'][1]}</td></tr>"
         for m in models
     )
     table = (
-        '<div class="scroll"><table data-table="leaderboard"><tr><th>rank</th><th>model</th><th>mean</th>'
+        '<div class="scroll"><table '
+        'data-table="leaderboard"><tr><th>rank</th><th>model</th><th>mean</th>'
         f"<th>interval</th><th>rank interval</th></tr>{rows}</table></div>"
     )
     groups = "".join(f"<li>{esc(', '.join(g))}</li>" for g in d.get("groups", []))
     pairs = "".join(
-        f"<tr><td>{esc(p['a'])} − {esc(p['b'])}</td><td>{_num(p['diff'])}</td><td>{_ci(p['ci'])}</td>"
-        f"<td>{_num(p.get('pvalue_holm'))}</td></tr>"
+        f"<tr><td>{esc(p['a'])} − {esc(p['b'])}</td><td>{_num(p['diff'])}</td><td>{_ci(p['ci'])}"
+        f"</td><td>{_num(p.get('pvalue_holm'))}</td></tr>"
         for p in d.get("pairs", [])
     )
     return (
         chart + table + f"<h3>Groups that cannot be told apart</h3><ul>{groups}</ul>"
-        '<h3>Pairs (Holm-corrected)</h3><div class="scroll"><table><tr><th>pair</th><th>difference</th>'
+        "<h3>Pairs (Holm-corrected)</h3><div "
+        'class="scroll"><table><tr><th>pair</th><th>difference</th>'
         f"<th>interval</th><th>p (Holm)</th></tr>{pairs}</table></div>"
     )
 
@@ -106,7 +109,8 @@ def _gate(d: Mapping[str, Any], name: str) -> str:
     css = {"ALLOW": "pass", "REJECT": "fail"}.get(d["decision"], "warn")
     more = f"; about {d['more_items']} more questions would decide" if d.get("more_items") else ""
     head = (
-        f'<div class="verdict {css}" data-decision="{esc(d["decision"])}">{esc(d["decision"])}: new − old = '
+        f'<div class="verdict {css}" data-decision="{esc(d["decision"])}">'
+        f"{esc(d['decision'])}: new − old = "
         f"{_num(d['diff'])} {_ci(d['ci'])}, margin {_num(d['margin'])}{more}</div>"
     )
     chart = charts.forest(
@@ -127,8 +131,8 @@ def _mean(d: Mapping[str, Any], name: str) -> str:
         xlabel="mean score",
     )
     return (
-        chart
-        + f'<p class="meta">n = {d.get("n")}, SE {_num(d.get("se"))}, {esc(d.get("formula", ""))}</p>'
+        chart + f'<p class="meta">n = {d.get("n")}, SE {_num(d.get("se"))}, '
+        f"{esc(d.get('formula', ''))}</p>"
     )
 
 
@@ -147,6 +151,7 @@ def stats_section(
         body = _mean(d, name)
     else:
         raise TypeError(
-            f"stats_section: expected a compare, leaderboard, gate or mean result; got keys {sorted(d)[:6]}"
+            "stats_section: expected a compare, leaderboard, gate or mean result; got keys "
+            f"{sorted(d)[:6]}"
         )
     return Section(title, _warnings(d) + body, id=id)

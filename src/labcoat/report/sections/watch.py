@@ -3,7 +3,8 @@
 Reads the events a run wrote (``labcoat.watch(..., events=PATH)`` or the ledger's events):
 alerts are events with a severity; every other numeric event is a point of a series named by
 its kind (``loss``, ``grad_norm``…) or, for the watch's ``series`` records (one per sampled
-step and rank), by the fields :data:`SERIES_FIELDS` names. Long runs are thinned per pixel bucket (min and max), so spikes stay.
+step and rank), by the fields :data:`SERIES_FIELDS` names. Long runs are thinned per pixel bucket
+(min and max), so spikes stay.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
     trainer = lightning.Trainer(callbacks=[LabcoatWatch(every=10, events="run/events.jsonl")])
 
 The watch starts when training starts (the optimizers exist by then), observes every training
-batch with the loss the ``training_step`` returned (and the batch, for ``repeat_batch``), and closes when training ends or fails.
+batch with the loss the ``training_step`` returned (and the batch, for ``repeat_batch``), and closes
+when training ends or fails.
 Lightning calls ``optimizer.step(closure)``; the watch reads gradients after the closure ran.
 """
 
