@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from _load import cpu_load  # noqa: E402
+
 from labcoat.audit.benchmark_contamination import contamination  # noqa: E402
 
 N = 13

@@ -23,6 +23,7 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from _load import cpu_load  # noqa: E402
+
 from labcoat.findings import Finding  # noqa: E402
 from labcoat.ledger import Ledger  # noqa: E402
 

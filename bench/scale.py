@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _load import cpu_load
 from scipy.optimize import minimize
 
-from _load import cpu_load
 from labcoat.scale.forms import CHINCHILLA
 from labcoat.scale.objective import value_and_grad
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _load import cpu_load
 from sklearn.metrics import f1_score
 
-from _load import cpu_load
 from labcoat.stats import (
     ConfidenceSequence,
     bleu_statistics,

@@ -29,8 +29,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import labcoat  # noqa: E402
 from _load import cpu_load  # noqa: E402
+
+import labcoat  # noqa: E402
 from labcoat.watch import DEFAULT_EVERY  # noqa: E402
 
 
@@ -71,7 +72,8 @@ def measure(every: int | None, steps: int, block: int, events: str | None) -> li
         return loss
 
     watch = (
-        _Unwatched() if every is None
+        _Unwatched()
+        if every is None
         else labcoat.watch(model, opt, every=every, events=events, ledger=False)
     )
     with watch as w:
@@ -82,7 +84,7 @@ def measure(every: int | None, steps: int, block: int, events: str | None) -> li
         ratios = []
         for i in range(30, 30 + steps):
             first_bare = i % 2 == 0
-            for which in ((0, 1) if first_bare else (1, 0)):
+            for which in (0, 1) if first_bare else (1, 0):
                 t = time.perf_counter()
                 if which == 0:
                     step(bare_model, bare_opt, i)
@@ -136,8 +138,9 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=3, help="CPU-bound processes for the busy run")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print("labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread, "
-          "steps interleaved")
+    print(
+        "labcoat.watch overhead: MLP 784-512-256-10, batch 128, Adam, 1 thread, steps interleaved"
+    )
     table(args, "idle")
     with cpu_load(args.load, method="spawn"):  # torch's threads are running: no fork
         table(args, f"busy ({args.load} CPU-bound processes beside it)")

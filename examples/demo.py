@@ -38,7 +38,9 @@ def main() -> int:
             ok &= _expect(name, report)
 
     console.rule()
-    verdict = "[bold green]the doctor found every planted bug at its layer and passed the healthy twin[/]"
+    verdict = (
+        "[bold green]the doctor found every planted bug at its layer and passed the healthy twin[/]"
+    )
     console.print(verdict if ok else "[bold red]the doctor did not behave as expected[/]")
     return 0 if ok else 1
 
@@ -46,7 +48,9 @@ def main() -> int:
 def _expect(name: str, report) -> bool:
     expected = digits_bugs.EXPECTED_LAYER[name]
     if report.failed_layer != expected:
-        console.print(f"[red]{name}: expected the {expected} layer to fail, got {report.failed_layer}[/]")
+        console.print(
+            f"[red]{name}: expected the {expected} layer to fail, got {report.failed_layer}[/]"
+        )
         return False
     return True
 

@@ -22,7 +22,9 @@ def digits_tensors():
 class MLP(nn.Module):
     def __init__(self, hidden: int = 64):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
+        self.body = nn.Sequential(
+            nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+        )
         self.head = nn.Linear(hidden, 10)
 
     def forward(self, x):

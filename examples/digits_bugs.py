@@ -9,10 +9,10 @@ without an error message and quietly ruins the run; the doctor should name its l
 """
 
 import torch
+from digits import MLP, digits_tensors
 from torch import nn
 
 import labcoat
-from digits import MLP, digits_tensors
 
 #: which layer the doctor should stop at for each planted bug
 EXPECTED_LAYER = {
@@ -30,7 +30,9 @@ def head_not_in_optimizer() -> labcoat.Experiment:
     model = MLP()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.head = nn.Linear(64, 10)  # e.g. a fresh head for fine-tuning, added after the optimizer
-    return labcoat.Experiment(model=model, data=digits_tensors(), loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer)
+    return labcoat.Experiment(
+        model=model, data=digits_tensors(), loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer
+    )
 
 
 def labels_misaligned() -> labcoat.Experiment:
@@ -39,7 +41,12 @@ def labels_misaligned() -> labcoat.Experiment:
     x, y = digits_tensors()
     y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(1))]
     model = MLP()
-    return labcoat.Experiment(model=model, data=(x, y), loss_fn=nn.CrossEntropyLoss(), optimizer=torch.optim.Adam(model.parameters(), lr=1e-3))
+    return labcoat.Experiment(
+        model=model,
+        data=(x, y),
+        loss_fn=nn.CrossEntropyLoss(),
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
+    )
 
 
 class DetachedMLP(MLP):
@@ -51,7 +58,12 @@ class DetachedMLP(MLP):
 def detached_body() -> labcoat.Experiment:
     torch.manual_seed(0)
     model = DetachedMLP()
-    return labcoat.Experiment(model=model, data=digits_tensors(), loss_fn=nn.CrossEntropyLoss(), optimizer=torch.optim.Adam(model.parameters(), lr=1e-3))
+    return labcoat.Experiment(
+        model=model,
+        data=digits_tensors(),
+        loss_fn=nn.CrossEntropyLoss(),
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
+    )
 
 
 class Bottleneck(nn.Module):
@@ -69,7 +81,12 @@ class Bottleneck(nn.Module):
 def one_unit_bottleneck() -> labcoat.Experiment:
     torch.manual_seed(0)
     model = Bottleneck()
-    return labcoat.Experiment(model=model, data=digits_tensors(), loss_fn=nn.CrossEntropyLoss(), optimizer=torch.optim.Adam(model.parameters(), lr=1e-3))
+    return labcoat.Experiment(
+        model=model,
+        data=digits_tensors(),
+        loss_fn=nn.CrossEntropyLoss(),
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
+    )
 
 
 def accuracy_of_targets(output, target):

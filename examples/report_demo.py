@@ -52,8 +52,10 @@ def eval_scores(seed: int = 0, n: int = 400):
     rng = np.random.default_rng(seed)
     difficulty = rng.normal(0, 1, n)
     subject = np.repeat(np.arange(20), n // 20)
-    scores = {name: (rng.normal(skill - difficulty, 1.0) > 0).astype(float)
-              for name, skill in (("big", 0.6), ("medium", 0.5), ("small", -0.1))}
+    scores = {
+        name: (rng.normal(skill - difficulty, 1.0) > 0).astype(float)
+        for name, skill in (("big", 0.6), ("medium", 0.5), ("small", -0.1))
+    }
     return scores, subject
 
 
@@ -84,7 +86,9 @@ def main() -> int:
         rng = np.random.default_rng(0)
         N, D = 10 ** rng.uniform(7, 10, 60), 10 ** rng.uniform(9, 12, 60)
         L = (1.8 + 480 * N**-0.35 + 2100 * D**-0.37) * np.exp(rng.normal(0, 0.01, 60))
-        scale.backtest(N, D, L, holdout="n", top=12, bootstrap=200, ledger=False).to_html(OUT / "scale.html")
+        scale.backtest(N, D, L, holdout="n", top=12, bootstrap=200, ledger=False).to_html(
+            OUT / "scale.html"
+        )
 
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import cross_val_predict
@@ -92,10 +96,14 @@ def main() -> int:
         X, y = (t.numpy() for t in digits.digits_tensors())
         y = y.copy()
         y[::60] = (y[::60] + 1) % 10  # 30 planted label flips
-        probs = cross_val_predict(LogisticRegression(max_iter=500), X, y, cv=5, method="predict_proba")
+        probs = cross_val_predict(
+            LogisticRegression(max_iter=500), X, y, cv=5, method="predict_proba"
+        )
         audit.label_issues(y, probs, ledger=False).to_html(OUT / "audit.html", examples=X, labels=y)
 
-        from_ledger(ledger, title="labcoat report: a doctor run, a watched run, a comparison").save(OUT / "ledger.html")
+        from_ledger(ledger, title="labcoat report: a doctor run, a watched run, a comparison").save(
+            OUT / "ledger.html"
+        )
         ledger.close()
     for page in sorted(OUT.glob("*.html")):
         print(f"{page}  {page.stat().st_size / 1024:.0f} KiB")

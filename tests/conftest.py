@@ -38,7 +38,9 @@ def pytest_terminal_summary(terminalreporter):
 def no_project_ledger(monkeypatch, tmp_path_factory):
     """Code that records only where a ledger exists (the doctor, the watch, stats) finds none:
     a test never writes into a ledger the developer keeps in this checkout."""
-    monkeypatch.setenv("LABCOAT_LEDGER", str(tmp_path_factory.getbasetemp() / "absent" / "ledger.db"))
+    monkeypatch.setenv(
+        "LABCOAT_LEDGER", str(tmp_path_factory.getbasetemp() / "absent" / "ledger.db")
+    )
 
 
 @pytest.fixture

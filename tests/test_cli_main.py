@@ -49,7 +49,12 @@ def test_debug_after_double_dash_is_not_ours():
 
 
 def test_python_dash_m_matches_script(subprocess_env):
-    out = subprocess.run([sys.executable, "-m", "labcoat", "--help"], capture_output=True, text=True, env=subprocess_env)
+    out = subprocess.run(
+        [sys.executable, "-m", "labcoat", "--help"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+    )
     assert out.returncode == 0 and "labcoat" in out.stdout
 
 
@@ -76,7 +81,10 @@ def _one_error_line(res) -> str:
         (("no-such-command",), "no such command 'no-such-command'; see 'labcoat --help'"),
         (("stats", "mean"), "stats mean: missing argument 'FILE'; see 'labcoat stats mean --help'"),
         (("stats", "mean", "x.csv"), "stats mean: missing option '--score'"),
-        (("doctor", "x.py", "--budget", "huge"), "doctor: invalid value for '--budget': 'huge' is not one of"),
+        (
+            ("doctor", "x.py", "--budget", "huge"),
+            "doctor: invalid value for '--budget': 'huge' is not one of",
+        ),
         (("ledger", "list", "--limit", "0"), "ledger list: invalid value for '--limit'"),
         (("checks", "extra"), "checks: got unexpected extra argument (extra)"),
     ],
@@ -91,7 +99,11 @@ def test_a_directory_given_for_a_file_is_a_one_line_error(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "choices"),
-    [((), ", ".join(sorted(cli_main.COMMANDS))), (("watch",), "report"), (("ledger",), "add, diff, export")],
+    [
+        ((), ", ".join(sorted(cli_main.COMMANDS))),
+        (("watch",), "report"),
+        (("ledger",), "add, diff, export"),
+    ],
 )
 def test_a_group_without_its_command_lists_the_choices(cli, args, choices):
     line = _one_error_line(cli(*args))
@@ -101,14 +113,15 @@ def test_a_group_without_its_command_lists_the_choices(cli, args, choices):
 
 def test_help_of_every_command_is_quick_and_does_not_import_torch(subprocess_env):
     code = (
-        "import contextlib, io, sys\n"
-        "from labcoat.cli.main import COMMANDS, main\n"
-        "for args in [[]] + [[name] for name in COMMANDS] + [['stats', 'mean'], ['ledger', 'add'], ['watch', 'report']]:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-        "        assert main([*args, '--help']) == 0 and 'Usage: labcoat' in out.getvalue(), args\n"
-        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "import contextlib, io, sys\nfrom labcoat.cli.main import COMMANDS, main\nfor args in "
+        "[[]] + [[name] for name in COMMANDS] + [['stats', 'mean'], ['ledger', 'add'], ['watch', "
+        "'report']]:\n    with contextlib.redirect_stdout(io.StringIO()) as out:\n        assert "
+        "main([*args, '--help']) == 0 and 'Usage: labcoat' in out.getvalue(), args\nassert "
+        "'torch' not in sys.modules, 'torch was imported'\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -118,7 +131,10 @@ def _leaf_commands():
     while stack:
         name, command = stack.pop()
         if isinstance(command, click.Group):
-            stack += [(f"{name} {sub}", command.get_command(ctx, sub)) for sub in command.list_commands(ctx)]
+            stack += [
+                (f"{name} {sub}", command.get_command(ctx, sub))
+                for sub in command.list_commands(ctx)
+            ]
         else:
             yield name, command
 
@@ -128,4 +144,6 @@ def test_every_command_has_json_and_help_text():
     assert {"doctor", "checks", "stats mean", "ledger add", "run", "watch report"} <= set(leaves)
     for name, command in leaves.items():
         assert "as_json" in {p.name for p in command.params}, name
-        assert command.help and all(getattr(p, "help", None) for p in command.params if isinstance(p, click.Option)), name
+        assert command.help and all(
+            getattr(p, "help", None) for p in command.params if isinstance(p, click.Option)
+        ), name

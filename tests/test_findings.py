@@ -10,7 +10,9 @@ from labcoat.findings import CheckRegistry, Finding, failed, passed, skipped, wo
 def test_registry_builds_findings_with_declaration():
     reg = CheckRegistry("doctor", ["data"])
 
-    @reg.check("labels.range", layer="data", falsifies="labels fit the output", predicts="0 <= y < C")
+    @reg.check(
+        "labels.range", layer="data", falsifies="labels fit the output", predicts="0 <= y < C"
+    )
     def _labels(ctx):
         return failed("label 12 >= 10 outputs", max_label=np.int64(12), bad_rows=np.array([3, 7]))
 
@@ -37,8 +39,13 @@ def test_registry_refuses_duplicates_and_unknown_layers():
 
 def test_evaluate_skips_a_check_that_does_not_apply_and_runs_one_that_does():
     reg = CheckRegistry("scale", ["scale"])
-    reg.check("s", falsifies="f", predicts="p", severity="warn",
-              applies=lambda x: None if x else "needs a truthy target")(lambda x: passed("ok"))
+    reg.check(
+        "s",
+        falsifies="f",
+        predicts="p",
+        severity="warn",
+        applies=lambda x: None if x else "needs a truthy target",
+    )(lambda x: passed("ok"))
     (check,) = reg
     assert check.layer == "scale" and check.severity == "warn"
     assert check.evaluate(0).status == "skip" and check.evaluate(0).message.startswith("needs")

@@ -134,7 +134,10 @@ def test_every_module_of_a_package_imports_leaves_first_in_a_fresh_interpreter(
     mine.sort(key=lambda n: (-n.count("."), n))  # leaves before the packages that hold them
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     res = subprocess.run(
-        [sys.executable, "-c", code, *mine], env=subprocess_env, capture_output=True, text=True,
+        [sys.executable, "-c", code, *mine],
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     assert res.returncode == 0, res.stderr[-2000:]
@@ -150,7 +153,10 @@ def test_import_and_help_load_no_heavy_library(subprocess_env):
         f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     res = subprocess.run(
-        [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True,
+        [sys.executable, "-c", code],
+        env=subprocess_env,
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     assert res.returncode == 0, res.stderr

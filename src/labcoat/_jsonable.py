@@ -57,7 +57,9 @@ def dumps(obj: Any) -> str:
     The one encoding for what is stored and hashed (the ledger, provenance digests): the same
     value always gives the same text. Pass ``jsonable(x)`` for values that are not plain yet.
     """
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def _float(x: float) -> float | str:

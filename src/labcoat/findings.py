@@ -21,8 +21,8 @@ Two words, one vocabulary:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 import importlib
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Literal, Mapping
 
 from labcoat._jsonable import jsonable

@@ -1,4 +1,5 @@
-"""Rich views of findings. Data classes stay free of formatting; they point here via ``__rich__``."""
+"""Rich views of findings. Data classes stay free of formatting; they point here via
+``__rich__``."""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ def _short(value: Any, width: int) -> str:
     if isinstance(value, float):
         text = f"{value:.4g}"
     elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
-        text = "[" + ", ".join(f"{v:.4g}" for v in value[:12]) + (", …]" if len(value) > 12 else "]")
+        text = (
+            "[" + ", ".join(f"{v:.4g}" for v in value[:12]) + (", …]" if len(value) > 12 else "]")
+        )
     else:
         text = str(value)
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -54,7 +57,9 @@ def finding_view(finding: Finding, *, show_evidence: bool | None = None) -> Rend
     return line
 
 
-def findings_grid(findings: Iterable[Finding], *, evidence_for: tuple[str, ...] = ("fail", "warn")) -> Table:
+def findings_grid(
+    findings: Iterable[Finding], *, evidence_for: tuple[str, ...] = ("fail", "warn")
+) -> Table:
     """Aligned rows (status, check, message) with evidence under the findings that need it."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)

@@ -914,8 +914,18 @@ def standard_step(model, batch, optimizer, loss_fn):
     return loss
 
 
-def watch_verdict(model, optimizer, data, loss_fn, *, steps=40, step=standard_step,
-                  batch_size=32, observe_batch=False, **options) -> Verdict:
+def watch_verdict(
+    model,
+    optimizer,
+    data,
+    loss_fn,
+    *,
+    steps=40,
+    step=standard_step,
+    batch_size=32,
+    observe_batch=False,
+    **options,
+) -> Verdict:
     """Train ``steps`` batches under labcoat.watch (every=1); the first alert's kind is where."""
     import labcoat
 
@@ -944,7 +954,9 @@ def watch_schedule_with_zero_training_steps() -> Verdict:
     model = mlp()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.0)
-    return watch_verdict(model, optimizer, digits(), nn.CrossEntropyLoss(), step=_SchedulerStep(scheduler))
+    return watch_verdict(
+        model, optimizer, digits(), nn.CrossEntropyLoss(), step=_SchedulerStep(scheduler)
+    )
 
 
 @bug(
@@ -962,7 +974,9 @@ def watch_frozen_parameters_moved_by_weight_decay() -> Verdict:
     optimizer.step()
     for p in model[0].parameters():
         p.requires_grad = False
-    return watch_verdict(model, optimizer, (x, y), nn.CrossEntropyLoss(), step=_ZeroGradToZeros(), steps=10)
+    return watch_verdict(
+        model, optimizer, (x, y), nn.CrossEntropyLoss(), step=_ZeroGradToZeros(), steps=10
+    )
 
 
 @bug(
@@ -1008,8 +1022,9 @@ def watch_step_skipped_on_grad_norm() -> Verdict:
     nothing is updated, and the watch's hooks, which live in optimizer.step(), fall silent."""
     model = mlp()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    return watch_verdict(model, optimizer, digits(), nn.CrossEntropyLoss(),
-                         step=_SkipStepOnLargeGradNorm(), steps=80)
+    return watch_verdict(
+        model, optimizer, digits(), nn.CrossEntropyLoss(), step=_SkipStepOnLargeGradNorm(), steps=80
+    )
 
 
 @bug(
@@ -1023,8 +1038,8 @@ def watch_workers_repeat_batches() -> Verdict:
     Reduced to the batches such a loader yields with two workers (every batch twice, one
     step apart) rather than forking workers in a test."""
     x, y = digits()
-    x = torch.cat([x[i * 32:(i + 1) * 32].repeat(2, 1) for i in range(20)])
-    y = torch.cat([y[i * 32:(i + 1) * 32].repeat(2) for i in range(20)])
+    x = torch.cat([x[i * 32 : (i + 1) * 32].repeat(2, 1) for i in range(20)])
+    y = torch.cat([y[i * 32 : (i + 1) * 32].repeat(2) for i in range(20)])
     model = mlp()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     return watch_verdict(model, optimizer, (x, y), nn.CrossEntropyLoss(), observe_batch=True)

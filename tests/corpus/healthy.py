@@ -86,31 +86,53 @@ class Squeeze(nn.Module):
 
 
 # -- multi-layer perceptrons ---------------------------------------------------------------------
-@healthy("mlp_linear_batchnorm", source="Linear -> BatchNorm1d -> ReLU MLP on a table (digits), Adam")
+@healthy(
+    "mlp_linear_batchnorm", source="Linear -> BatchNorm1d -> ReLU MLP on a table (digits), Adam"
+)
 def mlp_linear_batchnorm():
     seed()
     model = nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("mlp_batchnorm_sgd_momentum", source="BatchNorm MLP with SGD + momentum, lr 0.05 (the classic recipe)")
+@healthy(
+    "mlp_batchnorm_sgd_momentum",
+    source="BatchNorm MLP with SGD + momentum, lr 0.05 (the classic recipe)",
+)
 def mlp_batchnorm_sgd_momentum():
     seed(1)
-    model = nn.Sequential(nn.Linear(64, 48), nn.BatchNorm1d(48), nn.ReLU(), nn.Linear(48, 48),
-                          nn.BatchNorm1d(48), nn.ReLU(), nn.Linear(48, 10))
-    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(),
-                          torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+    model = nn.Sequential(
+        nn.Linear(64, 48),
+        nn.BatchNorm1d(48),
+        nn.ReLU(),
+        nn.Linear(48, 48),
+        nn.BatchNorm1d(48),
+        nn.ReLU(),
+        nn.Linear(48, 10),
+    )
+    return doctor_verdict(
+        model,
+        digits(),
+        nn.CrossEntropyLoss(),
+        torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+    )
 
 
 @healthy("mlp_layernorm_gelu", source="pre-norm MLP with LayerNorm and GELU, AdamW")
 def mlp_layernorm_gelu():
     seed()
     model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU(), nn.Linear(64, 10))
-    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(),
-                          torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01))
+    return doctor_verdict(
+        model,
+        digits(),
+        nn.CrossEntropyLoss(),
+        torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01),
+    )
 
 
-@healthy("mlp_dropout", source="MLP with dropout between layers (train-mode noise, deterministic eval)")
+@healthy(
+    "mlp_dropout", source="MLP with dropout between layers (train-mode noise, deterministic eval)"
+)
 def mlp_dropout():
     seed()
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.3), nn.Linear(128, 10))
@@ -121,17 +143,25 @@ def mlp_dropout():
 def mlp_sgd_weight_decay():
     seed()
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    opt = torch.optim.SGD(
+        model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4
+    )
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
 
 
-@healthy("adamw_param_groups_no_decay", source="AdamW with no weight decay on biases and norms (two param groups)")
+@healthy(
+    "adamw_param_groups_no_decay",
+    source="AdamW with no weight decay on biases and norms (two param groups)",
+)
 def adamw_param_groups_no_decay():
     seed()
     model = nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU(), nn.Linear(64, 10))
     decay = [p for n, p in model.named_parameters() if p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}], lr=2e-3)
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=2e-3,
+    )
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
 
 
@@ -140,7 +170,9 @@ class ResidualMLP(nn.Module):
         super().__init__()
         self.inp = nn.Linear(d_in, width)
         self.blocks = nn.ModuleList(
-            nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width))
+            nn.Sequential(
+                nn.LayerNorm(width), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)
+            )
             for _ in range(blocks)
         )
         self.out = nn.Linear(width, classes)
@@ -159,7 +191,11 @@ def residual_mlp():
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("residual_zero_init_last", source="residual blocks whose last layer starts at zero (zero-init residual, as in ResNet/GPT-2 recipes)")
+@healthy(
+    "residual_zero_init_last",
+    source="residual blocks whose last layer starts at zero (zero-init residual, as in "
+    "ResNet/GPT-2 recipes)",
+)
 def residual_zero_init_last():
     seed()
     model = ResidualMLP()
@@ -196,11 +232,16 @@ def numpy_arrays():
 def rmsprop():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), torch.optim.RMSprop(model.parameters(), lr=1e-3))
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), torch.optim.RMSprop(model.parameters(), lr=1e-3)
+    )
 
 
 # -- tables: binary, imbalanced, regression ------------------------------------------------------
-@healthy("breast_cancer_bce_logits", source="binary classification, one logit, BCEWithLogitsLoss on float 0/1 labels")
+@healthy(
+    "breast_cancer_bce_logits",
+    source="binary classification, one logit, BCEWithLogitsLoss on float 0/1 labels",
+)
 def breast_cancer_bce_logits():
     seed()
     x, y = breast_cancer()
@@ -208,7 +249,10 @@ def breast_cancer_bce_logits():
     return doctor_verdict(model, (x, y.float()), nn.BCEWithLogitsLoss(), adam(model))
 
 
-@healthy("breast_cancer_two_class_ce", source="binary classification as two classes with CrossEntropyLoss")
+@healthy(
+    "breast_cancer_two_class_ce",
+    source="binary classification as two classes with CrossEntropyLoss",
+)
 def breast_cancer_two_class_ce():
     seed()
     x, y = breast_cancer()
@@ -216,7 +260,10 @@ def breast_cancer_two_class_ce():
     return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("breast_cancer_sigmoid_bce", source="sigmoid output with nn.BCELoss (probabilities, as documented)")
+@healthy(
+    "breast_cancer_sigmoid_bce",
+    source="sigmoid output with nn.BCELoss (probabilities, as documented)",
+)
 def breast_cancer_sigmoid_bce():
     seed()
     x, y = breast_cancer()
@@ -224,7 +271,10 @@ def breast_cancer_sigmoid_bce():
     return doctor_verdict(model, (x, y.float().unsqueeze(1)), nn.BCELoss(), adam(model))
 
 
-@healthy("class_imbalanced_weighted", source="imbalanced classes (1 positive in 10) with a class-weighted loss")
+@healthy(
+    "class_imbalanced_weighted",
+    source="imbalanced classes (1 positive in 10) with a class-weighted loss",
+)
 def class_imbalanced_weighted():
     seed()
     x, y = digits()
@@ -241,7 +291,10 @@ def diabetes_regression():
     return doctor_verdict(model, diabetes(), nn.MSELoss(), adam(model, 3e-3))
 
 
-@healthy("diabetes_huber_column_target", source="regression with (N, 1) targets, a (N, 1) head and Huber loss")
+@healthy(
+    "diabetes_huber_column_target",
+    source="regression with (N, 1) targets, a (N, 1) head and Huber loss",
+)
 def diabetes_huber_column_target():
     seed()
     x, y = diabetes()
@@ -249,7 +302,10 @@ def diabetes_huber_column_target():
     return doctor_verdict(model, (x, y.unsqueeze(1)), nn.HuberLoss(), adam(model, 3e-3))
 
 
-@healthy("multi_output_regression_constant_first", source="multi-output regression whose first target column is constant in this data")
+@healthy(
+    "multi_output_regression_constant_first",
+    source="multi-output regression whose first target column is constant in this data",
+)
 def multi_output_regression_constant_first():
     seed()
     x, y = diabetes()
@@ -258,12 +314,22 @@ def multi_output_regression_constant_first():
     return doctor_verdict(model, (x, targets), nn.MSELoss(), adam(model, 3e-3))
 
 
-@healthy("autoencoder_digits", source="an autoencoder: targets are the inputs (digits; its first pixel is always 0)")
+@healthy(
+    "autoencoder_digits",
+    source="an autoencoder: targets are the inputs (digits; its first pixel is always 0)",
+)
 def autoencoder_digits():
     seed()
     x, _ = digits(400)
-    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 32),
-                          nn.ReLU(), nn.Linear(32, 64))
+    model = nn.Sequential(
+        nn.Linear(64, 32),
+        nn.ReLU(),
+        nn.Linear(32, 16),
+        nn.ReLU(),
+        nn.Linear(16, 32),
+        nn.ReLU(),
+        nn.Linear(32, 64),
+    )
     return doctor_verdict(model, (x, x.clone()), nn.MSELoss(), adam(model, 3e-3))
 
 
@@ -277,11 +343,16 @@ def denoising_autoencoder():
 
 
 # -- losses: multi-label, label smoothing, soft targets -----------------------------------------
-@healthy("multi_label_bce", source="multi-label classification: several 0/1 labels per example, BCEWithLogitsLoss")
+@healthy(
+    "multi_label_bce",
+    source="multi-label classification: several 0/1 labels per example, BCEWithLogitsLoss",
+)
 def multi_label_bce():
     seed()
     x, y = digits()
-    labels = torch.stack([(y % 2 == 0), (y >= 5), torch.isin(y, torch.tensor([0, 6, 8, 9]))], dim=1).float()
+    labels = torch.stack(
+        [(y % 2 == 0), (y >= 5), torch.isin(y, torch.tensor([0, 6, 8, 9]))], dim=1
+    ).float()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 3))
     return doctor_verdict(model, (x, labels), nn.BCEWithLogitsLoss(), adam(model))
 
@@ -293,7 +364,9 @@ def label_smoothing():
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(label_smoothing=0.1), adam(model))
 
 
-@healthy("soft_targets", source="soft (probability) targets under CrossEntropyLoss, as in distillation")
+@healthy(
+    "soft_targets", source="soft (probability) targets under CrossEntropyLoss, as in distillation"
+)
 def soft_targets():
     seed()
     x, y = digits()
@@ -302,7 +375,9 @@ def soft_targets():
     return doctor_verdict(model, (x, soft), nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("log_softmax_nll", source="LogSoftmax output with NLLLoss (the pre-CrossEntropyLoss idiom)")
+@healthy(
+    "log_softmax_nll", source="LogSoftmax output with NLLLoss (the pre-CrossEntropyLoss idiom)"
+)
 def log_softmax_nll():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10), nn.LogSoftmax(dim=1))
@@ -314,36 +389,61 @@ def log_softmax_nll():
 def conv_bn_relu():
     seed()
     model = nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(8, 10),
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(4, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 10),
     )
     return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model, 3e-3))
 
 
-@healthy("conv_groupnorm", source="a CNN with GroupNorm (small-batch detection/segmentation backbones)")
+@healthy(
+    "conv_groupnorm", source="a CNN with GroupNorm (small-batch detection/segmentation backbones)"
+)
 def conv_groupnorm():
     seed()
     model = nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.ReLU(),
-        nn.Conv2d(4, 4, 3, padding=1), nn.GroupNorm(2, 4), nn.ReLU(),
-        nn.Flatten(), nn.Linear(4 * 64, 10),
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.GroupNorm(2, 4),
+        nn.ReLU(),
+        nn.Conv2d(4, 4, 3, padding=1),
+        nn.GroupNorm(2, 4),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(4 * 64, 10),
     )
     return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("conv_bias_free_bn", source="Conv2d(bias=False) -> BatchNorm2d, the torchvision ResNet convention")
+@healthy(
+    "conv_bias_free_bn",
+    source="Conv2d(bias=False) -> BatchNorm2d, the torchvision ResNet convention",
+)
 def conv_bias_free_bn():
     seed()
     model = nn.Sequential(
-        nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
-        nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(16, 10),
+        nn.Conv2d(1, 4, 3, padding=1, bias=False),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.Conv2d(4, 4, 3, padding=1, bias=False),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16, 10),
     )
     return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model, 3e-3))
 
 
-@healthy("conv_dataloader_shuffle", source="a CNN fed by a shuffling DataLoader over a TensorDataset")
+@healthy(
+    "conv_dataloader_shuffle", source="a CNN fed by a shuffling DataLoader over a TensorDataset"
+)
 def conv_dataloader_shuffle():
     seed()
     x, y = digit_images()
@@ -363,7 +463,10 @@ def clipped_step(model, batch, optimizer, loss_fn):
     return loss
 
 
-@healthy("gradient_clipping", source="a user step that clips the gradient norm to 1 before optimizer.step()")
+@healthy(
+    "gradient_clipping",
+    source="a user step that clips the gradient norm to 1 before optimizer.step()",
+)
 def gradient_clipping():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
@@ -381,7 +484,9 @@ def bf16_step(model, batch, optimizer, loss_fn):
     return loss
 
 
-@healthy("bf16_autocast_cpu", source="a user step under torch.autocast('cpu', dtype=torch.bfloat16)")
+@healthy(
+    "bf16_autocast_cpu", source="a user step under torch.autocast('cpu', dtype=torch.bfloat16)"
+)
 def bf16_autocast_cpu():
     seed()
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
@@ -401,11 +506,15 @@ def accumulating_step(model, batch, optimizer, loss_fn, micro: int = 2):
     return torch.tensor(total)
 
 
-@healthy("gradient_accumulation", source="a user step accumulating two micro-batches per optimizer step")
+@healthy(
+    "gradient_accumulation", source="a user step accumulating two micro-batches per optimizer step"
+)
 def gradient_accumulation():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model), step=accumulating_step)
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), adam(model), step=accumulating_step
+    )
 
 
 class WarmupStep:
@@ -418,7 +527,9 @@ class WarmupStep:
     def __call__(self, model, batch, optimizer, loss_fn):
         sched = self.schedulers.get(id(optimizer))
         if sched is None:
-            sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, s / self.warmup))
+            sched = torch.optim.lr_scheduler.LambdaLR(
+                optimizer, lambda s: min(1.0, s / self.warmup)
+            )
             self.schedulers[id(optimizer)] = sched
         x, y = batch
         optimizer.zero_grad()
@@ -429,11 +540,16 @@ class WarmupStep:
         return loss
 
 
-@healthy("warmup_from_zero", source="linear warm-up from lr 0 with the scheduler stepped inside the train step")
+@healthy(
+    "warmup_from_zero",
+    source="linear warm-up from lr 0 with the scheduler stepped inside the train step",
+)
 def warmup_from_zero():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=WarmupStep(5))
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=WarmupStep(5)
+    )
 
 
 def sgd_small_batch_step(model, batch, optimizer, loss_fn, size: int = 8):
@@ -448,13 +564,17 @@ def sgd_small_batch_step(model, batch, optimizer, loss_fn, size: int = 8):
     return loss
 
 
-@healthy("sgd_small_batches", source="plain SGD (lr 0.05, no momentum) on batches of 8 from a DataLoader")
+@healthy(
+    "sgd_small_batches", source="plain SGD (lr 0.05, no momentum) on batches of 8 from a DataLoader"
+)
 def sgd_small_batches():
     seed()
     x, y = digits()
     loader = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return doctor_verdict(model, loader, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05))
+    return doctor_verdict(
+        model, loader, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05)
+    )
 
 
 # -- transfer learning --------------------------------------------------------------------------
@@ -468,7 +588,10 @@ class PretrainedBackboneClassifier(nn.Module):
         return self.head(self.backbone(x))
 
 
-@healthy("frozen_pretrained_backbone", source="fine-tuning a head on a frozen, pretrained backbone (expect_frozen)")
+@healthy(
+    "frozen_pretrained_backbone",
+    source="fine-tuning a head on a frozen, pretrained backbone (expect_frozen)",
+)
 def frozen_pretrained_backbone():
     seed()
     model = PretrainedBackboneClassifier()
@@ -483,14 +606,21 @@ def frozen_pretrained_backbone():
         p.requires_grad_(False)
     model.head.reset_parameters()
     opt = torch.optim.Adam(model.head.parameters(), lr=1e-3)
-    return doctor_verdict(model, (x[250:], y[250:]), nn.CrossEntropyLoss(), opt, expect_frozen="backbone.*")
+    return doctor_verdict(
+        model, (x[250:], y[250:]), nn.CrossEntropyLoss(), opt, expect_frozen="backbone.*"
+    )
 
 
-@healthy("optimizer_factory", source="an optimizer passed as a factory (functools.partial(torch.optim.Adam, lr=...))")
+@healthy(
+    "optimizer_factory",
+    source="an optimizer passed as a factory (functools.partial(torch.optim.Adam, lr=...))",
+)
 def optimizer_factory():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), functools.partial(torch.optim.Adam, lr=1e-3))
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), functools.partial(torch.optim.Adam, lr=1e-3)
+    )
 
 
 # -- data forms -----------------------------------------------------------------------------------
@@ -519,13 +649,22 @@ def seed_worker(worker_id: int) -> None:
     random.seed(worker_seed)
 
 
-@healthy("dataloader_two_workers", source="a DataLoader with num_workers=2 and the documented seed_worker worker_init_fn")
+@healthy(
+    "dataloader_two_workers",
+    source="a DataLoader with num_workers=2 and the documented seed_worker worker_init_fn",
+)
 def dataloader_two_workers():
     seed()
     x, y = digits(400)
     g = torch.Generator().manual_seed(0)
-    loader = DataLoader(DigitsDataset(x, y, noise=0.01), batch_size=32, shuffle=True, num_workers=2,
-                        worker_init_fn=seed_worker, generator=g)
+    loader = DataLoader(
+        DigitsDataset(x, y, noise=0.01),
+        batch_size=32,
+        shuffle=True,
+        num_workers=2,
+        worker_init_fn=seed_worker,
+        generator=g,
+    )
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
 
@@ -545,7 +684,10 @@ class ShardedStream(torch.utils.data.IterableDataset):
             yield self.x[i], self.y[i]
 
 
-@healthy("iterable_dataset_sharded_workers", source="a streaming IterableDataset sharded across 2 workers with get_worker_info()")
+@healthy(
+    "iterable_dataset_sharded_workers",
+    source="a streaming IterableDataset sharded across 2 workers with get_worker_info()",
+)
 def iterable_dataset_sharded_workers():
     seed()
     x, y = digits(400)
@@ -554,7 +696,10 @@ def iterable_dataset_sharded_workers():
     return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("dataloader_no_shuffle_natural_order", source="shuffle=False over data stored in collection order (classes mixed), batch 16")
+@healthy(
+    "dataloader_no_shuffle_natural_order",
+    source="shuffle=False over data stored in collection order (classes mixed), batch 16",
+)
 def dataloader_no_shuffle_natural_order():
     seed()
     x, y = breast_cancer()
@@ -571,7 +716,10 @@ def dataset_map_style():
     return doctor_verdict(model, DigitsDataset(x, y), nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("dataloader_custom_collate", source="a DataLoader whose collate_fn stacks dict items into (x, y)")
+@healthy(
+    "dataloader_custom_collate",
+    source="a DataLoader whose collate_fn stacks dict items into (x, y)",
+)
 def dataloader_custom_collate():
     seed()
     x, y = digits(400)
@@ -585,15 +733,21 @@ def dataloader_custom_collate():
     return doctor_verdict(model, loader, nn.CrossEntropyLoss(), adam(model))
 
 
-@healthy("user_val_split", source="a user-made stratified train/validation split passed as val_data")
+@healthy(
+    "user_val_split", source="a user-made stratified train/validation split passed as val_data"
+)
 def user_val_split():
     from sklearn.model_selection import train_test_split
 
     seed()
     x, y = digits()
-    xtr, xva, ytr, yva = train_test_split(x.numpy(), y.numpy(), test_size=0.25, stratify=y.numpy(), random_state=0)
+    xtr, xva, ytr, yva = train_test_split(
+        x.numpy(), y.numpy(), test_size=0.25, stratify=y.numpy(), random_state=0
+    )
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-    return doctor_verdict(model, (xtr, ytr), nn.CrossEntropyLoss(), adam(model), val_data=(xva, yva))
+    return doctor_verdict(
+        model, (xtr, ytr), nn.CrossEntropyLoss(), adam(model), val_data=(xva, yva)
+    )
 
 
 class HFStyleClassifier(nn.Module):
@@ -608,7 +762,10 @@ class HFStyleClassifier(nn.Module):
         return self.head(self.embed(input_ids).mean(dim=1))
 
 
-@healthy("dict_batches", source="batches as dicts {'input_ids', 'labels'} (Hugging Face style), model(**batch)")
+@healthy(
+    "dict_batches",
+    source="batches as dicts {'input_ids', 'labels'} (Hugging Face style), model(**batch)",
+)
 def dict_batches():
     seed()
     x, y = sentences()
@@ -673,7 +830,9 @@ class Conv1dText(nn.Module):
         return self.out(h.amax(dim=2))
 
 
-@healthy("conv1d_text", source="Conv1d over embeddings with max-over-time pooling (Kim-style text CNN)")
+@healthy(
+    "conv1d_text", source="Conv1d over embeddings with max-over-time pooling (Kim-style text CNN)"
+)
 def conv1d_text():
     seed()
     model = Conv1dText()
@@ -687,7 +846,9 @@ class EncoderClassifier(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
-        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=32, dropout=0.1, batch_first=True)
+        self.block = nn.TransformerEncoderLayer(
+            d, nhead=2, dim_feedforward=32, dropout=0.1, batch_first=True
+        )
         self.out = nn.Linear(d, classes)
 
     def forward(self, tokens):
@@ -695,7 +856,10 @@ class EncoderClassifier(nn.Module):
         return self.out(h.mean(dim=1))
 
 
-@healthy("transformer_encoder_classifier", source="a transformer encoder classifier with dropout 0.1 and mean pooling")
+@healthy(
+    "transformer_encoder_classifier",
+    source="a transformer encoder classifier with dropout 0.1 and mean pooling",
+)
 def transformer_encoder_classifier():
     seed()
     model = EncoderClassifier()
@@ -709,8 +873,9 @@ class TiedCausalLM(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
-        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True,
-                                                norm_first=True)
+        self.block = nn.TransformerEncoderLayer(
+            d, nhead=2, dim_feedforward=32, dropout=0.0, batch_first=True, norm_first=True
+        )
         self.norm = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
         self.lm_head.weight = self.embed.weight
@@ -726,7 +891,10 @@ def lm_loss(out, y):
     return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
 
-@healthy("causal_lm_weight_tying", source="a causal transformer LM with tied input/output embeddings, next-token targets")
+@healthy(
+    "causal_lm_weight_tying",
+    source="a causal transformer LM with tied input/output embeddings, next-token targets",
+)
 def causal_lm_weight_tying():
     seed()
     model = TiedCausalLM()
@@ -738,7 +906,10 @@ def shifting_lm_loss(out, labels):
     return F.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), labels[:, 1:].reshape(-1))
 
 
-@healthy("causal_lm_labels_are_inputs", source="a causal LM whose labels are its inputs and whose loss shifts them (HF convention)")
+@healthy(
+    "causal_lm_labels_are_inputs",
+    source="a causal LM whose labels are its inputs and whose loss shifts them (HF convention)",
+)
 def causal_lm_labels_are_inputs():
     seed()
     model = TiedCausalLM()
@@ -746,7 +917,10 @@ def causal_lm_labels_are_inputs():
     return doctor_verdict(model, (x, x.clone()), shifting_lm_loss, adam(model, 3e-3))
 
 
-@healthy("lm_repeated_sequences", source="language-model data in which some sequences occur several times (no val_data given)")
+@healthy(
+    "lm_repeated_sequences",
+    source="language-model data in which some sequences occur several times (no val_data given)",
+)
 def lm_repeated_sequences():
     seed()
     x, y = counting_tokens(120)
@@ -766,7 +940,10 @@ class Tagger(nn.Module):
         return self.out(self.rnn(self.embed(tokens))[0]).transpose(1, 2)
 
 
-@healthy("bigru_tagger_padding", source="a bidirectional GRU tagger; padding tagged -100 (ignore_index), output (N, C, T)")
+@healthy(
+    "bigru_tagger_padding",
+    source="a bidirectional GRU tagger; padding tagged -100 (ignore_index), output (N, C, T)",
+)
 def bigru_tagger_padding():
     seed()
     g = torch.Generator().manual_seed(0)

@@ -25,9 +25,14 @@ def test_healthy_setup_is_not_flagged(name):
 
 def _bug_params():
     """Known misses run as strict xfails: catching one fails the test until known_miss goes."""
+
     def param(name):
         reason = BUGS[name].known_miss
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else name
+        return (
+            pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
+            if reason
+            else name
+        )
 
     return [param(n) for n in sorted(BUGS)]
 
@@ -37,7 +42,9 @@ def test_real_bug_is_caught_at_its_layer(name):
     case = BUGS[name]
     verdict = _verdict(case)
     assert verdict.broken, f"missed ({case.source})"
-    assert verdict.where == case.expect, f"caught at {verdict.where}, expected {case.expect}: {verdict.detail}"
+    assert verdict.where == case.expect, (
+        f"caught at {verdict.where}, expected {case.expect}: {verdict.detail}"
+    )
 
 
 def test_corpus_rates(record_property):

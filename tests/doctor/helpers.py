@@ -74,7 +74,9 @@ class TinyLM(nn.Module):
         self.causal = causal
         self.embed = nn.Embedding(vocab, d)
         self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
-        self.block = nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.block = nn.TransformerEncoderLayer(
+            d, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True
+        )
         self.out = nn.Linear(d, vocab)
 
     def forward(self, tokens):
@@ -101,7 +103,8 @@ def as_numpy(data):
 
 
 class Tagger(nn.Module):
-    """A token tagger that reads the whole sentence (a bidirectional GRU): not causal, and need not be."""
+    """A token tagger that reads the whole sentence (a bidirectional GRU): not causal, and need not
+    be."""
 
     def __init__(self, vocab=16, tags=4, d=16, seed=0):
         torch.manual_seed(seed)

@@ -24,7 +24,7 @@ def no_zero_grad(model, batch, optimizer, loss_fn):
     return loss
 
 
-# 1. update.grad.zeroed: a Linear's bias under BatchNorm has a true gradient of zero -----------------
+# 1. update.grad.zeroed: a Linear's bias under BatchNorm has a true gradient of zero ---------------
 def test_linear_feeding_batchnorm_passes_grad_zeroed_and_missing_zero_grad_still_fails():
     model = bn_mlp()
     healthy = diagnose(model, layers=("data", "model", "update"))
@@ -35,7 +35,7 @@ def test_linear_feeding_batchnorm_passes_grad_zeroed_and_missing_zero_grad_still
     assert broken["update.grad.zeroed"].status == "fail"
 
 
-# 2. data.signal.baseline: every non-constant target column, and autoencoders -----------------------
+# 2. data.signal.baseline: every non-constant target column, and autoencoders ----------------------
 def test_autoencoder_with_a_constant_first_pixel_passes_signal_baseline():
     x, _ = digits()
     assert bool((x[:, 0] == 0).all())  # digits' first pixel is always blank
@@ -60,7 +60,7 @@ def test_multi_output_regression_is_judged_on_its_varying_columns_and_misaligned
     assert f.status == "fail", f.message
 
 
-# 3. data.split.overlap: labcoat's own split keeps identical inputs on one side ---------------------
+# 3. data.split.overlap: labcoat's own split keeps identical inputs on one side --------------------
 def repeated_tokens():
     g = torch.Generator().manual_seed(0)
     start = torch.randint(0, 16, (40, 1), generator=g)
@@ -75,14 +75,21 @@ def test_labcoat_split_of_repeated_sequences_keeps_twins_together_and_a_leaky_us
     f = diagnose(TinyLM(), (x, y), lm_loss, layers=("data",))["data.split.overlap"]
     assert f.status == "pass" and "labcoat's split" in f.message, f.message
     # with 16 distinct sequences any random split shares ~90% of its rows: not a leak by itself
-    f = diagnose(TinyLM(), (x, y), lm_loss, val_data=(x[:10], y[:10]), layers=("data",))["data.split.overlap"]
+    f = diagnose(TinyLM(), (x, y), lm_loss, val_data=(x[:10], y[:10]), layers=("data",))[
+        "data.split.overlap"
+    ]
     assert f.status == "pass" and "your split" in f.message, f.message
     g = torch.Generator().manual_seed(1)  # mostly distinct sequences: held-out copies are a leak
-    start, stride = torch.randint(0, 64, (200, 1), generator=g), torch.randint(1, 64, (200, 1), generator=g)
+    start, stride = (
+        torch.randint(0, 64, (200, 1), generator=g),
+        torch.randint(1, 64, (200, 1), generator=g),
+    )
     seq = (start + stride * torch.arange(13)) % 64
     x, y = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
     leaky = (x[:40], y[:40])
-    f = diagnose(TinyLM(vocab=64), (x, y), lm_loss, val_data=leaky, layers=("data",))["data.split.overlap"]
+    f = diagnose(TinyLM(vocab=64), (x, y), lm_loss, val_data=leaky, layers=("data",))[
+        "data.split.overlap"
+    ]
     assert f.status == "fail" and "your split" in f.message, f.message
 
 
@@ -103,15 +110,24 @@ def finding(check, layer, status):
 
 
 def test_verdict_names_a_declared_explaining_warning_and_nothing_else():
-    findings = [finding("model.loss.logits", "model", "warn"), finding("overfit.batch", "overfit", "fail")]
+    findings = [
+        finding("model.loss.logits", "model", "warn"),
+        finding("overfit.batch", "overfit", "fail"),
+    ]
     report = Report(findings, ["model", "overfit"])
     assert report.likely_cause.check == "model.loss.logits"
     assert "likely cause: model.loss.logits" in report.summary()
     assert report.to_dict()["likely_cause"] == "model.loss.logits"
-    unrelated = [finding("data.features.constant", "data", "warn"), finding("overfit.batch", "overfit", "fail")]
+    unrelated = [
+        finding("data.features.constant", "data", "warn"),
+        finding("overfit.batch", "overfit", "fail"),
+    ]
     report = Report(unrelated, ["data", "overfit"])  # a warning that declares no such explanation
     assert report.likely_cause is None and "likely cause" not in report.summary()
-    later = [finding("overfit.batch", "overfit", "fail"), finding("model.loss.logits", "model", "warn")]
+    later = [
+        finding("overfit.batch", "overfit", "fail"),
+        finding("model.loss.logits", "model", "warn"),
+    ]
     assert Report(later, ["overfit", "model"]).likely_cause is None  # only an earlier warning
 
 
@@ -128,28 +144,46 @@ class SoftmaxCNN(nn.Module):
 def test_softmax_before_cross_entropy_is_named_as_the_cause_of_the_overfit_failure():
     x, y = digits()
     model = SoftmaxCNN()
-    report = diagnose(model, (x.reshape(-1, 1, 8, 8), y), optimizer=torch.optim.SGD(model.parameters(), lr=0.01),
-                      layers=("data", "model", "update", "overfit"))
+    report = diagnose(
+        model,
+        (x.reshape(-1, 1, 8, 8), y),
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.01),
+        layers=("data", "model", "update", "overfit"),
+    )
     assert report.failed_layer == "overfit", str(report)
-    assert report.likely_cause is not None and report.likely_cause.check == "model.loss.logits", report.summary()
+    assert report.likely_cause is not None and report.likely_cause.check == "model.loss.logits", (
+        report.summary()
+    )
 
 
 def test_raw_pixel_inputs_are_named_as_the_cause_of_the_overfit_failure():
     x, y = digits()
     model = SoftmaxCNN().net  # the same CNN, returning logits, fed raw 0-255 pixels
     raw = (x * 255).round().reshape(-1, 1, 8, 8)
-    report = diagnose(model, (raw, y), optimizer=torch.optim.Adam(model.parameters(), lr=1e-5),
-                      layers=("data", "model", "update", "overfit"))
+    report = diagnose(
+        model,
+        (raw, y),
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-5),
+        layers=("data", "model", "update", "overfit"),
+    )
     initial = report["model.loss.initial"]
-    assert initial.status == "warn" and "unscaled inputs (values up to 255" in initial.message, initial.message
+    assert initial.status == "warn" and "unscaled inputs (values up to 255" in initial.message, (
+        initial.message
+    )
     assert report.failed_layer == "overfit", str(report)
-    assert report.likely_cause is not None and report.likely_cause.check == "model.loss.initial", report.summary()
-    scaled = diagnose(SoftmaxCNN().net, (raw / 255, y), optimizer=torch.optim.Adam(model.parameters(), lr=1e-5),
-                      layers=("model",))
+    assert report.likely_cause is not None and report.likely_cause.check == "model.loss.initial", (
+        report.summary()
+    )
+    scaled = diagnose(
+        SoftmaxCNN().net,
+        (raw / 255, y),
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-5),
+        layers=("model",),
+    )
     assert scaled["model.loss.initial"].status == "pass"
 
 
-# 6. eval-mode randomness is named by model.eval_deterministic, not as batch mixing -----------------
+# 6. eval-mode randomness is named by model.eval_deterministic, not as batch mixing ----------------
 class AlwaysDropout(nn.Module):
     def __init__(self):
         super().__init__()
@@ -173,15 +207,20 @@ class BatchMixing(nn.Module):
 def test_eval_randomness_fails_eval_deterministic_only_and_real_batch_mixing_still_fails():
     report = diagnose(AlwaysDropout(), layers=("model",))
     assert status(report, "model.eval_deterministic") == "fail"
-    assert status(report, "model.batch_independence") == "skip", report["model.batch_independence"].message
+    assert status(report, "model.batch_independence") == "skip", report[
+        "model.batch_independence"
+    ].message
     assert status(diagnose(BatchMixing(), layers=("model",)), "model.batch_independence") == "fail"
 
 
-# 7. string labels and dict batches ------------------------------------------------------------------
-@pytest.mark.parametrize("labels", [
-    lambda y: [str(v) for v in y.tolist()],
-    lambda y: y.numpy().astype(str),
-])
+# 7. string labels and dict batches ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "labels",
+    [
+        lambda y: [str(v) for v in y.tolist()],
+        lambda y: y.numpy().astype(str),
+    ],
+)
 def test_string_class_labels_are_an_input_error_with_the_fix(labels):
     x, y = digits()
     with pytest.raises(InputError, match="LabelEncoder"):
@@ -249,7 +288,9 @@ def test_user_step_receives_dict_batches():
         optimizer.step()
         return loss
 
-    report = diagnose(KeywordModel(), token_batches(), step=step, layers=("data", "model", "update"))
+    report = diagnose(
+        KeywordModel(), token_batches(), step=step, layers=("data", "model", "update")
+    )
     assert not [f for f in report.findings if f.failed], str(report)
     assert seen[0] == ["attention_mask", "input_ids", "labels"]
 
@@ -258,24 +299,26 @@ def test_dict_batches_a_model_cannot_take_are_an_input_error_with_a_hint():
     with pytest.raises(InputError, match=r"TensorModel.forward\(x, lengths\).*rename"):
         diagnose(TensorModel(), token_batches(), layers=("data",))
     with pytest.raises(InputError, match="none holds the targets"):
-        diagnose(KeywordModel(), [{"input_ids": b["input_ids"], "y_true": b["labels"]} for b in token_batches()])
+        diagnose(
+            KeywordModel(),
+            [{"input_ids": b["input_ids"], "y_true": b["labels"]} for b in token_batches()],
+        )
 
 
 def test_cli_exits_2_on_string_labels(cli, tmp_path):
     path = tmp_path / "exp.py"
     path.write_text(
-        "import torch, labcoat\nfrom torch import nn\n"
-        "def experiment():\n"
-        "    m = nn.Linear(4, 2)\n"
-        "    return labcoat.Experiment(m, (torch.randn(20, 4), ['cat', 'dog'] * 10), nn.CrossEntropyLoss(),\n"
-        "                              torch.optim.SGD(m.parameters(), lr=0.1), ledger=False)\n"
+        "import torch, labcoat\nfrom torch import nn\ndef experiment():\n    m = nn.Linear(4, 2)\n"
+        "    return labcoat.Experiment(m, (torch.randn(20, 4), ['cat', 'dog'] * 10), "
+        "nn.CrossEntropyLoss(),\n                              torch.optim.SGD(m.parameters(), "
+        "lr=0.1), ledger=False)\n"
     )
     result = cli("doctor", path)
     assert result.code == 2, result.err
     assert "LabelEncoder" in result.err
 
 
-# cross-entropy's (N, C, T) layout for (N, T) targets is a tagger's, not a language model's ---------
+# cross-entropy's (N, C, T) layout for (N, T) targets is a tagger's, not a language model's --------
 class ChannelsFirstTagger(nn.Module):
     def __init__(self, drop_last_position=False):
         super().__init__()

@@ -34,7 +34,10 @@ def test_callers_model_optimizer_and_rng_are_bit_identical_after_full_ladder():
     assert report.findings
     after = _state(model, opt)
     assert all(torch.equal(before[0][k], after[0][k]) for k in before[0])
-    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(before[1].values(), after[1].values()))
+    assert all(
+        (a is None and b is None) or torch.equal(a, b)
+        for a, b in zip(before[1].values(), after[1].values())
+    )
     assert before[2] == after[2]
     assert torch.equal(rng, torch.get_rng_state())
     assert model.training  # mode flags untouched
@@ -42,7 +45,13 @@ def test_callers_model_optimizer_and_rng_are_bit_identical_after_full_ladder():
 
 def test_copies_keep_optimizer_class_groups_and_mapping():
     model = mlp()
-    opt = torch.optim.SGD([{"params": model[0].parameters(), "lr": 0.1}, {"params": model[2].parameters(), "lr": 0.01, "momentum": 0.9}], lr=0.5)
+    opt = torch.optim.SGD(
+        [
+            {"params": model[0].parameters(), "lr": 0.1},
+            {"params": model[2].parameters(), "lr": 0.01, "momentum": 0.9},
+        ],
+        lr=0.5,
+    )
     setup = Blueprint(model, opt).fresh()
     assert type(setup.optimizer) is torch.optim.SGD
     assert [g["lr"] for g in setup.optimizer.param_groups] == [0.1, 0.01]
@@ -72,7 +81,15 @@ class NumpyItems(Dataset):
 
 @pytest.mark.parametrize(
     "form",
-    ["tensors", "numpy", "dataset", "numpy items, int labels", "numpy items, np.int64 labels", "loader", "batches"],
+    [
+        "tensors",
+        "numpy",
+        "dataset",
+        "numpy items, int labels",
+        "numpy items, np.int64 labels",
+        "loader",
+        "batches",
+    ],
 )
 def test_every_data_form_gives_the_same_examples(form):
     x, y = digits()
@@ -123,7 +140,13 @@ def test_bad_arguments_name_the_argument(kwargs, message):
 
 def test_bad_model_and_optimizer_are_input_errors():
     with pytest.raises(labcoat.InputError, match="model"):
-        labcoat.diagnose("not a model", digits(), nn.CrossEntropyLoss(), lambda p: torch.optim.SGD(p, lr=0.1), ledger=False)
+        labcoat.diagnose(
+            "not a model",
+            digits(),
+            nn.CrossEntropyLoss(),
+            lambda p: torch.optim.SGD(p, lr=0.1),
+            ledger=False,
+        )
     with pytest.raises(labcoat.InputError, match="optimizer"):
         labcoat.diagnose(mlp(), digits(), nn.CrossEntropyLoss(), 0.1, ledger=False)
 
@@ -135,14 +158,18 @@ def test_stops_at_first_failing_layer_unless_run_all():
     assert stopped.failed_layer == "data" and stopped.layers_run == ["data"]
     assert stopped.layers_not_run == ["model", "update"]
     everything = diagnose(mlp(), (x, y), run_all=True)
-    assert everything.layers_run == ["data", "model", "update"] and everything.failed_layer == "data"
+    assert (
+        everything.layers_run == ["data", "model", "update"] and everything.failed_layer == "data"
+    )
 
 
 def test_report_is_json_and_readable():
     report = diagnose(mlp(), expect_frozen=())
     d = json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert d["ok"] is True and d["failed_layer"] is None
-    assert {"check", "layer", "status", "message", "evidence", "falsifies", "predicts"} <= set(d["findings"][0])
+    assert {"check", "layer", "status", "message", "evidence", "falsifies", "predicts"} <= set(
+        d["findings"][0]
+    )
     text = str(report)
     assert "update.optimizer.coverage" in text and text.splitlines()[-1].startswith("healthy")
 
@@ -166,7 +193,9 @@ def test_rows_from_a_shuffling_loader_are_named_by_their_index_in_its_dataset():
     where = next(v for k, v in f.evidence.items() if k.endswith("inputs"))
     assert where["first_rows"] == [123]
 
-    healthy = diagnose(mlp(), DataLoader(TensorDataset(*digits()), batch_size=64, shuffle=True, drop_last=True))
+    healthy = diagnose(
+        mlp(), DataLoader(TensorDataset(*digits()), batch_size=64, shuffle=True, drop_last=True)
+    )
     assert healthy.ok, str(healthy)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-EXPERIMENT = '''
+EXPERIMENT = """
 import torch
 from torch import nn
 import labcoat
@@ -25,11 +25,13 @@ def _model():
 
 def experiment():
     m = _model()
-    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), 1e-3))
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), \
+1e-3))
 
 def broken():
     m = _model()
-    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), torch.optim.Adam(m[0].parameters(), 1e-3))
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), \
+torch.optim.Adam(m[0].parameters(), 1e-3))
 
 def raises():
     raise RuntimeError("cannot find the data directory")
@@ -39,8 +41,9 @@ def not_an_experiment():
 
 def bad_data():
     m = _model()
-    return labcoat.Experiment(m, "data.csv", nn.CrossEntropyLoss(), torch.optim.Adam(m.parameters(), 1e-3))
-'''
+    return labcoat.Experiment(m, "data.csv", nn.CrossEntropyLoss(), \
+torch.optim.Adam(m.parameters(), 1e-3))
+"""
 
 
 @pytest.fixture
@@ -59,13 +62,19 @@ def test_healthy_exits_0_and_broken_exits_1_with_json(cli, exp_file):
     assert res.code == 1
     body = json.loads(res.out)
     assert body["failed_layer"] == "update"
-    assert any(f["check"] == "update.optimizer.coverage" and f["status"] == "fail" for f in body["findings"])
+    assert any(
+        f["check"] == "update.optimizer.coverage" and f["status"] == "fail"
+        for f in body["findings"]
+    )
 
 
 def test_json_stays_one_object_when_the_users_code_prints(cli, tmp_path):
     path = tmp_path / "chatty.py"
     path.write_text(
-        EXPERIMENT.replace("def experiment():\n", "print('importing')\n\ndef experiment():\n    print('loading data')\n")
+        EXPERIMENT.replace(
+            "def experiment():\n",
+            "print('importing')\n\ndef experiment():\n    print('loading data')\n",
+        )
     )
     res = cli("doctor", path, "--json", "--no-ledger")
     assert res.code == 0, res.err
@@ -76,7 +85,11 @@ def test_json_stays_one_object_when_the_users_code_prints(cli, tmp_path):
 def test_rich_ladder_highlights_failing_layer(cli, exp_file):
     res = cli("doctor", f"{exp_file}:broken", "--quiet")
     assert res.code == 1
-    assert "BROKEN HERE" in res.out and "update.optimizer.coverage" in res.out and "2.weight" in res.out
+    assert (
+        "BROKEN HERE" in res.out
+        and "update.optimizer.coverage" in res.out
+        and "2.weight" in res.out
+    )
 
 
 @pytest.mark.parametrize(
@@ -93,14 +106,22 @@ def test_bad_input_is_one_line_and_exit_2(cli, exp_file, target, message):
     res = cli("doctor", target.format(exp=exp_file))
     assert res.code == 2
     lines = res.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("labcoat: error:") and message in lines[0], res.err
+    assert len(lines) == 1 and lines[0].startswith("labcoat: error:") and message in lines[0], (
+        res.err
+    )
 
 
 @pytest.mark.parametrize(
     "source, message",
     [
-        ("import sys\nsys.exit(0)\n", "importing it called sys.exit(0); put the script's top-level code under"),
-        ("import sys\ndef experiment():\n    sys.exit(0)\n", "experiment() called sys.exit(0); it must return"),
+        (
+            "import sys\nsys.exit(0)\n",
+            "importing it called sys.exit(0); put the script's top-level code under",
+        ),
+        (
+            "import sys\ndef experiment():\n    sys.exit(0)\n",
+            "experiment() called sys.exit(0); it must return",
+        ),
     ],
 )
 def test_a_file_that_exits_is_an_input_error_not_a_silent_exit(cli, tmp_path, source, message):
@@ -147,7 +168,10 @@ def test_shipped_examples_behave_as_documented(cli):
 def test_python_m_labcoat_doctor_matches_script(exp_file, subprocess_env):
     out = subprocess.run(
         [sys.executable, "-m", "labcoat", "doctor", f"{exp_file}:broken", "--json"],
-        capture_output=True, text=True, env=subprocess_env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+        timeout=120,
     )
     assert out.returncode == 1 and json.loads(out.stdout)["failed_layer"] == "update"
 

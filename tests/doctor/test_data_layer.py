@@ -6,7 +6,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.doctor.helpers import Tagger, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, tag_data
+from tests.doctor.helpers import (
+    Tagger,
+    diabetes,
+    diagnose,
+    digits,
+    lm_loss,
+    mlp,
+    regressor,
+    status,
+    tag_data,
+)
 
 
 def data_report(model=None, data=None, **kw):
@@ -17,8 +27,15 @@ def test_healthy_digits_pass_every_data_check():
     report = data_report()
     bad = [f for f in report.findings if f.status == "fail"]
     assert not bad, bad
-    for check in ("data.finite", "data.labels.range", "data.labels.degenerate", "data.inputs.duplicates",
-                  "data.split.overlap", "data.leak.feature", "data.signal.baseline"):
+    for check in (
+        "data.finite",
+        "data.labels.range",
+        "data.labels.degenerate",
+        "data.inputs.duplicates",
+        "data.split.overlap",
+        "data.leak.feature",
+        "data.signal.baseline",
+    ):
         assert status(report, check) == "pass", report[check]
 
 
@@ -66,8 +83,17 @@ def test_single_class_fails():
 
 def test_constant_regression_target_fails_and_varied_passes():
     x, y = diabetes()
-    assert status(data_report(regressor(), (x, torch.ones_like(y)), loss_fn=nn.MSELoss()), "data.labels.degenerate") == "fail"
-    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.labels.degenerate") == "pass"
+    assert (
+        status(
+            data_report(regressor(), (x, torch.ones_like(y)), loss_fn=nn.MSELoss()),
+            "data.labels.degenerate",
+        )
+        == "fail"
+    )
+    assert (
+        status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.labels.degenerate")
+        == "pass"
+    )
 
 
 def test_degenerate_evidence_shows_raw_examples_per_class():
@@ -89,7 +115,10 @@ def test_nothing_varies_fails_and_a_few_constant_columns_warn():
     f = data_report()["data.features.constant"]
     assert f.status == "warn" and f.evidence["constant"] >= 3
     x, y = diabetes()
-    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.features.constant") == "pass"
+    assert (
+        status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.features.constant")
+        == "pass"
+    )
 
 
 def test_validation_equal_to_training_fails():
@@ -122,9 +151,15 @@ def test_misaligned_labels_fail_baseline():
 
 def test_regression_baseline_passes_and_fails_when_shuffled():
     x, y = diabetes()
-    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.signal.baseline") == "pass"
+    assert (
+        status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.signal.baseline")
+        == "pass"
+    )
     y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))]
-    assert status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.signal.baseline") == "fail"
+    assert (
+        status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.signal.baseline")
+        == "fail"
+    )
 
 
 def test_feature_checks_skip_token_ids_and_say_why():
@@ -152,8 +187,13 @@ def test_padding_the_loss_skips_is_not_a_label_but_a_tag_beyond_the_output_fails
 def test_the_skipped_label_is_the_losses_own_ignore_index():
     x, y = digits()
     y[:40] = -1  # unlabelled examples, marked the way this loss is told to skip
-    assert status(data_report(data=(x, y)), "data.labels.range") == "fail"  # -1 is not skipped by default
-    for loss_fn in (nn.CrossEntropyLoss(ignore_index=-1), functools.partial(F.cross_entropy, ignore_index=-1)):
+    assert (
+        status(data_report(data=(x, y)), "data.labels.range") == "fail"
+    )  # -1 is not skipped by default
+    for loss_fn in (
+        nn.CrossEntropyLoss(ignore_index=-1),
+        functools.partial(F.cross_entropy, ignore_index=-1),
+    ):
         f = data_report(data=(x, y), loss_fn=loss_fn)["data.labels.range"]
         assert f.status == "pass" and f.evidence["ignore_index"] == -1, f.message
     f = data_report(data=(x, torch.full_like(y, -100)))["data.labels.degenerate"]

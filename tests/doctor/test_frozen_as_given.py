@@ -53,7 +53,9 @@ def test_declared_frozen_stage_trainable_as_given_fails():
     finding = report["update.frozen.as_given"]
     assert finding.status == "fail", finding.message
     assert "backbone.stem.weight" in finding.message and "model.train()" in finding.message
-    assert report["update.frozen.moved"].status == "pass"  # the copies' train() froze it: blind there
+    assert (
+        report["update.frozen.moved"].status == "pass"
+    )  # the copies' train() froze it: blind there
     assert report.failed_layer == "update"
 
 

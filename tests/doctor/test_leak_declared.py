@@ -47,7 +47,9 @@ def test_regression_target_left_among_the_features_fails():
     x, y = diabetes()
     model = regressor()
     model[0] = torch.nn.Linear(11, 32)
-    finding = diagnose(model, (with_column(x, y * 3 + 1), y), torch.nn.MSELoss(), layers=LAYERS)["data.leak.feature"]
+    finding = diagnose(model, (with_column(x, y * 3 + 1), y), torch.nn.MSELoss(), layers=LAYERS)[
+        "data.leak.feature"
+    ]
     assert finding.status == "fail" and "feature 10" in finding.message
 
 
@@ -70,5 +72,7 @@ def test_autoencoder_targets_tracking_their_inputs_are_not_a_leak():
     x, _ = diabetes()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(10, 4), torch.nn.ReLU(), torch.nn.Linear(4, 10))
-    finding = diagnose(model, (x, x.clone()), torch.nn.MSELoss(), layers=LAYERS)["data.leak.feature"]
+    finding = diagnose(model, (x, x.clone()), torch.nn.MSELoss(), layers=LAYERS)[
+        "data.leak.feature"
+    ]
     assert finding.status != "fail", finding.message

@@ -60,4 +60,7 @@ def test_findings_inside_a_run_block_join_that_run(tmp_path):
     outside = diagnose(mlp(), ledger=ledger)
     inside = ledger.findings(run=run)
     assert inside and len(ledger.findings()) == len(inside) + len(outside.findings)
-    assert [r.name for r in ledger.runs()] == [None, "doctor"]  # the block's run, then one of its own
+    assert [r.name for r in ledger.runs()] == [
+        None,
+        "doctor",
+    ]  # the block's run, then one of its own

@@ -1,4 +1,5 @@
-"""Loader checks: batches pulled through the user's DataLoader (workers, worker_init_fn, sampler)."""
+"""Loader checks: batches pulled through the user's DataLoader (workers, worker_init_fn,
+sampler)."""
 
 import numpy as np
 import torch
@@ -34,7 +35,9 @@ class Stream(IterableDataset):
 
 def test_iterable_dataset_every_worker_yields_whole_fails_and_sharded_twin_passes():
     x, y = digits()
-    bad = loader_report(DataLoader(Stream(x[:400], y[:400], shard=False), batch_size=32, num_workers=2))
+    bad = loader_report(
+        DataLoader(Stream(x[:400], y[:400], shard=False), batch_size=32, num_workers=2)
+    )
     f = bad["data.loader.workers"]
     assert f.status == "fail", f.message
     good = loader_report(DataLoader(Stream(x[:400], y[:400]), batch_size=32, num_workers=2))
@@ -66,8 +69,14 @@ def test_workers_forked_with_one_rng_deliver_identical_batches_and_reseeded_twin
     bad = loader_report(DataLoader(Sampled(x[:400], y[:400]), batch_size=32, num_workers=2))
     f = bad["data.loader.workers"]
     assert f.status == "fail" and "identical" in f.message, f.message
-    good = loader_report(DataLoader(Sampled(x[:400], y[:400]), batch_size=32, num_workers=2,
-                                    worker_init_fn=reseed_dataset_rng))
+    good = loader_report(
+        DataLoader(
+            Sampled(x[:400], y[:400]),
+            batch_size=32,
+            num_workers=2,
+            worker_init_fn=reseed_dataset_rng,
+        )
+    )
     assert good["data.loader.workers"].status == "pass", good["data.loader.workers"].message
 
 
@@ -92,11 +101,25 @@ def seed_numpy(worker_id):
 
 def test_worker_init_fn_that_changes_rows_fails_and_seeding_twin_passes():
     x, y = digits()
-    bad = loader_report(DataLoader(Scaled(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2,
-                                   worker_init_fn=raw_pixels_in_workers))
+    bad = loader_report(
+        DataLoader(
+            Scaled(x[:300], y[:300]),
+            batch_size=32,
+            shuffle=True,
+            num_workers=2,
+            worker_init_fn=raw_pixels_in_workers,
+        )
+    )
     assert bad["data.loader.workers"].status == "fail", bad["data.loader.workers"].message
-    good = loader_report(DataLoader(Scaled(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2,
-                                    worker_init_fn=seed_numpy))
+    good = loader_report(
+        DataLoader(
+            Scaled(x[:300], y[:300]),
+            batch_size=32,
+            shuffle=True,
+            num_workers=2,
+            worker_init_fn=seed_numpy,
+        )
+    )
     f = good["data.loader.workers"]
     assert f.status == "pass" and f.evidence["rows_not_in_dataset"] == 0, f.message
 
@@ -132,7 +155,9 @@ def test_unshuffled_loader_over_unsorted_imbalanced_data_passes():
 def test_reading_a_loader_leaves_its_generator_where_it_was():
     x, y = digits()
     g = torch.Generator().manual_seed(3)
-    loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True, generator=g, num_workers=2)
+    loader = DataLoader(
+        TensorDataset(x, y), batch_size=32, shuffle=True, generator=g, num_workers=2
+    )
     state = g.get_state()
     loader_report(loader)
     assert torch.equal(g.get_state(), state)
@@ -172,7 +197,9 @@ def reseed_numpy_state(worker_id):
 
 def test_augmentation_from_a_random_state_copied_into_every_worker_fails():
     x, y = digits()
-    bad = loader_report(DataLoader(Augmented(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2))
+    bad = loader_report(
+        DataLoader(Augmented(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2)
+    )
     f = bad["data.loader.workers"]
     assert f.status == "fail" and "copied" in f.message, f.message
     assert f.evidence["random_augmentation"] is True
@@ -181,10 +208,20 @@ def test_augmentation_from_a_random_state_copied_into_every_worker_fails():
 def test_augmentation_seeded_per_worker_or_drawn_from_torch_passes():
     x, y = digits()
     for loader in (
-        DataLoader(Augmented(x[:300], y[:300], "torch"), batch_size=32, shuffle=True, num_workers=2),
-        DataLoader(Augmented(x[:300], y[:300]), batch_size=32, shuffle=True, num_workers=2,
-                   worker_init_fn=reseed_numpy_state),
+        DataLoader(
+            Augmented(x[:300], y[:300], "torch"), batch_size=32, shuffle=True, num_workers=2
+        ),
+        DataLoader(
+            Augmented(x[:300], y[:300]),
+            batch_size=32,
+            shuffle=True,
+            num_workers=2,
+            worker_init_fn=reseed_numpy_state,
+        ),
     ):
         f = loader_report(loader)["data.loader.workers"]
         assert f.status == "pass", f.message
-        assert f.evidence["random_augmentation"] is True and f.evidence["workers_with_identical_augmentation"] == 0
+        assert (
+            f.evidence["random_augmentation"] is True
+            and f.evidence["workers_with_identical_augmentation"] == 0
+        )

@@ -13,7 +13,9 @@ LAYERS = ("model",)
 
 def spectral_mlp(warm: bool = False) -> nn.Module:
     torch.manual_seed(0)
-    model = nn.Sequential(sn(nn.Linear(64, 64)), nn.ReLU(), sn(nn.Linear(64, 64)), nn.ReLU(), sn(nn.Linear(64, 10)))
+    model = nn.Sequential(
+        sn(nn.Linear(64, 64)), nn.ReLU(), sn(nn.Linear(64, 64)), nn.ReLU(), sn(nn.Linear(64, 10))
+    )
     if warm:  # the fix from pytorch/pytorch#51800: one forward in train mode first
         with torch.no_grad():
             model(digits()[0][:16])
@@ -47,7 +49,9 @@ def test_batchnorm_running_statistics_at_init_are_normal():
     x, y = digits()
     for momentum in (0.1, None):
         torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64, momentum=momentum), nn.ReLU(), nn.Linear(64, 10))
+        model = nn.Sequential(
+            nn.Linear(64, 64), nn.BatchNorm1d(64, momentum=momentum), nn.ReLU(), nn.Linear(64, 10)
+        )
         finding = diagnose(model, (x * 16, y), layers=LAYERS)["model.mode_state"]
         assert finding.status == "pass", finding.message
         assert "running statistics" in finding.message

@@ -5,7 +5,19 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tests.doctor.helpers import Tagger, TinyLM, diabetes, diagnose, digits, lm_loss, mlp, regressor, status, tag_data, token_data
+from tests.doctor.helpers import (
+    Tagger,
+    TinyLM,
+    diabetes,
+    diagnose,
+    digits,
+    lm_loss,
+    mlp,
+    regressor,
+    status,
+    tag_data,
+    token_data,
+)
 
 
 def model_report(model, data=None, loss_fn=None, **kw):
@@ -33,7 +45,9 @@ class BatchNormDropout(nn.Module):
     def __init__(self):
         super().__init__()
         torch.manual_seed(0)
-        self.net = nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 10))
+        self.net = nn.Sequential(
+            nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 10)
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -50,7 +64,11 @@ class SmallCNN(nn.Module):
         return self.fc(self.conv(x.view(-1, 1, 8, 8)).flatten(1))
 
 
-@pytest.mark.parametrize("make", [lambda: mlp(), ZeroHead, BatchNormDropout, SmallCNN], ids=["mlp", "zero_head", "bn_dropout", "cnn"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: mlp(), ZeroHead, BatchNormDropout, SmallCNN],
+    ids=["mlp", "zero_head", "bn_dropout", "cnn"],
+)
 def test_healthy_models_pass_every_model_check(make):
     report = model_report(make())
     bad = [f for f in report.findings if f.status in ("fail", "warn")]
@@ -91,7 +109,10 @@ def test_nonfinite_output_fails():
 def test_forward_that_raises_fails_once_and_dependents_skip():
     model = mlp(d_in=63)  # wrong input width
     report = model_report(model)
-    assert report["model.forward"].status == "fail" and "RuntimeError" in report["model.forward"].message
+    assert (
+        report["model.forward"].status == "fail"
+        and "RuntimeError" in report["model.forward"].message
+    )
     assert report["model.batch_independence"].status == "skip"
 
 
@@ -153,7 +174,9 @@ def test_detached_graph_fails_grad_coverage():
 
 
 def test_zero_loss_fails_and_zero_head_is_explained():
-    f = model_report(mlp(), loss_fn=lambda out, y: 0 * F.cross_entropy(out, y))["model.grad.coverage"]
+    f = model_report(mlp(), loss_fn=lambda out, y: 0 * F.cross_entropy(out, y))[
+        "model.grad.coverage"
+    ]
     assert f.status == "fail"
     f = model_report(ZeroHead())["model.grad.coverage"]
     assert f.status == "pass" and "body.0.weight" in f.evidence["explained_by_zero_init"]
@@ -170,7 +193,9 @@ def test_accidentally_frozen_warns_declared_passes_all_frozen_fails():
 
 
 def test_expect_frozen_pattern_matching_nothing_warns():
-    assert status(model_report(mlp(), expect_frozen=["backbone.*"]), "model.params.frozen") == "warn"
+    assert (
+        status(model_report(mlp(), expect_frozen=["backbone.*"]), "model.params.frozen") == "warn"
+    )
 
 
 class BatchMixer(nn.Module):
@@ -262,7 +287,9 @@ def test_a_tagger_may_read_both_directions_but_a_language_model_may_not():
     bidirectional_lm = Tagger(tags=16)  # the same network asked to predict the next token
     assert status(model_report(bidirectional_lm, (x, y), lm_loss), "model.causality") == "fail"
     # labels that are the inputs themselves, shifted inside the loss (Hugging Face's convention)
-    assert status(model_report(bidirectional_lm, (x, x.clone()), lm_loss), "model.causality") == "fail"
+    assert (
+        status(model_report(bidirectional_lm, (x, x.clone()), lm_loss), "model.causality") == "fail"
+    )
     assert status(model_report(TinyLM(), (x, x.clone()), lm_loss), "model.causality") == "pass"
 
 
@@ -275,12 +302,15 @@ def test_multi_label_outputs_are_judged_per_label():
     bad = [f for f in healthy.findings if f.status in ("fail", "warn")]
     assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
 
-    sigmoid_twice = model_report(nn.Sequential(mlp(d_out=3), nn.Sigmoid()), (x, labels), nn.BCEWithLogitsLoss())
+    sigmoid_twice = model_report(
+        nn.Sequential(mlp(d_out=3), nn.Sigmoid()), (x, labels), nn.BCEWithLogitsLoss()
+    )
     assert sigmoid_twice["model.loss.logits"].status == "warn"
 
 
 class TupleOutput(nn.Module):
-    """Healthy apart from its output: logits and an auxiliary value, which the user's loss unpacks."""
+    """Healthy apart from its output: logits and an auxiliary value, which the user's loss
+    unpacks."""
 
     def __init__(self):
         super().__init__()
@@ -295,7 +325,11 @@ def test_a_structured_output_is_named_once_with_the_fix_and_the_self_test_still_
     unpacking = lambda out, y: F.cross_entropy(out[0], y)
     report = diagnose(TupleOutput(), loss_fn=unpacking, layers=("model", "update"))
     f = report["model.forward"]
-    assert f.status == "fail" and "a tuple of tensor (32, 10), tensor (32,)" in f.message and "model(x)[0]" in f.message
+    assert (
+        f.status == "fail"
+        and "a tuple of tensor (32, 10), tensor (32,)" in f.message
+        and "model(x)[0]" in f.message
+    )
     assert report["model.loss.scalar"].status == "skip"  # the loss did not fail; the forward did
     assert report["model.grad.coverage"].status == "pass"  # the user's loss takes the tuple
     assert report.extras["selftest"]["ok"] is True  # the detached mutant detaches tuples too
@@ -306,9 +340,14 @@ def test_inputs_in_another_dtype_than_the_weights_are_named_once():
     x, y = digits()
     report = diagnose(mlp(), (x.double(), y), layers=("model", "update"))
     f = report["model.forward"]
-    assert f.status == "fail" and "inputs are float64 but the model's parameters are float32" in f.message
+    assert (
+        f.status == "fail"
+        and "inputs are float64 but the model's parameters are float32" in f.message
+    )
     fails = [g.check for g in report.findings if g.failed]
-    assert fails == ["model.forward"], fails  # backward and step fail the same way: skipped, not repeated
+    assert fails == ["model.forward"], (
+        fails
+    )  # backward and step fail the same way: skipped, not repeated
     assert "already reported for the forward" in report["update.step.runs"].message
 
 
@@ -316,7 +355,10 @@ def test_a_loss_that_raises_is_reported_once_not_again_by_every_probe_that_calls
     x, y = digits()
     y[y == 9] = 10  # cross-entropy raises on a label beyond the outputs
     report = diagnose(mlp(), (x, y), layers=("model", "update"))
-    assert report["model.loss.scalar"].status == "fail" and "out of bounds" in report["model.loss.scalar"].message
+    assert (
+        report["model.loss.scalar"].status == "fail"
+        and "out of bounds" in report["model.loss.scalar"].message
+    )
     fails = [f.check for f in report.findings if f.failed]
     assert fails == ["model.loss.scalar"], fails
     assert "already reported for the loss" in report["model.grad.coverage"].message

@@ -31,9 +31,7 @@ def test_a_row_split_that_puts_patients_on_both_sides_fails_naming_them():
     ids = np.array(patients(len(x)))
     rows = np.random.default_rng(0).permutation(len(x))  # split by row: patients straddle
     tr, va = rows[160:], rows[:160]
-    report = data_layer(
-        (x[tr], y[tr]), val_data=(x[va], y[va]), groups=ids[tr], val_groups=ids[va]
-    )
+    report = data_layer((x[tr], y[tr]), val_data=(x[va], y[va]), groups=ids[tr], val_groups=ids[va])
     f = report["data.split.groups"]
     assert f.status == "fail" and "your split" in f.message, f.message
     shared = {g["group"]: (g["n_a"], g["n_b"]) for g in f.evidence["shared"]}
@@ -48,9 +46,7 @@ def test_a_split_by_patient_passes():
     x, y = digits()
     ids = np.array(patients(len(x)))
     tr, va = next(GroupShuffleSplit(1, test_size=0.2, random_state=0).split(x, y, ids))
-    report = data_layer(
-        (x[tr], y[tr]), val_data=(x[va], y[va]), groups=ids[tr], val_groups=ids[va]
-    )
+    report = data_layer((x[tr], y[tr]), val_data=(x[va], y[va]), groups=ids[tr], val_groups=ids[va])
     f = report["data.split.groups"]
     assert f.status == "pass" and f.evidence["n_shared"] == 0, f.message
 
@@ -59,7 +55,9 @@ def test_labcoats_split_keeps_each_group_on_one_side_even_through_a_shuffling_lo
     x, y = digits()
     ids = patients(len(x))
     loader = DataLoader(
-        TensorDataset(x, y), batch_size=32, shuffle=True,
+        TensorDataset(x, y),
+        batch_size=32,
+        shuffle=True,
         generator=torch.Generator().manual_seed(0),
     )
     for data in ((x, y), loader):
@@ -86,8 +84,13 @@ def test_experiment_carries_groups():
     x, y = digits()
     ids = np.array(patients(len(x)))
     exp = labcoat.Experiment(
-        mlp(), (x[:600], y[:600]), nn.CrossEntropyLoss(), lambda p: torch.optim.Adam(p),
-        val_data=(x[598:], y[598:]), groups=ids[:600], val_groups=ids[598:],
+        mlp(),
+        (x[:600], y[:600]),
+        nn.CrossEntropyLoss(),
+        lambda p: torch.optim.Adam(p),
+        val_data=(x[598:], y[598:]),
+        groups=ids[:600],
+        val_groups=ids[598:],
     )
     f = exp.diagnose(layers=("data",))["data.split.groups"]
     assert f.status == "fail" and f.evidence["n_shared"] == 1  # p149 spans rows 596..599

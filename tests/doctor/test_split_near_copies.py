@@ -13,8 +13,12 @@ from tests.doctor.helpers import TinyLM, digits, mlp
 
 def overlap(data, val_data=None, model=None, loss_fn=None):
     report = diagnose(
-        model or mlp(), data, loss_fn or nn.CrossEntropyLoss(), lambda p: torch.optim.Adam(p),
-        val_data=val_data, layers=("data",),
+        model or mlp(),
+        data,
+        loss_fn or nn.CrossEntropyLoss(),
+        lambda p: torch.optim.Adam(p),
+        val_data=val_data,
+        layers=("data",),
     )
     return report["data.split.overlap"]
 

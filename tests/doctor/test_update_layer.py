@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from tests.doctor.helpers import diagnose, digits, mlp, status
+from tests.doctor.helpers import diagnose, mlp, status
 from tests.doctor.test_model_layer import BatchNormDropout, ZeroHead
 
 
@@ -48,7 +48,11 @@ def test_declared_frozen_backbone_passes_every_layer():
     model = Backbone()
     opt = torch.optim.Adam(model.head.parameters(), lr=1e-3)
     report = diagnose(model, optimizer=opt, expect_frozen=["backbone.*"])
-    bad = [f for f in report.findings if f.status in ("fail", "warn") and f.check != "data.features.constant"]
+    bad = [
+        f
+        for f in report.findings
+        if f.status in ("fail", "warn") and f.check != "data.features.constant"
+    ]
     assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
     assert report["update.frozen.moved"].status == "pass"
 
@@ -109,9 +113,15 @@ def test_exploding_step_goes_nonfinite():
 
 def test_huge_learning_rate_warns_on_ratio():
     model = mlp()
-    assert status(update_report(model, torch.optim.SGD(model.parameters(), lr=50.0)), "update.ratio") == "warn"
+    assert (
+        status(update_report(model, torch.optim.SGD(model.parameters(), lr=50.0)), "update.ratio")
+        == "warn"
+    )
     model = mlp()
-    assert status(update_report(model, torch.optim.SGD(model.parameters(), lr=0.05)), "update.ratio") == "pass"
+    assert (
+        status(update_report(model, torch.optim.SGD(model.parameters(), lr=0.05)), "update.ratio")
+        == "pass"
+    )
 
 
 def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves_weights():

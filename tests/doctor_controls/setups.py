@@ -21,7 +21,8 @@ def digits(n: int = 800) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def multilabel_digits(n: int = 800) -> tuple[torch.Tensor, torch.Tensor]:
-    """Digits with three yes/no labels each (at least 5? even? has a closed loop?): float 0/1 targets."""
+    """Digits with three yes/no labels each (at least 5? even? has a closed loop?): float 0/1
+    targets."""
     X, y = digits(n)
     loops = torch.isin(y, torch.tensor([0, 4, 6, 8, 9]))
     return X, torch.stack([y >= 5, y % 2 == 0, loops], dim=1).float()
@@ -44,7 +45,8 @@ VOCAB, LENGTH = 12, 10
 
 
 def markov_sequences(n: int = 400, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token sequences where each token has two equally likely successors; targets are next tokens."""
+    """Token sequences where each token has two equally likely successors; targets are next
+    tokens."""
     g = torch.Generator().manual_seed(seed)
     successors = torch.stack([torch.randperm(VOCAB, generator=g)[:2] for _ in range(VOCAB)])
     seq = torch.empty(n, LENGTH + 1, dtype=torch.long)
@@ -82,7 +84,9 @@ def linear(d_in: int, d_out: int) -> nn.Module:
 
 @seeded
 def regression_mlp(d_in: int = 2) -> nn.Module:
-    return nn.Sequential(nn.Linear(d_in, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    return nn.Sequential(
+        nn.Linear(d_in, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)
+    )
 
 
 class Image(nn.Module):
@@ -123,14 +127,18 @@ class TinyTransformer(nn.Module):
         self.causal = causal
         self.embed = nn.Embedding(VOCAB, width)
         self.position = nn.Parameter(torch.randn(LENGTH, width) * 0.1)
-        layer = nn.TransformerEncoderLayer(width, 2, 2 * width, dropout=0.0, batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            width, 2, 2 * width, dropout=0.0, batch_first=True, norm_first=True
+        )
         self.blocks = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
         self.head = nn.Linear(width, VOCAB)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         t = x.shape[1]
         mask = nn.Transformer.generate_square_subsequent_mask(t) if self.causal else None
-        return self.head(self.blocks(self.embed(x) + self.position[:t], mask=mask, is_causal=self.causal))
+        return self.head(
+            self.blocks(self.embed(x) + self.position[:t], mask=mask, is_causal=self.causal)
+        )
 
 
 gru = seeded(GRULanguageModel)
@@ -149,4 +157,6 @@ def diagnose(model: nn.Module, data, loss_fn, *, lr: float = 1e-3, optimizer=Non
     """``labcoat.diagnose`` with Adam, no ledger and no progress bars."""
     import labcoat
 
-    return labcoat.diagnose(model, data, loss_fn, optimizer or adam(model, lr), ledger=False, progress=False, **kwargs)
+    return labcoat.diagnose(
+        model, data, loss_fn, optimizer or adam(model, lr), ledger=False, progress=False, **kwargs
+    )

@@ -14,7 +14,12 @@ HEALTHY = {
     "mlp": lambda: (s.mlp(), s.digits(), CE, 1e-3),
     "cnn": lambda: (s.cnn(), s.digits(), CE, 3e-3),
     "logistic regression": lambda: (s.linear(64, 10), s.digits(), CE, 1e-2),
-    "multi-label mlp": lambda: (s.mlp(classes=3), s.multilabel_digits(), nn.BCEWithLogitsLoss(), 1e-3),
+    "multi-label mlp": lambda: (
+        s.mlp(classes=3),
+        s.multilabel_digits(),
+        nn.BCEWithLogitsLoss(),
+        1e-3,
+    ),
     "regression mlp": lambda: (s.regression_mlp(), s.product(), nn.MSELoss(), 3e-3),
     "gru": lambda: (s.gru(), s.markov_sequences(), s.next_token_loss, 1e-2),
     "masked transformer": lambda: (s.transformer(), s.markov_sequences(), s.next_token_loss, 1e-2),
@@ -33,7 +38,9 @@ def test_healthy_setup_passes_every_layer(name):
     if report.task == "sequence":
         assert report["shuffle.random_tokens"].status == "pass"
         labels = report["shuffle.labels"]
-        assert labels.status == "skip" and "random_tokens" in labels.message  # labels live in the inputs
+        assert (
+            labels.status == "skip" and "random_tokens" in labels.message
+        )  # labels live in the inputs
     else:
         assert report["shuffle.labels"].status == "pass"
     assert report.extras["selftest"]["ok"] is True

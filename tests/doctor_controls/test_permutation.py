@@ -1,4 +1,5 @@
-"""labcoat.permutation_test: the same numbers as scikit-learn on an estimator, any pipeline otherwise."""
+"""labcoat.permutation_test: the same numbers as scikit-learn on an estimator, any pipeline
+otherwise."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def iris():
 def test_matches_scikit_learn_exactly_on_an_estimator(iris):
     X, y = iris
     estimator, cv = KNeighborsClassifier(n_neighbors=5), StratifiedKFold(3)
-    score, null, pvalue = permutation_test_score(estimator, X, y, cv=cv, n_permutations=30, random_state=7)
+    score, null, pvalue = permutation_test_score(
+        estimator, X, y, cv=cv, n_permutations=30, random_state=7
+    )
     result = labcoat.permutation_test(estimator, X, y, cv=cv, n_permutations=30, random_state=7)
     assert isinstance(result, PermutationTestResult)
     assert result.statistic == score
@@ -34,8 +37,12 @@ def test_matches_scikit_learn_with_groups_and_parallel_jobs(iris):
     X, y = iris
     groups = np.arange(len(y)) % 6
     estimator, cv = KNeighborsClassifier(n_neighbors=5), GroupKFold(3)
-    score, null, pvalue = permutation_test_score(estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3)
-    result = permutation_test(estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3, n_jobs=2)
+    score, null, pvalue = permutation_test_score(
+        estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3
+    )
+    result = permutation_test(
+        estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3, n_jobs=2
+    )
     assert (result.statistic, result.pvalue) == (score, pvalue)
     np.testing.assert_array_equal(result.null_distribution, null)
 

@@ -29,7 +29,9 @@ def test_an_enabled_bar_draws_its_description_and_count():
 
 def test_a_disabled_bar_draws_nothing():
     out = io.StringIO()
-    with ControlProgress(False, Console(file=out, force_terminal=True)).task("overfit", total=2) as advance:
+    with ControlProgress(False, Console(file=out, force_terminal=True)).task(
+        "overfit", total=2
+    ) as advance:
         advance()
     assert out.getvalue() == ""
 
@@ -47,6 +49,12 @@ def test_diagnose_shows_bars_for_each_control_only_when_asked(monkeypatch):
     for progress in (None, True):  # None: stdout is not a terminal under pytest, so no bars
         model = s.mlp()
         labcoat.diagnose(
-            model, s.digits(), nn.CrossEntropyLoss(), s.adam(model), layers=("overfit", "shuffle"), progress=progress, ledger=False
+            model,
+            s.digits(),
+            nn.CrossEntropyLoss(),
+            s.adam(model),
+            layers=("overfit", "shuffle"),
+            progress=progress,
+            ledger=False,
         )
     assert opened == ["overfit: memorising 20 examples", "shuffle: training 20 copies"]

@@ -43,7 +43,9 @@ def untouched(case):
 
 
 def test_an_uncaught_mutant_is_reported_as_a_failure_of_labcoat(monkeypatch):
-    monkeypatch.setattr(selftest, "MUTANTS", [*selftest.MUTANTS, selftest.Mutant("untouched", untouched)])
+    monkeypatch.setattr(
+        selftest, "MUTANTS", [*selftest.MUTANTS, selftest.Mutant("untouched", untouched)]
+    )
     report = s.diagnose(s.mlp(), s.digits(), CE, layers=GRADIENT_AND_UPDATE)
     assert not report.ok
     assert report.failed_layer is None  # the user's setup is fine; labcoat is not

@@ -1,4 +1,5 @@
-"""The shuffle layer: planted bugs that score above chance without real labels, and healthy twins."""
+"""The shuffle layer: planted bugs that score above chance without real labels, and healthy
+twins."""
 
 from __future__ import annotations
 
@@ -64,7 +65,9 @@ def test_causal_language_model_without_its_mask_is_caught_twice(monkeypatch):
     """model.causality catches the missing mask first; the random-token control catches it again."""
     monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 3)  # the p-value is not under test here
     X, Y = s.markov_sequences()
-    broken = s.diagnose(s.transformer(causal=False), (X, Y), s.next_token_loss, lr=1e-2, run_all=True)
+    broken = s.diagnose(
+        s.transformer(causal=False), (X, Y), s.next_token_loss, lr=1e-2, run_all=True
+    )
     assert broken.failed_layer == "model"
     assert broken["model.causality"].status == "fail"
     finding = broken["shuffle.random_tokens"]
@@ -72,7 +75,9 @@ def test_causal_language_model_without_its_mask_is_caught_twice(monkeypatch):
     assert finding.evidence["loss"] < finding.evidence["chance_loss"]
 
     healthy = s.diagnose(s.transformer(), (X, Y), s.next_token_loss, lr=1e-2, layers=("shuffle",))
-    assert healthy["shuffle.random_tokens"].status == "pass", healthy["shuffle.random_tokens"].message
+    assert healthy["shuffle.random_tokens"].status == "pass", healthy[
+        "shuffle.random_tokens"
+    ].message
 
 
 def test_pvalue_is_scikit_learns_definition_and_warns_without_signal():
@@ -93,7 +98,9 @@ def test_pvalue_is_scikit_learns_definition_and_warns_without_signal():
 
 def test_too_few_held_out_examples_skip_the_controls():
     X, y = s.digits()
-    report = s.diagnose(s.mlp(), (X[:200], y[:200]), CE, val_data=(X[200:210], y[200:210]), layers=("shuffle",))
+    report = s.diagnose(
+        s.mlp(), (X[:200], y[:200]), CE, val_data=(X[200:210], y[200:210]), layers=("shuffle",)
+    )
     assert report["shuffle.labels"].status == "skip"
     assert report["shuffle.pvalue"].status == "skip"
 
@@ -103,12 +110,18 @@ def shifting_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), y[:, 1:].reshape(-1))
 
 
-def test_labels_that_are_the_inputs_pass_when_the_loss_shifts_them_and_fail_when_nothing_does(monkeypatch):
+def test_labels_that_are_the_inputs_pass_when_the_loss_shifts_them_and_fail_when_nothing_does(
+    monkeypatch,
+):
     monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 3)  # the p-value is not under test here
     X, _ = s.markov_sequences()
-    healthy = s.diagnose(s.gru(), (X, X.clone()), shifting_loss, lr=1e-2, layers=("overfit", "shuffle"))
+    healthy = s.diagnose(
+        s.gru(), (X, X.clone()), shifting_loss, lr=1e-2, layers=("overfit", "shuffle")
+    )
     assert healthy["overfit.batch"].status == "pass", healthy["overfit.batch"].message
-    assert healthy["shuffle.random_tokens"].status == "pass", healthy["shuffle.random_tokens"].message
+    assert healthy["shuffle.random_tokens"].status == "pass", healthy[
+        "shuffle.random_tokens"
+    ].message
 
     unshifted = s.diagnose(s.gru(), (X, X.clone()), s.next_token_loss, lr=1e-2, layers=("shuffle",))
     finding = unshifted["shuffle.random_tokens"]
@@ -122,15 +135,21 @@ def test_a_perfect_prediction_is_the_losses_lowest_point_not_the_targets_themsel
     def sigmoid_per_class(out, target):  # one-vs-rest on one-hot rows, in the user's own function
         return nn.functional.binary_cross_entropy_with_logits(out, target)
 
-    report = s.diagnose(s.mlp(), (X, nn.functional.one_hot(y, 10).float()), sigmoid_per_class, layers=("shuffle",))
+    report = s.diagnose(
+        s.mlp(), (X, nn.functional.one_hot(y, 10).float()), sigmoid_per_class, layers=("shuffle",)
+    )
     finding = report["shuffle.labels"]
     assert finding.status == "pass", finding.message
-    assert finding.evidence["perfect_score"] > -1e-3  # its floor is ~0; output = target scores -0.65
+    assert (
+        finding.evidence["perfect_score"] > -1e-3
+    )  # its floor is ~0; output = target scores -0.65
 
 
 def test_copies_keep_what_their_untrained_start_already_scores_on_simple_labels():
     """Three yes/no labels that a random initialisation lines up with by luck."""
-    report = s.diagnose(s.mlp(classes=3), s.multilabel_digits(), nn.BCEWithLogitsLoss(), layers=("shuffle",))
+    report = s.diagnose(
+        s.mlp(classes=3), s.multilabel_digits(), nn.BCEWithLogitsLoss(), layers=("shuffle",)
+    )
     finding = report["shuffle.labels"]
     assert finding.status == "pass", finding.message
     assert finding.evidence["untrained_above_chance"] > 0.03
@@ -149,7 +168,9 @@ def fitted_mlp() -> nn.Module:
 
 
 def test_a_trained_start_is_not_a_leak_but_a_metric_that_cannot_fail_still_is(monkeypatch):
-    monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 5)  # the real setup's p-value is not under test here
+    monkeypatch.setitem(
+        shuffle.PERMUTATIONS, "fast", 5
+    )  # the real setup's p-value is not under test here
     start = fitted_mlp()
     fine_tuning = s.diagnose(start, s.digits(), CE, layers=("shuffle",))
     finding = fine_tuning["shuffle.labels"]

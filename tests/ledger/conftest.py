@@ -78,7 +78,10 @@ def postgres_server():
     if init.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"initdb failed: {init.stderr.strip()[-300:]}")
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=60"
+    options = (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "
+        "-c max_connections=60"
+    )
     start = subprocess.run(
         [
             *as_user,

@@ -203,7 +203,10 @@ def child_env(monkeypatch, subprocess_env):
 
 
 def test_run_wraps_a_command_tees_output_and_exits_with_its_code(cli, location, child_env):
-    script = "import sys; print('epoch 1 loss 0.5'); print('warning: slow', file=sys.stderr); sys.exit(3)"
+    script = (
+        "import sys; print('epoch 1 loss 0.5'); print('warning: slow', file=sys.stderr); "
+        "sys.exit(3)"
+    )
     res = cli(
         "run",
         "--ledger",
@@ -244,7 +247,8 @@ def test_run_json_keeps_stdout_for_the_record(cli, location, child_env):
 def test_wrapped_command_records_findings_into_its_run(cli, location, child_env):
     script = (
         "from labcoat.findings import Finding; from labcoat.ledger import Ledger; "
-        "Ledger.existing().record_findings([Finding('grads_flow', 'model', 'fail', 'no grad', falsifies='graph detached')])"
+        "Ledger.existing().record_findings([Finding('grads_flow', 'model', 'fail', 'no grad', "
+        "falsifies='graph detached')])"
     )
     res = cli("run", "--ledger", location, "--", sys.executable, "-c", script)
     assert res.code == 0, res.err

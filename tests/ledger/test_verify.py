@@ -80,7 +80,8 @@ def test_each_kind_of_tampering_is_named(filled, location, statement, table, kin
 
 
 def test_a_forged_hash_breaks_the_link_to_the_next_row(filled, location):
-    """Recomputing the edited row's own hash is not enough: the next row still points at the old one."""
+    """Recomputing the edited row's own hash is not enough: the next row still points at the old
+    one."""
     ledger, a, b = filled
     cols = ", ".join(ENTRY_REVISIONS.columns)
     [row] = raw_sql(location, f"SELECT {cols}, prev_hash FROM entry_revisions WHERE id = 1")

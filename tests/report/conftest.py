@@ -33,21 +33,27 @@ def browser():
 
 @pytest.fixture
 def open_report(browser, tmp_path):
-    """``open_report(path, width=..., dark=...)`` → :class:`Opened`; a screenshot lands in tmp_path."""
+    """``open_report(path, width=..., dark=...)`` → :class:`Opened`; a screenshot lands in
+    tmp_path."""
     contexts = []
 
     def open_(path, *, width: int = 1100, height: int = 800, dark: bool = False) -> Opened:
-        ctx = browser.new_context(viewport={"width": width, "height": height},
-                                  color_scheme="dark" if dark else "light")
+        ctx = browser.new_context(
+            viewport={"width": width, "height": height}, color_scheme="dark" if dark else "light"
+        )
         contexts.append(ctx)
         page = ctx.new_page()
         opened = Opened(page)
         page.on("request", lambda r: opened.requests.append(r.url))
-        page.on("console", lambda m: opened.console_errors.append(m.text) if m.type == "error" else None)
+        page.on(
+            "console", lambda m: opened.console_errors.append(m.text) if m.type == "error" else None
+        )
         page.on("pageerror", lambda e: opened.console_errors.append(str(e)))
         page.goto(path.resolve().as_uri())
         page.wait_for_load_state("load")
-        page.screenshot(path=str(tmp_path / f"{path.stem}-{width}{'-dark' if dark else ''}.png"), full_page=True)
+        page.screenshot(
+            path=str(tmp_path / f"{path.stem}-{width}{'-dark' if dark else ''}.png"), full_page=True
+        )
         opened.requests = [u for u in opened.requests if u != path.resolve().as_uri()]
         return opened
 

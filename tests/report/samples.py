@@ -9,8 +9,15 @@ from labcoat.findings import Finding
 
 
 def _f(check: str, layer: str, status: str, message: str, **evidence) -> Finding:
-    return Finding(check=check, layer=layer, status=status, message=message, evidence=evidence,
-                   falsifies=f"{check} is broken", predicts=f"{check} holds")
+    return Finding(
+        check=check,
+        layer=layer,
+        status=status,
+        message=message,
+        evidence=evidence,
+        falsifies=f"{check} is broken",
+        predicts=f"{check} holds",
+    )
 
 
 def ladder(fail_at: str | None = None) -> Report:
@@ -18,25 +25,64 @@ def ladder(fail_at: str | None = None) -> Report:
     there (so the failing layer sits below a long ladder), else the controls pass too."""
     findings = [_f(f"data.check{i}", "data", "pass", "fine") for i in range(8)]
     findings += [_f(f"model.check{i}", "model", "pass", "fine") for i in range(13)]
-    findings.append(_f("update.optimizer.coverage", "update",
-                       "fail" if fail_at == "update" else "pass",
-                       "2 of 6 trainable parameters are in no optimizer group: head.weight, head.bias"
-                       if fail_at == "update" else "every trainable parameter is in the optimizer",
-                       missing=["head.weight", "head.bias"] if fail_at == "update" else []))
+    findings.append(
+        _f(
+            "update.optimizer.coverage",
+            "update",
+            "fail" if fail_at == "update" else "pass",
+            "2 of 6 trainable parameters are in no optimizer group: head.weight, head.bias"
+            if fail_at == "update"
+            else "every trainable parameter is in the optimizer",
+            missing=["head.weight", "head.bias"] if fail_at == "update" else [],
+        )
+    )
     if fail_at == "update":
-        return Report(findings, ["data", "model", "update"], ["overfit", "shuffle"],
-                      timings={"data": 0.1, "model": 0.02, "update": 0.03})
+        return Report(
+            findings,
+            ["data", "model", "update"],
+            ["overfit", "shuffle"],
+            timings={"data": 0.1, "model": 0.02, "update": 0.03},
+        )
     curve = [2.3 * math.exp(-i / 4) + 0.05 for i in range(12)]
-    findings.append(_f("overfit.batch", "overfit", "pass", "memorised 20 examples", steps=68,
-                       loss_curve=curve, loss_floor=0.0, chance_loss=2.3))
-    findings.append(_f("shuffle.labels", "shuffle", "pass", "shuffled copies score 0.12; chance is 0.1",
-                       shuffled_scores=[0.1 + 0.01 * (i % 5) for i in range(19)], real_score=0.81,
-                       chance=0.1, score="accuracy"))
-    selftest = {"ok": True, "caught": 2, "mutants": 2, "results": [
-        {"mutant": "loss × 0", "caught": True, "caught_by": ["model.grad.coverage"]},
-        {"mutant": "output detached", "caught": True, "caught_by": ["model.grad.coverage"]}]}
-    return Report(findings, ["data", "model", "update", "overfit", "shuffle"],
-                  timings={"shuffle": 1.2}, extras={"selftest": selftest})
+    findings.append(
+        _f(
+            "overfit.batch",
+            "overfit",
+            "pass",
+            "memorised 20 examples",
+            steps=68,
+            loss_curve=curve,
+            loss_floor=0.0,
+            chance_loss=2.3,
+        )
+    )
+    findings.append(
+        _f(
+            "shuffle.labels",
+            "shuffle",
+            "pass",
+            "shuffled copies score 0.12; chance is 0.1",
+            shuffled_scores=[0.1 + 0.01 * (i % 5) for i in range(19)],
+            real_score=0.81,
+            chance=0.1,
+            score="accuracy",
+        )
+    )
+    selftest = {
+        "ok": True,
+        "caught": 2,
+        "mutants": 2,
+        "results": [
+            {"mutant": "loss × 0", "caught": True, "caught_by": ["model.grad.coverage"]},
+            {"mutant": "output detached", "caught": True, "caught_by": ["model.grad.coverage"]},
+        ],
+    }
+    return Report(
+        findings,
+        ["data", "model", "update", "overfit", "shuffle"],
+        timings={"shuffle": 1.2},
+        extras={"selftest": selftest},
+    )
 
 
 def watch_events(steps: int = 5000, alerts_at: tuple[int, ...] = (1200, 3400)) -> list[dict]:
@@ -44,12 +90,32 @@ def watch_events(steps: int = 5000, alerts_at: tuple[int, ...] = (1200, 3400)) -
     events = []
     for s in range(steps):
         loss = 2.0 * math.exp(-s / 1500) + 0.1 + (25.0 if s == 2500 else 0.0)
-        events.append({"kind": "series", "step": s, "rank": 0, "value": loss, "loss": loss, "losses": 1,
-                       "grad_norm": 1.0 + 0.1 * math.sin(s) if s % 10 == 0 else None,
-                       "update_ratio": None, "lr": 1e-3})
+        events.append(
+            {
+                "kind": "series",
+                "step": s,
+                "rank": 0,
+                "value": loss,
+                "loss": loss,
+                "losses": 1,
+                "grad_norm": 1.0 + 0.1 * math.sin(s) if s % 10 == 0 else None,
+                "update_ratio": None,
+                "lr": 1e-3,
+            }
+        )
     for i, s in enumerate(alerts_at):
-        events.append({"kind": "spike", "step": s, "rank": 0, "severity": "warn", "subject": "loss",
-                       "value": 9.0, "message": f"loss spiked {i}", "evidence": {"z": 9.0}})
+        events.append(
+            {
+                "kind": "spike",
+                "step": s,
+                "rank": 0,
+                "severity": "warn",
+                "subject": "loss",
+                "value": 9.0,
+                "message": f"loss spiked {i}",
+                "evidence": {"z": 9.0},
+            }
+        )
     return events
 
 
@@ -62,7 +128,9 @@ def learning_curve(bootstrap: int = 20):
     x = np.logspace(6, 9, 12)
     y = (1.7 + 300 * x**-0.3) * (1 + 0.01 * np.sin(np.arange(12)))
     fit = scale.fit(x, None, y, form="curve", bootstrap=bootstrap, ledger=False)
-    held = scale.backtest(x, None, y, form="curve", holdout="n", top=4, bootstrap=bootstrap, ledger=False)
+    held = scale.backtest(
+        x, None, y, form="curve", holdout="n", top=4, bootstrap=bootstrap, ledger=False
+    )
     return fit, held
 
 

@@ -54,8 +54,15 @@ def test_watch_page_marks_every_alert_and_stays_light(tmp_path, open_report):
 
 
 @pytest.mark.parametrize("dark", [False, True])
-def test_phone_width_has_no_sideways_scroll_and_dark_mode_changes_colours(tmp_path, open_report, dark):
-    path = _write(tmp_path, "phone", doctor_section(samples.ladder("update")), watch_section(samples.watch_events(500)))
+def test_phone_width_has_no_sideways_scroll_and_dark_mode_changes_colours(
+    tmp_path, open_report, dark
+):
+    path = _write(
+        tmp_path,
+        "phone",
+        doctor_section(samples.ladder("update")),
+        watch_section(samples.watch_events(500)),
+    )
     shown = open_report(path, width=390, height=844, dark=dark)
     page = shown.page
     assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
@@ -70,13 +77,19 @@ def test_scale_page_draws_the_band_and_the_held_out_runs(tmp_path, open_report):
     from labcoat.report.sections.scale import scale_section
 
     fit, held = samples.learning_curve()
-    path = _write(tmp_path, "scale", scale_section(fit), scale_section(held, title="Backtest", id="bt"))
+    path = _write(
+        tmp_path, "scale", scale_section(fit), scale_section(held, title="Backtest", id="bt")
+    )
     shown = open_report(path)
     page = shown.page
     first = page.locator('#scale [data-chart="scale-fit"]')
-    assert first.locator("g#band path").count() == 1 and first.locator("g#points-0 use").count() == 12
+    assert (
+        first.locator("g#band path").count() == 1 and first.locator("g#points-0 use").count() == 12
+    )
     backtest = page.locator('#bt [data-chart="scale-fit"]')
-    held_marks = backtest.locator("g#points-1 use").count() + backtest.locator("g#points-2 use").count()
+    held_marks = (
+        backtest.locator("g#points-1 use").count() + backtest.locator("g#points-2 use").count()
+    )
     assert held_marks == 4 and backtest.locator("g#points-0 use").count() == 8
     assert "MAPE" in page.locator("#bt .verdict").inner_text()
     assert not shown.requests and not shown.console_errors
@@ -86,16 +99,24 @@ def test_audit_page_shows_flagged_examples_as_thumbnails(tmp_path, open_report):
     from labcoat.report.sections.audit import audit_section
 
     X, y, issues, a, b, dups = samples.digits_audit()
-    path = _write(tmp_path, "audit", audit_section(issues, examples=X, labels=y),
-                  audit_section(dups, examples=a, other=b, title="Duplicates", id="dups"))
+    path = _write(
+        tmp_path,
+        "audit",
+        audit_section(issues, examples=X, labels=y),
+        audit_section(dups, examples=a, other=b, title="Duplicates", id="dups"),
+    )
     shown = open_report(path)
     page = shown.page
     rows = page.locator('table[data-table="labels"] tr').count() - 1
     assert rows == min(issues.count, 30) and issues.count >= 6
     thumbs = page.locator('table[data-table="labels"] img.thumb')
     assert thumbs.count() == rows
-    assert page.evaluate("[...document.querySelectorAll('img.thumb')].every(i => i.naturalWidth == 8)")
-    assert page.locator('table[data-table="duplicates"] img.thumb').count() == 2 * min(len(dups.pairs), 30)
+    assert page.evaluate(
+        "[...document.querySelectorAll('img.thumb')].every(i => i.naturalWidth == 8)"
+    )
+    assert page.locator('table[data-table="duplicates"] img.thumb').count() == 2 * min(
+        len(dups.pairs), 30
+    )
     assert not shown.requests and not shown.console_errors
 
 
@@ -106,13 +127,19 @@ def test_stats_pages_draw_intervals_ranks_and_power(tmp_path, open_report):
     from labcoat.report.sections.stats import stats_section
 
     rng = np.random.default_rng(0)
-    scores = {m: (rng.random(300) < p).astype(float) for m, p in (("a", 0.72), ("b", 0.70), ("c", 0.5))}
+    scores = {
+        m: (rng.random(300) < p).astype(float) for m, p in (("a", 0.72), ("b", 0.70), ("c", 0.5))
+    }
     board = stats.leaderboard(scores, n_resamples=300)
     compare = stats.compare(scores["a"], scores["c"])
     gate = stats.gate(scores["b"], scores["a"], margin=0.02)
-    path = _write(tmp_path, "stats", stats_section(board, title="Leaderboard", id="lb"),
-                  stats_section(compare, title="a vs c", name="avc", id="cmp"),
-                  stats_section(gate, title="Gate", name="gate", id="gate"))
+    path = _write(
+        tmp_path,
+        "stats",
+        stats_section(board, title="Leaderboard", id="lb"),
+        stats_section(compare, title="a vs c", name="avc", id="cmp"),
+        stats_section(gate, title="Gate", name="gate", id="gate"),
+    )
     shown = open_report(path)
     page = shown.page
     assert page.locator('#lb [data-chart] g[id^="interval-"]').count() == 3

@@ -18,8 +18,15 @@ def test_doctor_watch_and_stats_all_reach_the_report(cli, tmp_path):
     x, y = digits()
     model = mlp()
     with labcoat.Ledger(path) as ledger:
-        labcoat.diagnose(model, (x, y), nn.CrossEntropyLoss(), torch.optim.Adam(model.parameters()),
-                         layers=("data", "model", "update"), ledger=ledger, progress=False)
+        labcoat.diagnose(
+            model,
+            (x, y),
+            nn.CrossEntropyLoss(),
+            torch.optim.Adam(model.parameters()),
+            layers=("data", "model", "update"),
+            ledger=ledger,
+            progress=False,
+        )
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
         with labcoat.watch(model, optimizer, every=1, ledger=ledger) as w:
             for step in range(40):
@@ -29,8 +36,11 @@ def test_doctor_watch_and_stats_all_reach_the_report(cli, tmp_path):
                 optimizer.step()
                 w.observe(step=step, loss=loss)
         rng = np.random.default_rng(0)
-        record(stats.compare((rng.random(200) < 0.7) * 1.0, (rng.random(200) < 0.6) * 1.0),
-               ledger=ledger, name="A vs B")
+        record(
+            stats.compare((rng.random(200) < 0.7) * 1.0, (rng.random(200) < 0.6) * 1.0),
+            ledger=ledger,
+            name="A vs B",
+        )
         runs = ledger.runs()
         assert [r.name for r in runs] == ["doctor", "watch", "stats"]
         assert runs[1].status == "ok" and len(ledger.events(run=runs[1].id, kind="series")) == 40

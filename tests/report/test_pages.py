@@ -13,11 +13,18 @@ from labcoat.report.sections.doctor import doctor_section
 from labcoat.report.sections.watch import watch_section
 from tests.report import samples
 
-EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["'](?!#|data:)|url\(\s*["']?(?!#|data:)|@import|<script""", re.I)
+EXTERNAL = re.compile(
+    r"""(?:src|href)\s*=\s*["'](?!#|data:)|url\(\s*["']?(?!#|data:)|@import|<script""", re.I
+)
 
 
 def test_a_page_fetches_nothing_and_declares_so():
-    html = Page("t").add(doctor_section(samples.ladder())).add(watch_section(samples.watch_events())).to_html()
+    html = (
+        Page("t")
+        .add(doctor_section(samples.ladder()))
+        .add(watch_section(samples.watch_events()))
+        .to_html()
+    )
     assert not EXTERNAL.search(html), EXTERNAL.search(html).group(0)
     assert "default-src 'none'" in html  # the browser itself refuses any fetch
     assert html.count("<svg") >= 4  # overfit curve, shuffle strip, loss and gradient norm
@@ -34,7 +41,9 @@ def test_failing_ladder_opens_its_failing_layer_and_names_the_verdict():
 
 def test_watch_marks_one_line_per_alert():
     html = watch_section(samples.watch_events(alerts_at=(100, 2000, 4000))).to_html()
-    loss_chart = html[html.index('data-chart="watch-loss"'):html.index('data-chart="watch-grad_norm"')]
+    loss_chart = html[
+        html.index('data-chart="watch-loss"') : html.index('data-chart="watch-grad_norm"')
+    ]
     assert len(re.findall(r'<g id="alert-\d+"', loss_chart)) == 3
 
 
@@ -72,8 +81,9 @@ def test_an_evaluation_shows_its_interval_narrowing_until_it_stopped():
     torch.manual_seed(0)
     model = nn.Linear(4, 2)
     batches = [(torch.randn(50, 4), torch.randint(2, (50,))) for _ in range(40)]
-    result = evaluate(model, batches, lambda b: (model(b[0]).argmax(1) == b[1]).float(), width=0.3,
-                      step=7)
+    result = evaluate(
+        model, batches, lambda b: (model(b[0]).argmax(1) == b[1]).float(), width=0.3, step=7
+    )
     lows = [p[2] for p in result.path]
     assert result.stopped_early and len(result.path) == result.batches >= 2
     assert lows[-1] > lows[0]  # the interval narrowed from below

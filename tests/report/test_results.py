@@ -51,13 +51,39 @@ def test_stats_compare_writes_html_records_it_and_the_report_shows_it(cli, tmp_p
     fa, fb = _csv(tmp_path / "new.csv", ids, a), _csv(tmp_path / "old.csv", ids, b)
     ledger = tmp_path / "l.db"
     page = tmp_path / "cmp.html"
-    done = cli("stats", "compare", fa, fb, "--on", "id", "--score", "correct", "--html", page,
-               "--ledger", ledger, "--json")
+    done = cli(
+        "stats",
+        "compare",
+        fa,
+        fb,
+        "--on",
+        "id",
+        "--score",
+        "correct",
+        "--html",
+        page,
+        "--ledger",
+        ledger,
+        "--json",
+    )
     assert done.code == 0, done.err
     assert json.loads(done.out)["diff"] == pytest.approx(a.mean() - b.mean())
     assert 'data-chart="stats-new vs old"' in page.read_text()
-    gate = cli("stats", "gate", fa, fb, "--on", "id", "--score", "correct", "--margin", "0.05",
-               "--ledger", ledger, "--json")
+    gate = cli(
+        "stats",
+        "gate",
+        fa,
+        fb,
+        "--on",
+        "id",
+        "--score",
+        "correct",
+        "--margin",
+        "0.05",
+        "--ledger",
+        ledger,
+        "--json",
+    )
     assert gate.code in (0, 1, 4), gate.err
     from labcoat.ledger import Ledger
 
@@ -70,7 +96,9 @@ def test_stats_compare_writes_html_records_it_and_the_report_shows_it(cli, tmp_p
     assert shown.code == 0, shown.err
     html = out.read_text()
     assert html.count('data-chart="stats-') == 1 and html.count('data-chart="gate-') == 1
-    nothing = cli("stats", "compare", fa, fb, "--on", "id", "--score", "correct", "--no-ledger", "--json")
+    nothing = cli(
+        "stats", "compare", fa, fb, "--on", "id", "--score", "correct", "--no-ledger", "--json"
+    )
     assert nothing.code == 0
     with Ledger(ledger) as notebook:
         assert len(notebook.findings(source="stats")) == 2

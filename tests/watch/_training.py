@@ -47,7 +47,11 @@ class CNN(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 16, 3), nn.ReLU()
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.Conv2d(8, 16, 3),
+            nn.ReLU(),
         )
         self.head = nn.Linear(16, 10)
 
@@ -61,7 +65,9 @@ class TinyTransformer(nn.Module):
         super().__init__()
         self.embed = nn.Linear(8, d)
         self.pos = nn.Parameter(torch.zeros(8, d))
-        layer = nn.TransformerEncoderLayer(d, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d, nhead=4, dim_feedforward=64, dropout=0.0, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
         self.head = nn.Linear(d, 10)
 

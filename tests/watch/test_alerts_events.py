@@ -11,8 +11,15 @@ from labcoat.watch.events import rank_path
 
 def desync(rank, step=20, subject="fc2.bias"):
     return Alert(
-        "desync", step, rank, "fail", f"replicated tensor {subject!r} differs", {"culprit_ranks": [2]},
-        subject=subject, value=0.1, time=1.0,
+        "desync",
+        step,
+        rank,
+        "fail",
+        f"replicated tensor {subject!r} differs",
+        {"culprit_ranks": [2]},
+        subject=subject,
+        value=0.1,
+        time=1.0,
     )
 
 

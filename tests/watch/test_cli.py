@@ -12,13 +12,32 @@ def write_run(tmp_path):
     for rank in (0, 1):
         log = EventLog(tmp_path / f"events.rank{rank}.jsonl")
         log.write(
-            Alert("desync", 20, rank, "fail", "replicated tensor 'fc2.bias' differs across ranks",
-                  {"culprit_ranks": [1]}, subject="fc2.bias").to_event()
+            Alert(
+                "desync",
+                20,
+                rank,
+                "fail",
+                "replicated tensor 'fc2.bias' differs across ranks",
+                {"culprit_ranks": [1]},
+                subject="fc2.bias",
+            ).to_event()
         )
         if rank == 0:
-            log.write(Alert("spike", 7, 0, "warn", "loss 9 at step 7", subject="loss", value=9.0).to_event())
-            log.write({"kind": "eval", "step": 30, "rank": 0, "time": 1.0, "value": 0.91,
-                       "message": "accuracy 0.91 [0.88, 0.94]"})
+            log.write(
+                Alert(
+                    "spike", 7, 0, "warn", "loss 9 at step 7", subject="loss", value=9.0
+                ).to_event()
+            )
+            log.write(
+                {
+                    "kind": "eval",
+                    "step": 30,
+                    "rank": 0,
+                    "time": 1.0,
+                    "value": 0.91,
+                    "message": "accuracy 0.91 [0.88, 0.94]",
+                }
+            )
         log.close()
         paths.append(log.path)
     return paths
@@ -35,14 +54,21 @@ def test_report_shows_one_row_per_event_with_the_ranks_that_saw_it(cli, tmp_path
 def test_report_json_is_one_object(cli, tmp_path):
     res = cli("watch", "report", "--json", *write_run(tmp_path))
     data = json.loads(res.out)
-    assert [(a["kind"], a["step"], a["ranks"]) for a in data["alerts"]] == [("spike", 7, [0]), ("desync", 20, [0, 1])]
+    assert [(a["kind"], a["step"], a["ranks"]) for a in data["alerts"]] == [
+        ("spike", 7, [0]),
+        ("desync", 20, [0, 1]),
+    ]
     assert data["ranks"] == [0, 1] and data["events"] == 4
     assert [e["kind"] for e in data["other_events"]] == ["eval"]
 
 
 def test_report_errors_are_one_line(cli, tmp_path):
     res = cli("watch", "report", tmp_path / "nope.jsonl")
-    assert res.code == 2 and res.err.startswith("labcoat: error: events file") and res.err.count("\n") == 1
+    assert (
+        res.code == 2
+        and res.err.startswith("labcoat: error: events file")
+        and res.err.count("\n") == 1
+    )
     res = cli("watch", "report")
     assert res.code == 2 and "needs at least one events file" in res.err
 
@@ -51,11 +77,26 @@ def test_report_errors_are_one_line(cli, tmp_path):
     "content, says",
     [
         (b"\x80\x81 binary\n", "is not UTF-8 text"),
-        (b'{"kind": "spike", "step": "abc", "severity": "warn"}\n', "line 1: 'step' must be an integer; got \"abc\""),
-        (b'{"kind": "spike", "step": 1, "severity": "warn", "value": "x"}\n', "'value' must be a number, \"nan\", \"inf\", \"-inf\" or null"),
-        (b'{"kind": "spike", "step": 1, "severity": "warn", "evidence": [1]}\n', "'evidence' must be an object"),
-        (b'{"kind": "spike", "step": 1, "severity": "warn", "rank": "a"}\n', "'rank' must be an integer or null"),
-        (b'{"kind": "spike", "step": 1, "severity": "warn", "ranks": 5}\n', "'ranks' must be a list of integers"),
+        (
+            b'{"kind": "spike", "step": "abc", "severity": "warn"}\n',
+            "line 1: 'step' must be an integer; got \"abc\"",
+        ),
+        (
+            b'{"kind": "spike", "step": 1, "severity": "warn", "value": "x"}\n',
+            '\'value\' must be a number, "nan", "inf", "-inf" or null',
+        ),
+        (
+            b'{"kind": "spike", "step": 1, "severity": "warn", "evidence": [1]}\n',
+            "'evidence' must be an object",
+        ),
+        (
+            b'{"kind": "spike", "step": 1, "severity": "warn", "rank": "a"}\n',
+            "'rank' must be an integer or null",
+        ),
+        (
+            b'{"kind": "spike", "step": 1, "severity": "warn", "ranks": 5}\n',
+            "'ranks' must be a list of integers",
+        ),
         (b'{"kind": ["spike"], "step": 1}\n', "'kind' must be a string"),
     ],
 )
@@ -67,8 +108,27 @@ def test_malformed_events_are_one_line_errors_naming_the_field(cli, tmp_path, co
 
 def test_non_finite_values_as_the_watch_writes_them_are_read_back(cli, tmp_path):
     log = EventLog(tmp_path / "events.jsonl")
-    log.write(Alert("nonfinite", 30, None, "fail", "the loss is NaN at step 30", subject="loss", value=float("nan")).to_event())
-    log.write({"kind": "eval", "step": 31, "rank": None, "time": 1.0, "value": float("inf"), "message": "m"})
+    log.write(
+        Alert(
+            "nonfinite",
+            30,
+            None,
+            "fail",
+            "the loss is NaN at step 30",
+            subject="loss",
+            value=float("nan"),
+        ).to_event()
+    )
+    log.write(
+        {
+            "kind": "eval",
+            "step": 31,
+            "rank": None,
+            "time": 1.0,
+            "value": float("inf"),
+            "message": "m",
+        }
+    )
     log.close()
     res = cli("watch", "report", "--json", log.path)
     assert res.code == 0, res.err
@@ -89,7 +149,11 @@ def test_an_unreadable_file_is_one_line(cli, tmp_path, monkeypatch):
 
     monkeypatch.setattr("labcoat.watch.events.open", refuse, raising=False)
     res = cli("watch", "report", path)
-    assert res.code == 2 and res.err.strip() == f"labcoat: error: events file {str(path)!r} cannot be read (Permission denied)."
+    assert (
+        res.code == 2
+        and res.err.strip()
+        == f"labcoat: error: events file {str(path)!r} cannot be read (Permission denied)."
+    )
 
 
 def test_a_directory_is_named_as_one(cli, tmp_path):

@@ -35,8 +35,19 @@ def planted_run(tmp_path_factory):
     pattern = str(tmp / "events.{rank}.jsonl")
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), "planted", str(rank), str(WORLD), str(tmp / "rendezvous"), pattern],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                str(WORKER),
+                "planted",
+                str(rank),
+                str(WORLD),
+                str(tmp / "rendezvous"),
+                pattern,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for rank in range(WORLD)
     ]
@@ -101,7 +112,9 @@ def test_sharded_tensors_are_not_in_the_replicated_set():
     try:
         mesh = init_device_mesh("cpu", (1,))
         layer = torch.nn.Linear(4, 4)
-        layer.weight = torch.nn.Parameter(distribute_tensor(layer.weight.detach(), mesh, [Shard(0)]))
+        layer.weight = torch.nn.Parameter(
+            distribute_tensor(layer.weight.detach(), mesh, [Shard(0)])
+        )
         layer.bias = torch.nn.Parameter(distribute_tensor(layer.bias.detach(), mesh, [Replicate()]))
         chosen = select_replicated(layer, None)
         assert list(chosen) == ["bias"] and type(chosen["bias"]) is torch.Tensor

@@ -63,7 +63,12 @@ def test_eval_restores_each_modules_mode_and_leaves_gradients_alone():
     model.fc1.eval()  # the user's own choice for one submodule must survive
     grads = [p.grad.clone() for p in model.parameters()]
     modes = []
-    res = evaluate(model, eval_batches(), lambda b: modes.append(model.training) or accuracy_of(model)(b), width=0.2)
+    res = evaluate(
+        model,
+        eval_batches(),
+        lambda b: modes.append(model.training) or accuracy_of(model)(b),
+        width=0.2,
+    )
     assert res.n > 0 and modes and not any(modes)
     assert model.training and model.fc2.training and not model.fc1.training
     assert all(torch.equal(g, p.grad) for g, p in zip(grads, model.parameters()))
@@ -81,7 +86,10 @@ def test_periodic_evaluation_runs_every_n_steps_and_is_recorded_as_an_event(tmp_
     assert [e["kind"] for e in events if e["kind"] != "series"] == ["eval"] * 3
     assert [e["step"] for e in events if e["kind"] == "series"] == list(range(0, 120, 10))
     events = [e for e in events if e["kind"] == "eval"]
-    assert events[0]["message"].startswith("digits accuracy: ") and "anytime interval" in events[0]["message"]
+    assert (
+        events[0]["message"].startswith("digits accuracy: ")
+        and "anytime interval" in events[0]["message"]
+    )
     assert w.alerts == []
 
 
@@ -107,7 +115,8 @@ def test_evaluation_fields_and_evaluate_keywords_are_one_list():
     from labcoat.watch.evaluation import Evaluation, evaluate
 
     keywords = [
-        p for p in inspect.signature(evaluate).parameters.values()
+        p
+        for p in inspect.signature(evaluate).parameters.values()
         if p.kind is p.KEYWORD_ONLY and p.name != "step"
     ]
     settings = [
@@ -117,6 +126,10 @@ def test_evaluation_fields_and_evaluate_keywords_are_one_list():
     assert [p.default for p in keywords] == [f.default for f in settings]
     ev = Evaluation([], lambda b: b, every=5, width=None, threshold=0.5)
     assert ev.settings() == {
-        "width": None, "threshold": 0.5, "lower": 0.0, "upper": 1.0, "confidence": 0.95,
+        "width": None,
+        "threshold": 0.5,
+        "lower": 0.0,
+        "upper": 1.0,
+        "confidence": 0.95,
         "name": "eval",
     }

@@ -54,7 +54,9 @@ class AcceleratedOptimizerLike(torch.optim.Optimizer):
 
 def test_huggingface_callback_contract(monkeypatch):
     mod = load_with_stub(
-        monkeypatch, "labcoat.watch.integrations.huggingface", {"transformers": {"TrainerCallback": object}}
+        monkeypatch,
+        "labcoat.watch.integrations.huggingface",
+        {"transformers": {"TrainerCallback": object}},
     )
     torch.manual_seed(0)
     model = MLP()
@@ -108,7 +110,9 @@ def test_lightning_callback_contract(monkeypatch):
         cb.on_train_batch_end(trainer, model, {"loss": loss}, (x, y), batch_idx)
     cb.on_train_end(trainer, model)
     (alert,) = cb.alerts
-    assert {f.check: f.status for f in cb.watcher.findings()}["repeat_batch"] == "pass"  # batches seen
+    assert {f.check: f.status for f in cb.watcher.findings()}[
+        "repeat_batch"
+    ] == "pass"  # batches seen
     assert alert.kind == "lr_zero" and alert.subject == "param group 0" and alert.step == 20
     with pytest.raises(InputError, match="optimizer_index=1"):
         mod.LabcoatWatch(optimizer_index=1).on_train_start(trainer, model)
@@ -131,8 +135,15 @@ def test_huggingface_trainer_end_to_end(tmp_path):
     data = [{"x": x[i], "labels": y[i]} for i in range(512)]
     cb = LabcoatWatchCallback(every=1)
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=40, per_device_train_batch_size=32, logging_steps=1,
-        learning_rate=3e-3, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        max_steps=40,
+        per_device_train_batch_size=32,
+        logging_steps=1,
+        learning_rate=3e-3,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
     )
     torch.manual_seed(0)
     transformers.Trainer(model=Classifier(), args=args, train_dataset=data, callbacks=[cb]).train()
@@ -156,12 +167,19 @@ def test_lightning_trainer_end_to_end():
             return torch.optim.Adam(self.parameters(), lr=3e-3)
 
     x, y = digits()
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True
+    )
     cb = LabcoatWatch(every=1)
     torch.manual_seed(0)
     trainer = pl.Trainer(
-        max_steps=40, accelerator="cpu", logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, callbacks=[cb],
+        max_steps=40,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
     )
     trainer.fit(Module(), loader)
     assert cb.watcher.observed == 40 and cb.alerts == []

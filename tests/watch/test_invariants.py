@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 
 from labcoat.errors import InputError
-from labcoat.watch import INVARIANTS, CrossRank, Invariant, Sample, WatchContext
 from labcoat.findings import CheckRegistry
+from labcoat.watch import INVARIANTS, CrossRank, Invariant, Sample, WatchContext
 from labcoat.watch.invariants import Desync, NoTrend, Spike, Straggler
 
-CONTEXT = WatchContext(param_names=("w",), frozen={}, group_params=(("w",),), frozen_baseline={}, world_size=4)
+CONTEXT = WatchContext(
+    param_names=("w",), frozen={}, group_params=(("w",),), frozen_baseline={}, world_size=4
+)
 
 
 def started(inv: Invariant) -> Invariant:
@@ -36,8 +38,18 @@ def judge(inv, **sample):
 
 def test_every_builtin_kind_is_registered_once_with_its_declaration():
     assert INVARIANTS.ids() == (
-        "nonfinite", "frozen_moved", "stale", "no_trend", "spike",
-        "grad_explode", "grad_vanish", "lr_zero", "desync", "straggler", "no_step", "repeat_batch",
+        "nonfinite",
+        "frozen_moved",
+        "stale",
+        "no_trend",
+        "spike",
+        "grad_explode",
+        "grad_vanish",
+        "lr_zero",
+        "desync",
+        "straggler",
+        "no_step",
+        "repeat_batch",
     )
     for check in INVARIANTS:
         assert check.falsifies and check.predicts and check.run.needs
@@ -84,14 +96,18 @@ def test_declared_state_resets_to_its_defaults():
 
 
 def test_desync_names_the_minority_rank_and_the_first_differing_tensor():
-    (v,) = judge(started(Desync()), cross_rank=cross([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.5]]))
+    (v,) = judge(
+        started(Desync()), cross_rank=cross([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.5]])
+    )
     assert v.subject == "b.bias" and v.evidence["culprit_ranks"] == [3]
     assert v.evidence["majority_ranks"] == [0, 1, 2]
     assert "rank 3 disagrees with ranks 0, 1, 2" in v.message
 
 
 def test_desync_without_a_majority_lists_every_rank():
-    (v,) = judge(started(Desync()), cross_rank=cross([[1.0, 2.0], [1.0, 2.0], [1.5, 2.0], [1.5, 2.0]]))
+    (v,) = judge(
+        started(Desync()), cross_rank=cross([[1.0, 2.0], [1.0, 2.0], [1.5, 2.0], [1.5, 2.0]])
+    )
     assert v.subject == "a.weight" and v.evidence["culprit_ranks"] == [0, 1, 2, 3]
     assert "no majority" in v.message
 

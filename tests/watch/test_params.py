@@ -16,15 +16,22 @@ def test_every_form_selects_the_same_tensors():
     torch.manual_seed(0)
     model = CNN()
     forms = [
-        "features.*", "features", [model.features],
+        "features.*",
+        "features",
+        [model.features],
         [model.features[0], model.features[1], "features.3"],
     ]
     chosen = [list(resolve(model, form, "expect_frozen", with_buffers=True)) for form in forms]
     assert all(c == chosen[0] for c in chosen)
     assert "features.1.running_mean" in chosen[0] and "head.weight" not in chosen[0]
     weights = resolve(model, ["*.weight", model.head.bias], "x", with_buffers=False)
-    assert list(weights) == ["features.0.weight", "features.1.weight", "features.3.weight",
-                             "head.weight", "head.bias"]
+    assert list(weights) == [
+        "features.0.weight",
+        "features.1.weight",
+        "features.3.weight",
+        "head.weight",
+        "head.bias",
+    ]
 
 
 def test_names_match_by_name_module_prefix_or_glob_and_not_by_accident():
@@ -38,7 +45,9 @@ def test_objects_become_names_and_strangers_are_refused():
     torch.manual_seed(0)
     model = CNN()
     assert as_names(model, [model.head, model.features[1].running_var, "x*"], "a") == (
-        "head", "features.1.running_var", "x*"
+        "head",
+        "features.1.running_var",
+        "x*",
     )
     with pytest.raises(InputError, match=r"`a`\[0\] is a Linear that is not part of the model"):
         as_names(model, [torch.nn.Linear(2, 2)], "a")

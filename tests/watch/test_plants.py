@@ -121,7 +121,8 @@ def test_frozen_moved_catches_batchnorm_statistics_of_a_frozen_backbone():
 
     def plant(step, m, o, x, y):
         if step == PLANT:
-            m.train()  # the usual bug: model.train() after an eval puts frozen BN back in train mode
+            # the usual bug: model.train() after an eval puts frozen BN back in train mode
+            m.train()
         return x, y
 
     w = train(model, opt, steps=PLANT + 5, plant=plant, every=1, expect_frozen="features")
@@ -176,7 +177,9 @@ def test_no_trend_when_labels_turn_to_noise_mid_run():
             y = torch.randint(0, 10, y.shape, generator=gen)
         return x, y
 
-    w = train(model, opt, steps=100 + 60, plant=plant, every=1, options={"no_trend": {"window": 40}})
+    w = train(
+        model, opt, steps=100 + 60, plant=plant, every=1, options={"no_trend": {"window": 40}}
+    )
     alerts = [a for a in w.alerts if a.kind == "no_trend"]
     assert alerts and all(a.step >= 100 for a in w.alerts)
     assert alerts[0].step <= 100 + 40
@@ -195,8 +198,15 @@ def test_no_trend_when_the_model_never_learns():
 def test_no_trend_stays_quiet_when_a_run_learns_then_plateaus():
     model, opt = mlp_sgd(lr=0.05)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 if s < 100 else 0.0)
-    w = train(model, opt, steps=200, scheduler=sched, every=1, options={"no_trend": {"window": 40}},
-              invariants=["no_trend"])
+    w = train(
+        model,
+        opt,
+        steps=200,
+        scheduler=sched,
+        every=1,
+        options={"no_trend": {"window": 40}},
+        invariants=["no_trend"],
+    )
     assert w.alerts == []
 
 
@@ -229,8 +239,14 @@ def test_grad_explode_names_the_parameter_whose_gradient_blew_up():
             handles.pop().remove()
         return x, y
 
-    w = train(model, opt, steps=PLANT + 3, plant=plant, every=1,
-              invariants=["grad_explode", "grad_vanish", "stale"])
+    w = train(
+        model,
+        opt,
+        steps=PLANT + 3,
+        plant=plant,
+        every=1,
+        invariants=["grad_explode", "grad_vanish", "stale"],
+    )
     alert = only(w.alerts, "grad_explode")
     assert alert.step == PLANT and alert.evidence["culprit"] == "fc2.weight"
 

@@ -61,8 +61,15 @@ def test_a_resumed_watch_raises_the_same_alerts_as_an_uninterrupted_one():
     with labcoat.watch(model, opt, every=3, options=OPTIONS) as first:
         run(model, opt, gen, range(CUT), first)
         buffer = io.BytesIO()  # a checkpoint as a training script writes one
-        torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
-                    "gen": gen.get_state(), "watch": first.state_dict()}, buffer)
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "opt": opt.state_dict(),
+                "gen": gen.get_state(),
+                "watch": first.state_dict(),
+            },
+            buffer,
+        )
     buffer.seek(0)
     ckpt = torch.load(buffer)  # weights_only: the watch's state is plain data
     model, opt = fresh()

@@ -189,7 +189,14 @@ def test_findings_say_which_invariants_held():
     w = train(model, opt, steps=10, every=2)
     passed = {f.check for f in w.findings() if f.status == "pass"}
     assert passed == {
-        "nonfinite", "stale", "no_trend", "spike", "grad_explode", "grad_vanish", "lr_zero", "no_step"
+        "nonfinite",
+        "stale",
+        "no_trend",
+        "spike",
+        "grad_explode",
+        "grad_vanish",
+        "lr_zero",
+        "no_step",
     }
     skipped = {f.check: f.message for f in w.findings() if f.status == "skip"}
     assert "observe(..., batch=...)" in skipped["repeat_batch"]
@@ -273,10 +280,14 @@ def test_replicated_tensors_can_be_narrowed_by_predicate_or_names():
     model = MLP()
     assert list(select_replicated(model, None)) == [n for n, _ in model.named_parameters()]
     assert list(select_replicated(model, lambda name, p: name.endswith("bias"))) == [
-        "fc1.bias", "fc2.bias", "head.bias"
+        "fc1.bias",
+        "fc2.bias",
+        "head.bias",
     ]
     assert list(select_replicated(model, ["head", model.fc1.weight])) == [
-        "fc1.weight", "head.weight", "head.bias"
+        "fc1.weight",
+        "head.weight",
+        "head.bias",
     ]
     assert list(select_replicated(model, "*.bias")) == ["fc1.bias", "fc2.bias", "head.bias"]
 

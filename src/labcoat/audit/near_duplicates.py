@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import check_choice, check_int
 from labcoat.audit.checks import AuditResult, check
 from labcoat.audit.engine import make_engine
 from labcoat.audit.engine import workdir as make_workdir
 from labcoat.audit.text import words
-from labcoat._validation import check_choice, check_int
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
 

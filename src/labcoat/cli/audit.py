@@ -37,7 +37,6 @@ def audit() -> None:
     """Audit data: label errors, duplicates across splits, contamination, group leakage."""
 
 
-
 def _finish(result: Any, as_json: bool, title: str, extra: dict[str, Any] | None = None) -> None:
     """Print the result (one JSON object with --json, else rich) and exit 1 if a check failed."""
     data = {**result.to_dict(), **(extra or {})}

@@ -14,13 +14,35 @@ from labcoat.findings import ENGINES
 @click.command()
 @click.argument("target", metavar="FILE.py[:NAME]")
 @json_option
-@click.option("--budget", type=click.Choice(["fast", "full"]), default=None, help="How much training the controls may spend (default: the experiment's, else fast).")
+@click.option(
+    "--budget",
+    type=click.Choice(["fast", "full"]),
+    default=None,
+    help="How much training the controls may spend (default: the experiment's, else fast).",
+)
 @click.option("--all", "run_all", is_flag=True, help="Run every layer even after one fails.")
-@click.option("--seed", type=int, default=None, help="Seed for splits, copies and controls (default: the experiment's).")
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed for splits, copies and controls (default: the experiment's).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @recording_options()
-@click.option("--html", "html", default=None, metavar="PATH", help="Also write the ladder as an HTML page.")
-def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: int | None, quiet: bool, ledger: str | None, no_ledger: bool, html: str | None) -> None:
+@click.option(
+    "--html", "html", default=None, metavar="PATH", help="Also write the ladder as an HTML page."
+)
+def doctor(
+    target: str,
+    as_json: bool,
+    budget: str | None,
+    run_all: bool,
+    seed: int | None,
+    quiet: bool,
+    ledger: str | None,
+    no_ledger: bool,
+    html: str | None,
+) -> None:
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
 
     NAME returns labcoat.Experiment(model, data, loss_fn, optimizer, ...), with the
@@ -35,7 +57,9 @@ def doctor(target: str, as_json: bool, budget: str | None, run_all: bool, seed: 
 
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-        report = _diagnose(load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger)
+        report = _diagnose(
+            load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger
+        )
     if html is not None:
         report.to_html(html, title=f"Doctor · {target}")
     data = {"target": target, **report.to_dict()}

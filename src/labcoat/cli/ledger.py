@@ -25,7 +25,8 @@ ledger_option = click.option(
     "location",
     metavar="PATH_OR_URL",
     default=None,
-    help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db at the project root).",
+    help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db at the "
+    "project root).",
 )
 
 
@@ -342,7 +343,8 @@ def export_command(fmt, output, since, until, location, as_json):
             Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise InputError(
-                f"--output {output}: cannot write it ({exc.strerror or exc}); give a path in an existing, writable folder"
+                f"--output {output}: cannot write it ({exc.strerror or exc}); give a path in an "
+                "existing, writable folder"
             ) from None
     if as_json:
         payload: dict[str, Any] = {
@@ -399,7 +401,8 @@ def _load_config(value: str | None) -> Any:
     path = Path(value)
     if not path.is_file():
         raise InputError(
-            f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or '{{\"lr\": 0.1}}'"
+            f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or "
+            f"'{{\"lr\": 0.1}}'"
         )
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -91,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         click.echo(
-            f"labcoat: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            f"labcoat: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+            "traceback)",
             err=True,
         )
         return 3

@@ -47,9 +47,7 @@ def emit_json(obj: Any, *, max_items: int = 1000) -> None:
     sys.stdout.flush()
 
 
-def respond(
-    as_json: bool, data: Any, render: Callable[[], Any], *, max_items: int = 1000
-) -> None:
+def respond(as_json: bool, data: Any, render: Callable[[], Any], *, max_items: int = 1000) -> None:
     """The one way a command answers: ``data`` (a result with ``to_dict`` or a dict) as JSON
     with ``--json``, else the rich renderable ``render()`` builds (called only then, so a
     command's rendering imports stay off the JSON path). ``max_items``: where JSON lists are

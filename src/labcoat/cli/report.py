@@ -10,14 +10,35 @@ from labcoat.cli.output import json_option, respond
 
 
 @click.command("report")
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=Path("report.html"),
-              show_default=True, help="The HTML file to write.")
-@click.option("--ledger", "location", default=None, metavar="PATH_OR_URL",
-              help="The ledger to read (default: the project's ledger).")
-@click.option("--run", "runs", type=int, multiple=True, metavar="ID", help="Only these runs (repeatable).")
-@click.option("--since", default=None, metavar="DATE", help="Only runs and entries from this date on (YYYY-MM-DD).")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="The HTML file to write.",
+)
+@click.option(
+    "--ledger",
+    "location",
+    default=None,
+    metavar="PATH_OR_URL",
+    help="The ledger to read (default: the project's ledger).",
+)
+@click.option(
+    "--run", "runs", type=int, multiple=True, metavar="ID", help="Only these runs (repeatable)."
+)
+@click.option(
+    "--since",
+    default=None,
+    metavar="DATE",
+    help="Only runs and entries from this date on (YYYY-MM-DD).",
+)
 @json_option
-def report(output: Path, location: str | None, runs: tuple[int, ...], since: str | None, as_json: bool) -> None:
+def report(
+    output: Path, location: str | None, runs: tuple[int, ...], since: str | None, as_json: bool
+) -> None:
     """Write one HTML page with every recorded doctor run, watched run and result, then the
     notebook's chronicle. The page opens offline: nothing in it is fetched.
 

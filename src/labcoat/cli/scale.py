@@ -218,7 +218,14 @@ def backtest_cmd(level, as_json, top, by, **runs):
             f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
         )
     result = backtest(
-        N, D, L, holdout=by, top=top, form=runs["form"], bootstrap=runs["bootstrap"],
-        seed=runs["seed"], level=level,
+        N,
+        D,
+        L,
+        holdout=by,
+        top=top,
+        form=runs["form"],
+        bootstrap=runs["bootstrap"],
+        seed=runs["seed"],
+        level=level,
     )
     respond(as_json, result, lambda: result)

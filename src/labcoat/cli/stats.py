@@ -103,7 +103,11 @@ def kept(command):
     """``--html`` and ``--ledger``/``--no-ledger`` for a command whose result can be kept."""
     command = recording_options("the result")(command)
     return click.option(
-        "--html", "html", default=None, metavar="PATH", help="Also write the result as an HTML page."
+        "--html",
+        "html",
+        default=None,
+        metavar="PATH",
+        help="Also write the result as an HTML page.",
     )(command)
 
 
@@ -359,7 +363,18 @@ def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
 @json_option
 @kept
 def leaderboard_cmd(
-    files, on, score, cluster, alpha, formula, resamples, seed, confidence, as_json, html, ledger,
+    files,
+    on,
+    score,
+    cluster,
+    alpha,
+    formula,
+    resamples,
+    seed,
+    confidence,
+    as_json,
+    html,
+    ledger,
     no_ledger,
 ) -> None:
     """Rank models (FILE or NAME=FILE each) with intervals, rank intervals, Holm-corrected pairs
@@ -415,7 +430,19 @@ def leaderboard_cmd(
 @json_option
 @kept
 def gate_cmd(
-    new, old, on, score, margin, cluster, strict, formula, confidence, as_json, html, ledger, no_ledger
+    new,
+    old,
+    on,
+    score,
+    margin,
+    cluster,
+    strict,
+    formula,
+    confidence,
+    as_json,
+    html,
+    ledger,
+    no_ledger,
 ) -> int:
     """Release gate: ALLOW (exit 0) when NEW is not worse than OLD by more than --margin,
     REJECT (exit 1), or INCONCLUSIVE (exit 4) with the questions that would decide."""
@@ -804,9 +831,7 @@ def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence,
 @click.option(
     "--threshold", type=float, default=None, help="Stop once the interval excludes this value."
 )
-@click.option(
-    "--baseline", default=None, help="Second model's file: stream A − B on matched ids."
-)
+@click.option("--baseline", default=None, help="Second model's file: stream A − B on matched ids.")
 @click.option("--on", "on", default=None, help="Question id column (with --baseline).")
 @click.option(
     "--batch", type=int, default=1, show_default=True, help="Items scored between checks."

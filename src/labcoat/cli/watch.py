@@ -18,8 +18,13 @@ def watch_group() -> None:
 @watch_group.command("report")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @json_option
-@click.option("--html", "html", default=None, metavar="PATH",
-              help="Also write the curves, with every alert marked, as an HTML page.")
+@click.option(
+    "--html",
+    "html",
+    default=None,
+    metavar="PATH",
+    help="Also write the curves, with every alert marked, as an HTML page.",
+)
 def report(paths: tuple[Path, ...], as_json: bool, html: str | None) -> None:
     """Alerts from the JSON-lines event files of a run (one per rank), one row per event.
 

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
+from labcoat._validation import IsCallable, OneOf, Seed
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
 from labcoat.doctor.cpu import one_thread
@@ -18,7 +19,6 @@ from labcoat.doctor.registry import LAYERS
 from labcoat.doctor.report import Report
 from labcoat.doctor.selftest import run_selftest
 from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
-from labcoat._validation import IsCallable, OneOf, Seed
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import as_names
@@ -68,7 +68,9 @@ def diagnose(
     """
     _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
     _validate_groups(groups, val_groups, val_data)
-    patterns = as_names(model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen")
+    patterns = as_names(
+        model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen"
+    )
     leaky = _feature_indices(expect_leaky)
     chosen = LAYERS if layers is None else tuple(layers)
     unknown = [layer for layer in chosen if layer not in LAYERS]
@@ -80,7 +82,11 @@ def diagnose(
 
     notebook = Ledger.for_recording(ledger)
     user_state = UserState(model, optimizer) if isinstance(model, nn.Module) else None
-    devices = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
+    devices = (
+        [torch.cuda.current_device()]
+        if torch.cuda.is_available() and torch.cuda.is_initialized()
+        else []
+    )
     # the caller's RNG streams stay where they were; copies train on one thread (see doctor.cpu)
     with torch.random.fork_rng(devices=devices), one_thread():
         torch.manual_seed(seed)
@@ -93,7 +99,9 @@ def diagnose(
             val = to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
             train, val = examples, with_groups(val, val_groups, val_data, "val_groups")
         _check_task_fits(task, train)
-        if train.fields is not None:  # dict batches: the copies unpack them as the model's forward asks
+        if (
+            train.fields is not None
+        ):  # dict batches: the copies unpack them as the model's forward asks
             train.fields.adapt(blueprint.model)
         case = Case(
             blueprint=blueprint,
@@ -113,7 +121,9 @@ def diagnose(
             loader=data if isinstance(data, torch.utils.data.DataLoader) else None,
             progress=ControlProgress.resolve(progress),
         )
-        findings, ran, not_run, timings = run_ladder(case, layers=chosen, run_all=run_all, on_finding=on_finding)
+        findings, ran, not_run, timings = run_ladder(
+            case, layers=chosen, run_all=run_all, on_finding=on_finding
+        )
         selftest = run_selftest(case, findings)
         if user_state is not None and user_state.changed():  # last line of defence
             user_state.restore()
@@ -148,10 +158,11 @@ def _feature_indices(expect_leaky: Iterable[int] | int) -> tuple[int, ...]:
         )
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
         raise InputError(
-            f"expect_leaky: expected feature indices (non-negative ints, columns of the flattened "
+            "expect_leaky: expected feature indices (non-negative ints, columns of the flattened "
             f"input) that may predict the label alone; got {values!r}"
         )
     return values
+
 
 def _validate_groups(groups: Any, val_groups: Any, val_data: Any) -> None:
     """Groups come for every side the doctor compares, or not at all."""
@@ -181,8 +192,8 @@ def _check_task_fits(task: str | None, train: Examples) -> None:
         )
     if task == "classification" and not integer and not bool(((y == 0) | (y == 1)).all()):
         raise InputError(
-            f"task: 'classification' needs integer labels (or 0/1 floats, one logit each); got {y.dtype} "
-            "targets with other values; pass y.long() or leave task=None"
+            "task: 'classification' needs integer labels (or 0/1 floats, one logit each); got "
+            f"{y.dtype} targets with other values; pass y.long() or leave task=None"
         )
 
 

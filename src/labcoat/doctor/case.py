@@ -29,7 +29,9 @@ class ProbeFailed(Exception):
     """A shared probe raised inside the user's code (forward, loss, backward or step)."""
 
     def __init__(self, probe: str, error: BaseException, hint: str = ""):
-        super().__init__(f"{probe} raised {type(error).__name__}: {error}" + (f"; {hint}" if hint else ""))
+        super().__init__(
+            f"{probe} raised {type(error).__name__}: {error}" + (f"; {hint}" if hint else "")
+        )
         self.probe = probe
         self.error = error
 
@@ -39,7 +41,12 @@ class ProbeFailed(Exception):
         return f"{type(self.error).__name__}: {self.error}"
 
 
-def standard_step(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], optimizer: torch.optim.Optimizer, loss_fn: Callable) -> torch.Tensor:
+def standard_step(
+    model: nn.Module,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable,
+) -> torch.Tensor:
     """The textbook train step used when the user gives none."""
     x, y = batch
     optimizer.zero_grad(set_to_none=True)
@@ -72,14 +79,18 @@ class Case:
     progress: ControlProgress = field(default_factory=lambda: ControlProgress(False), repr=False)
     _results: dict[str, Any] = field(default_factory=dict, repr=False)
     _failed_probes: dict[str, ProbeFailed] = field(default_factory=dict, repr=False)
-    _reported: dict[str, str] = field(default_factory=dict, repr=False)  # error signature -> probe that reported it
+    _reported: dict[str, str] = field(
+        default_factory=dict, repr=False
+    )  # error signature -> probe that reported it
 
     # -- data ---------------------------------------------------------------------------------
     @property
     def device(self) -> torch.device:
         return device_of(self.blueprint.model)
 
-    def on_device(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def on_device(
+        self, batch: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y = batch
         return x.to(self.device), y.to(self.device)
 
@@ -130,9 +141,13 @@ class Case:
     def earlier_report(self, failure: ProbeFailed) -> str | None:
         """None the first time a failure is reported; after that, the probe whose failure with the
         same error was reported, so later checks skip instead of repeating one cause."""
-        earlier = self._reported.get(failure.signature) or self._reported.get(f"probe:{failure.probe}")
+        earlier = self._reported.get(failure.signature) or self._reported.get(
+            f"probe:{failure.probe}"
+        )
         if earlier is None:
-            self._reported[failure.signature] = self._reported[f"probe:{failure.probe}"] = failure.probe
+            self._reported[failure.signature] = self._reported[f"probe:{failure.probe}"] = (
+                failure.probe
+            )
         return earlier
 
     def _likely_cause(self, error: BaseException) -> str:
@@ -142,10 +157,17 @@ class Case:
         # PyTorch words a dtype clash as 'must have the same dtype', 'Input type (double) and
         # bias type (float) should be the same', 'expected scalar type Double but found Float'
         said = str(error).lower()
-        if "type" in said and "convert" not in said and torch.is_floating_point(x) and weights and x.dtype != weights[0]:
+        if (
+            "type" in said
+            and "convert" not in said
+            and torch.is_floating_point(x)
+            and weights
+            and x.dtype != weights[0]
+        ):
             return (
-                f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters are "
-                f"{str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to({weights[0]}) or model.to({x.dtype}))"
+                f"the inputs are {str(x.dtype).removeprefix('torch.')} but the model's parameters "
+                f"are {str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to("
+                f"{weights[0]}) or model.to({x.dtype}))"
             )
         return ""
 
@@ -162,8 +184,9 @@ class Case:
             out = model(x.to(self.device))
         if not isinstance(out, torch.Tensor):
             raise TypeError(
-                f"the model returned {_describe(out)}; the doctor's checks need the one tensor your loss compares "
-                "with the targets: pass a wrapper whose forward returns it (e.g. model(x)[0] or model(x)['logits'])"
+                f"the model returned {_describe(out)}; the doctor's checks need the one tensor "
+                "your loss compares with the targets: pass a wrapper whose forward returns it "
+                "(e.g. model(x)[0] or model(x)['logits'])"
             )
         return out.detach()
 
@@ -183,7 +206,9 @@ class Case:
             out = None
         if torch.is_floating_point(y):
             yes_no = out is not None and one_logit_per_target(self.probe_batch.y, out, self.loss_fn)
-            return "classification" if yes_no and bool(((y == 0) | (y == 1)).all()) else "regression"
+            return (
+                "classification" if yes_no and bool(((y == 0) | (y == 1)).all()) else "regression"
+            )
         if out is None:
             return "classification" if y.ndim == 1 else "sequence"
         if y.ndim >= 2 and out.ndim == y.ndim + 1 and not _classes_on_dim_1(out, y):
@@ -211,7 +236,9 @@ class Case:
             return 1
         if out.ndim == 1:
             return 1
-        return int(out.shape[1]) if _classes_on_dim_1(out, self.probe_batch.y) else int(out.shape[-1])
+        return (
+            int(out.shape[1]) if _classes_on_dim_1(out, self.probe_batch.y) else int(out.shape[-1])
+        )
 
     @cached_property
     def chance_loss(self) -> float | None:
@@ -239,7 +266,11 @@ class Case:
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
                 raise TypeError("the loss is not a scalar tensor (see model.loss.scalar)")
             loss.backward()
-            grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in setup.model.named_parameters() if p.requires_grad}
+            grads = {
+                n: (None if p.grad is None else p.grad.detach().clone())
+                for n, p in setup.model.named_parameters()
+                if p.requires_grad
+            }
             return BackwardProbe(setup, float(loss.detach()), grads)
 
         return self._probe("backward", run)
@@ -251,7 +282,12 @@ class Case:
 def _dict_batch_step(step: Callable, fields: Any) -> Callable:
     """The user's step, given batches as the user's loader gives them (dicts), not (x, y)."""
 
-    def as_dicts(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], optimizer: Any, loss_fn: Callable) -> Any:
+    def as_dicts(
+        model: nn.Module,
+        batch: tuple[torch.Tensor, torch.Tensor],
+        optimizer: Any,
+        loss_fn: Callable,
+    ) -> Any:
         x, y = batch
         return step(model, fields.as_batch(x, y), optimizer, loss_fn)
 
@@ -274,7 +310,9 @@ def _describe(out: Any) -> str:
         return f"tensor {tuple(v.shape)}" if isinstance(v, torch.Tensor) else type(v).__name__
 
     if isinstance(out, dict):
-        return f"a {type(out).__name__} of " + ", ".join(f"{k!r}: {part(v)}" for k, v in list(out.items())[:4])
+        return f"a {type(out).__name__} of " + ", ".join(
+            f"{k!r}: {part(v)}" for k, v in list(out.items())[:4]
+        )
     if isinstance(out, (tuple, list)):
         return f"a {type(out).__name__} of " + ", ".join(part(v) for v in out[:4])
     return f"a {type(out).__name__}"
@@ -286,7 +324,11 @@ def one_logit_per_target(y: torch.Tensor, out: torch.Tensor, loss_fn: Callable) 
     probabilities instead (a cross-entropy given one-hot targets) unless the loss is a binary
     cross-entropy, which scores each value on its own; and a loss that is lowest where the
     output equals the target (MSE on 0/1 targets) makes it regression."""
-    if out.shape[0] != y.shape[0] or out.numel() != y.numel() or not bool(((y == 0) | (y == 1)).all()):
+    if (
+        out.shape[0] != y.shape[0]
+        or out.numel() != y.numel()
+        or not bool(((y == 0) | (y == 1)).all())
+    ):
         return False
     if scores_binary_targets(loss_fn):
         return True
@@ -306,13 +348,18 @@ def _prefers_logits(loss_fn: Callable, y: torch.Tensor, out: torch.Tensor) -> bo
     as_values = target.reshape(out.shape).to(out.dtype)
     try:
         with torch.no_grad():
-            return bool(loss_fn(_CONFIDENT * (2 * as_values - 1), target) < loss_fn(as_values, target))
+            return bool(
+                loss_fn(_CONFIDENT * (2 * as_values - 1), target) < loss_fn(as_values, target)
+            )
     except Exception:  # noqa: BLE001 - a loss that rejects one of them: keep the yes/no reading
         return True
 
 
-def target_offset(x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99) -> int | None:
-    """1 if ``y`` is ``x`` shifted by one position, 0 if it is ``x``, else None (padding ``skip`` aside)."""
+def target_offset(
+    x: torch.Tensor, y: torch.Tensor, skip: int, agreement: float = 0.99
+) -> int | None:
+    """1 if ``y`` is ``x`` shifted by one position, 0 if it is ``x``, else None (padding ``skip``
+    aside)."""
     if torch.is_floating_point(x) or x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2:
         return None
     for offset in (1, 0):
@@ -343,23 +390,35 @@ class StepProbe:
 
     def moved(self, call: int = 0) -> dict[str, bool]:
         after = self.after[call]
-        return {n: not torch.equal(self.before[n], after[n]) for n in self.before if not n.startswith("buffer:")}
+        return {
+            n: not torch.equal(self.before[n], after[n])
+            for n in self.before
+            if not n.startswith("buffer:")
+        }
 
 
-def run_steps(case: Case, calls: int, *, lr_zero: bool = False, seeds: list[int] | None = None) -> StepProbe:
+def run_steps(
+    case: Case, calls: int, *, lr_zero: bool = False, seeds: list[int] | None = None
+) -> StepProbe:
     """Call the user's step ``calls`` times on one fresh copy and record what happened."""
     setup = case.blueprint.fresh()
     if lr_zero:
         for group in setup.optimizer.param_groups:
             if "lr" in group:
-                group["lr"] = 0.0 if not isinstance(group["lr"], torch.Tensor) else torch.zeros_like(group["lr"])
+                group["lr"] = (
+                    0.0
+                    if not isinstance(group["lr"], torch.Tensor)
+                    else torch.zeros_like(group["lr"])
+                )
     names = {id(p): n for n, p in setup.model.named_parameters()}
     counter = {"steps": 0, "grads": {}}
 
     def pre_hook(optimizer, _args, _kwargs):
         counter["steps"] += 1
         counter["grads"] = {
-            names.get(id(p), f"<foreign {g}.{i}>"): (None if p.grad is None else p.grad.detach().clone())
+            names.get(id(p), f"<foreign {g}.{i}>"): (
+                None if p.grad is None else p.grad.detach().clone()
+            )
             for g, group in enumerate(optimizer.param_groups)
             for i, p in enumerate(group["params"])
         }

@@ -20,7 +20,10 @@ def example_hashes(examples: Examples) -> list[bytes]:
     """A digest per example of its input and its target together."""
     x = np.ascontiguousarray(examples.x.reshape(len(examples), -1).cpu().numpy())
     y = np.ascontiguousarray(examples.y.reshape(len(examples), -1).cpu().numpy())
-    return [hashlib.blake2b(a.tobytes() + b"|" + b.tobytes(), digest_size=16).digest() for a, b in zip(x, y)]
+    return [
+        hashlib.blake2b(a.tobytes() + b"|" + b.tobytes(), digest_size=16).digest()
+        for a, b in zip(x, y)
+    ]
 
 
 def batch_slices(examples: Examples) -> list[slice]:
@@ -48,7 +51,11 @@ class WorkerEpoch:
 
     def identical_batches(self) -> list[tuple[int, int]]:
         """Pairs of batches from different workers with identical inputs and targets."""
-        return [(a, b) for a, b in identical_batches(self.examples) if self.worker_of(a) != self.worker_of(b)]
+        return [
+            (a, b)
+            for a, b in identical_batches(self.examples)
+            if self.worker_of(a) != self.worker_of(b)
+        ]
 
 
 def identical_batches(examples: Examples) -> list[tuple[int, int]]:
@@ -84,7 +91,12 @@ def pull_through_workers(loader: DataLoader, limit: int) -> WorkerEpoch:
 
 def read_in_one_process(loader: DataLoader, limit: int) -> Examples:
     """The loader's batches read with no worker processes (same dataset, batching and collate)."""
-    single = DataLoader(loader.dataset, batch_size=loader.batch_size, collate_fn=loader.collate_fn, drop_last=loader.drop_last)
+    single = DataLoader(
+        loader.dataset,
+        batch_size=loader.batch_size,
+        collate_fn=loader.collate_fn,
+        drop_last=loader.drop_last,
+    )
     return _from_batches(iter(single), "data", limit)
 
 
@@ -119,7 +131,8 @@ def _same(a: object, b: object) -> bool:
 def same_rows_per_worker(loader: DataLoader, rows: int, seed: int) -> list[Examples]:
     """The same ``rows`` items read once by each of the loader's workers (its dataset,
     ``worker_init_fn``, ``collate_fn`` and start method), one batch each: independent random
-    augmentation makes the copies differ; a random state copied into every worker makes them equal."""
+    augmentation makes the copies differ; a random state copied into every worker makes them
+    equal."""
     workers = loader.num_workers
     indices = list(range(min(rows, len(loader.dataset)))) * workers  # type: ignore[arg-type]
     probe = DataLoader(
@@ -142,7 +155,9 @@ def same_rows_per_worker(loader: DataLoader, rows: int, seed: int) -> list[Examp
     return [Examples(read.x[s], read.y[s], read.index[s]) for s in batch_slices(read)]
 
 
-def label_mixing(y: torch.Tensor, slices: list[slice], permutations: int, seed: int) -> tuple[float, np.ndarray]:
+def label_mixing(
+    y: torch.Tensor, slices: list[slice], permutations: int, seed: int
+) -> tuple[float, np.ndarray]:
     """Mean distinct labels per batch in the order given, and the same statistic for the same
     rows dealt into batches of the same sizes at random (the null of a shuffling loader)."""
     labels = y.reshape(len(y)).numpy()

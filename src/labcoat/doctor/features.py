@@ -17,7 +17,9 @@ def inputs_are_ids(case: Case) -> bool:
         return False
     if case.inferred_task == "sequence":
         return True
-    return any(isinstance(m, nn.Embedding | nn.EmbeddingBag) for m in case.blueprint.model.modules())
+    return any(
+        isinstance(m, nn.Embedding | nn.EmbeddingBag) for m in case.blueprint.model.modules()
+    )
 
 
 def not_features(case: Case) -> str | None:

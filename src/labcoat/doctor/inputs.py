@@ -37,8 +37,8 @@ class Examples:
     def __post_init__(self) -> None:
         if len(self.x) != len(self.y):
             raise InputError(
-                f"data: inputs and targets disagree on the number of examples "
-                f"({len(self.x)} inputs, {len(self.y)} targets); pass one target per input"
+                f"data: inputs and targets disagree on the number of examples ({len(self.x)} "
+                f"inputs, {len(self.y)} targets); pass one target per input"
             )
 
     def __len__(self) -> int:
@@ -65,13 +65,22 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
     Accepts ``(X, y)`` tensors or arrays, a map-style ``Dataset`` of ``(x, y)`` items, a
     ``DataLoader`` or any iterable of ``(x, y)`` batches.
     """
-    if isinstance(data, (tuple, list)) and len(data) == 2 and _is_array(data[0]) and _is_labels(data[1], data[0]):
+    if (
+        isinstance(data, (tuple, list))
+        and len(data) == 2
+        and _is_array(data[0])
+        and _is_labels(data[1], data[0])
+    ):
         x, y = _as_tensor(data[0], name, "X"), _as_tensor(data[1], name, "y")
         if x.ndim == 0 or y.ndim == 0:
-            raise InputError(f"{name}: X and y need one row per example; got shapes {tuple(x.shape)} and {tuple(y.shape)}")
+            raise InputError(
+                f"{name}: X and y need one row per example; got shapes {tuple(x.shape)} and "
+                f"{tuple(y.shape)}"
+            )
         if len(x) != len(y):
             raise InputError(
-                f"{name}: X has {len(x)} rows but y has {len(y)}; each example needs exactly one target"
+                f"{name}: X has {len(x)} rows but y has {len(y)}; each example needs exactly one "
+                "target"
             )
         n = min(len(x), limit)
         return Examples(x[:n], y[:n], torch.arange(n))
@@ -81,8 +90,8 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
         return _from_dataset(data, name, limit)
     if isinstance(data, (str, bytes, dict)) or not isinstance(data, Iterable):
         raise InputError(
-            f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of "
-            f"(x, y) batches; got {type(data).__name__}"
+            f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of (x, "
+            f"y) batches; got {type(data).__name__}"
         )
     return _from_batches(data, name, limit)
 
@@ -95,7 +104,9 @@ def _is_labels(obj: Any, x: Any) -> bool:
     """An array, or a list / pandas Series with one entry per row of ``x``."""
     if _is_array(obj):
         return True
-    return (isinstance(obj, list) or hasattr(obj, "__array__")) and len(obj) == len(x) and len(x) != 2
+    return (
+        (isinstance(obj, list) or hasattr(obj, "__array__")) and len(obj) == len(x) and len(x) != 2
+    )
 
 
 def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
@@ -108,7 +119,9 @@ def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
         raise InputError(_string_labels_message(arr, name, what))
     if arr.dtype == object:
         raise InputError(f"{name}: {what} has dtype object; pass a numeric array or tensor")
-    if arr.ndim == 0:  # a scalar label (int, np.int64): np.ascontiguousarray would make it shape (1,)
+    if (
+        arr.ndim == 0
+    ):  # a scalar label (int, np.int64): np.ascontiguousarray would make it shape (1,)
         return torch.from_numpy(arr.reshape(1)).reshape(())
     return torch.from_numpy(np.ascontiguousarray(arr))
 
@@ -137,8 +150,8 @@ def _string_labels_message(obj: Any, name: str, what: str) -> str:
         found = f"strings ({shown})"
     return (
         f"{name}: {what} holds {found}; the doctor needs numbers: encode class names as integer "
-        "labels first, e.g. y = sklearn.preprocessing.LabelEncoder().fit_transform(y) "
-        "(or {name: i for i, name in enumerate(sorted(set(y)))})"
+        "labels first, e.g. y = sklearn.preprocessing.LabelEncoder().fit_transform(y) (or {name: "
+        "i for i, name in enumerate(sorted(set(y)))})"
     )
 
 
@@ -185,7 +198,10 @@ class kept_generator:
     loader must not change which batches the user's training then sees."""
 
     def __init__(self, loader: DataLoader):
-        gens = [getattr(loader, "generator", None), getattr(getattr(loader, "sampler", None), "generator", None)]
+        gens = [
+            getattr(loader, "generator", None),
+            getattr(getattr(loader, "sampler", None), "generator", None),
+        ]
         self.generators = [g for g in dict.fromkeys(gens) if isinstance(g, torch.Generator)]
 
     def __enter__(self) -> "kept_generator":
@@ -199,7 +215,11 @@ class kept_generator:
 
 def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
     dataset, sampler = loader.dataset, loader.batch_sampler
-    if sampler is None or not hasattr(dataset, "__getitem__") or isinstance(dataset, torch.utils.data.IterableDataset):
+    if (
+        sampler is None
+        or not hasattr(dataset, "__getitem__")
+        or isinstance(dataset, torch.utils.data.IterableDataset)
+    ):
         return _from_batches(loader, name, limit)
     fetch = getattr(dataset, "__getitems__", None) or (lambda rows: [dataset[i] for i in rows])
     indices: list[int] = []
@@ -226,8 +246,8 @@ def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
         x, y = _as_tensor(x, name, f"x of batch {b}"), _as_tensor(y, name, f"y of batch {b}")
         if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
             raise InputError(
-                f"{name}: batch {b} has x of shape {tuple(x.shape)} and y of shape {tuple(y.shape)}; "
-                "batches need a leading batch dimension shared by x and y"
+                f"{name}: batch {b} has x of shape {tuple(x.shape)} and y of shape {tuple(y.shape)}"
+                "; batches need a leading batch dimension shared by x and y"
             )
         xs.append(x)
         ys.append(y)
@@ -244,14 +264,20 @@ def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
 def _stack(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
     shapes = {tuple(t.shape) for t in items}
     if len(shapes) > 1:
-        raise InputError(f"{name}: {what} differs in shape across items ({sorted(shapes)[:3]}…); pad or resize to one shape")
+        raise InputError(
+            f"{name}: {what} differs in shape across items ({sorted(shapes)[:3]}…); pad or resize "
+            "to one shape"
+        )
     return torch.stack(items)
 
 
 def _cat(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
     shapes = {tuple(t.shape[1:]) for t in items}
     if len(shapes) > 1:
-        raise InputError(f"{name}: {what} differs in shape across batches ({sorted(shapes)[:3]}…); pad to one shape")
+        raise InputError(
+            f"{name}: {what} differs in shape across batches ({sorted(shapes)[:3]}…); pad to one "
+            "shape"
+        )
     return torch.cat(items)
 
 
@@ -277,7 +303,11 @@ def with_groups(examples: Examples, groups: Any, data: Any, name: str) -> Exampl
             f"id per row of {data_name}"
         )
     return Examples(
-        examples.x, examples.y, examples.index, examples.fields, examples.batch_ends,
+        examples.x,
+        examples.y,
+        examples.index,
+        examples.fields,
+        examples.batch_ends,
         groups=ids[examples.index.numpy()],
     )
 
@@ -306,8 +336,8 @@ def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples,
         raise InputError(f"data: need at least 4 examples to hold some out for validation; got {n}")
     if examples.groups is not None and len(set(examples.groups)) < 2:
         raise InputError(
-            "groups: every row is in one group, so no group can be held out; pass val_data "
-            "(with val_groups), or groups with at least two ids"
+            "groups: every row is in one group, so no group can be held out; pass val_data (with "
+            "val_groups), or groups with at least two ids"
         )
     rng = np.random.default_rng(seed)
     groups = _draw_groups(examples)
@@ -354,7 +384,9 @@ def _draw_groups(examples: Examples) -> np.ndarray:
     return numbered
 
 
-def _hold_out(mask: np.ndarray, order: np.ndarray, k: int, groups: np.ndarray, members: list | None) -> None:
+def _hold_out(
+    mask: np.ndarray, order: np.ndarray, k: int, groups: np.ndarray, members: list | None
+) -> None:
     """Mark about ``k`` rows of ``order`` as held out, each with every row identical to it."""
     if members is None:  # all inputs distinct
         mask[order[:k]] = True
@@ -396,8 +428,9 @@ class DictInputs:
             if key in item:
                 return key
         raise InputError(
-            f"{name}: {where} is a dict with keys {sorted(map(str, item))} but none holds the targets; "
-            f"name them one of {list(LABEL_KEYS)} (as Hugging Face's 'labels'), or pass (x, y) pairs"
+            f"{name}: {where} is a dict with keys {sorted(map(str, item))} but none holds the "
+            f"targets; name them one of {list(LABEL_KEYS)} (as Hugging Face's 'labels'), or pass "
+            "(x, y) pairs"
         )
 
     @classmethod
@@ -412,7 +445,9 @@ class DictInputs:
             shapes.append(tuple(t.shape[1:] if batched else t.shape))
             dtypes.append(t.dtype)
         if not names:
-            raise InputError(f"{name}: {where} holds only the targets ({label!r}); add the model's inputs to it")
+            raise InputError(
+                f"{name}: {where} holds only the targets ({label!r}); add the model's inputs to it"
+            )
         return cls(label, tuple(names), tuple(shapes), tuple(dtypes))
 
     @property
@@ -427,7 +462,10 @@ class DictInputs:
 
     def pack(self, fields: Mapping, name: str, where: str, *, batched: bool) -> torch.Tensor:
         if set(map(str, fields)) != set(self.names):
-            raise InputError(f"{name}: {where} has input keys {sorted(map(str, fields))}; the first had {list(self.names)}")
+            raise InputError(
+                f"{name}: {where} has input keys {sorted(map(str, fields))}; the first had "
+                f"{list(self.names)}"
+            )
         tensors = [_as_tensor(fields[k], name, f"{k!r} of {where}") for k in self.names]
         if not batched:
             tensors = [t.unsqueeze(0) for t in tensors]
@@ -441,7 +479,10 @@ class DictInputs:
         if len(self.names) == 1:
             return {self.names[0]: x}
         parts = x.split(self.widths, dim=1)
-        return {n: p.reshape((len(x),) + s).to(d) for n, p, s, d in zip(self.names, parts, self.shapes, self.dtypes)}
+        return {
+            n: p.reshape((len(x),) + s).to(d)
+            for n, p, s, d in zip(self.names, parts, self.shapes, self.dtypes)
+        }
 
     def is_packed(self, x: Any) -> bool:
         """True for a tensor laid out as :meth:`pack` lays out a batch."""
@@ -456,7 +497,7 @@ class DictInputs:
         return {**self.unpack(x), self.label: y}
 
     def call_style(self, model: Any) -> str:
-        """"kwargs" to call ``model(**inputs)``, "dict" to call ``model(inputs)``, as the model's
+        """ "kwargs" to call ``model(**inputs)``, "dict" to call ``model(inputs)``, as the model's
         forward signature says; an InputError with the fix when it takes neither."""
         params = list(inspect.signature(type(model).forward).parameters.values())[1:]
         named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
@@ -464,16 +505,20 @@ class DictInputs:
             return "kwargs"
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         required = [p for p in positional if p.default is p.empty]
-        if len(required) <= 1 and positional and (len(self.names) > 1 or _takes_a_mapping(positional[0])):
+        if (
+            len(required) <= 1
+            and positional
+            and (len(self.names) > 1 or _takes_a_mapping(positional[0]))
+        ):
             return "dict"
         shown = ", ".join(p.name for p in params) or "no arguments"
         fix = (
-            f"rename the batch's keys to the forward's arguments, or wrap the model in a module whose "
-            f"forward(batch) calls it as model(batch[{self.names[0]!r}], ...)"
+            "rename the batch's keys to the forward's arguments, or wrap the model in a module "
+            f"whose forward(batch) calls it as model(batch[{self.names[0]!r}], ...)"
         )
         raise InputError(
-            f"data: batches are dicts with inputs {list(self.names)} and targets {self.label!r}, but "
-            f"{type(model).__name__}.forward({shown}) takes neither those keys as arguments "
+            f"data: batches are dicts with inputs {list(self.names)} and targets {self.label!r}, "
+            f"but {type(model).__name__}.forward({shown}) takes neither those keys as arguments "
             f"(model(**batch)) nor one dict (model(batch)); {fix}"
         )
 
@@ -493,10 +538,18 @@ class DictInputs:
                 return original(module, **inputs) if style == "kwargs" else original(module, inputs)
             return original(module, *args, **kwargs)
 
-        model.__class__ = type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        model.__class__ = type(
+            cls.__name__,
+            (cls,),
+            {"forward": forward, "__module__": cls.__module__, "__qualname__": cls.__qualname__},
+        )
 
 
 def _takes_a_mapping(param: inspect.Parameter) -> bool:
     """A forward argument that reads as a whole batch: annotated as a dict/Mapping, or named so."""
     hint = str(param.annotation).lower()
-    return "dict" in hint or "mapping" in hint or param.name in ("batch", "inputs", "features", "sample", "data")
+    return (
+        "dict" in hint
+        or "mapping" in hint
+        or param.name in ("batch", "inputs", "features", "sample", "data")
+    )

@@ -27,7 +27,10 @@ def run_check(check: Check, case: Case) -> Finding:
         elif earlier == exc.probe:
             outcome = skipped(f"needs the {exc.probe}, which failed")
         else:
-            outcome = skipped(f"needs the {exc.probe}, which fails with the error already reported for the {earlier} ({exc.signature})")
+            outcome = skipped(
+                f"needs the {exc.probe}, which fails with the error already reported for the "
+                f"{earlier} ({exc.signature})"
+            )
     except Exception as exc:  # noqa: BLE001 - a check must yield a finding, whatever happens
         if case._failed_probes:
             probe = next(iter(case._failed_probes))

@@ -23,21 +23,32 @@ def load_experiment(spec: str) -> Experiment:
     path = Path(path_text)
     if not path.is_file():
         found = "is a directory" if path.is_dir() else "no such file"
-        raise InputError(f"{path_text}: {found}; pass a Python file defining {name}() -> labcoat.Experiment")
+        raise InputError(
+            f"{path_text}: {found}; pass a Python file defining {name}() -> labcoat.Experiment"
+        )
     module = _import(path)
     fn = getattr(module, name, None)
     if not callable(fn):
-        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__ and not n.startswith("_"))
+        found = sorted(
+            n
+            for n, v in vars(module).items()
+            if inspect.isfunction(v) and v.__module__ == module.__name__ and not n.startswith("_")
+        )
         hint = f"; functions defined there: {', '.join(found)}" if found else ""
         raise InputError(f"{path}: no function {name!r}{hint}")
     try:
         experiment = fn()
     except SystemExit as exc:  # would otherwise end labcoat with the user's exit code and no report
-        raise InputError(f"{path}:{name}() called sys.exit({exc.code!r}); it must return labcoat.Experiment(...)") from exc
+        raise InputError(
+            f"{path}:{name}() called sys.exit({exc.code!r}); it must return labcoat.Experiment(...)"
+        ) from exc
     except Exception as exc:  # noqa: BLE001 - the user's function failed
         raise InputError(f"{path}:{name}() raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(experiment, Experiment):
-        raise InputError(f"{path}:{name}() returned {type(experiment).__name__}; it must return labcoat.Experiment(...)")
+        raise InputError(
+            f"{path}:{name}() returned {type(experiment).__name__}; it must return "
+            "labcoat.Experiment(...)"
+        )
     experiment.name = f"{path}:{name}"
     return experiment
 
@@ -54,10 +65,13 @@ def _import(path: Path):
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise InputError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    except SystemExit as exc:  # a script's top-level sys.exit(); keep its work under `if __name__ == "__main__":`
+    except (
+        SystemExit
+    ) as exc:  # a script's top-level sys.exit(); keep its work under `if __name__ == "__main__":`
         raise InputError(
-            f"{path}: importing it called sys.exit({exc.code!r}); put the script's top-level code under "
-            "`if __name__ == \"__main__\":`"
+            f"{path}: importing it called sys.exit({exc.code!r}); put the script's "
+            "top-level code under "
+            '`if __name__ == "__main__":`'
         ) from exc
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from exc

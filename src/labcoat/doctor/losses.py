@@ -18,7 +18,12 @@ from torch.nn import functional as F
 DEFAULT_IGNORE_INDEX = -100
 
 _PROBABILITY_LOSSES = (nn.BCELoss, F.binary_cross_entropy)
-_BINARY_LOSSES = (nn.BCELoss, nn.BCEWithLogitsLoss, F.binary_cross_entropy, F.binary_cross_entropy_with_logits)
+_BINARY_LOSSES = (
+    nn.BCELoss,
+    nn.BCEWithLogitsLoss,
+    F.binary_cross_entropy,
+    F.binary_cross_entropy_with_logits,
+)
 
 
 def _unwrapped(loss_fn: Callable) -> Any:
@@ -34,7 +39,8 @@ def _is_one_of(loss_fn: Callable, known: tuple) -> bool:
 
 
 def takes_probabilities(loss_fn: Callable) -> bool:
-    """True for ``nn.BCELoss`` and ``F.binary_cross_entropy``, the losses documented to take probabilities."""
+    """True for ``nn.BCELoss`` and ``F.binary_cross_entropy``, the losses documented to take
+    probabilities."""
     return _is_one_of(loss_fn, _PROBABILITY_LOSSES)
 
 

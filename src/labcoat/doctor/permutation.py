@@ -42,7 +42,9 @@ def permutation_pvalue(statistic: float, null_distribution: Any) -> float:
     return float((np.sum(null >= statistic) + 1.0) / (len(null) + 1))
 
 
-def permutations(n: int, n_permutations: int, random_state: Any = 0, groups: Any = None) -> Iterator[np.ndarray]:
+def permutations(
+    n: int, n_permutations: int, random_state: Any = 0, groups: Any = None
+) -> Iterator[np.ndarray]:
     """Row orders for each permutation, drawn as scikit-learn draws them.
 
     ``random_state`` is an int, a ``numpy.random.RandomState`` or ``None`` (as in scikit-learn)
@@ -92,26 +94,40 @@ def permutation_test(
     return PermutationTestResult(real, permutation_pvalue(real, null), null)
 
 
-def _permutation_test_iv(fit_and_score, X, y, n_permutations, groups, cv, scoring, params) -> Callable[[Any, Any], float]:
+def _permutation_test_iv(
+    fit_and_score, X, y, n_permutations, groups, cv, scoring, params
+) -> Callable[[Any, Any], float]:
     """Validate the arguments; return the function that fits and scores once."""
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, numbers.Integral) or n_permutations < 1:
+    if (
+        isinstance(n_permutations, bool)
+        or not isinstance(n_permutations, numbers.Integral)
+        or n_permutations < 1
+    ):
         raise InputError(f"n_permutations: expected a positive integer; got {n_permutations!r}")
     n_x, n_y = _length(X, "X"), _length(y, "y")
     if n_x != n_y:
         raise InputError(f"X and y: X has {n_x} rows but y has {n_y}; pass one label per row of X")
     if groups is not None and _length(groups, "groups") != n_y:
-        raise InputError(f"groups: has {_length(groups, 'groups')} entries for {n_y} labels; pass one group per label")
+        raise InputError(
+            f"groups: has {_length(groups, 'groups')} entries for {n_y} labels; pass one group per "
+            "label"
+        )
     if hasattr(fit_and_score, "fit"):
         return _cross_validated(fit_and_score, y, groups, cv, scoring, params)
     if not callable(fit_and_score):
         raise InputError(
-            f"fit_and_score: expected a callable(X, y) -> score or a scikit-learn estimator; got {type(fit_and_score).__name__}"
+            "fit_and_score: expected a callable(X, y) -> score or a scikit-learn estimator; got "
+            f"{type(fit_and_score).__name__}"
         )
-    extras = [name for name, value in (("cv", cv), ("scoring", scoring), ("params", params)) if value is not None]
+    extras = [
+        name
+        for name, value in (("cv", cv), ("scoring", scoring), ("params", params))
+        if value is not None
+    ]
     if extras:
         raise InputError(
-            f"{', '.join(extras)}: only used with a scikit-learn estimator; a fit_and_score callable "
-            "splits and scores on its own, so drop these arguments"
+            f"{', '.join(extras)}: only used with a scikit-learn estimator; a fit_and_score "
+            "callable splits and scores on its own, so drop these arguments"
         )
     return fit_and_score
 
@@ -124,7 +140,14 @@ def _cross_validated(estimator, y, groups, cv, scoring, params) -> Callable[[Any
 
     def fit_and_score(X: Any, labels: Any) -> float:
         scores = cross_val_score(
-            estimator, X, labels, groups=groups, cv=splitter, scoring=scoring, params=params, error_score="raise"
+            estimator,
+            X,
+            labels,
+            groups=groups,
+            cv=splitter,
+            scoring=scoring,
+            params=params,
+            error_score="raise",
         )
         return float(np.mean(scores))
 
@@ -139,7 +162,8 @@ def _random_state(random_state: Any) -> np.random.RandomState | np.random.Genera
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return np.random.RandomState(random_state)
     raise InputError(
-        f"random_state: expected an int, None, a numpy RandomState or Generator; got {type(random_state).__name__}"
+        "random_state: expected an int, None, a numpy RandomState or Generator; got "
+        f"{type(random_state).__name__}"
     )
 
 
@@ -147,7 +171,9 @@ def _length(obj: Any, name: str = "y") -> int:
     try:
         return len(obj)
     except TypeError:
-        raise InputError(f"{name}: expected an array-like with one entry per example; got {type(obj).__name__}") from None
+        raise InputError(
+            f"{name}: expected an array-like with one entry per example; got {type(obj).__name__}"
+        ) from None
 
 
 def _take(y: Any, order: np.ndarray) -> Any:
@@ -167,5 +193,8 @@ def _checked(score: Any) -> float:
     try:
         value = float(score)
     except (TypeError, ValueError):
-        raise InputError(f"fit_and_score: returned {type(score).__name__}; it must return one number (higher is better)") from None
+        raise InputError(
+            f"fit_and_score: returned {type(score).__name__}; it must return one number (higher is "
+            "better)"
+        ) from None
     return value

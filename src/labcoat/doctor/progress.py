@@ -34,7 +34,13 @@ class ControlProgress:
             yield _nothing
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         bar = Progress(
             TextColumn("[cyan]{task.description}"),

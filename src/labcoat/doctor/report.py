@@ -62,7 +62,9 @@ class Report(HtmlMixin):
         for f in self.findings:
             if f is failure:
                 return None
-            if f.status == "warn" and any(fnmatch.fnmatchcase(failure.check, p) for p in _explains(f.check)):
+            if f.status == "warn" and any(
+                fnmatch.fnmatchcase(failure.check, p) for p in _explains(f.check)
+            ):
                 return f
         return None
 
@@ -103,12 +105,15 @@ class Report(HtmlMixin):
             return f"healthy: no check failed in {', '.join(self.layers_run)}"
         f = self.first_failure
         if f is None:
-            return "labcoat failed its self-test: a mutant of your setup passed its checks, so their verdicts cannot be trusted"
+            return (
+                "labcoat failed its self-test: a mutant of your setup passed its checks, so their "
+                "verdicts cannot be trusted"
+            )
         cause = self.likely_cause
         if cause is not None:
             return (
-                f"broken at the {self.failed_layer} layer: likely cause: {cause.check} warned: {cause.message}; "
-                f"then {f.check}: {f.message}"
+                f"broken at the {self.failed_layer} layer: likely cause: {cause.check} warned: "
+                f"{cause.message}; then {f.check}: {f.message}"
             )
         return f"broken at the {self.failed_layer} layer: {f.check}: {f.message}"
 

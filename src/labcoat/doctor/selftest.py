@@ -1,4 +1,5 @@
-"""Self-test: the gradient and update checks must fail on the user's setup with its learning removed.
+"""Self-test: the gradient and update checks must fail on the user's setup with its learning
+removed.
 
 A check is only trusted once it has been seen to fail. Every doctor run builds mutants of the
 user's own setup (the loss multiplied by zero, the model's output detached from the graph),
@@ -84,7 +85,10 @@ def detached(output: Any) -> Any:
     return output
 
 
-MUTANTS: list[Mutant] = [Mutant("loss × 0", loss_times_zero), Mutant("output detached", output_detached)]
+MUTANTS: list[Mutant] = [
+    Mutant("loss × 0", loss_times_zero),
+    Mutant("output detached", output_detached),
+]
 
 
 @dataclass
@@ -131,7 +135,10 @@ class SelfTest:
         missed = [r for r in self.results if not r.caught]
         if missed:
             which = "; ".join(f"{r.mutant} passed {', '.join(r.statuses)}" for r in missed)
-            line += f" — LABCOAT FAILURE: {which}; do not trust its gradient and update verdicts on this setup"
+            line += (
+                f" — LABCOAT FAILURE: {which}; do not trust its gradient and update verdicts on "
+                "this setup"
+            )
         return line
 
     def to_dict(self) -> dict[str, Any]:
@@ -143,13 +150,21 @@ class SelfTest:
             "reason": self.reason,
             "duration_s": self.duration_s,
             "results": [
-                {"mutant": r.mutant, "caught": r.caught, "caught_by": r.caught_by, "statuses": r.statuses, "messages": r.messages}
+                {
+                    "mutant": r.mutant,
+                    "caught": r.caught,
+                    "caught_by": r.caught_by,
+                    "statuses": r.statuses,
+                    "messages": r.messages,
+                }
                 for r in self.results
             ],
         }
 
 
-def run_selftest(case: Case, findings: Iterable[Finding], mutants: Iterable[Mutant] | None = None) -> SelfTest:
+def run_selftest(
+    case: Case, findings: Iterable[Finding], mutants: Iterable[Mutant] | None = None
+) -> SelfTest:
     """Prove the checks in :data:`CHECKS` that passed on the real setup against each mutant."""
     start = time.perf_counter()
     status = {f.check: f.status for f in findings}
@@ -157,7 +172,9 @@ def run_selftest(case: Case, findings: Iterable[Finding], mutants: Iterable[Muta
     if not proven:
         ran = [c for c in CHECKS if c in status]
         reason = (
-            f"{', '.join(ran)} did not pass on the setup itself" if ran else "the gradient and update checks did not run"
+            f"{', '.join(ran)} did not pass on the setup itself"
+            if ran
+            else "the gradient and update checks did not run"
         )
         return SelfTest(proven, [], reason)
     results = []
@@ -165,5 +182,9 @@ def run_selftest(case: Case, findings: Iterable[Finding], mutants: Iterable[Muta
         torch.manual_seed(case.seed)
         mutated = mutant.mutate(case)
         found = [run_check(REGISTRY[c], mutated) for c in proven]
-        results.append(MutantResult(mutant.name, {f.check: f.status for f in found}, {f.check: f.message for f in found}))
+        results.append(
+            MutantResult(
+                mutant.name, {f.check: f.status for f in found}, {f.check: f.message for f in found}
+            )
+        )
     return SelfTest(proven, results, duration_s=time.perf_counter() - start)

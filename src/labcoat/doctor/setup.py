@@ -17,7 +17,9 @@ from torch import nn
 
 from labcoat.errors import InputError
 
-OptimizerLike = torch.optim.Optimizer | Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
+OptimizerLike = (
+    torch.optim.Optimizer | Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
+)
 
 
 @dataclass
@@ -67,7 +69,9 @@ class Blueprint:
         except Exception as exc:  # noqa: BLE001
             raise InputError(f"optimizer: the factory raised {type(exc).__name__}: {exc}") from exc
         if not isinstance(opt, torch.optim.Optimizer):
-            raise InputError(f"optimizer: the factory returned {type(opt).__name__}, not a torch.optim.Optimizer")
+            raise InputError(
+                f"optimizer: the factory returned {type(opt).__name__}, not a torch.optim.Optimizer"
+            )
         return opt
 
     @property
@@ -115,7 +119,11 @@ def device_of(model: nn.Module) -> torch.device:
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[tuple[int, int, torch.Tensor]]:
     """(group index, position, tensor) for every tensor the optimizer updates."""
-    return [(g, i, p) for g, group in enumerate(optimizer.param_groups) for i, p in enumerate(group["params"])]
+    return [
+        (g, i, p)
+        for g, group in enumerate(optimizer.param_groups)
+        for i, p in enumerate(group["params"])
+    ]
 
 
 def perturb_zero_tensors(model: nn.Module, *, scale: float = 0.01, seed: int = 0) -> list[str]:
@@ -144,17 +152,28 @@ class UserState:
         self.model = model
         self.optimizer = optimizer if isinstance(optimizer, torch.optim.Optimizer) else None
         self.tensors = {n: t.detach().clone() for n, t in _named_tensors(model)}
-        self.grads = {n: (None if p.grad is None else p.grad.detach().clone()) for n, p in model.named_parameters()}
-        self.optimizer_state = copy.deepcopy(self.optimizer.state_dict()) if self.optimizer is not None else None
+        self.grads = {
+            n: (None if p.grad is None else p.grad.detach().clone())
+            for n, p in model.named_parameters()
+        }
+        self.optimizer_state = (
+            copy.deepcopy(self.optimizer.state_dict()) if self.optimizer is not None else None
+        )
 
     def changed(self) -> list[str]:
         """Names of the caller's tensors that differ from the snapshot."""
-        out = [n for n, t in _named_tensors(self.model) if n not in self.tensors or not torch.equal(self.tensors[n], t.detach())]
+        out = [
+            n
+            for n, t in _named_tensors(self.model)
+            if n not in self.tensors or not torch.equal(self.tensors[n], t.detach())
+        ]
         for n, p in self.model.named_parameters():
             g = self.grads.get(n)
             if (g is None) != (p.grad is None) or (g is not None and not torch.equal(g, p.grad)):
                 out.append(f"{n}.grad")
-        if self.optimizer is not None and _state_differs(self.optimizer_state, self.optimizer.state_dict()):
+        if self.optimizer is not None and _state_differs(
+            self.optimizer_state, self.optimizer.state_dict()
+        ):
             out.append("optimizer state")
         return out
 
@@ -177,7 +196,12 @@ def _named_tensors(model: nn.Module):
 
 def _state_differs(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b))
+        return not (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and torch.equal(a, b)
+        )
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() != b.keys() or any(_state_differs(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):

@@ -34,7 +34,8 @@ class Layout:
     task: str  # "classification" | "regression" | "sequence"
     n_outputs: int | None  # classes or vocabulary size; None for regression
     takes_probabilities: bool = False  # a single-logit model feeding nn.BCELoss
-    shift: int = 0  # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
+    # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
+    shift: int = 0
 
     @property
     def categorical(self) -> bool:
@@ -51,7 +52,9 @@ def layout_of(case: Any) -> Layout:
     layout = Layout(case.inferred_task, case.n_outputs, takes_probabilities(case.loss_fn))
     if layout.task != "sequence":
         return layout
-    shift = case.probe_once("loss shift", lambda: loss_shift(case.loss_fn, case.probe_batch.y, case.output, layout))
+    shift = case.probe_once(
+        "loss shift", lambda: loss_shift(case.loss_fn, case.probe_batch.y, case.output, layout)
+    )
     return dataclasses.replace(layout, shift=shift)
 
 
@@ -78,7 +81,14 @@ def loss_shift(loss_fn: Callable, y: torch.Tensor, like: torch.Tensor, layout: L
         probs[~valid_targets(targets, candidate)] = 1.0 / n
         try:
             with torch.no_grad():
-                losses.append(float(loss_fn(to_output(probs.clamp_min(_EPS).log(), like, candidate), y.to(like.device))))
+                losses.append(
+                    float(
+                        loss_fn(
+                            to_output(probs.clamp_min(_EPS).log(), like, candidate),
+                            y.to(like.device),
+                        )
+                    )
+                )
         except Exception:  # noqa: BLE001 - a loss that cannot take one alignment does not use it
             losses.append(math.inf)
     return 1 if losses[1] < losses[0] else 0
@@ -97,8 +107,8 @@ def incomparable(case: Any) -> str | None:
     if out.numel() == y.numel():
         return None
     return (
-        f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets {tuple(y.shape)}; "
-        "the controls compare them one to one (see model.forward)"
+        f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets "
+        f"{tuple(y.shape)}; the controls compare them one to one (see model.forward)"
     )
 
 
@@ -116,7 +126,11 @@ def contexts(x: torch.Tensor, y: torch.Tensor, layout: Layout) -> torch.Tensor:
         return _prefix_ids(x, y)
     rows = _ids(row_hashes(x))
     per_row = y[0].numel() if y.ndim > 1 else 1
-    position = torch.arange(per_row).reshape(y.shape[1:]) if y.ndim > 1 else torch.zeros((), dtype=torch.long)
+    position = (
+        torch.arange(per_row).reshape(y.shape[1:])
+        if y.ndim > 1
+        else torch.zeros((), dtype=torch.long)
+    )
     return rows.reshape((-1,) + (1,) * (y.ndim - 1)) * per_row + position
 
 
@@ -149,7 +163,9 @@ def conditional_log_probs(ctx: torch.Tensor, y: torch.Tensor, layout: Layout) ->
     labels = y.long()
     uniq, inverse = torch.unique(ctx[valid], return_inverse=True)
     counts = torch.zeros(len(uniq), n, dtype=torch.float64)
-    counts.index_put_((inverse, labels[valid]), torch.ones(len(inverse), dtype=torch.float64), accumulate=True)
+    counts.index_put_(
+        (inverse, labels[valid]), torch.ones(len(inverse), dtype=torch.float64), accumulate=True
+    )
     probs = torch.full(y.shape + (n,), 1.0 / n, dtype=torch.float64)
     probs[valid] = counts[inverse] / counts[inverse].sum(-1, keepdim=True)
     return probs.clamp_min(_EPS).log()
@@ -170,7 +186,9 @@ def marginal_log_probs(y: torch.Tensor, layout: Layout, shape: torch.Size | tupl
     return probs.clamp_min(_EPS).log().expand(tuple(shape) + (n,))
 
 
-def to_output(log_probs: torch.Tensor, like: torch.Tensor, layout: Layout, temperature: float = 1.0) -> torch.Tensor:
+def to_output(
+    log_probs: torch.Tensor, like: torch.Tensor, layout: Layout, temperature: float = 1.0
+) -> torch.Tensor:
     """Class log-probabilities (``target shape + (classes,)``) as the model would output them.
 
     ``temperature`` < 1 flattens them; a loss with label smoothing is lowest somewhere below 1.
@@ -194,7 +212,12 @@ def regression_output(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 DESCENT_STEPS = 50
 
 
-def descend(loss_fn: Callable, start: torch.Tensor, target: torch.Tensor, output: Callable[[torch.Tensor], torch.Tensor] = lambda t: t) -> torch.Tensor:
+def descend(
+    loss_fn: Callable,
+    start: torch.Tensor,
+    target: torch.Tensor,
+    output: Callable[[torch.Tensor], torch.Tensor] = lambda t: t,
+) -> torch.Tensor:
     """``output(start)``, with ``start`` moved downhill on the user's loss by L-BFGS.
 
     Regression references assume nothing about the loss this way: output = target is already
@@ -221,7 +244,8 @@ def descend(loss_fn: Callable, start: torch.Tensor, target: torch.Tensor, output
 
 
 def best_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """The output, shaped like ``like``, with the lowest loss on ``target`` (starting from the target itself)."""
+    """The output, shaped like ``like``, with the lowest loss on ``target`` (starting from the
+    target itself)."""
     return descend(loss_fn, regression_output(target, like), target)
 
 
@@ -234,7 +258,9 @@ def best_blind_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tenso
     return descend(loss_fn, start, target, lambda row: row.expand(rows))[:1].expand(like.shape)
 
 
-def lowest_loss(loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> float:
+def lowest_loss(
+    loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout
+) -> float:
     """The user's loss for outputs built from ``log_probs``, at the best temperature in [0, 1]."""
     target = y.to(like.device)
 
@@ -243,7 +269,9 @@ def lowest_loss(loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, lik
             return float(loss_fn(to_output(log_probs, like, layout, t), target))
 
     best = minimize_scalar(loss_at, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-3})
-    candidates = [loss_at(1.0), loss_at(0.0)] + ([float(best.fun)] if math.isfinite(best.fun) else [])
+    candidates = [loss_at(1.0), loss_at(0.0)] + (
+        [float(best.fun)] if math.isfinite(best.fun) else []
+    )
     return min(candidates)
 
 
@@ -256,12 +284,15 @@ class References:
     log_probs: torch.Tensor | None  # conditional log p(target | context); None for regression
 
     def excess(self, loss: float) -> float:
-        """How far ``loss`` is from the floor, as a fraction of chance's distance (1 = chance, 0 = floor)."""
+        """How far ``loss`` is from the floor, as a fraction of chance's distance (1 = chance, 0 =
+        floor)."""
         span = self.chance - self.floor
         return (loss - self.floor) / span if span > 0 else float("nan")
 
 
-def references(loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout) -> References:
+def references(
+    loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout
+) -> References:
     """Floor and chance of the user's loss on one batch."""
     if not layout.categorical:
         target = y.to(like.device)
@@ -290,7 +321,9 @@ def correct(out: torch.Tensor, y: torch.Tensor, layout: Layout) -> torch.Tensor:
     return (pred == y.long()) | ~valid_targets(y, layout)
 
 
-def fitted_targets(out: torch.Tensor, y: torch.Tensor, log_probs: torch.Tensor, layout: Layout) -> torch.Tensor:
+def fitted_targets(
+    out: torch.Tensor, y: torch.Tensor, log_probs: torch.Tensor, layout: Layout
+) -> torch.Tensor:
     """Per target element: predicted exactly, or as one of the most frequent targets of its
     context where identical contexts have different targets (invalid targets count as fitted)."""
     pred = predicted(out.detach().cpu(), layout).reshape(y.shape)

@@ -135,7 +135,8 @@ def train_copy(
     seed: int,
     advance: Callable[..., None],
 ) -> Run:
-    """Train a fresh copy with the user's step on ``examples``, one minibatch per entry of ``order``."""
+    """Train a fresh copy with the user's step on ``examples``, one minibatch per entry of
+    ``order``."""
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()
     losses: list[float | None] = []

@@ -20,7 +20,12 @@ def ladder_view(report) -> RenderableType:
         head = Text.assemble(
             (f"{STATUS_MARK[status]} {layer.upper():<8}", STATUS_STYLE[status]),
             (f" {report.timings.get(layer, 0.0):5.2f}s  ", "dim"),
-            (RULES_OUT[layer] if status in ("pass", "warn") else ("BROKEN HERE" if layer == failed_layer else ""), "dim" if status != "fail" else "bold red"),
+            (
+                RULES_OUT[layer]
+                if status in ("pass", "warn")
+                else ("BROKEN HERE" if layer == failed_layer else ""),
+                "dim" if status != "fail" else "bold red",
+            ),
         )
         body = findings_grid(found)
         if layer == failed_layer:

@@ -73,7 +73,8 @@ def _entry_md(entry: "Entry", history: list["Entry"], runs: dict[int, "Run"]) ->
         out.append(f"- Experiment: {entry.experiment}")
     if entry.result:
         when = (
-            f" (revision {first_result.revision}, {first_result.recorded_at[:10]} {_time(first_result.recorded_at)})"
+            f" (revision {first_result.revision}, {first_result.recorded_at[:10]} "
+            f"{_time(first_result.recorded_at)})"
             if first_result
             else ""
         )
@@ -88,7 +89,8 @@ def _entry_md(entry: "Entry", history: list["Entry"], runs: dict[int, "Run"]) ->
         out.append(f"- {_run_line(runs[run_id])}" if run_id in runs else f"- run {run_id}")
     if len(history) > 1:
         out.append(
-            f"- Revisions: {len(history)} (last: {history[-1].change}, {history[-1].recorded_at[:10]})"
+            f"- Revisions: {len(history)} (last: {history[-1].change}, "
+            f"{history[-1].recorded_at[:10]})"
         )
     out.append("")
     return out

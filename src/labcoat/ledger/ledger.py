@@ -143,8 +143,9 @@ class Ledger:
         if isinstance(ledger, (str, os.PathLike)):
             return cls(ledger)
         raise InputError(
-            f"ledger: expected a labcoat.Ledger (or an object with record_findings), a path or URL, "
-            f"None (the default ledger if it exists) or False (nowhere); got {type(ledger).__name__}"
+            "ledger: expected a labcoat.Ledger (or an object with record_findings), a path or "
+            "URL, None (the default ledger if it exists) or False (nowhere); got "
+            f"{type(ledger).__name__}"
         )
 
     def _open(self, create: bool) -> None:
@@ -170,8 +171,9 @@ class Ledger:
         if foreign:
             shown = ", ".join(sorted(tables)[:6]) + (", …" if len(tables) > 6 else "")
             raise LedgerError(
-                f"ledger {store.location}: this database is not a labcoat ledger (it holds: {shown}); "
-                "point --ledger or LABCOAT_LEDGER at a ledger file, or at a path that does not exist yet"
+                f"ledger {store.location}: this database is not a labcoat ledger (it holds: {shown}"
+                "); point --ledger or LABCOAT_LEDGER at a ledger file, or at a path that does not "
+                "exist yet"
             )
         if LEDGER_MIGRATIONS.pending(store) and not store.read_only:  # read-only media: read as is
             LEDGER_MIGRATIONS.apply(store)
@@ -383,8 +385,8 @@ class Ledger:
 
     def diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun):
         """What changed in code, config, data, environment and seeds from ``run_a`` to ``run_b``."""
-        from labcoat.provenance.diff import diff_runs
         from labcoat.provenance import commit_stat
+        from labcoat.provenance.diff import diff_runs
 
         a, b = self.get_run(run_a), self.get_run(run_b)
         stat = commit_stat(b.git_root or a.git_root, a.git_commit, b.git_commit)

@@ -12,11 +12,11 @@ from labcoat.render import findings_table
 
 if TYPE_CHECKING:
     from labcoat.findings import Finding
-    from labcoat.provenance.diff import RunDiff
     from labcoat.ledger.records.entries import Entry
     from labcoat.ledger.records.runs import Run
     from labcoat.ledger.store.sql import SqlResult
     from labcoat.ledger.store.verify import VerifyResult
+    from labcoat.provenance.diff import RunDiff
 
 VERDICT_STYLE = {
     "open": "cyan",
@@ -191,8 +191,8 @@ def verify_view(result: "VerifyResult") -> RenderableType:
     if n:
         parts.append(
             Text(
-                f"{result.predicted_first} of {n} resolved entries had their prediction recorded in an "
-                "earlier revision than their result (chain order)"
+                f"{result.predicted_first} of {n} resolved entries had their prediction recorded "
+                "in an earlier revision than their result (chain order)"
             )
         )
         for p in result.predictions:
@@ -206,7 +206,8 @@ def diff_view(diff: "RunDiff") -> RenderableType:
 
     if diff.same:
         return Text(
-            f"runs {diff.run_a} and {diff.run_b}: no differences in code, config, data, environment or seeds"
+            f"runs {diff.run_a} and {diff.run_b}: no differences in code, config, data, "
+            "environment or seeds"
         )
     table = Table(title=f"run {diff.run_a} → run {diff.run_b}")
     for name in ("section", "key", "change", f"run {diff.run_a}", f"run {diff.run_b}"):

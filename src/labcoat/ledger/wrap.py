@@ -4,7 +4,8 @@ The run and its provenance are written before the command starts, so a crash of 
 including labcoat, still leaves the start on record. The command's stdout and stderr are passed
 through as they arrive (tee) and the last part is kept in the ledger with the exit status.
 Ctrl-C reaches the command (it shares the terminal's process group) and labcoat waits for it to
-finish (a second Ctrl-C kills it); SIGTERM sent to labcoat is forwarded. The child learns its run through
+finish (a second Ctrl-C kills it); SIGTERM sent to labcoat is forwarded. The child learns its run
+through
 ``LABCOAT_RUN_ID`` and ``LABCOAT_LEDGER``, so findings it records join the same run.
 """
 
@@ -190,7 +191,8 @@ def run_wrapped(
                 run_id, status="failed", exit_status=code, error=error, duration_s=0.0
             )
             raise CommandNotStarted(
-                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as failed)",
+                f"cannot start {command[0]!r}: {exc.strerror or exc} (run {run_id} recorded as "
+                "failed)",
                 code,
             ) from exc
         signals.attach(proc)

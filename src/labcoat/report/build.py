@@ -29,7 +29,9 @@ def _stats(run, findings, events) -> Section:
     parts = []
     for i, f in enumerate(findings):
         name = f.evidence.get("name") or f.check
-        part = stats_section(f.evidence, title=name, name=f"r{run.id}-{i}", id=f"stats-{run.id}-{i}")
+        part = stats_section(
+            f.evidence, title=name, name=f"r{run.id}-{i}", id=f"stats-{run.id}-{i}"
+        )
         parts.append(f"<h3>{esc(name)}</h3>{part.body}")
     return Section(_title("Stats", run), "\n".join(parts), id=f"stats-run-{run.id}")
 
@@ -38,8 +40,11 @@ def _findings(kind: str) -> Callable[[Any, list, list], Section]:
     def build(run, findings, events) -> Section:
         from labcoat.report.ladder import findings_list
 
-        return Section(_title(kind.capitalize(), run), findings_list(f.to_dict() for f in findings),
-                       id=f"{kind}-run-{run.id}")
+        return Section(
+            _title(kind.capitalize(), run),
+            findings_list(f.to_dict() for f in findings),
+            id=f"{kind}-run-{run.id}",
+        )
 
     return build
 
@@ -69,14 +74,20 @@ def from_ledger(
     """A page with a section per recorded doctor run, watched run and result, then the chronicle."""
     from labcoat.report.sections.ledger import ledger_section
 
-    chosen = [r for r in ledger.runs() if (not runs or r.id in runs) and (since is None or r.started_at >= since)]
+    chosen = [
+        r
+        for r in ledger.runs()
+        if (not runs or r.id in runs) and (since is None or r.started_at >= since)
+    ]
     if runs:
         missing = sorted(set(runs) - {r.id for r in chosen})
         if missing:
             from labcoat.errors import InputError
 
-            raise InputError(f"--run: no run {', '.join(map(str, missing))} in {ledger.location}; "
-                             "`labcoat ledger runs` lists them")
+            raise InputError(
+                f"--run: no run {', '.join(map(str, missing))} in {ledger.location}; "
+                "`labcoat ledger runs` lists them"
+            )
     page = Page(title, subtitle=f"from {ledger.location} · {len(chosen)} runs")
     for run in chosen:
         events = ledger.events(run=run.id)
@@ -122,12 +133,16 @@ def write(
         try:
             _dt.date.fromisoformat(since[:10])
         except ValueError:
-            raise InputError(f"--since: expected a date such as 2026-12-01; got {since!r}") from None
+            raise InputError(
+                f"--since: expected a date such as 2026-12-01; got {since!r}"
+            ) from None
     ledger = Ledger.existing(location)
     if ledger is None:
         where = f"at {location!r}" if location else "here yet"
-        raise InputError(f"no ledger {where}: run `labcoat doctor`, `labcoat run` or `labcoat ledger add` "
-                         "first, or pass --ledger PATH")
+        raise InputError(
+            f"no ledger {where}: run `labcoat doctor`, `labcoat run` or `labcoat ledger add` "
+            "first, or pass --ledger PATH"
+        )
     with ledger:
         page = from_ledger(ledger, runs=list(runs or ()) or None, since=since)
     written = page.save(output)

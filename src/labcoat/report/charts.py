@@ -94,14 +94,17 @@ def line_chart(
     logy: bool = False,
     caption: str = "",
 ) -> str:
-    """One line per series; dashed reference lines (``hlines``); a red tick per alert at its step."""
+    """One line per series; dashed reference lines (``hlines``); a red tick per alert at its
+    step."""
     fig, ax = figure()
     for i, (label, (x, y)) in enumerate(series.items()):
         (ln,) = ax.plot(x, y, color=PALETTE[i % len(PALETTE)], lw=1.2, label=label)
         ln.set_gid(f"series-{i}")
     for j, (label, value) in enumerate((hlines or {}).items()):
         if value is not None and math.isfinite(value):
-            ref = ax.axhline(value, ls="--", lw=0.9, color=PALETTE[(j + 3) % len(PALETTE)], label=label)
+            ref = ax.axhline(
+                value, ls="--", lw=0.9, color=PALETTE[(j + 3) % len(PALETTE)], label=label
+            )
             ref.set_gid(f"ref-{j}")
     for k, (step, label) in enumerate(alerts):
         mark = ax.axvline(step, color=ALERT, lw=1.0, alpha=0.8)
@@ -121,7 +124,8 @@ def distribution(
     xlabel: str = "",
     caption: str = "",
 ) -> str:
-    """A strip of values (one dot each, e.g. shuffled copies' scores) with labelled reference lines."""
+    """A strip of values (one dot each, e.g. shuffled copies' scores) with labelled reference
+    lines."""
     import numpy as np
 
     fig, ax = figure(height=2.0)
@@ -131,8 +135,13 @@ def distribution(
     dots.set_gid("values")
     for j, (label, value) in enumerate(marks.items()):
         if value is not None and math.isfinite(value):
-            ref = ax.axvline(value, ls="-" if j == 0 else "--", lw=1.4 if j == 0 else 1.0,
-                             color=PALETTE[(j + 1) % len(PALETTE)], label=f"{label} {value:.3g}")
+            ref = ax.axvline(
+                value,
+                ls="-" if j == 0 else "--",
+                lw=1.4 if j == 0 else 1.0,
+                color=PALETTE[(j + 1) % len(PALETTE)],
+                label=f"{label} {value:.3g}",
+            )
             ref.set_gid(f"mark-{j}")
     ax.set_yticks([])
     ax.set_ylim(-0.6, 0.6)
@@ -185,7 +194,9 @@ def band_chart(
     ax.fill_between(x, low, high, color=PALETTE[0], alpha=0.25, lw=0).set_gid("band")
     ax.plot(x, y, color=PALETTE[0], lw=1.4, label=label)[0].set_gid("fit")
     for i, (label, (px, py)) in enumerate(points.items()):
-        dots = ax.scatter(px, py, s=14, color=PALETTE[(i + 1) % len(PALETTE)], label=label, zorder=3)
+        dots = ax.scatter(
+            px, py, s=14, color=PALETTE[(i + 1) % len(PALETTE)], label=label, zorder=3
+        )
         dots.set_gid(f"points-{i}")
     if logx:
         ax.set_xscale("log")

@@ -25,9 +25,15 @@ SECTION_FOR: dict[str, str] = {
     "SharedGroups": "labcoat.report.sections.audit:audit_section",
 }
 
-TITLES = {"Report": "Doctor", "ScalingFit": "Scaling law", "BacktestResult": "Backtest",
-          "LeaderboardResult": "Leaderboard", "GateResult": "Release gate", "CompareResult": "Comparison",
-          "MeanResult": "Mean"}
+TITLES = {
+    "Report": "Doctor",
+    "ScalingFit": "Scaling law",
+    "BacktestResult": "Backtest",
+    "LeaderboardResult": "Leaderboard",
+    "GateResult": "Release gate",
+    "CompareResult": "Comparison",
+    "MeanResult": "Mean",
+}
 
 
 def section_for(result: Any, **options: Any):
@@ -41,8 +47,13 @@ def section_for(result: Any, **options: Any):
     return build(result, **options)
 
 
-def to_html(result: Any, path: str | os.PathLike[str] | None = None, *, title: str = "labcoat report",
-            **options: Any) -> str:
+def to_html(
+    result: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    title: str = "labcoat report",
+    **options: Any,
+) -> str:
     """One self-contained page drawing ``result``; written to ``path`` when given."""
     from labcoat.report.page import Page
 

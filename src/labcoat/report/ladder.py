@@ -26,7 +26,10 @@ def _value(value: Any) -> str:
 def evidence_table(evidence: Mapping[str, Any]) -> str:
     if not evidence:
         return '<p class="muted">no evidence recorded</p>'
-    rows = "".join(f"<tr><td>{esc(k)}</td><td><code>{esc(_value(v))}</code></td></tr>" for k, v in evidence.items())
+    rows = "".join(
+        f"<tr><td>{esc(k)}</td><td><code>{esc(_value(v))}</code></td></tr>"
+        for k, v in evidence.items()
+    )
     return f'<div class="scroll"><table class="evidence">{rows}</table></div>'
 
 
@@ -34,16 +37,21 @@ def finding_html(f: Mapping[str, Any]) -> str:
     """A finding dict (``Finding.to_dict()``): status, check and message; evidence on click."""
     extra = ""
     if f.get("falsifies"):
-        extra += f'<p class="muted">falsifies: {esc(f["falsifies"])}<br>predicts: {esc(f.get("predicts", ""))}</p>'
+        extra += (
+            f'<p class="muted">falsifies: {esc(f["falsifies"])}<br>predicts: '
+            f"{esc(f.get('predicts', ''))}</p>"
+        )
     where = ""
     if f.get("step") is not None:
         where += f' <span class="muted">step {esc(f["step"])}</span>'
     if f.get("rank") is not None:
         where += f' <span class="muted">rank {esc(f["rank"])}</span>'
     return (
-        f'<details class="finding" data-check="{esc(f.get("check", ""))}" data-status="{esc(f.get("status", ""))}">'
-        f'<summary>{status_mark(f.get("status", "skip"))} <b>{esc(f.get("check", ""))}</b>{where}: '
-        f'{esc(f.get("message", ""))}</summary>{extra}{evidence_table(f.get("evidence") or {})}</details>'
+        f'<details class="finding" data-check="{esc(f.get("check", ""))}" data-status="'
+        f'{esc(f.get("status", ""))}">'
+        f"<summary>{status_mark(f.get('status', 'skip'))} <b>{esc(f.get('check', ''))}</b>{where}: "
+        f"{esc(f.get('message', ''))}</summary>{extra}"
+        f"{evidence_table(f.get('evidence') or {})}</details>"
     )
 
 

@@ -16,8 +16,14 @@ from labcoat._validation import FINITE, Interval, Seed, check_choice, check_int,
 from labcoat.errors import InputError
 
 __all__ = [
-    "check_choice", "check_count", "check_finite", "check_positive", "check_probability",
-    "check_random_state", "check_same_length", "check_scores",
+    "check_choice",
+    "check_count",
+    "check_finite",
+    "check_positive",
+    "check_probability",
+    "check_random_state",
+    "check_same_length",
+    "check_scores",
 ]
 
 

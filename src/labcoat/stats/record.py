@@ -12,22 +12,42 @@ from typing import Any
 from labcoat.findings import Check, CheckRegistry, Finding, Outcome
 
 #: result class → what its finding is called and the one-line summary of it
-_KIND = {"MeanResult": "mean", "CompareResult": "compare", "LeaderboardResult": "leaderboard",
-         "GateResult": "gate", "ExclusionResult": "compare.exclude"}
+_KIND = {
+    "MeanResult": "mean",
+    "CompareResult": "compare",
+    "LeaderboardResult": "leaderboard",
+    "GateResult": "gate",
+    "ExclusionResult": "compare.exclude",
+}
 
 #: what each kind of stored result claims, declared like every other engine's checks
 CHECKS = CheckRegistry("stats", ["stats"])
 for _kind, _falsifies, _predicts in (
-    ("mean", "the score is known to within its interval",
-     "a rerun on new items from the same population lands inside the interval"),
-    ("compare", "the two models score alike on this population",
-     "the difference's interval excludes 0 when they do not"),
-    ("leaderboard", "the ranking is what the scores support",
-     "models ranked apart have separated intervals"),
-    ("gate", "the new model is no worse than the old one by more than the margin",
-     "the interval of new − old stays above −margin"),
-    ("compare.exclude", "the comparison's decision does not hinge on the excluded questions",
-     "with and without them, the same models differ significantly"),
+    (
+        "mean",
+        "the score is known to within its interval",
+        "a rerun on new items from the same population lands inside the interval",
+    ),
+    (
+        "compare",
+        "the two models score alike on this population",
+        "the difference's interval excludes 0 when they do not",
+    ),
+    (
+        "leaderboard",
+        "the ranking is what the scores support",
+        "models ranked apart have separated intervals",
+    ),
+    (
+        "gate",
+        "the new model is no worse than the old one by more than the margin",
+        "the interval of new − old stays above −margin",
+    ),
+    (
+        "compare.exclude",
+        "the comparison's decision does not hinge on the excluded questions",
+        "with and without them, the same models differ significantly",
+    ),
 ):
     CHECKS.add(Check(f"stats.{_kind}", "stats", _falsifies, _predicts, run=None, severity="fail"))
 
@@ -35,7 +55,9 @@ for _kind, _falsifies, _predicts in (
 def as_finding(result: Any, name: str = "") -> Finding:
     data = result.to_dict()
     kind = _KIND.get(type(result).__name__, type(result).__name__.lower())
-    status = "fail" if data.get("decision") == "REJECT" else ("warn" if data.get("warnings") else "pass")
+    status = (
+        "fail" if data.get("decision") == "REJECT" else ("warn" if data.get("warnings") else "pass")
+    )
     label = f"{name}: " if name else ""
     declared = CHECKS.get(f"stats.{kind}") or Check(f"stats.{kind}", "stats", "", "", run=None)
     outcome = Outcome(status, label + _summary(kind, data), {"name": name, **data})

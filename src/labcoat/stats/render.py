@@ -297,8 +297,7 @@ def sequential_view(result: SequentialResult) -> RenderableType:
 def intervals_view(result: ProportionResult) -> RenderableType:
     table = Table(
         title=(
-            f"{result.successes}/{result.n} = {result.proportion:.4g} "
-            f"({_level(result.confidence)})"
+            f"{result.successes}/{result.n} = {result.proportion:.4g} ({_level(result.confidence)})"
         ),
         title_justify="left",
     )

@@ -112,9 +112,7 @@ def merge_alerts(alerts: Iterable[Alert]) -> list[Alert]:
             seen.add(alert.rank)
         if key not in merged or _rank_order(alert) < _rank_order(merged[key]):
             merged[key] = alert
-    out = [
-        replace(alert, ranks=tuple(sorted(ranks[key]))) for key, alert in merged.items()
-    ]
+    out = [replace(alert, ranks=tuple(sorted(ranks[key]))) for key, alert in merged.items()]
     return sorted(out, key=lambda a: (a.step, a.kind, a.subject))
 
 

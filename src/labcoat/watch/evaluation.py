@@ -59,7 +59,8 @@ class Evaluation:
         POSITIVE_INT.check(self.every, "every", hint="It counts steps.")
         if not callable(self.score):
             raise InputError(
-                f"Evaluation `score` must be a function batch -> per-item scores; got {type(self.score).__name__}."
+                "Evaluation `score` must be a function batch -> per-item scores; got "
+                f"{type(self.score).__name__}."
             )
 
 
@@ -95,8 +96,8 @@ class EvalResult:
             "kind": "eval",
             "value": self.mean,
             "message": (
-                f"{self.name}: {self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] "
-                f"({self.confidence:.0%} anytime interval, n={self.n}{early})"
+                f"{self.name}: {self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] ("
+                f"{self.confidence:.0%} anytime interval, n={self.n}{early})"
             ),
             "evidence": {
                 "name": self.name,
@@ -128,7 +129,9 @@ def evaluate(
     from labcoat.stats import ConfidenceSequence
 
     if width is None and threshold is None:
-        raise InputError("evaluate needs `width`, `threshold` or both to know when to stop; got neither.")
+        raise InputError(
+            "evaluate needs `width`, `threshold` or both to know when to stop; got neither."
+        )
     cs = ConfidenceSequence(lower, upper, confidence)
     start = time.perf_counter()
     seen = 0
@@ -148,7 +151,8 @@ def evaluate(
     if cs.n == 0:
         raise InputError(
             f"evaluation {name!r} got no scores: `batches` yielded {seen} batches and `score` "
-            "returned no items; pass a non-empty iterable (re-iterable, or a function returning one)."
+            "returned no items; pass a non-empty iterable (re-iterable, or a function returning "
+            "one)."
         )
     ci = cs.interval
     return EvalResult(
@@ -184,8 +188,8 @@ def _scores(values: Any, batch: int) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.ndim > 1:
         raise InputError(
-            f"`score` must return one score per item; batch {batch} gave shape {arr.shape}. "
-            "Return e.g. (logits.argmax(1) == y).float(), not a matrix."
+            f"`score` must return one score per item; batch {batch} gave shape {arr.shape}. Return "
+            "e.g. (logits.argmax(1) == y).float(), not a matrix."
         )
     return arr.reshape(-1)
 

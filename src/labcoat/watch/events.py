@@ -51,7 +51,8 @@ def series_event(sample: Any, rank: int | None) -> dict[str, Any]:
 
 def rank_path(path: str | os.PathLike[str], rank: int | None, world_size: int) -> Path:
     """The file one rank writes: ``{rank}`` in ``path`` is filled in; with several ranks and no
-    placeholder, ``.rank<N>`` goes before the suffix (``events.jsonl`` -> ``events.rank1.jsonl``)."""
+    placeholder, ``.rank<N>`` goes before the suffix (``events.jsonl`` ->
+    ``events.rank1.jsonl``)."""
     text = os.fspath(path)
     if "{rank}" in text:
         return Path(text.replace("{rank}", str(0 if rank is None else rank)))
@@ -117,8 +118,8 @@ EVENT_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "kind": (_is(str), "a string"),
     "step": (_is(int), "an integer"),
     "rank": (_is(int, _NONE), "an integer or null"),
-    "time": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
-    "value": (_number_or_null, "a number, \"nan\", \"inf\", \"-inf\" or null"),
+    "time": (_number_or_null, 'a number, "nan", "inf", "-inf" or null'),
+    "value": (_number_or_null, 'a number, "nan", "inf", "-inf" or null'),
     "message": (_is(str, _NONE), "a string"),
     "severity": (_is(str, _NONE), "a string"),
     "subject": (_is(str, _NONE), "a string"),
@@ -140,7 +141,9 @@ def read_events(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, A
         try:
             fh = open(p, encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"events file {str(p)!r} cannot be read ({exc.strerror or exc}).") from None
+            raise InputError(
+                f"events file {str(p)!r} cannot be read ({exc.strerror or exc})."
+            ) from None
         with fh:
             try:
                 for lineno, line in enumerate(fh, 1):
@@ -148,8 +151,8 @@ def read_events(paths: Iterable[str | os.PathLike[str]]) -> Iterator[dict[str, A
                         yield _parse_event(line, f"events file {str(p)!r}, line {lineno}")
             except UnicodeDecodeError:
                 raise InputError(
-                    f"events file {str(p)!r} is not UTF-8 text; pass the JSON-lines files written by "
-                    "labcoat.watch(..., events=PATH)."
+                    f"events file {str(p)!r} is not UTF-8 text; pass the JSON-lines files written "
+                    "by labcoat.watch(..., events=PATH)."
                 ) from None
 
 
@@ -159,18 +162,24 @@ def _parse_event(line: str, where: str) -> dict[str, Any]:
         event = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(
-            f"{where}: not JSON ({exc.msg}); expected one JSON object per line as written by labcoat.watch."
+            f"{where}: not JSON ({exc.msg}); expected one JSON object per line as written by "
+            "labcoat.watch."
         ) from None
     if not isinstance(event, dict) or "kind" not in event or "step" not in event:
-        raise InputError(f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}.")
+        raise InputError(
+            f"{where}: expected an object with 'kind' and 'step'; got {line.strip()[:80]!r}."
+        )
     for name, (valid, what) in EVENT_FIELDS.items():
         if not valid(event.get(name)):
-            raise InputError(f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}.")
+            raise InputError(
+                f"{where}: '{name}' must be {what}; got {json.dumps(event.get(name))[:60]}."
+            )
     return event
 
 
 def read_series(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """The sampled-series records in ``paths`` (see :data:`SERIES_KIND`), sorted by step and rank."""
+    """The sampled-series records in ``paths`` (see :data:`SERIES_KIND`), sorted by step and
+    rank."""
     rows = [e for e in read_events(paths) if e["kind"] == SERIES_KIND]
     return sorted(rows, key=lambda e: (e["step"], -1 if e["rank"] is None else e["rank"]))
 

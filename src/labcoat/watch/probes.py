@@ -68,6 +68,9 @@ def stack_scalars(values: Sequence[torch.Tensor | float]) -> torch.Tensor:
         except RuntimeError:  # mixed devices or dtypes: fall back to one scalar at a time
             pass
     return torch.tensor(
-        [float(v.detach().reshape(()).cpu()) if isinstance(v, torch.Tensor) else float(v) for v in values],
+        [
+            float(v.detach().reshape(()).cpu()) if isinstance(v, torch.Tensor) else float(v)
+            for v in values
+        ],
         dtype=torch.float64,
     )

@@ -77,8 +77,11 @@ class Watcher:
                 raise InputError(f"`on_alert` must be callable or a list of callables; got {cb!r}.")
         self._callbacks = callbacks
         evals = (
-            [] if evaluation is None
-            else [evaluation] if isinstance(evaluation, Evaluation) else list(evaluation)
+            []
+            if evaluation is None
+            else [evaluation]
+            if isinstance(evaluation, Evaluation)
+            else list(evaluation)
         )
         for ev in evals:
             if not isinstance(ev, Evaluation):
@@ -117,8 +120,13 @@ class Watcher:
             raise InputError("this watch has already been started; make a new labcoat.watch(...)")
         self._started = True
         self._run = None
-        if self.ledger is not None and hasattr(self.ledger, "start_run") and self.ledger.current_run_id() is None:
-            # one run holds this session's series, alerts and findings (a run already open joins them)
+        if (
+            self.ledger is not None
+            and hasattr(self.ledger, "start_run")
+            and self.ledger.current_run_id() is None
+        ):
+            # one run holds this session's series, alerts and findings (a run already open joins
+            # them)
             self._run = self.ledger.start_run(name="watch")
             self.judge.ledger_events = self._run
         self.info = RankInfo.current(self._group)
@@ -126,8 +134,12 @@ class Watcher:
             path = rank_path(self._events_path, self.info.rank, self.info.world_size)
             self.judge.log = EventLog(path)
         self.sampler = Sampler(
-            self.model, self.optimizer, frozen=self._declared_frozen, every=self.every,
-            sync_every=self.sync_every, info=self.info,
+            self.model,
+            self.optimizer,
+            frozen=self._declared_frozen,
+            every=self.every,
+            sync_every=self.sync_every,
+            info=self.info,
         )
         needs = self.judge.start(self.sampler.context)
         if self.judge.records_series:
@@ -154,7 +166,9 @@ class Watcher:
                 self.ledger.record_findings(self.findings(), source="watch")
             else:
                 self.ledger.record_findings(self.findings(), run=self._run, source="watch")
-                self.ledger.finish_run(self._run, status="failed" if failed else "ok", exit_status=None)
+                self.ledger.finish_run(
+                    self._run, status="failed" if failed else "ok", exit_status=None
+                )
 
     @property
     def context(self) -> WatchContext:
@@ -185,8 +199,8 @@ class Watcher:
         sampler = self.sampler
         if sampler is None or self._closed:
             raise InputError(
-                "observe() was called outside the watch; call it inside "
-                "`with labcoat.watch(model, optimizer) as w:`."
+                "observe() was called outside the watch; call it inside `with "
+                "labcoat.watch(model, optimizer) as w:`."
             )
         if isinstance(step, bool) or not isinstance(step, numbers.Integral):
             raise InputError(f"`step` must be an int (the training step); got {step!r}.")
@@ -246,8 +260,8 @@ class Watcher:
         if isinstance(loss, torch.Tensor):
             if loss.numel() != 1:
                 raise InputError(
-                    f"`loss` must be a scalar; got a tensor of shape {tuple(loss.shape)}. "
-                    "Pass the reduced training loss (e.g. loss.mean())."
+                    f"`loss` must be a scalar; got a tensor of shape {tuple(loss.shape)}. Pass the "
+                    "reduced training loss (e.g. loss.mean())."
                 )
             self.sampler.add_loss(int(step), loss.detach())
         elif isinstance(loss, numbers.Real) and not isinstance(loss, bool):
@@ -320,8 +334,8 @@ class Watcher:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running" if self._started else "not started"
         return (
-            f"Watcher({state}, every={self.every}, observed={self.observed}, "
-            f"alerts={len(self.judge.alerts)})"
+            f"Watcher({state}, every={self.every}, observed={self.observed}, alerts="
+            f"{len(self.judge.alerts)})"
         )
 
 
@@ -364,19 +378,23 @@ def watch(
         ``on_alert`` (callbacks) and ``evaluation`` (an :class:`Evaluation` to run every N
         steps, with error bars and early stopping).
     """
-    return Watcher(model, optimizer, expect_frozen=expect_frozen, ledger=ledger, every=every, **options)
+    return Watcher(
+        model, optimizer, expect_frozen=expect_frozen, ledger=ledger, every=every, **options
+    )
 
 
 def _check_model(model: Any) -> nn.Module:
     if not isinstance(model, nn.Module):
         raise InputError(
-            f"`model` must be a torch.nn.Module; got {type(model).__name__}. Pass the module "
-            "whose parameters the optimizer trains."
+            f"`model` must be a torch.nn.Module; got {type(model).__name__}. Pass the module whose "
+            "parameters the optimizer trains."
         )
     if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
         model = model.module
     if next(model.parameters(), None) is None:
-        raise InputError(f"`model` ({type(model).__name__}) has no parameters; there is nothing to watch.")
+        raise InputError(
+            f"`model` ({type(model).__name__}) has no parameters; there is nothing to watch."
+        )
     return model
 
 
@@ -391,8 +409,8 @@ def _check_optimizer(optimizer: Any) -> torch.optim.Optimizer:
             break
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise InputError(
-            f"`optimizer` must be a torch.optim.Optimizer; got {type(optimizer).__name__}. "
-            "Pass the optimizer whose step() trains the model."
+            f"`optimizer` must be a torch.optim.Optimizer; got {type(optimizer).__name__}. Pass "
+            "the optimizer whose step() trains the model."
         )
     return optimizer
 

@@ -62,17 +62,30 @@ def label_range(case: Case) -> Outcome:
     y = torch.cat([case.train.y.reshape(-1), case.val.y.reshape(-1)])
     if torch.is_floating_point(y):
         if n_out == 1 and bool(((y == 0) | (y == 1)).all()):
-            return passed("targets are 0/1, one logit each", targets_per_example=case.train.y[0].numel())
+            return passed(
+                "targets are 0/1, one logit each", targets_per_example=case.train.y[0].numel()
+            )
         if n_out == 1:
             odd = torch.unique(y[(y != 0) & (y != 1)])[:10].tolist()
             return failed("one logit per target needs 0/1 targets", other_values=odd)
-        return failed(f"targets are floating point but the model has {n_out} outputs; class labels must be integers")
+        return failed(
+            f"targets are floating point but the model has {n_out} outputs; class labels must be "
+            "integers"
+        )
     skip = ignore_index(case.loss_fn)
     kept = y[y != skip]
     limit = 2 if n_out == 1 else n_out
-    evidence = {"model_outputs": n_out, "ignore_index": skip, "ignored_targets": int((y == skip).sum())}
+    evidence = {
+        "model_outputs": n_out,
+        "ignore_index": skip,
+        "ignored_targets": int((y == skip).sum()),
+    }
     if not len(kept):
-        return failed(f"every target is {skip}, the label the loss skips (ignore_index): nothing to learn from", **evidence)
+        return failed(
+            f"every target is {skip}, the label the loss skips (ignore_index): nothing to learn "
+            "from",
+            **evidence,
+        )
     lo, hi = int(kept.min()), int(kept.max())
     evidence.update(min_label=lo, max_label=hi)
     train = case.train.y.reshape(len(case.train), -1)
@@ -80,16 +93,28 @@ def label_range(case: Case) -> Outcome:
     if outside.any():
         rows = torch.nonzero(outside.any(1)).flatten()
         return failed(
-            f"labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})",
+            f"labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0.."
+            f"{limit - 1})",
             first_bad_rows=case.train.index[rows[:10]].tolist(),
             **evidence,
         )
     if lo < 0 or hi >= limit:  # only held-out labels are out of range
-        return failed(f"held-out labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0..{limit - 1})", **evidence)
+        return failed(
+            f"held-out labels span [{lo}, {hi}] but the model has {n_out} outputs (valid labels 0.."
+            f"{limit - 1})",
+            **evidence,
+        )
     used = int(torch.unique(kept).numel())
-    ignored = f"; {evidence['ignored_targets']} targets are {skip}, which the loss skips" if evidence["ignored_targets"] else ""
+    ignored = (
+        f"; {evidence['ignored_targets']} targets are {skip}, which the loss skips"
+        if evidence["ignored_targets"]
+        else ""
+    )
     if n_out > 2 and hi + 1 < n_out / 2 and case.inferred_task == "classification":
-        return warned(f"the model has {n_out} outputs but labels only reach {hi} ({used} classes used)", **evidence)
+        return warned(
+            f"the model has {n_out} outputs but labels only reach {hi} ({used} classes used)",
+            **evidence,
+        )
     return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs{ignored}", **evidence)
 
 
@@ -104,13 +129,18 @@ def labels_degenerate(case: Case) -> Outcome:
     if case.inferred_task == "regression":
         std = float(y.double().std()) if len(y) > 1 else 0.0
         if not std > 0:
-            return failed(f"all {len(y)} training targets are equal ({float(y.reshape(-1)[0]):.4g})", std=std)
+            return failed(
+                f"all {len(y)} training targets are equal ({float(y.reshape(-1)[0]):.4g})", std=std
+            )
         return passed(f"targets vary (std {std:.4g})", mean=float(y.double().mean()), std=std)
     labels = y.reshape(-1)
     if not torch.is_floating_point(labels):
         labels = labels[labels != ignore_index(case.loss_fn)]  # padding is not a class
     if not len(labels):
-        return failed(f"every training target is {ignore_index(case.loss_fn)}, the label the loss skips (ignore_index)")
+        return failed(
+            f"every training target is {ignore_index(case.loss_fn)}, the label the loss skips "
+            "(ignore_index)"
+        )
     values, counts = torch.unique(labels, return_counts=True)
     share = counts.double() / counts.sum()
     evidence = {
@@ -121,7 +151,9 @@ def labels_degenerate(case: Case) -> Outcome:
         return failed(f"every training target is {int(values[0])}: a single class", **evidence)
     top = float(share.max())
     if top > 0.95:
-        return warned(f"class {int(values[share.argmax()])} is {top:.1%} of the targets", **evidence)
+        return warned(
+            f"class {int(values[share.argmax()])} is {top:.1%} of the targets", **evidence
+        )
     return passed(f"{len(values)} classes, largest {top:.1%}", **evidence)
 
 
@@ -132,7 +164,13 @@ def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]
     for label in torch.unique(y[y != ignore_index(case.loss_fn)])[:20].tolist():
         rows = torch.nonzero(y == label).flatten()[:per_class]
         out[int(label)] = [
-            {"row": int(case.train.index[r]), "x": [round(v, 3) if isinstance(v, float) else v for v in case.train.x[r].reshape(-1)[:16].tolist()]}
+            {
+                "row": int(case.train.index[r]),
+                "x": [
+                    round(v, 3) if isinstance(v, float) else v
+                    for v in case.train.x[r].reshape(-1)[:16].tolist()
+                ],
+            }
             for r in rows
         ]
     return out
@@ -167,7 +205,11 @@ def features_constant(case: Case) -> Outcome:
     x = flat(case.train.x)
     constant = np.flatnonzero(np.ptp(x, axis=0) == 0)
     d = x.shape[1]
-    evidence = {"features": d, "constant": len(constant), "constant_columns": constant[:20].tolist()}
+    evidence = {
+        "features": d,
+        "constant": len(constant),
+        "constant_columns": constant[:20].tolist(),
+    }
     if len(constant) == d:
         return failed(f"none of the {d} features varies across {len(x)} examples", **evidence)
     # constant borders are normal in images; in tables a constant column is worth a look
@@ -210,8 +252,8 @@ def split_overlap(case: Case) -> Outcome:
     xtr, xva = (ex.x.reshape(len(ex), -1) for ex in (train, val))
     if xtr.shape[1] != xva.shape[1]:
         return skipped(
-            f"training inputs have {xtr.shape[1]} values and validation inputs {xva.shape[1]}: "
-            "no row of one can copy the other"
+            f"training inputs have {xtr.shape[1]} values and validation inputs {xva.shape[1]}: no "
+            "row of one can copy the other"
         )
     if not tokens:  # half precision has no NumPy form
         xtr, xva = xtr.float(), xva.float()
@@ -244,8 +286,8 @@ def split_overlap(case: Case) -> Outcome:
     }
     whose = case.split_owner
     said = (
-        f"{len(twins)} of {n_val} validation inputs ({share:.0%}) have a twin in training "
-        f"({len(exact)} exact, {len(twins) - len(exact)} near"
+        f"{len(twins)} of {n_val} validation inputs ({share:.0%}) have a twin in training ("
+        f"{len(exact)} exact, {len(twins) - len(exact)} near"
         + ("" if tokens else f", cosine >= {TWIN_SIMILARITY}")
         + f"), where a random split of this data gives {chance:.0%}"
     )
@@ -254,7 +296,9 @@ def split_overlap(case: Case) -> Outcome:
     if p_value < LEAK_P_VALUE:
         return warned(f"{said}: more copies than chance, in {whose}", **evidence)
     if not twins:
-        return passed(f"none of {n_val} validation inputs has a twin in training, in {whose}", **evidence)
+        return passed(
+            f"none of {n_val} validation inputs has a twin in training, in {whose}", **evidence
+        )
     return passed(f"{said}: as a random split would, in {whose}", **evidence)
 
 
@@ -283,9 +327,9 @@ def split_groups(case: Case) -> Outcome:
         )
         more = f" and {found.n_shared - 5} more" if found.n_shared > 5 else ""
         return failed(
-            f"{found.n_shared} of {found.groups_b} validation groups also have training rows "
-            f"({found.rows_b_leaked} of {found.rows_b} validation rows): {named}{more}, in "
-            f"{whose}; split by group (GroupShuffleSplit) or let labcoat split with groups=",
+            f"{found.n_shared} of {found.groups_b} validation groups also have training rows ("
+            f"{found.rows_b_leaked} of {found.rows_b} validation rows): {named}{more}, in {whose}; "
+            "split by group (GroupShuffleSplit) or let labcoat split with groups=",
             **evidence,
         )
     return passed(
@@ -300,22 +344,37 @@ def split_groups(case: Case) -> Outcome:
     layer="data",
     falsifies="a single feature gives the label away (target leakage)",
     predicts="no one feature alone predicts held-out labels almost perfectly",
-    applies=lambda case: not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets"),
+    applies=lambda case: (
+        not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets")
+    ),
 )
 def leak_feature(case: Case) -> Outcome:
     xtr, xva = flat(case.train.x), flat(case.val.x)
     if xtr.shape[1] > LEAK_SCAN_MAX_FEATURES:
-        return skipped(f"{xtr.shape[1]} features is too many for a per-feature scan (limit {LEAK_SCAN_MAX_FEATURES})")
-    ytr, yva = case.train.y.reshape(len(xtr), -1)[:, 0].numpy(), case.val.y.reshape(len(xva), -1)[:, 0].numpy()
+        return skipped(
+            f"{xtr.shape[1]} features is too many for a per-feature scan (limit "
+            f"{LEAK_SCAN_MAX_FEATURES})"
+        )
+    ytr, yva = (
+        case.train.y.reshape(len(xtr), -1)[:, 0].numpy(),
+        case.val.y.reshape(len(xva), -1)[:, 0].numpy(),
+    )
     if case.inferred_task == "regression":
         scores = np.array([_abs_spearman(xva[:, j], yva) for j in range(xtr.shape[1])])
         threshold, what = 0.99, "|Spearman rho| with the target"
     else:
-        scores = np.array([_single_feature_accuracy(xtr[:, j], ytr, xva[:, j], yva) for j in range(xtr.shape[1])])
+        scores = np.array(
+            [_single_feature_accuracy(xtr[:, j], ytr, xva[:, j], yva) for j in range(xtr.shape[1])]
+        )
         chance = _majority_rate(yva)
         threshold, what = max(0.98, chance + 0.2), "held-out accuracy from that feature alone"
     best = int(np.nanargmax(scores)) if np.isfinite(scores).any() else 0
-    evidence = {"feature": best, "score": float(scores[best]), "measure": what, "threshold": threshold}
+    evidence = {
+        "feature": best,
+        "score": float(scores[best]),
+        "measure": what,
+        "threshold": threshold,
+    }
     suspects = np.flatnonzero(scores >= threshold)
     if len(suspects):
         return _leak_verdict(case, scores, suspects, len(xva), **evidence)
@@ -374,13 +433,16 @@ def _leak_verdict(
         return passed(f"{said}, declared in expect_leaky", **evidence)
     return warned(said, **evidence)
 
+
 def _abs_spearman(a: np.ndarray, b: np.ndarray) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
     return float(abs(stats.spearmanr(a, b).statistic))
 
 
-def _single_feature_accuracy(xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, bins: int = 16) -> float:
+def _single_feature_accuracy(
+    xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, bins: int = 16
+) -> float:
     """Held-out accuracy of 'majority label of the feature's bin' (a one-feature lookup table)."""
     if np.ptp(xtr) == 0:
         return 0.0
@@ -401,9 +463,12 @@ def _majority_rate(y: np.ndarray) -> float:
 @check(
     "data.signal.baseline",
     layer="data",
-    falsifies="inputs carry no information about the labels (misaligned examples, wrong label file)",
+    falsifies="inputs carry no information about the labels (misaligned examples, wrong label "
+    "file)",
     predicts="a simple baseline (kNN or linear) beats chance on held-out data",
-    applies=lambda case: not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets"),
+    applies=lambda case: (
+        not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets")
+    ),
 )
 def signal_baseline(case: Case) -> Outcome:
     limit = 2000 if case.budget == "fast" else 10000
@@ -411,19 +476,27 @@ def signal_baseline(case: Case) -> Outcome:
     ytr = case.train.y[:limit].reshape(len(xtr), -1).numpy()
     yva = case.val.y[: limit // 2].reshape(len(xva), -1).numpy()
     if len(yva) < 20:
-        return skipped(f"only {len(yva)} held-out examples; a baseline needs at least 20 to be judged")
+        return skipped(
+            f"only {len(yva)} held-out examples; a baseline needs at least 20 to be judged"
+        )
     if _targets_are_inputs(case):
-        return passed("the targets are the inputs (an autoencoder): the inputs carry all of their signal", autoencoder=True)
+        return passed(
+            "the targets are the inputs (an autoencoder): the inputs carry all of their signal",
+            autoencoder=True,
+        )
     classification = case.inferred_task == "classification"
     columns = _judged_columns(ytr, yva)
     if not columns:
         if classification:
-            return skipped("a single training class leaves nothing to predict (see data.labels.degenerate)")
+            return skipped(
+                "a single training class leaves nothing to predict (see data.labels.degenerate)"
+            )
         return skipped("every target column is constant (see data.labels.degenerate)")
     per_column = {c: _baselines(xtr, ytr[:, c], xva, yva[:, c], classification) for c in columns}
     trials = sum(len(r) for r in per_column.values())
     column, best = min(
-        ((c, name) for c, r in per_column.items() for name in r), key=lambda cb: per_column[cb[0]][cb[1]]["p_value"]
+        ((c, name) for c, r in per_column.items() for name in r),
+        key=lambda cb: per_column[cb[0]][cb[1]]["p_value"],
     )
     result = per_column[column][best]
     p_best = min(1.0, result["p_value"] * trials)  # Bonferroni over baselines and target columns
@@ -434,12 +507,17 @@ def signal_baseline(case: Case) -> Outcome:
         summary += f" vs chance {result['chance']:.3f}"
     evidence = {"baselines": per_column[column], "p_value": p_best, "val_examples": len(yva)}
     if ytr.shape[1] > 1:
-        evidence.update(target_columns=ytr.shape[1], judged_columns=columns[:20], best_column=column)
+        evidence.update(
+            target_columns=ytr.shape[1], judged_columns=columns[:20], best_column=column
+        )
     if p_best < 1e-3:
         return passed(f"{summary} (p={p_best:.2g})", **evidence)
     if p_best < 0.05:
         return warned(f"{summary}: weak signal (p={p_best:.2g})", **evidence)
-    return failed(f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?", **evidence)
+    return failed(
+        f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?",
+        **evidence,
+    )
 
 
 #: target columns a baseline is fitted to; wider targets (images, embeddings) are sampled evenly
@@ -464,7 +542,9 @@ def _targets_are_inputs(case: Case) -> bool:
     return bool(torch.equal(x, y.to(x.dtype)))
 
 
-def _baselines(xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, classification: bool) -> dict:
+def _baselines(
+    xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, classification: bool
+) -> dict:
     """kNN and linear baselines fitted on one target column, scored on held-out data with a
     one-sided p-value against chance."""
     from sklearn.linear_model import Ridge, RidgeClassifier
@@ -473,9 +553,15 @@ def _baselines(xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarra
     from sklearn.preprocessing import StandardScaler
 
     if classification:
-        models = {"knn": KNeighborsClassifier(n_neighbors=min(5, len(xtr))), "linear": RidgeClassifier(alpha=1.0)}
+        models = {
+            "knn": KNeighborsClassifier(n_neighbors=min(5, len(xtr))),
+            "linear": RidgeClassifier(alpha=1.0),
+        }
     else:
-        models = {"knn": KNeighborsRegressor(n_neighbors=min(5, len(xtr))), "linear": Ridge(alpha=1.0)}
+        models = {
+            "knn": KNeighborsRegressor(n_neighbors=min(5, len(xtr))),
+            "linear": Ridge(alpha=1.0),
+        }
     results = {}
     for name, est in models.items():
         pred = make_pipeline(StandardScaler(), est).fit(xtr, ytr).predict(xva)
@@ -486,7 +572,11 @@ def _baselines(xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarra
             results[name] = {"accuracy": correct / len(yva), "chance": chance, "p_value": float(p)}
         else:
             r = 0.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, yva).statistic)
-            p = 1.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, yva, alternative="greater").pvalue)
+            p = (
+                1.0
+                if np.ptp(pred) == 0
+                else float(stats.pearsonr(pred, yva, alternative="greater").pvalue)
+            )
             r2 = 1 - float(((pred - yva) ** 2).mean() / max(yva.var(), 1e-300))
             results[name] = {"r2": r2, "correlation": r, "p_value": p}
     return results

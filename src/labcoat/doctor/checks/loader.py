@@ -62,9 +62,10 @@ def _loader_with_workers(case: Case) -> str | None:
     "data.loader.workers",
     layer="data",
     falsifies="the DataLoader's worker processes duplicate or change samples (workers forked with "
-    "one RNG state, an IterableDataset every worker yields whole, a worker_init_fn that edits rows)",
-    predicts="batches pulled through the workers repeat no more rows than one process reads, no two "
-    "workers deliver the same batch, and the rows are the dataset's",
+    "one RNG state, an IterableDataset every worker yields whole, a worker_init_fn that edits "
+    "rows)",
+    predicts="batches pulled through the workers repeat no more rows than one process reads, no "
+    "two workers deliver the same batch, and the rows are the dataset's",
     applies=_loader_with_workers,
 )
 def loader_workers(case: Case) -> Outcome:
@@ -72,7 +73,9 @@ def loader_workers(case: Case) -> Outcome:
     epoch = pull_through_workers(loader, min(WORKER_ROWS[case.budget], len(case.read)))
     pulled = example_hashes(epoch.examples)
     # an IterableDataset was read through the workers already; read it again in one process
-    one_process = read_in_one_process(loader, len(pulled)) if is_iterable_dataset(loader) else case.read
+    one_process = (
+        read_in_one_process(loader, len(pulled)) if is_iterable_dataset(loader) else case.read
+    )
     own = example_hashes(one_process)[: len(pulled)]
     repeats, baseline = repeated_share(pulled), repeated_share(own)
     evidence = {
@@ -83,12 +86,15 @@ def loader_workers(case: Case) -> Outcome:
         "repeated_share_one_process": baseline,
     }
     pairs = epoch.identical_batches()
-    if pairs and not identical_batches(one_process):  # data whose batches repeat anyway says nothing
+    if pairs and not identical_batches(
+        one_process
+    ):  # data whose batches repeat anyway says nothing
         a, b = pairs[0]
         return failed(
-            f"batches {a} and {b}, from workers {epoch.worker_of(a)} and {epoch.worker_of(b)}, are identical: "
-            "the workers share one random state (seed each from torch.initial_seed() in worker_init_fn, "
-            "or create the dataset's RNG there) or each yields the whole dataset",
+            f"batches {a} and {b}, from workers {epoch.worker_of(a)} and {epoch.worker_of(b)}, are "
+            "identical: the workers share one random state (seed each from torch.initial_seed() "
+            "in worker_init_fn, or create the dataset's RNG there) or each yields the whole "
+            "dataset",
             identical_batches=pairs[:10],
             **evidence,
         )
@@ -99,8 +105,9 @@ def loader_workers(case: Case) -> Outcome:
             else "the workers draw the same samples: seed each worker's RNG in worker_init_fn"
         )
         return failed(
-            f"{repeats:.0%} of {len(pulled)} rows pulled through {loader.num_workers} workers repeat an earlier row "
-            f"within the epoch, against {baseline:.0%} read in one process: {fix}",
+            f"{repeats:.0%} of {len(pulled)} rows pulled through {loader.num_workers} workers "
+            f"repeat an earlier row within the epoch, against {baseline:.0%} read in one process: "
+            f"{fix}",
             **evidence,
         )
     random_items = not is_iterable_dataset(loader) and not deterministic_items(loader)
@@ -114,25 +121,31 @@ def loader_workers(case: Case) -> Outcome:
         evidence["workers_with_identical_augmentation"] = len(equal) + 1 if equal else 0
         if equal:
             return failed(
-                f"the dataset augments at random (two reads of one item differ), yet workers 0 and {equal[0]} "
-                f"turn the same {len(copies[0])} items into identical inputs: every worker draws from one copied "
-                "random state (create the dataset's RNG in worker_init_fn, seeded from torch.initial_seed(), "
-                "or draw with torch's RNG, which DataLoader seeds per worker)",
+                "the dataset augments at random (two reads of one item differ), yet workers 0 and "
+                f"{equal[0]} turn the same {len(copies[0])} items into identical inputs: every "
+                "worker draws from one copied random state (create the dataset's RNG in "
+                "worker_init_fn, seeded from torch.initial_seed(), or draw with torch's RNG, "
+                "which DataLoader seeds per worker)",
                 **evidence,
             )
-    if not is_iterable_dataset(loader) and len(loader.dataset) <= len(case.read) and not random_items:  # type: ignore[arg-type]
+    if (
+        not is_iterable_dataset(loader)
+        and len(loader.dataset) <= len(case.read)
+        and not random_items
+    ):  # type: ignore[arg-type]
         known = set(example_hashes(case.read))
         foreign = [i for i, h in enumerate(pulled) if h not in known]
         evidence["rows_not_in_dataset"] = len(foreign)
         if len(foreign) > FOREIGN_ROWS * len(pulled):
             return failed(
-                f"{len(foreign)} of {len(pulled)} rows pulled through the workers occur nowhere in the dataset "
-                "read in one process: something that runs only in the workers (worker_init_fn) changes them",
+                f"{len(foreign)} of {len(pulled)} rows pulled through the workers occur nowhere in "
+                "the dataset read in one process: something that runs only in the workers "
+                "(worker_init_fn) changes them",
                 **evidence,
             )
     return passed(
-        f"{len(pulled)} rows through {loader.num_workers} workers: {repeats:.0%} repeat within the epoch "
-        f"({baseline:.0%} in one process), no two workers deliver the same batch",
+        f"{len(pulled)} rows through {loader.num_workers} workers: {repeats:.0%} repeat within the "
+        f"epoch ({baseline:.0%} in one process), no two workers deliver the same batch",
         **evidence,
     )
 
@@ -140,7 +153,9 @@ def loader_workers(case: Case) -> Outcome:
 def _batched_class_labels(case: Case) -> str | None:
     read = case.read
     if read is None or read.batch_ends is None:
-        return "data given as (X, y): the doctor makes the batches, so their order is not the user's"
+        return (
+            "data given as (X, y): the doctor makes the batches, so their order is not the user's"
+        )
     if case.inferred_task != "classification" or read.y.ndim != 1:
         return "needs one class label per example"
     if len(batch_slices(read)) < 4:
@@ -151,7 +166,8 @@ def _batched_class_labels(case: Case) -> str | None:
 @check(
     "data.loader.order",
     layer="data",
-    falsifies="batches each hold one class (data sorted by label and a loader that does not shuffle)",
+    falsifies="batches each hold one class (data sorted by label and a loader that does not "
+    "shuffle)",
     predicts="the first batches mix classes as batches dealt at random from the same rows do",
     applies=_batched_class_labels,
 )
@@ -165,7 +181,11 @@ def loader_order(case: Case) -> Outcome:
         return skipped(f"some labels are {skip}, which the loss skips")
     observed, null = label_mixing(labels, slices, ORDER_PERMUTATIONS, case.seed)
     p = float((np.sum(null <= observed) + 1) / (len(null) + 1))
-    single = [b for b, s in enumerate(slices) if len(torch.unique(labels[s])) == 1 and s.stop - s.start > 1]
+    single = [
+        b
+        for b, s in enumerate(slices)
+        if len(torch.unique(labels[s])) == 1 and s.stop - s.start > 1
+    ]
     evidence = {
         "batches": len(slices),
         "distinct_labels_per_batch": observed,
@@ -177,15 +197,18 @@ def loader_order(case: Case) -> Outcome:
     if p <= ORDER_P and len(single) >= len(slices) / 2:
         shuffle = " (shuffle=True)" if case.loader is not None else ""
         return failed(
-            f"{len(single)} of the first {len(slices)} batches hold a single class ({observed:.2f} classes per "
-            f"batch; {null.mean():.2f} when dealt at random, p={p:.2g}): the data is sorted by label and "
-            f"the batches are not shuffled{shuffle}",
+            f"{len(single)} of the first {len(slices)} batches hold a single class ({observed:.2f} "
+            f"classes per batch; {null.mean():.2f} when dealt at random, p={p:.2g}): the data is "
+            f"sorted by label and the batches are not shuffled{shuffle}",
             **evidence,
         )
     if p <= ORDER_P and observed < 0.5 * null.mean():
         return warned(
-            f"batches mix classes less than at random ({observed:.2f} classes per batch vs {null.mean():.2f}, "
-            f"p={p:.2g}): is the data ordered by label?",
+            f"batches mix classes less than at random ({observed:.2f} classes per batch vs "
+            f"{null.mean():.2f}, p={p:.2g}): is the data ordered by label?",
             **evidence,
         )
-    return passed(f"batches mix classes as at random ({observed:.2f} classes per batch vs {null.mean():.2f})", **evidence)
+    return passed(
+        f"batches mix classes as at random ({observed:.2f} classes per batch vs {null.mean():.2f})",
+        **evidence,
+    )

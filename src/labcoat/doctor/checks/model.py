@@ -16,6 +16,7 @@ from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.params import unmatched as unmatched_items
 
+
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     scale = max(1.0, float(a.abs().max()) if a.numel() else 1.0)
     return bool(torch.allclose(a, b, rtol=0, atol=1e-5 * scale))
@@ -35,16 +36,26 @@ def _loss_on(case: Case, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def forward(case: Case) -> Outcome:
     out = case.output
     y = case.probe_batch.y
-    evidence = {"output_shape": list(out.shape), "target_shape": list(y.shape), "task": case.inferred_task}
+    evidence = {
+        "output_shape": list(out.shape),
+        "target_shape": list(y.shape),
+        "task": case.inferred_task,
+    }
     if not torch.isfinite(out).all():
-        return failed(f"the output holds {int((~torch.isfinite(out)).sum())} non-finite values", **evidence)
+        return failed(
+            f"the output holds {int((~torch.isfinite(out)).sum())} non-finite values", **evidence
+        )
     if out.ndim == 0 or out.shape[0] != y.shape[0]:
-        return failed(f"output has shape {tuple(out.shape)} for {y.shape[0]} examples; the first dimension must be the batch", **evidence)
+        return failed(
+            f"output has shape {tuple(out.shape)} for {y.shape[0]} examples; the first dimension "
+            "must be the batch",
+            **evidence,
+        )
     task = case.inferred_task
     if task == "regression" and _float_class_indices(out, y):
         return failed(
-            f"targets are floating point but hold class indices below the model's {out.shape[1]} outputs: "
-            "pass integer labels (y.long()) so the loss reads them as classes",
+            f"targets are floating point but hold class indices below the model's {out.shape[1]} "
+            "outputs: pass integer labels (y.long()) so the loss reads them as classes",
             **evidence,
         )
     if task == "regression" or (task == "classification" and case.n_outputs == 1):
@@ -54,14 +65,22 @@ def forward(case: Case) -> Outcome:
             except RuntimeError:
                 spread = None
             if out.numel() == y.numel() and _loss_handles_shape(case, out, y):
-                return passed(f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape, but the loss gives what it gives on matching shapes", **evidence)
+                return passed(
+                    f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape, but "
+                    "the loss gives what it gives on matching shapes",
+                    **evidence,
+                )
             if spread is not None and spread != tuple(y.shape) or out.numel() != y.numel():
                 return failed(
                     f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape"
                     + (f"; an elementwise loss broadcasts them to {spread}" if spread else ""),
                     **evidence,
                 )
-            return warned(f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape but hold as many values; reshape one to match", **evidence)
+            return warned(
+                f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape but hold "
+                "as many values; reshape one to match",
+                **evidence,
+            )
     else:
         if task == "sequence":
             fits, expected = tuple(out.shape[:-1]) == tuple(y.shape), "(N, T, V) for (N, T) targets"
@@ -69,8 +88,14 @@ def forward(case: Case) -> Outcome:
             fits = out.ndim == y.ndim + 1 and tuple(out.shape[2:]) == tuple(y.shape[1:])
             expected = "(N, C) for (N,) targets"
         if not fits:
-            return failed(f"output {tuple(out.shape)} does not fit targets {tuple(y.shape)}: expected {expected}", **evidence)
-    return passed(f"output {tuple(out.shape)} is finite and fits targets {tuple(y.shape)}", **evidence)
+            return failed(
+                f"output {tuple(out.shape)} does not fit targets {tuple(y.shape)}: expected "
+                f"{expected}",
+                **evidence,
+            )
+    return passed(
+        f"output {tuple(out.shape)} is finite and fits targets {tuple(y.shape)}", **evidence
+    )
 
 
 def _float_class_indices(out: torch.Tensor, y: torch.Tensor) -> bool:
@@ -90,7 +115,11 @@ def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
         matched = _loss_on(case, out.reshape(y.shape), y)
     except Exception:  # noqa: BLE001 - a loss that cannot take the shapes is the finding itself
         return False
-    return isinstance(as_is, torch.Tensor) and as_is.shape == matched.shape and bool(torch.allclose(as_is, matched, rtol=1e-5, atol=1e-8))
+    return (
+        isinstance(as_is, torch.Tensor)
+        and as_is.shape == matched.shape
+        and bool(torch.allclose(as_is, matched, rtol=1e-5, atol=1e-8))
+    )
 
 
 @check(
@@ -98,7 +127,11 @@ def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
     layer="model",
     falsifies="the eval metric cannot score the model's output (wrong return type, NaN)",
     predicts="metric(output, target) returns one finite number",
-    applies=lambda case: None if case.metric is not None else "no metric given (the controls use accuracy or the loss)",
+    applies=lambda case: (
+        None
+        if case.metric is not None
+        else "no metric given (the controls use accuracy or the loss)"
+    ),
 )
 def metric_value(case: Case) -> Outcome:
     x, y = case.probe_batch.batch()
@@ -108,14 +141,20 @@ def metric_value(case: Case) -> Outcome:
         return failed(f"metric raised {type(exc).__name__}: {exc}")
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            return failed(f"metric returned a tensor of shape {tuple(value.shape)}; it must return one number (higher is better)")
+            return failed(
+                f"metric returned a tensor of shape {tuple(value.shape)}; it must return one "
+                "number (higher is better)"
+            )
         value = value.item()
     try:
         if isinstance(value, (bool, str, bytes)):
             raise TypeError
         value = float(value)
     except (TypeError, ValueError):
-        return failed(f"metric returned {type(value).__name__} {value!r:.40}; it must return one number (higher is better)")
+        return failed(
+            f"metric returned {type(value).__name__} {value!r:.40}; it must return one number "
+            "(higher is better)"
+        )
     if not math.isfinite(value):
         return failed(f"metric returned {value} on the untrained model's output", value=value)
     return passed(f"metric returns a number ({value:.4g} before training)", value=value)
@@ -128,7 +167,9 @@ def metric_value(case: Case) -> Outcome:
     predicts="loss_fn(output, target) is a finite scalar tensor",
 )
 def loss_scalar(case: Case) -> Outcome:
-    out = case.output  # a forward that fails is reported by model.forward, not as the loss's failure
+    out = (
+        case.output
+    )  # a forward that fails is reported by model.forward, not as the loss's failure
     try:
         loss = _loss_on(case, out, case.probe_batch.y)
     except Exception as exc:  # noqa: BLE001 - the user's loss failed: that is the finding
@@ -136,10 +177,13 @@ def loss_scalar(case: Case) -> Outcome:
         case.earlier_report(failure)  # the backward pass and every training run will hit it too
         return failed(f"loss_fn raised {failure.signature}", probe="loss", error=failure.signature)
     if not isinstance(loss, torch.Tensor):
-        return failed(f"loss_fn returned a {type(loss).__name__}; it must return a tensor to backpropagate")
+        return failed(
+            f"loss_fn returned a {type(loss).__name__}; it must return a tensor to backpropagate"
+        )
     if loss.numel() != 1:
         return failed(
-            f"loss has shape {tuple(loss.shape)}, not a scalar: reduce it (reduction='mean') before backward",
+            f"loss has shape {tuple(loss.shape)}, not a scalar: reduce it (reduction='mean') "
+            "before backward",
             loss_shape=list(loss.shape),
         )
     if not torch.isfinite(loss):
@@ -162,11 +206,17 @@ def loss_batch_scaling(case: Case) -> Outcome:
         out2 = case.forward(case.eval_model, torch.cat([x, x]))
         double = float(_loss_on(case, out2, torch.cat([y, y])))
     except Exception as exc:  # noqa: BLE001
-        return skipped(f"loss on a doubled batch could not be computed ({type(exc).__name__}: {exc})")
+        return skipped(
+            f"loss on a doubled batch could not be computed ({type(exc).__name__}: {exc})"
+        )
     ratio = double / single if single else float("nan")
     evidence = {"loss": single, "loss_doubled_batch": double, "ratio": ratio}
     if single and abs(ratio - 2.0) < 0.05:
-        return warned("the loss doubles when the batch doubles: reduction='sum'? the learning rate then depends on batch size", **evidence)
+        return warned(
+            "the loss doubles when the batch doubles: reduction='sum'? the learning rate then "
+            "depends on batch size",
+            **evidence,
+        )
     return passed(f"loss is independent of batch size (ratio {ratio:.3f})", **evidence)
 
 
@@ -175,7 +225,8 @@ def loss_batch_scaling(case: Case) -> Outcome:
     layer="model",
     explains=("overfit.*",),
     falsifies="the untrained model starts far from where a healthy initialisation does",
-    predicts="initial loss near ln C for C classes (near the constant-prediction loss for regression)",
+    predicts="initial loss near ln C for C classes (near the constant-prediction loss for "
+    "regression)",
 )
 def loss_initial(case: Case) -> Outcome:
     y = case.probe_batch.y
@@ -192,8 +243,14 @@ def loss_initial(case: Case) -> Outcome:
             return skipped("the loss of a constant prediction could not be computed")
         evidence = {"initial_loss": loss, "constant_prediction_loss": reference}
         if loss > 10 * reference + 1e-8:
-            return warned(f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}): output or target scale?", **evidence)
-        return passed(f"initial loss {loss:.4g} vs {reference:.4g} for predicting the mean", **evidence)
+            return warned(
+                f"initial loss {loss:.4g} is over 10x that of predicting the mean ({reference:.4g}"
+                "): output or target scale?",
+                **evidence,
+            )
+        return passed(
+            f"initial loss {loss:.4g} vs {reference:.4g} for predicting the mean", **evidence
+        )
     ln_c = case.chance_loss
     if ln_c is None:
         return skipped("a single class has no chance-level loss")
@@ -202,13 +259,26 @@ def loss_initial(case: Case) -> Outcome:
         expected, what = ln_c, f"ln C = {ln_c:.3f}"
     else:
         what = f"{expected:.3f}, the loss of a uniform prediction (ln C = {ln_c:.3f})"
-    evidence = {"initial_loss": loss, "expected": expected, "ln_classes": ln_c, "classes": case.n_outputs}
+    evidence = {
+        "initial_loss": loss,
+        "expected": expected,
+        "ln_classes": ln_c,
+        "classes": case.n_outputs,
+    }
     if loss > expected + max(1.0, 0.5 * expected):
         scale = _input_scale(case)
         if scale is not None:
             evidence["largest_input"] = scale
-            return warned(f"initial loss {loss:.3f} is far above {what}: unscaled inputs (values up to {scale:.4g}; standardise them or divide by the range)", **evidence)
-        return warned(f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or unscaled inputs", **evidence)
+            return warned(
+                f"initial loss {loss:.3f} is far above {what}: unscaled inputs (values up to "
+                f"{scale:.4g}; standardise them or divide by the range)",
+                **evidence,
+            )
+        return warned(
+            f"initial loss {loss:.3f} is far above {what}: over-confident initialisation or "
+            "unscaled inputs",
+            **evidence,
+        )
     return passed(f"initial loss {loss:.3f} near {what}", **evidence)
 
 
@@ -229,7 +299,9 @@ def _uniform_loss(case: Case, y: torch.Tensor) -> float | None:
     """The user's loss for a prediction that gives every class the same probability: what a
     healthy initialisation starts near, with the loss's own reduction, weights and smoothing."""
     layout = layout_of(case)
-    uniform = torch.full(tuple(y.shape) + (layout.n_classes,), -math.log(layout.n_classes), dtype=torch.float64)
+    uniform = torch.full(
+        tuple(y.shape) + (layout.n_classes,), -math.log(layout.n_classes), dtype=torch.float64
+    )
     try:
         value = float(_loss_on(case, to_output(uniform, case.output, layout), y))
     except Exception:  # noqa: BLE001 - fall back to ln C
@@ -243,7 +315,9 @@ def _uniform_loss(case: Case, y: torch.Tensor) -> float | None:
     explains=("overfit.*", "shuffle.*"),
     falsifies="probabilities are fed to a loss that expects logits (softmax applied twice)",
     predicts="outputs are unnormalised logits unless the loss takes probabilities",
-    applies=lambda case: None if case.inferred_task != "regression" else "regression outputs are not logits",
+    applies=lambda case: (
+        None if case.inferred_task != "regression" else "regression outputs are not logits"
+    ),
 )
 def loss_logits(case: Case) -> Outcome:
     out = case.output
@@ -252,19 +326,33 @@ def loss_logits(case: Case) -> Outcome:
         looks = bool((out > 0).all() and (out < 1).all() and out.std() > 0)
         shape = "lie in (0, 1)"
     else:
-        looks = bool((out >= 0).all() and torch.allclose(out.sum(-1), torch.ones_like(out.sum(-1)), atol=1e-3))
+        looks = bool(
+            (out >= 0).all()
+            and torch.allclose(out.sum(-1), torch.ones_like(out.sum(-1)), atol=1e-3)
+        )
         shape = "are non-negative and sum to 1"
     if looks and not probabilities:
-        return warned(f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the softmax/sigmoid)", min=float(out.min()), max=float(out.max()))
-    return passed("outputs look like logits" if not looks else "probabilities go to a loss that takes probabilities")
+        return warned(
+            f"outputs {shape}: they look like probabilities, but the loss expects logits (drop the "
+            "softmax/sigmoid)",
+            min=float(out.min()),
+            max=float(out.max()),
+        )
+    return passed(
+        "outputs look like logits"
+        if not looks
+        else "probabilities go to a loss that takes probabilities"
+    )
 
 
 @check(
     "model.grad.coverage",
     layer="model",
     explains=("update.params.moved", "overfit.*"),
-    falsifies="some trainable parameters get no gradient (detached graph, unused branch, loss cut off)",
-    predicts="every trainable parameter gets a finite, non-zero gradient (or is explained by a zero-initialised layer)",
+    falsifies="some trainable parameters get no gradient (detached graph, unused branch, loss cut "
+    "off)",
+    predicts="every trainable parameter gets a finite, non-zero gradient (or is explained by a "
+    "zero-initialised layer)",
 )
 def grad_coverage(case: Case) -> Outcome:
     probe = case.backward
@@ -274,25 +362,51 @@ def grad_coverage(case: Case) -> Outcome:
     missing = [n for n, g in grads.items() if g is None]
     nonfinite = [n for n, g in grads.items() if g is not None and not torch.isfinite(g).all()]
     zero = [n for n, g in grads.items() if g is not None and not bool(g.any())]
-    evidence = {"trainable": len(grads), "no_grad": missing, "nonfinite": nonfinite, "zero_grad": zero}
+    evidence = {
+        "trainable": len(grads),
+        "no_grad": missing,
+        "nonfinite": nonfinite,
+        "zero_grad": zero,
+    }
     if nonfinite:
-        return failed(f"{len(nonfinite)} parameters got non-finite gradients: {', '.join(nonfinite[:5])}", **evidence)
+        return failed(
+            f"{len(nonfinite)} parameters got non-finite gradients: {', '.join(nonfinite[:5])}",
+            **evidence,
+        )
     if missing:
-        return failed(f"{len(missing)} of {len(grads)} trainable parameters get no gradient: {', '.join(missing[:5])}", **evidence)
+        return failed(
+            f"{len(missing)} of {len(grads)} trainable parameters get no gradient: "
+            f"{', '.join(missing[:5])}",
+            **evidence,
+        )
     if zero and len(zero) == len(grads):
-        return failed(f"every gradient is exactly zero (loss {probe.loss:.4g}): the loss does not depend on the parameters", **evidence)
+        return failed(
+            f"every gradient is exactly zero (loss {probe.loss:.4g}): the loss does not depend on "
+            "the parameters",
+            **evidence,
+        )
     if zero:
         explained = _explained_by_zero_init(case, zero)
         evidence["explained_by_zero_init"] = explained
         rest = [n for n in zero if n not in explained]
         if rest:
-            return warned(f"{len(rest)} parameters get an all-zero gradient: {', '.join(rest[:5])}", **evidence)
-        return passed(f"all {len(grads)} trainable parameters get gradients (zeros upstream of a zero-initialised layer)", **evidence)
-    return passed(f"all {len(grads)} trainable parameters get finite non-zero gradients", **evidence)
+            return warned(
+                f"{len(rest)} parameters get an all-zero gradient: {', '.join(rest[:5])}",
+                **evidence,
+            )
+        return passed(
+            f"all {len(grads)} trainable parameters get gradients (zeros upstream of a "
+            "zero-initialised layer)",
+            **evidence,
+        )
+    return passed(
+        f"all {len(grads)} trainable parameters get finite non-zero gradients", **evidence
+    )
 
 
 def _explained_by_zero_init(case: Case, zero: list[str]) -> list[str]:
-    """Names among ``zero`` whose gradient becomes non-zero once zero-initialised layers are perturbed."""
+    """Names among ``zero`` whose gradient becomes non-zero once zero-initialised layers are
+    perturbed."""
     setup = case.blueprint.fresh()
     if not perturb_zero_tensors(setup.model, seed=case.seed):
         return []
@@ -315,16 +429,32 @@ def params_frozen(case: Case) -> Outcome:
     frozen = [n for n, p in named if not p.requires_grad]
     undeclared = [n for n in frozen if not case.is_declared_frozen(n)]
     unmatched = unmatched_items([n for n, _ in named], case.expect_frozen)
-    evidence = {"parameters": len(named), "frozen": frozen[:50], "undeclared_frozen": undeclared[:50], "patterns_matching_nothing": unmatched}
+    evidence = {
+        "parameters": len(named),
+        "frozen": frozen[:50],
+        "undeclared_frozen": undeclared[:50],
+        "patterns_matching_nothing": unmatched,
+    }
     if not named:
         return failed("the model has no parameters", **evidence)
     if len(frozen) == len(named):
-        return failed(f"all {len(named)} parameter tensors have requires_grad=False: nothing can learn", **evidence)
+        return failed(
+            f"all {len(named)} parameter tensors have requires_grad=False: nothing can learn",
+            **evidence,
+        )
     if undeclared:
-        return warned(f"{len(undeclared)} parameters are frozen but not declared in expect_frozen: {', '.join(undeclared[:5])}", **evidence)
+        return warned(
+            f"{len(undeclared)} parameters are frozen but not declared in expect_frozen: "
+            f"{', '.join(undeclared[:5])}",
+            **evidence,
+        )
     if unmatched:
-        return warned(f"expect_frozen patterns match no parameter: {', '.join(unmatched)}", **evidence)
-    return passed(f"{len(named) - len(frozen)} trainable, {len(frozen)} frozen as declared", **evidence)
+        return warned(
+            f"expect_frozen patterns match no parameter: {', '.join(unmatched)}", **evidence
+        )
+    return passed(
+        f"{len(named) - len(frozen)} trainable, {len(frozen)} frozen as declared", **evidence
+    )
 
 
 def _changed_copy(x: torch.Tensor, row: int) -> torch.Tensor | None:
@@ -344,13 +474,17 @@ def _eval_randomness(case: Case, x: torch.Tensor, out: torch.Tensor) -> str | No
     again = case.forward(case.eval_model, x)
     if torch.equal(again, out) or _close(out, again):
         return None
-    return "a repeat of the unchanged batch gives other outputs in eval mode, so changes cannot be traced (see model.eval_deterministic)"
+    return (
+        "a repeat of the unchanged batch gives other outputs in eval mode, so changes cannot be "
+        "traced (see model.eval_deterministic)"
+    )
 
 
 @check(
     "model.batch_independence",
     layer="model",
-    falsifies="examples leak into each other's outputs (a reshape or normalisation across the batch)",
+    falsifies="examples leak into each other's outputs (a reshape or normalisation across the "
+    "batch)",
     predicts="in eval mode, changing example j changes no other example's output",
 )
 def batch_independence(case: Case) -> Outcome:
@@ -369,11 +503,14 @@ def batch_independence(case: Case) -> Outcome:
     leaked = torch.nonzero(diff > 1e-5 * scale).flatten() + 1
     if len(leaked):
         return failed(
-            f"changing example 0 changed the outputs of {len(leaked)} other examples: the batch dimension is mixed",
+            f"changing example 0 changed the outputs of {len(leaked)} other examples: the batch "
+            "dimension is mixed",
             changed_rows=leaked.tolist(),
             max_change=float(diff.max()),
         )
-    return passed("changing one example leaves the others' outputs untouched", max_change=float(diff.max()))
+    return passed(
+        "changing one example leaves the others' outputs untouched", max_change=float(diff.max())
+    )
 
 
 @check(
@@ -393,8 +530,14 @@ def input_dependence(case: Case) -> Outcome:
         out1, out2 = case.forward(model, x), case.forward(model, x2)
         change = float((out1[0] - out2[0]).abs().max())
         if change > 0:
-            note = f" once zero-initialised {', '.join(perturbed[:3])} were perturbed" if perturbed else ""
-            return passed(f"changing the input changes the output{note}", change=change, perturbed=perturbed)
+            note = (
+                f" once zero-initialised {', '.join(perturbed[:3])} were perturbed"
+                if perturbed
+                else ""
+            )
+            return passed(
+                f"changing the input changes the output{note}", change=change, perturbed=perturbed
+            )
         if attempt == 0:
             model = copy.deepcopy(case.eval_model)
             perturbed = perturb_zero_tensors(model, seed=case.seed)
@@ -407,7 +550,10 @@ def _predicts_its_inputs(case: Case) -> str | None:
     if case.inferred_task != "sequence":
         return "only sequence models are causal"
     if case.target_offset is None:
-        return "targets are not the input tokens (shifted or not): a model that labels whole sequences may read both directions"
+        return (
+            "targets are not the input tokens (shifted or not): a model that labels whole "
+            "sequences may read both directions"
+        )
     return None
 
 
@@ -437,7 +583,8 @@ def causality(case: Case) -> Outcome:
     leaked = torch.nonzero(per_pos > 1e-5 * scale).flatten()
     if len(leaked):
         return failed(
-            f"outputs at positions {leaked[:5].tolist()} (<= {t}) changed when only tokens after {t} changed: the model sees the future",
+            f"outputs at positions {leaked[:5].tolist()} (<= {t}) changed when only tokens after "
+            f"{t} changed: the model sees the future",
             split_position=t,
             max_change=float(per_pos.max()),
         )
@@ -462,7 +609,11 @@ def dead_units(case: Case) -> Outcome:
         def record(_module, _inp, out):
             o = out.detach()
             unit = o.transpose(0, 1).reshape(o.shape[1], -1) if o.ndim > 2 else o.T
-            frac = float((unit <= 0).all(dim=1).double().mean()) if o.ndim > 1 else float((o <= 0).all())
+            frac = (
+                float((unit <= 0).all(dim=1).double().mean())
+                if o.ndim > 1
+                else float((o <= 0).all())
+            )
             dead[name] = max(frac, dead.get(name, 0.0))
 
         return record
@@ -477,7 +628,11 @@ def dead_units(case: Case) -> Outcome:
     mostly = {n: f for n, f in dead.items() if 0.5 < f < 1.0}
     evidence = {"dead_fraction": dead}
     if all_dead:
-        return failed(f"every unit of {', '.join(all_dead[:3])} is zero for every example: no gradient passes", **evidence)
+        return failed(
+            f"every unit of {', '.join(all_dead[:3])} is zero for every example: no "
+            "gradient passes",
+            **evidence,
+        )
     if mostly:
         return warned(f"over half the units are dead in {', '.join(mostly)}", **evidence)
     return passed(f"{len(dead)} ReLU layers, at most {max(dead.values()):.0%} dead", **evidence)
@@ -496,7 +651,11 @@ def eval_deterministic(case: Case) -> Outcome:
     torch.manual_seed(case.seed + 2)
     b = case.forward(case.eval_model, x)
     if not _close(a, b):
-        return failed("two eval-mode passes on the same input differ: dropout or sampling ignores model.eval()", max_difference=float((a - b).abs().max()))
+        return failed(
+            "two eval-mode passes on the same input differ: dropout or sampling ignores "
+            "model.eval()",
+            max_difference=float((a - b).abs().max()),
+        )
     return passed("eval-mode output is deterministic")
 
 
@@ -549,8 +708,8 @@ def mode_state(case: Case) -> Outcome:
         if statistics:
             where = ", ".join(sorted({owner(n) for n in statistics})[:5])
             return passed(
-                f"one train-mode forward changes only running statistics ({where}), which "
-                "training estimates",
+                f"one train-mode forward changes only running statistics ({where}), which training "
+                "estimates",
                 **evidence,
             )
         return passed("no module keeps state that a train-mode forward changes", **evidence)
@@ -582,16 +741,16 @@ def mode_state(case: Case) -> Outcome:
         return failed(
             f"at init the eval-mode loss is {eval_loss:.4g} but the train-mode loss is "
             f"{train_loss:.4g} (eval outputs {scale:.3g}x the size); one train-mode forward "
-            f"changes the buffers of {names} and brings eval mode to {after_loss:.4g}: their "
-            "state is set only by a forward in train mode, so evaluating before any training is "
-            "wrong (run one train-mode forward first; for spectral norm, "
+            f"changes the buffers of {names} and brings eval mode to {after_loss:.4g}: their state "
+            "is set only by a forward in train mode, so evaluating before any training is wrong "
+            "(run one train-mode forward first; for spectral norm, "
             "torch.nn.utils.parametrizations.spectral_norm initialises it)",
             **evidence,
         )
     if _far_above(eval_loss, train_loss, task):
         return warned(
-            f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss "
-            f"{train_loss:.4g}; {names} keep state that train mode changes",
+            f"at init the eval-mode loss is {eval_loss:.4g}, the train-mode loss {train_loss:.4g}; "
+            f"{names} keep state that train mode changes",
             **evidence,
         )
     return passed(

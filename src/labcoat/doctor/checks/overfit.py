@@ -17,7 +17,16 @@ from labcoat.doctor.case import Case
 from labcoat.doctor.features import row_hashes
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.registry import check
-from labcoat.doctor.targets import Layout, References, aligned, fitted_targets, incomparable, layout_of, references, valid_targets
+from labcoat.doctor.targets import (
+    Layout,
+    References,
+    aligned,
+    fitted_targets,
+    incomparable,
+    layout_of,
+    references,
+    valid_targets,
+)
 from labcoat.doctor.training import Curve, fit_batch, predict
 from labcoat.findings import Outcome, failed, passed, warned
 
@@ -98,7 +107,9 @@ class Memorisation:
     @property
     def succeeded(self) -> bool:
         fitted_now = self.curve.fitted[-1] if self.curve.fitted else None
-        return math.isfinite(self.curve.losses[-1]) and memorised(self.layout, self.last_excess, fitted_now, self.units)
+        return math.isfinite(self.curve.losses[-1]) and memorised(
+            self.layout, self.last_excess, fitted_now, self.units
+        )
 
     def plateaued(self) -> bool:
         return plateaued([self.refs.excess(l) for l in self.curve.losses])
@@ -110,8 +121,17 @@ class Memorisation:
         if self.curve.fitted:
             ev["fitted"] = self.curve.fitted[-1]
             ev["fitted_of"] = f"{self.units} {self.unit}"
-        ev.update(loss_floor=self.refs.floor, chance_loss=self.refs.chance, excess_vs_chance=self.last_excess)
-        ev.update(curve, max_steps=self.max_steps, examples=len(self.batch), indices=self.batch.index.tolist())
+        ev.update(
+            loss_floor=self.refs.floor,
+            chance_loss=self.refs.chance,
+            excess_vs_chance=self.last_excess,
+        )
+        ev.update(
+            curve,
+            max_steps=self.max_steps,
+            examples=len(self.batch),
+            indices=self.batch.index.tolist(),
+        )
         if self.curve.fitted and self.batch.y[0].numel() == 1:
             ev["classes"] = int(torch.unique(self.batch.y).numel())
         return ev
@@ -139,7 +159,9 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
     """Train a fresh copy on ``batch`` until it is memorised, with early stopping."""
     layout = layout_of(case)
     x, y = batch.batch()
-    like = predict(case, case.eval_model, x).to(case.device)  # the loss may hold tensors on the device
+    like = predict(case, case.eval_model, x).to(
+        case.device
+    )  # the loss may hold tensors on the device
     refs = references(case.loss_fn, x, y, like, layout)
     by_token = layout.task == "sequence"
     scored = aligned(y, layout)  # the target each output position is scored against
@@ -151,7 +173,11 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
         if refs.log_probs is None:
             return loss, None
         ok = fitted_targets(out, scored, refs.log_probs, layout)
-        n_fitted = (ok & valid_targets(scored, layout)).sum() if by_token else ok.reshape(len(y), -1).all(dim=1).sum()
+        n_fitted = (
+            (ok & valid_targets(scored, layout)).sum()
+            if by_token
+            else ok.reshape(len(y), -1).all(dim=1).sum()
+        )
         return loss, int(n_fitted)
 
     excess: list[float] = []
@@ -159,10 +185,14 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
     def done(curve: Curve) -> bool:
         excess.append(refs.excess(curve.losses[-1]))
         fitted_now = curve.fitted[-1] if curve.fitted else None
-        return memorised(layout, excess[-1], fitted_now, n) or (curve.steps % CHECK_EVERY == 0 and plateaued(excess))
+        return memorised(layout, excess[-1], fitted_now, n) or (
+            curve.steps % CHECK_EVERY == 0 and plateaued(excess)
+        )
 
     with case.progress.task(f"overfit: {label}", total=max_steps) as advance:
-        curve = fit_batch(case, batch, max_steps=max_steps, evaluate=evaluate, done=done, advance=advance)
+        curve = fit_batch(
+            case, batch, max_steps=max_steps, evaluate=evaluate, done=done, advance=advance
+        )
     return Memorisation(batch, layout, refs, curve, max_steps, n)
 
 
@@ -179,40 +209,58 @@ def _why(m: Memorisation) -> str:
         return f"the loss became non-finite after {m.curve.steps} steps"
     if m.refs.chance - m.refs.floor <= 0:
         return "the loss gives no lower value to a perfect prediction than to chance"
-    where = f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ({m.refs.chance:.3g})"
+    where = (
+        f"{m.last_excess:.0%} of the way from its floor ({m.refs.floor:.3g}) to chance ("
+        f"{m.refs.chance:.3g})"
+    )
     if m.last_excess > FAR_ABOVE_CHANCE:
         return (
-            f"the loss stayed far above chance ({m.refs.chance:.3g}, what an input-blind prediction scores): outputs on "
-            "another scale than the targets (normalise the targets or scale the output), or updates far too small to reach even that"
+            f"the loss stayed far above chance ({m.refs.chance:.3g}, what an input-blind "
+            "prediction scores): outputs on another scale than the targets (normalise the targets "
+            "or scale the output), or updates far too small to reach even that"
         )
     if m.plateaued() and m.last_excess >= AT_CHANCE:
         return (
-            f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label frequencies was learned, "
-            "so updates are far too small (learning rate?) or the inputs are cut off (bottleneck, detached path)"
+            f"the loss stayed near chance ({m.refs.chance:.3g}): nothing beyond the label "
+            "frequencies was learned, so updates are far too small (learning rate?) or the inputs "
+            "are cut off (bottleneck, detached path)"
         )
     if m.plateaued():
-        return f"the loss stopped falling at {where}: a bottleneck, or targets the model cannot express"
+        return (
+            f"the loss stopped falling at {where}: a bottleneck, or targets the model cannot "
+            "express"
+        )
     return (
-        f"the loss is still {where} after {m.curve.steps} steps, where a healthy setup memorises in a few hundred: "
-        "a learning rate far too small, a bottleneck, or a model that cannot express the targets"
+        f"the loss is still {where} after {m.curve.steps} steps, where a healthy setup memorises "
+        "in a few hundred: a learning rate far too small, a bottleneck, or a model that cannot "
+        "express the targets"
     )
 
 
 @check(
     "overfit.batch",
     layer="overfit",
-    falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data path)",
-    predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x toward its floor and every example (95% of tokens) is fitted",
+    falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data "
+    "path)",
+    predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x "
+    "toward its floor and every example (95% of tokens) is fitted",
     applies=incomparable,
 )
 def overfit_batch(case: Case) -> Outcome:
     size = batch_size(case)
     batch = tiny_batch(case, size)
-    m = case.probe_once("overfit training", lambda: memorise(case, batch, max_steps=MAX_STEPS[case.budget], label=f"memorising {len(batch)} examples"))
+    m = case.probe_once(
+        "overfit training",
+        lambda: memorise(
+            case, batch, max_steps=MAX_STEPS[case.budget], label=f"memorising {len(batch)} examples"
+        ),
+    )
     evidence = m.evidence()
     if m.succeeded:
         return passed(f"memorised {len(batch)} examples: {_describe(m)}", **evidence)
-    return failed(f"could not memorise {len(batch)} examples ({_describe(m)}): {_why(m)}", **evidence)
+    return failed(
+        f"could not memorise {len(batch)} examples ({_describe(m)}): {_why(m)}", **evidence
+    )
 
 
 def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
@@ -231,22 +279,34 @@ def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
     layer="overfit",
     falsifies="inputs reach the output without the information that tells examples apart",
     predicts="a copy memorises random labels on a small set (Zhang et al. 2017)",
-    applies=lambda case: incomparable(case) or (None if case.budget == "full" else "runs with budget='full'"),
+    applies=lambda case: (
+        incomparable(case) or (None if case.budget == "full" else "runs with budget='full'")
+    ),
 )
 def overfit_random_labels(case: Case) -> Outcome:
     layout = layout_of(case)
-    batch = random_labels(case, tiny_batch(case, min(RANDOM_LABEL_EXAMPLES, len(case.train))), layout)
+    batch = random_labels(
+        case, tiny_batch(case, min(RANDOM_LABEL_EXAMPLES, len(case.train))), layout
+    )
     m = case.probe_once(
         "random-label training",
-        lambda: memorise(case, batch, max_steps=RANDOM_LABEL_STEPS, label=f"memorising {len(batch)} random labels"),
+        lambda: memorise(
+            case,
+            batch,
+            max_steps=RANDOM_LABEL_STEPS,
+            label=f"memorising {len(batch)} random labels",
+        ),
     )
     evidence = m.evidence()
     if m.succeeded:
         return passed(f"memorised {len(batch)} random labels: {_describe(m)}", **evidence)
     if not math.isfinite(m.curve.losses[-1]) or m.last_excess > 0.9:
-        return failed(f"learned nothing about {len(batch)} random labels ({_describe(m)}): {_why(m)}", **evidence)
+        return failed(
+            f"learned nothing about {len(batch)} random labels ({_describe(m)}): {_why(m)}",
+            **evidence,
+        )
     return warned(
-        f"memorised random labels only in part ({_describe(m)}): small capacity, or inputs that lose what tells examples apart",
+        f"memorised random labels only in part ({_describe(m)}): small capacity, or inputs that "
+        "lose what tells examples apart",
         **evidence,
     )
-

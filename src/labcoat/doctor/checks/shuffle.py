@@ -77,7 +77,9 @@ class Scorer:
 
 def scorer(case: Case, layout: Layout) -> Scorer:
     if case.metric is not None:
-        return Scorer("metric", lambda out, y: float(case.metric(out, y)), "an input-blind prediction's score")
+        return Scorer(
+            "metric", lambda out, y: float(case.metric(out, y)), "an input-blind prediction's score"
+        )
     if layout.task == "classification":
 
         def accuracy(out: torch.Tensor, y: torch.Tensor) -> float:
@@ -121,7 +123,8 @@ class ShuffleRuns:
 
     @property
     def _carried(self) -> float:
-        """What the copies may keep from their shared start without seeing a label (never below 0)."""
+        """What the copies may keep from their shared start without seeing a label (never below
+        0)."""
         return max(self.untrained_excess, 0.0)
 
     @property
@@ -137,13 +140,21 @@ class ShuffleRuns:
     def share_of_real_gain(self) -> float:
         """How much of the real setup's gain over chance the shuffled copies reach."""
         chance = float(np.mean(self.chance)) + self._carried
-        return (float(np.mean(self.null)) - chance) / (self.real - chance) if self.real > chance else float("inf")
+        return (
+            (float(np.mean(self.null)) - chance) / (self.real - chance)
+            if self.real > chance
+            else float("inf")
+        )
 
     @property
     def beats_chance(self) -> bool:
         """Above chance beyond noise, by a material share of the real gain, and better than the best
         input-blind prediction: copies that score below that have learned nothing to leak."""
-        return self.p_above_chance < ALPHA and self.share_of_real_gain >= MATERIAL and float(np.mean(self.null)) > self.blind
+        return (
+            self.p_above_chance < ALPHA
+            and self.share_of_real_gain >= MATERIAL
+            and float(np.mean(self.null)) > self.blind
+        )
 
     def evidence(self, **first: float) -> dict:
         """The comparison the verdict rests on first (the rich view shows the first keys)."""
@@ -167,7 +178,9 @@ class ShuffleRuns:
         }
 
 
-def _references(case: Case, layout: Layout, val: Examples, like: torch.Tensor, score: Scorer) -> tuple[float, float]:
+def _references(
+    case: Case, layout: Layout, val: Examples, like: torch.Tensor, score: Scorer
+) -> tuple[float, float]:
     """Scores of a perfect prediction and of the best input-blind one (the training marginal)."""
     if not layout.categorical:
         on_device = like.to(case.device)
@@ -175,7 +188,9 @@ def _references(case: Case, layout: Layout, val: Examples, like: torch.Tensor, s
         blind = best_blind_output(case.loss_fn, case.train.y.to(case.device), on_device)
         return score.fn(perfect.to(like.device), val.y), score.fn(blind.to(like.device), val.y)
     scored = aligned(val.y, layout)
-    perfect = to_output(conditional_log_probs(contexts(val.x, scored, layout), scored, layout), like, layout)
+    perfect = to_output(
+        conditional_log_probs(contexts(val.x, scored, layout), scored, layout), like, layout
+    )
     blind = to_output(marginal_log_probs(case.train.y, layout, val.y.shape), like, layout)
     return score.fn(perfect, val.y), score.fn(blind, val.y)
 
@@ -192,7 +207,9 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
     draws = torch.Generator().manual_seed(case.seed + 2)
 
     def shuffled_copy(i: int, advance: Callable[..., None]) -> tuple[torch.Tensor, bool]:
-        run = train_copy(case, train.with_targets(permuted[i]), order=order, seed=case.seed, advance=advance)
+        run = train_copy(
+            case, train.with_targets(permuted[i]), order=order, seed=case.seed, advance=advance
+        )
         return predict(case, run.setup.model, val.x), run.diverged
 
     null, chance, diverged = [], [], 0
@@ -205,16 +222,41 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         perfect, blind = _references(case, layout, val, out, score)
         untrained = predict(case, case.eval_model, val.x)
         own = torch.Generator().manual_seed(case.seed + 4)
-        untrained_chance = np.mean([score.fn(untrained, val.y[torch.randperm(len(val), generator=own)]) for _ in range(CHANCE_DRAWS)])
+        untrained_chance = np.mean(
+            [
+                score.fn(untrained, val.y[torch.randperm(len(val), generator=own)])
+                for _ in range(CHANCE_DRAWS)
+            ]
+        )
         untrained_score = score.fn(untrained, val.y)
         untrained_excess = untrained_score - float(untrained_chance)
-        for out, copy_diverged in map_copies(shuffled_copy, n, copy_s=copy_s, advance=advance, units=steps):
+        for out, copy_diverged in map_copies(
+            shuffled_copy, n, copy_s=copy_s, advance=advance, units=steps
+        ):
             diverged += copy_diverged
             null.append(score.fn(out, val.y))
-            chance.append(np.mean([score.fn(out, val.y[torch.randperm(len(val), generator=draws)]) for _ in range(CHANCE_DRAWS)]))
+            chance.append(
+                np.mean(
+                    [
+                        score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
+                        for _ in range(CHANCE_DRAWS)
+                    ]
+                )
+            )
     return ShuffleRuns(
-        score.name, real, np.array(null), np.array(chance), perfect, blind, score.chance_name,
-        steps, min(BATCH_SIZE, len(train)), len(val), diverged, untrained_score, untrained_excess,
+        score.name,
+        real,
+        np.array(null),
+        np.array(chance),
+        perfect,
+        blind,
+        score.chance_name,
+        steps,
+        min(BATCH_SIZE, len(train)),
+        len(val),
+        diverged,
+        untrained_score,
+        untrained_excess,
     )
 
 
@@ -244,8 +286,10 @@ def _labels_not_in_inputs(case: Case) -> str | None:
 @check(
     "shuffle.labels",
     layer="shuffle",
-    falsifies="the score rewards something other than learning from the labels (a metric that cannot fail, labels reaching the model another way, an evaluation that reads training labels)",
-    predicts="copies trained on shuffled labels score at chance on held-out data, and below a perfect prediction",
+    falsifies="the score rewards something other than learning from the labels (a metric that "
+    "cannot fail, labels reaching the model another way, an evaluation that reads training labels)",
+    predicts="copies trained on shuffled labels score at chance on held-out data, and below a "
+    "perfect prediction",
     applies=_labels_not_in_inputs,
 )
 def shuffled_labels(case: Case) -> Outcome:
@@ -254,30 +298,43 @@ def shuffled_labels(case: Case) -> Outcome:
     p, share = r.p_above_chance, r.share_of_real_gain
     evidence = r.evidence(p_above_chance=p, share_of_real_gain=share)
     if not np.isfinite(r.null).all():
-        return failed(f"{int((~np.isfinite(r.null)).sum())} shuffled copies got a non-finite {r.scorer}", **evidence)
+        return failed(
+            f"{int((~np.isfinite(r.null)).sum())} shuffled copies got a non-finite {r.scorer}",
+            **evidence,
+        )
     tolerance = 1e-6 * max(1.0, abs(r.perfect))
     if r.perfect - chance <= tolerance:
         return failed(
-            f"copies trained on shuffled labels score {mean:.3g}, and the {r.scorer} gives predictions unrelated to the "
-            f"targets {chance:.3g}, as much as perfect ones ({r.perfect:.3g}): it does not compare predictions with targets",
+            f"copies trained on shuffled labels score {mean:.3g}, and the {r.scorer} gives "
+            f"predictions unrelated to the targets {chance:.3g}, as much as perfect ones ("
+            f"{r.perfect:.3g}): it does not compare predictions with targets",
             **evidence,
         )
     if mean >= r.perfect - tolerance:
-        return failed(f"copies trained on shuffled labels score {mean:.3g}, as high as a perfect prediction", **evidence)
+        return failed(
+            f"copies trained on shuffled labels score {mean:.3g}, as high as a perfect prediction",
+            **evidence,
+        )
     if r.trained_start:
         return skipped(
-            f"the untrained model already scores {r.untrained:.3g} (chance {chance:.3g}, perfect {r.perfect:.3g}): a trained start, "
-            f"which copies on shuffled labels keep (they score {mean:.3g}), so only the {r.scorer} itself was checked: "
-            "it tells perfect predictions from unrelated ones",
+            f"the untrained model already scores {r.untrained:.3g} (chance {chance:.3g}, perfect "
+            f"{r.perfect:.3g}): a trained start, which copies on shuffled labels keep (they score "
+            f"{mean:.3g}), so only the {r.scorer} itself was checked: it tells perfect predictions "
+            "from unrelated ones",
             **evidence,
         )
     if r.beats_chance:
         return failed(
-            f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ({r.blind:.3g}, {r.chance_name}) "
-            f"beyond noise (p={p:.2g}; {share:.0%} of the real setup's gain): labels reach the model or the evaluation by another path",
+            f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ("
+            f"{r.blind:.3g}, {r.chance_name}) beyond noise (p={p:.2g}; {share:.0%} of the real "
+            "setup's gain): labels reach the model or the evaluation by another path",
             **evidence,
         )
-    return passed(f"copies trained on shuffled labels score {mean:.3g}; chance is {r.blind:.3g} ({r.chance_name})", **evidence)
+    return passed(
+        f"copies trained on shuffled labels score {mean:.3g}; chance is {r.blind:.3g} ("
+        f"{r.chance_name})",
+        **evidence,
+    )
 
 
 @check(
@@ -291,22 +348,50 @@ def real_pvalue(case: Case) -> Outcome:
     r = case.probe_once("shuffle training", lambda: shuffle_runs(case))
     p = permutation_pvalue(r.real, r.null)
     as_high = int(np.sum(r.null >= r.real))
-    evidence = {"p_value": p, "real_score": r.real, "shuffled_as_high": as_high, "permutations": len(r.null), "score": r.scorer}
+    evidence = {
+        "p_value": p,
+        "real_score": r.real,
+        "shuffled_as_high": as_high,
+        "permutations": len(r.null),
+        "score": r.scorer,
+    }
     if not math.isfinite(r.real):
         return failed(f"the real setup's {r.scorer} on held-out data is {r.real}", **evidence)
     if p <= REAL_ALPHA:
-        beaten = f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
-        return passed(f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}", **evidence)
-    tie = f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score as high (p = {p:.3g})"
+        beaten = (
+            f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
+        )
+        return passed(
+            f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}",
+            **evidence,
+        )
+    tie = (
+        f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score "
+        f"as high (p = {p:.3g})"
+    )
     if r.trained_start:
-        return warned(f"{tie}: {r.steps} steps added nothing measurable to a start that already scores {r.untrained:.3g}", **evidence)
+        return warned(
+            f"{tie}: {r.steps} steps added nothing measurable to a start that already scores "
+            f"{r.untrained:.3g}",
+            **evidence,
+        )
     if r.beats_chance:
-        return warned(f"{tie}: the copies score above chance too, so this score cannot show learning (see shuffle.labels)", **evidence)
-    return warned(f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps", **evidence)
+        return warned(
+            f"{tie}: the copies score above chance too, so this score cannot show learning (see "
+            "shuffle.labels)",
+            **evidence,
+        )
+    return warned(
+        f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps",
+        **evidence,
+    )
 
 
-def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Generator, offset: int = 1) -> Examples:
-    """Uniform random token sequences whose targets are the inputs shifted by ``offset`` (as in the user's data)."""
+def random_sequences(
+    tokens: torch.Tensor, n: int, length: int, gen: torch.Generator, offset: int = 1
+) -> Examples:
+    """Uniform random token sequences whose targets are the inputs shifted by ``offset`` (as in the
+    user's data)."""
     seq = tokens[torch.randint(len(tokens), (n, length + offset), generator=gen)]
     return Examples(seq[:, :length].contiguous(), seq[:, offset:].contiguous(), torch.arange(n))
 
@@ -315,7 +400,8 @@ def random_sequences(tokens: torch.Tensor, n: int, length: int, gen: torch.Gener
     "shuffle.random_tokens",
     layer="shuffle",
     falsifies="a language model reads the tokens it is asked to predict",
-    predicts="trained on uniformly random token sequences, a causal model predicts new ones no better than ln V",
+    predicts="trained on uniformly random token sequences, a causal model predicts new ones no "
+    "better than ln V",
     applies=_next_token,
 )
 def random_tokens(case: Case) -> Outcome:
@@ -327,27 +413,58 @@ def random_tokens(case: Case) -> Outcome:
     pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen, case.target_offset)
     order = [torch.arange(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) for i in range(steps)]
     with case.progress.task("shuffle: training on random tokens", total=steps) as advance:
-        run = case.probe_once("random-token training", lambda: train_copy(case, pool, order=order, seed=case.seed, advance=advance))
+        run = case.probe_once(
+            "random-token training",
+            lambda: train_copy(case, pool, order=order, seed=case.seed, advance=advance),
+        )
     test = random_sequences(tokens, RANDOM_SEQUENCES, length, gen, case.target_offset)
     out = predict(case, run.setup.model, test.x)
     with torch.no_grad():
-        losses = np.array([float(case.loss_fn(out[i : i + 1].to(case.device), test.y[i : i + 1].to(case.device))) for i in range(len(test))])
+        losses = np.array(
+            [
+                float(
+                    case.loss_fn(out[i : i + 1].to(case.device), test.y[i : i + 1].to(case.device))
+                )
+                for i in range(len(test))
+            ]
+        )
     uniform = marginal_log_probs(tokens, layout, test.y.shape)
     chance = lowest_loss(case.loss_fn, uniform, test.y, out.to(case.device), layout)
     mean = float(losses.mean())
-    p = float(stats.ttest_1samp(losses, chance, alternative="less").pvalue) if np.ptp(losses) > 0 else float(mean >= chance)
-    evidence = {"loss": mean, "chance_loss": chance, "tokens": len(tokens), "ln_tokens": math.log(len(tokens)), "p_value": p, "sequences": len(test), "steps": steps}
+    p = (
+        float(stats.ttest_1samp(losses, chance, alternative="less").pvalue)
+        if np.ptp(losses) > 0
+        else float(mean >= chance)
+    )
+    evidence = {
+        "loss": mean,
+        "chance_loss": chance,
+        "tokens": len(tokens),
+        "ln_tokens": math.log(len(tokens)),
+        "p_value": p,
+        "sequences": len(test),
+        "steps": steps,
+    }
     if not math.isfinite(mean):
         return failed(f"the loss on random token sequences is {mean}", **evidence)
     if p < ALPHA:
         why = "positions see the tokens they predict"
-        if case.target_offset == 0 and layout.shift == 0:  # labels are the inputs and nothing shifts them
-            why += ": the targets are the input tokens and the loss scores output t against target t; shift them by one (y[:, t] = x[:, t + 1])"
+        if (
+            case.target_offset == 0 and layout.shift == 0
+        ):  # labels are the inputs and nothing shifts them
+            why += (
+                ": the targets are the input tokens and the loss scores output t against target "
+                "t; shift them by one (y[:, t] = x[:, t + 1])"
+            )
         return failed(
-            f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln {len(tokens)} = {chance:.3f} "
-            f"(p={p:.2g}): {why}",
+            f"after training on random tokens the loss on new ones is {mean:.3f}, below chance ln "
+            f"{len(tokens)} = {chance:.3f} (p={p:.2g}): {why}",
             target_offset=case.target_offset,
             loss_shift=layout.shift,
             **evidence,
         )
-    return passed(f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = {chance:.3f}", **evidence)
+    return passed(
+        f"random token sequences stay unpredictable: loss {mean:.3f} vs chance ln {len(tokens)} = "
+        f"{chance:.3f}",
+        **evidence,
+    )

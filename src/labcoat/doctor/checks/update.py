@@ -28,28 +28,49 @@ def _in_optimizer(case: Case) -> set[int]:
 )
 def optimizer_coverage(case: Case) -> Outcome:
     held = _in_optimizer(case)
-    trainable = [(n, p) for n, p in case.blueprint.model.named_parameters() if p.requires_grad and not case.is_declared_frozen(n)]
+    trainable = [
+        (n, p)
+        for n, p in case.blueprint.model.named_parameters()
+        if p.requires_grad and not case.is_declared_frozen(n)
+    ]
     missing = [n for n, p in trainable if id(p) not in held]
-    evidence = {"trainable": len(trainable), "missing": missing[:50], "param_groups": len(case.blueprint.optimizer.param_groups)}
+    evidence = {
+        "trainable": len(trainable),
+        "missing": missing[:50],
+        "param_groups": len(case.blueprint.optimizer.param_groups),
+    }
     if missing:
-        return failed(f"{len(missing)} of {len(trainable)} trainable parameters are in no optimizer group: {', '.join(missing[:5])}", **evidence)
+        return failed(
+            f"{len(missing)} of {len(trainable)} trainable parameters are in no optimizer group: "
+            f"{', '.join(missing[:5])}",
+            **evidence,
+        )
     return passed(f"all {len(trainable)} trainable parameters are in the optimizer", **evidence)
 
 
 @check(
     "update.optimizer.foreign",
     layer="update",
-    falsifies="the optimizer updates tensors the model does not own (built on another model instance)",
+    falsifies="the optimizer updates tensors the model does not own (built on another model "
+    "instance)",
     predicts="every tensor in the optimizer is a parameter of the model",
 )
 def optimizer_foreign(case: Case) -> Outcome:
     owned = {id(p) for p in case.blueprint.model.parameters()}
     tensors = optimizer_tensors(case.blueprint.optimizer)
-    foreign = [{"group": g, "position": i, "shape": list(p.shape)} for g, i, p in tensors if id(p) not in owned]
+    foreign = [
+        {"group": g, "position": i, "shape": list(p.shape)}
+        for g, i, p in tensors
+        if id(p) not in owned
+    ]
     evidence = {"optimizer_tensors": len(tensors), "foreign": foreign[:20]}
     if foreign:
         where = "none" if len(foreign) == len(tensors) else f"{len(tensors) - len(foreign)}"
-        return failed(f"{len(foreign)} optimizer tensors are not parameters of the model ({where} of {len(tensors)} are): was it built on another instance?", **evidence)
+        return failed(
+            f"{len(foreign)} optimizer tensors are not parameters of the model ({where} of "
+            f"{len(tensors)} are): was it built on another instance?",
+            **evidence,
+        )
     return passed(f"all {len(tensors)} optimizer tensors belong to the model", **evidence)
 
 
@@ -72,7 +93,8 @@ def learning_rate(case: Case) -> Outcome:
 @check(
     "update.step.runs",
     layer="update",
-    falsifies="the train step never updates (optimizer.step() not called) or returns no usable loss",
+    falsifies="the train step never updates (optimizer.step() not called) or returns no usable "
+    "loss",
     predicts="each call runs optimizer.step() once and returns a finite loss",
 )
 def step_runs(case: Case) -> Outcome:
@@ -81,7 +103,9 @@ def step_runs(case: Case) -> Outcome:
     loss = probe.losses[0]
     evidence = {"optimizer_steps_per_call": steps}
     if not any(steps):
-        return failed("the train step never called optimizer.step() on the optimizer it was given", **evidence)
+        return failed(
+            "the train step never called optimizer.step() on the optimizer it was given", **evidence
+        )
     if isinstance(loss, torch.Tensor):
         loss = float(loss.detach().reshape(-1)[0]) if loss.numel() == 1 else None
     elif isinstance(loss, (int, float)):
@@ -89,11 +113,19 @@ def step_runs(case: Case) -> Outcome:
     else:
         loss = None
     if loss is None:
-        return warned("the train step did not return the loss as a scalar; later layers read it to follow training", **evidence)
+        return warned(
+            "the train step did not return the loss as a scalar; later layers read it to follow "
+            "training",
+            **evidence,
+        )
     evidence["loss"] = loss
     if not math.isfinite(loss):
         return failed(f"the train step returned loss {loss}", **evidence)
-    ran = f"{steps[0]}x per call" if len(set(steps)) == 1 else f"{sum(steps)}x in {len(steps)} calls ({steps})"
+    ran = (
+        f"{steps[0]}x per call"
+        if len(set(steps)) == 1
+        else f"{sum(steps)}x in {len(steps)} calls ({steps})"
+    )
     return passed(f"optimizer.step() ran {ran}; loss {loss:.4g}", **evidence)
 
 
@@ -108,17 +140,35 @@ def params_moved(case: Case) -> Outcome:
     if not any(probe.optimizer_steps):
         return skipped("the step never called optimizer.step() (see update.step.runs)")
     held = {id(p) for _, _, p in optimizer_tensors(probe.setup.optimizer)}
-    expected = [n for n, p in probe.setup.model.named_parameters() if p.requires_grad and id(p) in held and not case.is_declared_frozen(n)]
+    expected = [
+        n
+        for n, p in probe.setup.model.named_parameters()
+        if p.requires_grad and id(p) in held and not case.is_declared_frozen(n)
+    ]
     moved_first = probe.moved(0)
     moved_any = {n: any(probe.moved(c)[n] for c in range(len(probe.after))) for n in expected}
     still = [n for n in expected if not moved_any[n]]
     late = [n for n in expected if moved_any[n] and not moved_first[n]]
-    evidence = {"expected_to_move": len(expected), "did_not_move": still[:50], "moved_only_after_first_step": late[:50]}
+    evidence = {
+        "expected_to_move": len(expected),
+        "did_not_move": still[:50],
+        "moved_only_after_first_step": late[:50],
+    }
     if not expected:
-        return skipped("no trainable parameters are in the optimizer (see update.optimizer.coverage)")
+        return skipped(
+            "no trainable parameters are in the optimizer (see update.optimizer.coverage)"
+        )
     if still:
-        return failed(f"{len(still)} of {len(expected)} parameters did not move in {len(probe.after)} steps: {', '.join(still[:5])}", **evidence)
-    note = f" ({len(late)} only after the first step, as behind a zero-initialised layer)" if late else ""
+        return failed(
+            f"{len(still)} of {len(expected)} parameters did not move in {len(probe.after)} steps: "
+            f"{', '.join(still[:5])}",
+            **evidence,
+        )
+    note = (
+        f" ({len(late)} only after the first step, as behind a zero-initialised layer)"
+        if late
+        else ""
+    )
     return passed(f"all {len(expected)} parameters moved{note}", **evidence)
 
 
@@ -130,13 +180,21 @@ def params_moved(case: Case) -> Outcome:
 )
 def frozen_moved(case: Case) -> Outcome:
     probe = case.stepped
-    fixed = [n for n, p in probe.setup.model.named_parameters() if not p.requires_grad or case.is_declared_frozen(n)]
+    fixed = [
+        n
+        for n, p in probe.setup.model.named_parameters()
+        if not p.requires_grad or case.is_declared_frozen(n)
+    ]
     if not fixed:
         return skipped("no parameter is frozen or declared frozen")
     moved = [n for n in fixed if any(probe.moved(c)[n] for c in range(len(probe.after)))]
     evidence = {"fixed": len(fixed), "moved": moved[:50]}
     if moved:
-        return failed(f"{len(moved)} frozen parameters moved: {', '.join(moved[:5])} (weight decay or a stray param group?)", **evidence)
+        return failed(
+            f"{len(moved)} frozen parameters moved: {', '.join(moved[:5])} (weight decay or a "
+            "stray param group?)",
+            **evidence,
+        )
     return passed(f"{len(fixed)} frozen parameters stayed fixed", **evidence)
 
 
@@ -149,9 +207,17 @@ def frozen_moved(case: Case) -> Outcome:
 def finite_after_step(case: Case) -> Outcome:
     probe = case.stepped
     for call, after in enumerate(probe.after):
-        bad = [n for n, t in after.items() if torch.is_floating_point(t) and not torch.isfinite(t).all()]
+        bad = [
+            n
+            for n, t in after.items()
+            if torch.is_floating_point(t) and not torch.isfinite(t).all()
+        ]
         if bad:
-            return failed(f"after step {call + 1}, {len(bad)} tensors are non-finite: {', '.join(bad[:5])}", step=call + 1, tensors=bad[:50])
+            return failed(
+                f"after step {call + 1}, {len(bad)} tensors are non-finite: {', '.join(bad[:5])}",
+                step=call + 1,
+                tensors=bad[:50],
+            )
     losses = [float(l) for l in probe.losses if isinstance(l, torch.Tensor) and l.numel() == 1]
     if any(not math.isfinite(l) for l in losses):
         return failed(f"losses over {len(losses)} steps: {losses}", losses=losses)
@@ -163,28 +229,50 @@ def finite_after_step(case: Case) -> Outcome:
     layer="update",
     explains=("overfit.*", "shuffle.*"),
     falsifies="the step size is wildly off (updates as large as the weights, or vanishingly small)",
-    predicts=f"median |update|/|weight| per tensor between {RATIO_TOO_SMALL:g} and {RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
+    predicts=f"median |update|/|weight| per tensor between {RATIO_TOO_SMALL:g} and "
+    f"{RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
 )
 def update_ratio(case: Case) -> Outcome:
     probe = case.stepped
     # a zero-initialised tensor has no ratio to speak of, and it holds the layers before it still
     # on the first step: the first step that moves initially non-zero weights is the one measured
-    measured = [n for n, w in probe.before.items() if not n.startswith("buffer:") and torch.is_floating_point(w) and float(w.norm()) > 0]
+    measured = [
+        n
+        for n, w in probe.before.items()
+        if not n.startswith("buffer:") and torch.is_floating_point(w) and float(w.norm()) > 0
+    ]
     ratios: dict[str, float] = {}
     for step, after in enumerate(probe.after):
         before = probe.before if step == 0 else probe.after[step - 1]
-        ratios = {n: float((after[n] - before[n]).norm() / before[n].norm()) for n in measured if not torch.equal(before[n], after[n])}
+        ratios = {
+            n: float((after[n] - before[n]).norm() / before[n].norm())
+            for n in measured
+            if not torch.equal(before[n], after[n])
+        }
         if ratios:
             break
     if not ratios:
-        return skipped(f"no parameter with non-zero initial weights moved in {len(probe.after)} steps")
+        return skipped(
+            f"no parameter with non-zero initial weights moved in {len(probe.after)} steps"
+        )
     values = sorted(ratios.values())
     median = values[len(values) // 2]
-    evidence = {"step": step + 1, "median_ratio": median, "max_ratio": values[-1], "ratios": dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:10])}
+    evidence = {
+        "step": step + 1,
+        "median_ratio": median,
+        "max_ratio": values[-1],
+        "ratios": dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:10]),
+    }
     if median > RATIO_TOO_LARGE:
-        return warned(f"median update/weight ratio {median:.2g}: the learning rate looks too large", **evidence)
+        return warned(
+            f"median update/weight ratio {median:.2g}: the learning rate looks too large",
+            **evidence,
+        )
     if median < RATIO_TOO_SMALL:
-        return warned(f"median update/weight ratio {median:.2g}: the learning rate looks too small", **evidence)
+        return warned(
+            f"median update/weight ratio {median:.2g}: the learning rate looks too small",
+            **evidence,
+        )
     return passed(f"median update/weight ratio {median:.2g}", **evidence)
 
 
@@ -215,9 +303,19 @@ def grad_zeroed(case: Case) -> Outcome:
         "norm_ratio_second_to_first": dict(list(ratio.items())[:10]),
     }
     if accumulated:
-        return failed(f"the second call's gradient is twice the first for {len(accumulated)} tensors: gradients are never zeroed", accumulated=accumulated[:10], **evidence)
+        return failed(
+            f"the second call's gradient is twice the first for {len(accumulated)} tensors: "
+            "gradients are never zeroed",
+            accumulated=accumulated[:10],
+            **evidence,
+        )
     if differ:
-        return warned(f"{len(differ)} gradients differ between identical calls (randomness not tied to torch's seed?)", differ=differ[:10], **evidence)
+        return warned(
+            f"{len(differ)} gradients differ between identical calls (randomness not tied to "
+            "torch's seed?)",
+            differ=differ[:10],
+            **evidence,
+        )
     return passed(f"gradients are fresh on each call ({len(voting)} tensors compared)", **evidence)
 
 
@@ -253,7 +351,8 @@ def _gradient_votes(g1: dict, g2: dict, names: list[str]) -> dict[str, str]:
 @check(
     "update.step.isolated",
     layer="update",
-    falsifies="the train step updates objects other than the ones it is given (a global model or optimizer)",
+    falsifies="the train step updates objects other than the ones it is given (a global model or "
+    "optimizer)",
     predicts="stepping the doctor's copies leaves the caller's model and optimizer bit-identical",
 )
 def step_isolated(case: Case) -> Outcome:
@@ -264,7 +363,8 @@ def step_isolated(case: Case) -> Outcome:
     if changed:
         case.user_state.restore()
         return failed(
-            f"calling the step on copies changed the caller's {', '.join(changed[:5])}: the step uses a global model or optimizer instead of its arguments (restored)",
+            f"calling the step on copies changed the caller's {', '.join(changed[:5])}: the step "
+            "uses a global model or optimizer instead of its arguments (restored)",
             changed=changed[:50],
         )
     return passed("the step only touched the copies it was given")
@@ -273,8 +373,8 @@ def step_isolated(case: Case) -> Outcome:
 @check(
     "update.frozen.as_given",
     layer="update",
-    falsifies="parameters declared frozen train in the user's loop because the freeze happens only "
-    "inside an overridden model.train() (a frozen_stages option) that the loop never calls",
+    falsifies="parameters declared frozen train in the user's loop because the freeze happens "
+    "only inside an overridden model.train() (a frozen_stages option) that the loop never calls",
     predicts="as given, parameters matched by expect_frozen have requires_grad=False or are not "
     "updated, and model.train() does not change requires_grad",
 )
@@ -318,8 +418,8 @@ def frozen_as_given(case: Case) -> Outcome:
             )
     if frozen_by_train:
         return warned(
-            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters "
-            f"({', '.join(frozen_by_train[:5])}): they are frozen only in loops that call "
+            f"model.train() sets requires_grad=False on {len(frozen_by_train)} parameters ("
+            f"{', '.join(frozen_by_train[:5])}): they are frozen only in loops that call "
             "model.train(), as the doctor's copies do",
             **evidence,
         )

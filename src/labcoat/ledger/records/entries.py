@@ -145,7 +145,8 @@ def _check_links(tx: Tx, entry: Entry) -> None:
             is None
         ):
             raise InputError(
-                f"parents: there is no entry {pid} in this ledger; `labcoat ledger list` shows the ids"
+                f"parents: there is no entry {pid} in this ledger; `labcoat ledger list` shows the "
+                "ids"
             )
     for rid in entry.runs:
         if tx.value("SELECT 1 FROM runs WHERE id = ?", (rid,)) is None:
@@ -268,9 +269,8 @@ def history(tx: Tx, entry_id: int) -> list[Entry]:
 def _linked(kind: str, values: tuple) -> Clause:
     marks = ", ".join("?" * len(values))
     return (
-        "EXISTS (SELECT 1 FROM entry_index x WHERE x.revision_id = q.revision_id "
-        f"AND x.kind = '{kind}' "
-        f"AND x.value IN ({marks}))",
+        "EXISTS (SELECT 1 FROM entry_index x WHERE x.revision_id = q.revision_id AND x.kind = '"
+        f"{kind}' AND x.value IN ({marks}))",
         tuple(str(v) for v in values),
     )
 

@@ -63,7 +63,8 @@ def _as_mapping(event: Any) -> Mapping[str, Any]:
     if dataclasses.is_dataclass(event) and not isinstance(event, type):
         return {f.name: getattr(event, f.name) for f in fields(event)}
     raise InputError(
-        f"events: each event must be a mapping, a dataclass or an object with to_dict(); got a {type(event).__name__}"
+        "events: each event must be a mapping, a dataclass or an object with to_dict(); got a "
+        f"{type(event).__name__}"
     )
 
 

@@ -25,7 +25,8 @@ def as_finding(item: Any) -> Finding:
         finding = Finding.from_dict(item)
     else:
         raise InputError(
-            f"findings: expected labcoat.Finding objects (or their to_dict()); got a {type(item).__name__}"
+            "findings: expected labcoat.Finding objects (or their to_dict()); got a "
+            f"{type(item).__name__}"
         )
     if finding.status not in STATUSES:
         raise InputError(

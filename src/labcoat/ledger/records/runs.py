@@ -67,8 +67,18 @@ class Run:
 
     #: the fields a listing of runs shows (``labcoat ledger runs --json``)
     SUMMARY = (
-        "id", "name", "started_at", "ended_at", "status", "exit_status", "command",
-        "git_commit", "git_dirty", "config_hash", "data_hash", "env_hash",
+        "id",
+        "name",
+        "started_at",
+        "ended_at",
+        "status",
+        "exit_status",
+        "command",
+        "git_commit",
+        "git_dirty",
+        "config_hash",
+        "data_hash",
+        "env_hash",
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,7 +168,8 @@ def exists(tx: Tx, run_id: int) -> int:
 
 #: a run's start and end rows, named as :class:`Run` fields
 SOURCE = """(SELECT r.id, r.name, r.started_at, r.command, r.cwd, r.host, r.user_name AS user,
-    r.pid, r.git_root, r.git_commit, r.git_branch, r.git_dirty, r.diff_hash, r.untracked_skipped, r.config,
+    r.pid, r.git_root, r.git_commit, r.git_branch, r.git_dirty, r.diff_hash, r.untracked_skipped, \
+r.config,
     r.config_hash, r.data, r.data_hash, r.env, r.env_hash, r.seeds, e.ended_at,
     COALESCE(e.status, 'running') AS status, e.exit_status, e.error, e.output_hash, e.output_bytes,
     e.duration_s, e.seeds AS end_seeds

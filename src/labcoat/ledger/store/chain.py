@@ -107,7 +107,8 @@ def storable(value: Any, kind: type = str) -> Any:
 
 
 def append(tx: Tx, spec: ChainSpec, rows: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Append ``rows`` (dicts without ``id``) to the chain; returns their ids. Needs the write lock."""
+    """Append ``rows`` (dicts without ``id``) to the chain; returns their ids. Needs the write
+    lock."""
     head = tx.one("SELECT last_id, hash FROM chain_heads WHERE name = ?", (spec.table,))
     if head is None:
         raise RuntimeError(f"chain {spec.table!r} has no head row; the schema was not migrated")

@@ -241,8 +241,8 @@ def _sqlite_message(exc: sqlite3.Error, location: str, busy_timeout_s: float) ->
         )
     if "not a database" in text or "malformed" in text or "corrupt" in text:
         return (
-            f"ledger {location}: the file is not a readable SQLite database ({text}); "
-            "point --ledger or LABCOAT_LEDGER at a labcoat ledger, or move this file away"
+            f"ledger {location}: the file is not a readable SQLite database ({text}); point "
+            "--ledger or LABCOAT_LEDGER at a labcoat ledger, or move this file away"
         )
     if "unable to open" in text or "readonly" in text:
         return (
@@ -282,7 +282,8 @@ class SQLiteStore(Store):
         self.location = self.target = str(self.path)
         if self.path.is_dir():
             raise InputError(
-                f"ledger {self.location}: is a directory; give the path of a database file, e.g. .labcoat/ledger.db"
+                f"ledger {self.location}: is a directory; give the path of a database file, e.g. "
+                ".labcoat/ledger.db"
             )
         self.wal = self.path.with_name(self.path.name + "-wal")
         self.read_only = self.path.exists() and not (
@@ -339,8 +340,8 @@ class SQLiteStore(Store):
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise LedgerError(
-                    f"ledger {self.location}: SQLite refused WAL mode (journal_mode={mode}); "
-                    "put the ledger on a local file system"
+                    f"ledger {self.location}: SQLite refused WAL mode (journal_mode={mode}); put "
+                    "the ledger on a local file system"
                 )
             # WAL + NORMAL: a commit survives the process being killed; only an OS crash or
             # power loss can drop the last commits, and never corrupts the file.
@@ -444,8 +445,8 @@ class SQLiteStore(Store):
                 or "query_only" in text
             ):
                 raise ReadOnlyError(
-                    f"ledger sql is read-only: the statement was refused ({text}); "
-                    "change the ledger through labcoat's commands, which keep its hash chains"
+                    f"ledger sql is read-only: the statement was refused ({text}); change the "
+                    "ledger through labcoat's commands, which keep its hash chains"
                 ) from exc
             if "interrupted" in text:
                 raise LedgerError(
@@ -491,8 +492,8 @@ class SQLiteStore(Store):
         if wal_bytes and wal_bytes > 32 and self.wal.stat().st_mtime >= self.path.stat().st_mtime:
             return [], [
                 f"{self.wal.name} holds {wal_bytes:,} bytes of commits not yet in {self.path.name} "
-                "(a labcoat process is writing, or one died): copy both files, or copy after "
-                "it ends"
+                "(a labcoat process is writing, or one died): copy both files, or copy after it "
+                "ends"
             ]
         return [], []
 
@@ -531,16 +532,16 @@ def _psycopg():
         import psycopg
     except ImportError as exc:
         raise InputError(
-            "ledger: a postgresql:// ledger needs psycopg 3, which is not installed; "
-            "install it with `pip install 'labcoat[postgres]'`"
+            "ledger: a postgresql:// ledger needs psycopg 3, which is not installed; install it "
+            "with `pip install 'labcoat[postgres]'`"
         ) from exc
     return psycopg
 
 
 def _read_only_refused(exc: BaseException) -> ReadOnlyError:
     return ReadOnlyError(
-        f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the ledger "
-        "through labcoat's commands, which keep its hash chains"
+        f"ledger sql is read-only: the statement was refused ({_first_line(exc)}); change the "
+        "ledger through labcoat's commands, which keep its hash chains"
     )
 
 

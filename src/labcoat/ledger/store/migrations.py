@@ -59,7 +59,8 @@ class Migrations:
 
     def _applied(self, tx: Tx) -> list[AppliedMigration]:
         rows = tx.all(
-            f"SELECT migration_set, name, applied_at FROM {TABLE} WHERE migration_set = ? ORDER BY applied_at, name",
+            f"SELECT migration_set, name, applied_at FROM {TABLE} WHERE migration_set = ? ORDER BY "
+            "applied_at, name",
             (self.name,),
         )
         return [AppliedMigration(*row) for row in rows]
@@ -74,8 +75,9 @@ class Migrations:
         unknown = sorted(done - set(self._steps))
         if unknown:
             raise LedgerError(
-                f"ledger {store.location}: its schema has migrations this labcoat does not know "
-                f"({', '.join(unknown)}); it was written by a newer labcoat: upgrade labcoat to use it"
+                f"ledger {store.location}: its schema has migrations this labcoat does not know ("
+                f"{', '.join(unknown)}); it was written by a newer labcoat: upgrade labcoat to use "
+                "it"
             )
 
     def apply(self, store: Store) -> list[str]:
@@ -85,8 +87,8 @@ class Migrations:
             if tx.dialect is POSTGRES:
                 tx.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
             tx.execute(
-                f"CREATE TABLE IF NOT EXISTS {TABLE} (migration_set TEXT NOT NULL, name TEXT NOT NULL, "
-                "applied_at TEXT NOT NULL, PRIMARY KEY (migration_set, name))"
+                f"CREATE TABLE IF NOT EXISTS {TABLE} (migration_set TEXT NOT NULL, name TEXT NOT "
+                "NULL, applied_at TEXT NOT NULL, PRIMARY KEY (migration_set, name))"
             )
         for name, step in self._steps.items():
             with store.write() as tx:

@@ -111,7 +111,8 @@ def m001_tables(tx: Tx) -> None:
     ddl = tx.dialect.ddl
     tx.execute(
         ddl(
-            "CREATE TABLE chain_heads (name TEXT PRIMARY KEY, last_id {int} NOT NULL, hash TEXT NOT NULL)"
+            "CREATE TABLE chain_heads (name TEXT PRIMARY KEY, last_id {int} NOT NULL, hash TEXT "
+            "NOT NULL)"
         )
     )
     tx.execute(

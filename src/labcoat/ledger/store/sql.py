@@ -45,7 +45,8 @@ def run_sql(
 ) -> SqlResult:
     if not isinstance(query, str) or not query.strip():
         raise InputError(
-            'sql: the query is empty; give one SELECT statement, e.g. "SELECT id, title FROM entry_revisions"'
+            'sql: the query is empty; give one SELECT statement, e.g. "SELECT id, title FROM '
+            'entry_revisions"'
         )
     if timeout_s <= 0:
         raise InputError(f"timeout: must be positive seconds; got {timeout_s!r}")

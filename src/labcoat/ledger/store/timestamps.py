@@ -38,7 +38,8 @@ def bound(value: str | date | datetime | None, *, name: str, end: bool = False) 
                 return format_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
         except ValueError:
             raise InputError(
-                f"{name}: {text!r} is not a date; give YYYY-MM-DD or an ISO time such as 2024-05-01T14:30"
+                f"{name}: {text!r} is not a date; give YYYY-MM-DD or an ISO time such as "
+                "2024-05-01T14:30"
             ) from None
     start = datetime(day.year, day.month, day.day)
     return format_utc(start + timedelta(days=1) if end else start)

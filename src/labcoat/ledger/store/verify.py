@@ -142,10 +142,9 @@ def _check_index(tx: Tx) -> list[Break]:
 
 def _check_references(tx: Tx) -> list[Break]:
     missing = tx.all(
-        "SELECT 'runs', id, diff_hash FROM runs WHERE diff_hash IS NOT NULL "
-        "AND diff_hash NOT IN (SELECT hash FROM blobs) "
-        "UNION ALL SELECT 'run_ends', id, output_hash FROM run_ends WHERE output_hash IS NOT NULL "
-        "AND output_hash NOT IN (SELECT hash FROM blobs)"
+        "SELECT 'runs', id, diff_hash FROM runs WHERE diff_hash IS NOT NULL AND diff_hash NOT IN "
+        "(SELECT hash FROM blobs) UNION ALL SELECT 'run_ends', id, output_hash FROM run_ends "
+        "WHERE output_hash IS NOT NULL AND output_hash NOT IN (SELECT hash FROM blobs)"
     )
     return [
         Break(table, int(row_id), "missing", f"blob {key[:19]}… it refers to was deleted")
@@ -156,7 +155,8 @@ def _check_references(tx: Tx) -> list[Break]:
 def _prediction_order(tx: Tx) -> list[PredictionOrder]:
     state: dict[int, dict[str, Any]] = {}
     for row in tx.dicts(
-        "SELECT entry_id, revision, recorded_at, prediction, result FROM entry_revisions ORDER BY id"
+        "SELECT entry_id, revision, recorded_at, prediction, result FROM entry_revisions ORDER BY "
+        "id"
     ):
         s = state.setdefault(int(row["entry_id"]), {"pred": None, "result": None, "changed": False})
         if row["prediction"] and s["pred"] is None:

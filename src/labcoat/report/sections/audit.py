@@ -45,8 +45,10 @@ def example_html(example: Any) -> str:
     buf = io.BytesIO()
     matplotlib.image.imsave(buf, (img - img.min()) / span, cmap="gray", format="png")
     data = base64.b64encode(buf.getvalue()).decode()
-    return (f'<img class="thumb" alt="example" width="48" height="48" style="image-rendering:pixelated" '
-            f'src="data:image/png;base64,{data}">')
+    return (
+        '<img class="thumb" alt="example" width="48" height="48" '
+        f'style="image-rendering:pixelated" src="data:image/png;base64,{data}">'
+    )
 
 
 def _table(head: Sequence[str], rows: list[list[str]], name: str) -> str:
@@ -67,8 +69,16 @@ def _labels(result: Any, examples: Any, labels: Any) -> str:
         if examples is not None:
             row.append(example_html(examples[int(i)]))
         rows.append(row)
-    more = f'<p class="muted">{result.count - SHOWN} more flagged rows in the JSON.</p>' if result.count > SHOWN else ""
-    return f"<h3>Likely label errors: {result.count} of {result.n} rows</h3>" + _table(head, rows, "labels") + more
+    more = (
+        f'<p class="muted">{result.count - SHOWN} more flagged rows in the JSON.</p>'
+        if result.count > SHOWN
+        else ""
+    )
+    return (
+        f"<h3>Likely label errors: {result.count} of {result.n} rows</h3>"
+        + _table(head, rows, "labels")
+        + more
+    )
 
 
 def _duplicates(result: Any, examples: Any, other: Any) -> str:
@@ -81,31 +91,54 @@ def _duplicates(result: Any, examples: Any, other: Any) -> str:
         b = f"{p.b}" + (f"<br>{example_html(other[p.b])}" if shown else "")
         rows.append([a, b, f"{p.similarity:.3f}", "yes" if p.exact else "near"])
     within = sum(len(g) for g in result.within.values())
-    return (f"<h3>{len(result.pairs)} duplicate pairs across the splits ({result.n_a} × {result.n_b} rows; "
-            f"{within} groups inside one split)</h3>" + _table(head, rows, "duplicates"))
+    return (
+        f"<h3>{len(result.pairs)} duplicate pairs across the splits ({result.n_a} × {result.n_b} "
+        f"rows; {within} groups inside one split)</h3>" + _table(head, rows, "duplicates")
+    )
 
 
 def _contamination(result: Any) -> str:
-    head = f"<h3>{result.n_dirty} of {len(result.items)} eval items found in the corpus ({esc(result.method)}, n = {result.n})</h3>"
+    head = (
+        f"<h3>{result.n_dirty} of {len(result.items)} eval items found in the corpus ("
+        f"{esc(result.method)}, n = {result.n})</h3>"
+    )
     rows = []
     for name in ("clean", "dirty"):
         d = (result.scores or {}).get(name)
         if d and d.get("ci"):
-            rows.append((f"{name} items (n = {d.get('n')})", float(d["mean"]), *map(float, d["ci"][:2])))
-    chart = charts.forest("audit-clean-dirty", rows, title="Eval score on clean and dirty items",
-                          xlabel="mean score") if rows else ""
+            rows.append(
+                (f"{name} items (n = {d.get('n')})", float(d["mean"]), *map(float, d["ci"][:2]))
+            )
+    chart = (
+        charts.forest(
+            "audit-clean-dirty",
+            rows,
+            title="Eval score on clean and dirty items",
+            xlabel="mean score",
+        )
+        if rows
+        else ""
+    )
     dirty = [[esc(i.id), f"{i.overlap:.2f}"] for i in result.items if i.dirty][:SHOWN]
     return head + chart + (_table(["item", "overlap"], dirty, "dirty") if dirty else "")
 
 
 def _groups(result: Any) -> str:
     rows = [[esc(g.group), str(g.n_a), str(g.n_b)] for g in result.shared[:SHOWN]]
-    return (f"<h3>{len(result.shared)} groups on both sides</h3>"
-            + _table(["group", "rows in first", "rows in second"], rows, "groups"))
+    return f"<h3>{len(result.shared)} groups on both sides</h3>" + _table(
+        ["group", "rows in first", "rows in second"], rows, "groups"
+    )
 
 
-def audit_section(result: Any, *, examples: Any = None, labels: Any = None, other: Any = None,
-                  title: str = "Audit", id: str = "audit") -> Section:
+def audit_section(
+    result: Any,
+    *,
+    examples: Any = None,
+    labels: Any = None,
+    other: Any = None,
+    title: str = "Audit",
+    id: str = "audit",
+) -> Section:
     """Any audit result; ``examples`` (rows of the data, or of the first split) and ``other``
     (rows of the second split) put the flagged examples on the page; ``labels`` the given labels."""
     kind = type(result).__name__

@@ -25,7 +25,14 @@ def as_data(report: Any) -> dict:
     if isinstance(report, Mapping):
         return dict(report)
     findings = [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in report]
-    failed = next((layer for layer in LAYERS if any(f["layer"] == layer and f["status"] == "fail" for f in findings)), None)
+    failed = next(
+        (
+            layer
+            for layer in LAYERS
+            if any(f["layer"] == layer and f["status"] == "fail" for f in findings)
+        ),
+        None,
+    )
     ran = [layer for layer in LAYERS if any(f["layer"] == layer for f in findings)]
     return {"ok": failed is None, "failed_layer": failed, "findings": findings, "layers_run": ran}
 
@@ -53,12 +60,16 @@ def ladder_html(data: Mapping[str, Any]) -> str:
         css = " failed" if layer == failed_layer else ""
         took = f' <span class="muted">{timings[layer]:.2f}s</span>' if layer in timings else ""
         parts.append(
-            f'<details class="layer{css}" data-layer="{esc(layer)}"{open_}><summary>{status_mark(status)} '
-            f'{esc(layer)}{took} <span class="muted">{len(found)} checks</span></summary>{findings_list(found)}</details>'
+            f'<details class="layer{css}" data-layer="{esc(layer)}"{open_}><summary>'
+            f"{status_mark(status)} "
+            f'{esc(layer)}{took} <span class="muted">{len(found)} checks</span></summary>'
+            f"{findings_list(found)}</details>"
         )
     for layer in data.get("layers_not_run", []):
-        parts.append(f'<div class="layer muted" data-layer="{esc(layer)}" style="padding:.4rem .7rem">'
-                     f'{esc(layer)}: not run (an earlier layer failed)</div>')
+        parts.append(
+            f'<div class="layer muted" data-layer="{esc(layer)}" style="padding:.4rem .7rem">'
+            f"{esc(layer)}: not run (an earlier layer failed)</div>"
+        )
     return "\n".join(parts)
 
 
@@ -75,8 +86,10 @@ def overfit_chart(data: Mapping[str, Any]) -> str:
     y = np.asarray([float(v) for v in curve], dtype=float)
     x = np.linspace(0, float(ev.get("steps", len(y) - 1)), len(y))
     return charts.line_chart(
-        "overfit-curve", {"loss on the tiny batch": (x, y)},
-        title="Positive control: memorising a tiny batch", ylabel="loss",
+        "overfit-curve",
+        {"loss on the tiny batch": (x, y)},
+        title="Positive control: memorising a tiny batch",
+        ylabel="loss",
         hlines={"floor": _num(ev.get("loss_floor")), "chance": _num(ev.get("chance_loss"))},
         caption=f"{f.get('status')}: {f.get('message')}",
     )
@@ -89,9 +102,11 @@ def shuffle_chart(data: Mapping[str, Any]) -> str:
     if not scores:
         return ""
     return charts.distribution(
-        "shuffle-null", [_num(s) for s in scores],
+        "shuffle-null",
+        [_num(s) for s in scores],
         marks={"real setup": _num(ev.get("real_score")), "chance": _num(ev.get("chance"))},
-        title="Negative control: copies trained on shuffled labels", xlabel=str(ev.get("score", "score")),
+        title="Negative control: copies trained on shuffled labels",
+        xlabel=str(ev.get("score", "score")),
         caption=f"{f.get('status')}: {f.get('message')}",
     )
 
@@ -101,21 +116,29 @@ def selftest_html(data: Mapping[str, Any]) -> str:
     if not st:
         return ""
     rows = "".join(
-        f"<tr><td>{esc(r.get('mutant'))}</td><td>{status_mark('pass' if r.get('caught') else 'fail')}</td>"
-        f"<td>{esc(', '.join(r.get('caught_by') or []))}</td></tr>"
+        f"<tr><td>{esc(r.get('mutant'))}</td><td>"
+        f"{status_mark('pass' if r.get('caught') else 'fail')}</td><td>"
+        f"{esc(', '.join(r.get('caught_by') or []))}</td></tr>"
         for r in st.get("results", [])
     )
     head = f"the checks caught {st.get('caught')}/{st.get('mutants')} mutants"
-    return (f'<h3>Self-test</h3><p class="{"pass" if st.get("ok") else "fail"}">{esc(head)}</p>'
-            f'<div class="scroll"><table><tr><th>mutant</th><th>caught</th><th>by</th></tr>{rows}</table></div>')
+    return (
+        f'<h3>Self-test</h3><p class="{"pass" if st.get("ok") else "fail"}">{esc(head)}</p>'
+        '<div class="scroll"><table><tr><th>mutant</th><th>caught</th><th>by</th></tr>'
+        f"{rows}</table></div>"
+    )
 
 
 def doctor_section(report: Any, *, title: str = "Doctor", id: str = "doctor") -> Section:
     """The ladder first (the failing layer open, at the top), then the controls' charts."""
     data = as_data(report)
     ok = bool(data.get("ok"))
-    body = [f'<div class="verdict {"pass" if ok else "fail"}" data-verdict="{"healthy" if ok else "broken"}">'
-            f"{esc(verdict(data))}</div>", ladder_html(data)]
+    body = [
+        f'<div class="verdict {"pass" if ok else "fail"}" data-verdict="'
+        f'{"healthy" if ok else "broken"}">'
+        f"{esc(verdict(data))}</div>",
+        ladder_html(data),
+    ]
     charts_html = [c for c in (overfit_chart(data), shuffle_chart(data)) if c]
     if charts_html:
         body.append('<div class="grid">' + "".join(charts_html) + "</div>")

@@ -12,8 +12,12 @@ VERDICT_CSS = {"confirmed": "fail", "refuted": "pass", "inconclusive": "warn", "
 
 def _entry_html(e: Any) -> str:
     runs = ", ".join(f'<a href="#run-{r}">run {r}</a>' for r in getattr(e, "runs", ()) or ())
-    rows = [("prediction", e.prediction), ("experiment", e.experiment), ("result", e.result),
-            ("conclusion", e.conclusion)]
+    rows = [
+        ("prediction", e.prediction),
+        ("experiment", e.experiment),
+        ("result", e.result),
+        ("conclusion", e.conclusion),
+    ]
     detail = "".join(f"<tr><td>{k}</td><td>{esc(v)}</td></tr>" for k, v in rows if v)
     tags = f' <span class="muted">{esc(", ".join(e.tags))}</span>' if e.tags else ""
     css = VERDICT_CSS.get(e.verdict, "skip")
@@ -22,8 +26,8 @@ def _entry_html(e: Any) -> str:
         f'<span class="muted">{esc(e.created_at[:16].replace("T", " "))}</span> '
         f'<span class="{css}">{esc(e.verdict)}</span> <b>#{e.id} {esc(e.title)}</b>{tags}</summary>'
         f'<div class="scroll"><table class="evidence">{detail}'
-        f'{f"<tr><td>runs</td><td>{runs}</td></tr>" if runs else ""}'
-        f'<tr><td>revision</td><td>{e.revision} ({esc(e.change)})</td></tr></table></div></details>'
+        f"{f'<tr><td>runs</td><td>{runs}</td></tr>' if runs else ''}"
+        f"<tr><td>revision</td><td>{e.revision} ({esc(e.change)})</td></tr></table></div></details>"
     )
 
 
@@ -41,13 +45,20 @@ def _run_html(r: Any) -> str:
         ("host", r.host),
     ]
     rows = "".join(f"<tr><td>{k}</td><td>{esc(v)}</td></tr>" for k, v in fields if v)
-    return (f'<details class="finding" id="run-{r.id}" data-run="{r.id}"><summary><b>run {r.id}</b> '
-            f'{esc(r.name or "")} <span class="muted">{esc(r.status)}</span></summary>'
-            f'<div class="scroll"><table class="evidence">{rows}</table></div></details>')
+    return (
+        f'<details class="finding" id="run-{r.id}" data-run="{r.id}"><summary><b>run {r.id}</b> '
+        f'{esc(r.name or "")} <span class="muted">{esc(r.status)}</span></summary>'
+        f'<div class="scroll"><table class="evidence">{rows}</table></div></details>'
+    )
 
 
-def ledger_section(entries: Iterable[Any], runs: Iterable[Any] = (), *, title: str = "Lab notebook",
-                   id: str = "ledger") -> Section:
+def ledger_section(
+    entries: Iterable[Any],
+    runs: Iterable[Any] = (),
+    *,
+    title: str = "Lab notebook",
+    id: str = "ledger",
+) -> Section:
     """Entries oldest first (the chronicle), then the runs they point to with provenance."""
     entries = sorted(entries, key=lambda e: (e.created_at, e.id))
     runs = list(runs)
@@ -55,7 +66,9 @@ def ledger_section(entries: Iterable[Any], runs: Iterable[Any] = (), *, title: s
     for e in entries:
         counts[e.verdict] = counts.get(e.verdict, 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "no entries"
-    body = [f'<p class="meta">{len(entries)} hypotheses ({esc(summary)}); refuted ones are kept.</p>']
+    body = [
+        f'<p class="meta">{len(entries)} hypotheses ({esc(summary)}); refuted ones are kept.</p>'
+    ]
     body += [_entry_html(e) for e in entries]
     if runs:
         body.append("<h3>Runs</h3>")

@@ -59,32 +59,48 @@ def _chart(fit: Any, held: list[dict] | None = None, title: str = "") -> str:
         return ""
     frontier = " (compute-optimal frontier)" if "compute" in label else ""
     return charts.band_chart(
-        "scale-fit", *band, points=points, title=title or f"Fitted law{frontier} with its prediction band",
-        xlabel=label, ylabel="loss",
+        "scale-fit",
+        *band,
+        points=points,
+        title=title or f"Fitted law{frontier} with its prediction band",
+        xlabel=label,
+        ylabel="loss",
         caption="The band is the law's bootstrap interval along the frontier; runs off the "
-                "frontier sit above it." if frontier else "",
+        "frontier sit above it."
+        if frontier
+        else "",
     )
 
 
 def _params(fit: Any) -> str:
     ci = fit.ci() if len(getattr(fit, "bootstrap_theta", [])) >= 2 else {}
     rows = "".join(
-        f"<tr><td>{esc(k)}</td><td>{v:.4g}</td><td>{'' if k not in ci else f'{ci[k].low:.4g} – {ci[k].high:.4g}'}</td></tr>"
+        f"<tr><td>{esc(k)}</td><td>{v:.4g}</td><td>"
+        f"{'' if k not in ci else f'{ci[k].low:.4g} – {ci[k].high:.4g}'}</td></tr>"
         for k, v in fit.params.items()
     )
-    return f'<div class="scroll"><table><tr><th>parameter</th><th>estimate</th><th>95% interval</th></tr>{rows}</table></div>'
+    return (
+        '<div class="scroll"><table><tr><th>parameter</th><th>estimate</th><th>95% '
+        f"interval</th></tr>{rows}</table></div>"
+    )
 
 
 def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale") -> Section:
-    """A :class:`~labcoat.scale.ScalingFit` or a backtest result (it has ``.fit`` and ``.points``)."""
+    """A :class:`~labcoat.scale.ScalingFit` or a backtest result (it has ``.fit`` and
+    ``.points``)."""
     backtest = hasattr(result, "points") and hasattr(result, "fit")
     fit = result.fit if backtest else result
-    body = [f'<p class="meta">{fit.n_points} runs · form {esc(fit.form.name)} · objective {fit.objective:.4g}</p>']
+    body = [
+        f'<p class="meta">{fit.n_points} runs · form {esc(fit.form.name)} · objective '
+        f"{fit.objective:.4g}</p>"
+    ]
     if backtest:
-        body.append(f'<div class="verdict {"pass" if result.coverage >= 0.9 * result.level else "warn"}">'
-                    f"Backtest ({esc(result.holdout)}): {result.n_holdout} held-out runs predicted from "
-                    f"{result.n_fit}; MAPE {result.mape:.2f}%, {result.coverage:.0%} inside their "
-                    f"{result.level:.0%} intervals</div>")
+        body.append(
+            f'<div class="verdict {"pass" if result.coverage >= 0.9 * result.level else "warn"}">'
+            f"Backtest ({esc(result.holdout)}): {result.n_holdout} held-out runs predicted from "
+            f"{result.n_fit}; MAPE {result.mape:.2f}%, {result.coverage:.0%} inside their "
+            f"{result.level:.0%} intervals</div>"
+        )
     chart = _chart(fit, result.points if backtest else None)
     if chart:
         body.append(chart)

@@ -3,7 +3,8 @@
 Reads the events a run wrote (``labcoat.watch(..., events=PATH)`` or the ledger's events):
 alerts are events with a severity; every other numeric event is a point of a series named by
 its kind (``loss``, ``grad_norm``…) or, for the watch's ``series`` records (one per sampled
-step and rank), by the fields :data:`SERIES_FIELDS` names. Long runs are thinned per pixel bucket (min and max), so spikes stay.
+step and rank), by the fields :data:`SERIES_FIELDS` names. Long runs are thinned per pixel
+bucket (min and max), so spikes stay.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Iterable, Mapping
 from labcoat.report import charts
 from labcoat.report.downsample import minmax
 from labcoat.report.ladder import findings_list
-from labcoat.report.page import Section, esc
+from labcoat.report.page import Section
 
 #: how series are titled and drawn, in display order; others follow alphabetically
 KNOWN = {
@@ -49,7 +50,9 @@ def as_events(events: Iterable[Any]) -> list[dict]:
     return out
 
 
-def split(events: list[dict]) -> tuple[list[dict], dict[str, dict[int, list[tuple[float, float]]]], list[dict]]:
+def split(
+    events: list[dict],
+) -> tuple[list[dict], dict[str, dict[int, list[tuple[float, float]]]], list[dict]]:
     """(alerts, series name → rank → [(step, value)], evals)."""
     from labcoat.watch.alerts import Alert
 
@@ -90,8 +93,10 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
     alerts = merge_alerts(Alert.from_event(e) for e in raw_alerts)
     marks = [(float(a.step), a.kind) for a in alerts if a.step is not None]
     ranks = sorted({r for per in series.values() for r in per})
-    head = (f'<p class="meta">{len(evs)} events · {len(alerts)} alert{"s" if len(alerts) != 1 else ""}'
-            f'{f" · {len(ranks)} ranks" if len(ranks) > 1 else ""}</p>')
+    head = (
+        f'<p class="meta">{len(evs)} events · {len(alerts)} alert{"s" if len(alerts) != 1 else ""}'
+        f"{f' · {len(ranks)} ranks' if len(ranks) > 1 else ''}</p>"
+    )
     body = [head]
     plots = []
     for name in _order(series):
@@ -102,8 +107,16 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
             x, y = minmax([p[0] for p in points], [p[1] for p in points])
             lines[f"rank {rank}" if len(series[name]) > 1 else name] = (x, y)
         positive = all((y > 0).all() for _, y in lines.values() if len(y))
-        plots.append(charts.line_chart(f"watch-{name}", lines, title=label, ylabel=name, alerts=marks,
-                                       logy=logy and positive))
+        plots.append(
+            charts.line_chart(
+                f"watch-{name}",
+                lines,
+                title=label,
+                ylabel=name,
+                alerts=marks,
+                logy=logy and positive,
+            )
+        )
     if plots:
         body.append('<div class="grid">' + "".join(plots) + "</div>")
     elif alerts:
@@ -115,18 +128,44 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
         for e in evals:
             ev = e.get("evidence") or {}
             low, high = (ev.get("interval") or [math.nan, math.nan])[:2]
-            rows.append((f"{ev.get('name', 'eval')} @ {e.get('step')}", float(e.get("value")), float(low), float(high)))
-        body.append(charts.forest("watch-evals", rows, title="Evaluations (anytime-valid intervals)",
-                                  xlabel="score"))
+            rows.append(
+                (
+                    f"{ev.get('name', 'eval')} @ {e.get('step')}",
+                    float(e.get("value")),
+                    float(low),
+                    float(high),
+                )
+            )
+        body.append(
+            charts.forest(
+                "watch-evals", rows, title="Evaluations (anytime-valid intervals)", xlabel="score"
+            )
+        )
         for i, e in enumerate(evals):
             path = (e.get("evidence") or {}).get("path") or []
             if len(path) >= 2:
                 n, mean, low, high = (list(col) for col in zip(*path))
                 ev = e.get("evidence") or {}
-                stop = "stopped early: tight enough" if ev.get("stopped_early") else "ran out of batches"
-                body.append(charts.band_chart(
-                    f"watch-eval-path-{i}", n, mean, low, high, points={}, logx=False,
-                    title=f"{ev.get('name', 'eval')} at step {e.get('step')}: the interval narrowing",
-                    xlabel="items scored", ylabel="score", label="mean so far",
-                    caption=f"{len(path)} points; {stop} after {ev.get('n')} items"))
+                stop = (
+                    "stopped early: tight enough"
+                    if ev.get("stopped_early")
+                    else "ran out of batches"
+                )
+                body.append(
+                    charts.band_chart(
+                        f"watch-eval-path-{i}",
+                        n,
+                        mean,
+                        low,
+                        high,
+                        points={},
+                        logx=False,
+                        title=f"{ev.get('name', 'eval')} at step {e.get('step')}: "
+                        "the interval narrowing",
+                        xlabel="items scored",
+                        ylabel="score",
+                        label="mean so far",
+                        caption=f"{len(path)} points; {stop} after {ev.get('n')} items",
+                    )
+                )
     return Section(title, "\n".join(body), id=id)

@@ -29,7 +29,15 @@ class LabcoatWatchCallback(TrainerCallback):
     def alerts(self) -> list:
         return [] if self.watcher is None else self.watcher.alerts
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None, **kwargs: Any):
+    def on_train_begin(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        model: Any = None,
+        optimizer: Any = None,
+        **kwargs: Any,
+    ):
         self.watcher = watch(model, optimizer, **self.options).start()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any):

@@ -4,7 +4,8 @@
     trainer = lightning.Trainer(callbacks=[LabcoatWatch(every=10, events="run/events.jsonl")])
 
 The watch starts when training starts (the optimizers exist by then), observes every training
-batch with the loss the ``training_step`` returned (and the batch, for ``repeat_batch``), and closes when training ends or fails.
+batch with the loss the ``training_step`` returned (and the batch, for ``repeat_batch``), and closes
+when training ends or fails.
 Lightning calls ``optimizer.step(closure)``; the watch reads gradients after the closure ran.
 """
 
@@ -46,7 +47,9 @@ class LabcoatWatch(Callback):
             )
         self.watcher = watch(pl_module, optimizers[self.optimizer_index], **self.options).start()
 
-    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         if self.watcher is None:
             return
         loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs

@@ -14,7 +14,6 @@ import numpy as np
 from labcoat.watch.invariants.base import Bound, Invariant, Violation
 from labcoat.watch.sample import WatchContext
 
-
 #: the last (grad_norms, names, row, total): grad_explode and grad_vanish read the same sample
 _last: list = [None, None, None, None]
 

@@ -43,5 +43,7 @@ def center_scale(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, as intended
         center = median(x, axis=axis)
-        mad = median(np.abs(x - (center if axis is None else np.expand_dims(center, axis))), axis=axis)
+        mad = median(
+            np.abs(x - (center if axis is None else np.expand_dims(center, axis))), axis=axis
+        )
     return np.asarray(center), np.maximum(np.asarray(mad * _MAD_TO_SD, dtype=float), _MIN_SCALE)

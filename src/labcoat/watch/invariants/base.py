@@ -28,8 +28,15 @@ from labcoat.watch.state import decode, encode
 #: the sample fields an invariant may ask for
 SAMPLE_FIELDS = frozenset(
     {
-        "losses", "lrs", "grad_norms", "param_norms", "frozen_norms", "cross_rank",
-        "update_ratio", "step_gaps", "batches",
+        "losses",
+        "lrs",
+        "grad_norms",
+        "param_norms",
+        "frozen_norms",
+        "cross_rank",
+        "update_ratio",
+        "step_gaps",
+        "batches",
     }
 )
 
@@ -80,8 +87,13 @@ class Invariant(ABC):
         if unknown:
             raise ValueError(f"{cls.__name__} needs unknown sample fields {sorted(unknown)}")
         return Check(
-            getattr(cls, "kind", ""), "watch", getattr(cls, "falsifies", ""),
-            getattr(cls, "predicts", ""), run=cls, severity=cls.severity, options=cls.options,
+            getattr(cls, "kind", ""),
+            "watch",
+            getattr(cls, "falsifies", ""),
+            getattr(cls, "predicts", ""),
+            run=cls,
+            severity=cls.severity,
+            options=cls.options,
         )
 
     # -- declared state ----------------------------------------------------------------------
@@ -194,8 +206,12 @@ def create(
             cls = registry[kinds.check(item, "invariants")].run
             chosen.append(cls(**options.get(item, {})))
         else:
-            raise fail("invariants", "alert kinds (str) or Invariant objects",
-                       f"a {type(item).__name__}", f"Known kinds: {', '.join(registry.ids())}.")
+            raise fail(
+                "invariants",
+                "alert kinds (str) or Invariant objects",
+                f"a {type(item).__name__}",
+                f"Known kinds: {', '.join(registry.ids())}.",
+            )
     listed = [inv.kind for inv in chosen]
     repeated = sorted({k for k in listed if listed.count(k) > 1})
     if repeated:

@@ -66,6 +66,5 @@ class Desync(CrossRankInvariant):
         )
 
 
-
 def _join(ranks: list[int]) -> str:
     return ", ".join(str(r) for r in ranks)

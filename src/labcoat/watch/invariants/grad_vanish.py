@@ -76,7 +76,8 @@ class GradVanish(GradWindowInvariant):
         median = 10 ** float(center[np.flatnonzero(enough).tolist().index(first)])
         return Violation(
             subject=name,
-            message=f"{name!r} {what} at step {step}, against a recent median of {median:.3g}{more}",
+            message=f"{name!r} {what} at step {step}, against a recent median of {median:.3g}"
+            f"{more}",
             value=value,
             evidence={"vanished": names[:50], "median": median, "drop_log10": float(drop[first])},
         )

@@ -62,8 +62,12 @@ class NoStep(Invariant):
                 "skipping every step on inf gradients?"
             ),
             value=float(sample.unapplied),
-            evidence={"observes_without_step": sample.unapplied, "usual_gap": usual,
-                      "limit": limit, "applied_steps": self.steps},
+            evidence={
+                "observes_without_step": sample.unapplied,
+                "usual_gap": usual,
+                "limit": limit,
+                "applied_steps": self.steps,
+            },
         )
 
     def compute(self) -> list[Violation]:

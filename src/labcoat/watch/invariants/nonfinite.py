@@ -61,7 +61,7 @@ class NonFinite(Invariant):
 
 def _nonfinite(values: dict[str, float] | None) -> list[tuple[str, float]]:
     if not values or math.isfinite(sum(values.values())):  # norms are >= 0: a finite sum
-        return []                                            # means every one is finite
+        return []  # means every one is finite
     return [(n, v) for n, v in values.items() if not math.isfinite(v)]
 
 

@@ -53,4 +53,3 @@ class Straggler(CrossRankInvariant):
                 "step_time_s_by_rank": {str(r): float(x) for r, x in zip(cr.ranks, times)},
             },
         )
-
