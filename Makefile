@@ -26,6 +26,8 @@ demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(TEST_STAMP)
+	$(PY) -m ruff check src tests bench examples
+	$(PY) -m ruff format --check src tests bench examples
 	$(PY) -m pytest -q -n auto --dist loadfile
 
 # the report gallery: the demo's set plus the extras it draws with (report) and audits with (audit)
