@@ -47,7 +47,8 @@ def test_resolve_appends_a_revision_and_keeps_the_prediction(ledger):
 def test_resolve_refuses_bad_verdicts_and_unknown_entries(ledger):
     e = ledger.hypothesis("x", predict="y")
     with pytest.raises(
-        InputError, match="verdict: must be one of confirmed, refuted, inconclusive; got 'open'"
+        InputError,
+        match="`verdict` must be one of 'confirmed', 'refuted', 'inconclusive'; got 'open'",
     ):
         e = ledger.resolve(e, result="r", verdict="open")
     with pytest.raises(InputError, match="verdict"):

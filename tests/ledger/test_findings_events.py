@@ -94,7 +94,7 @@ def test_findings_read_back_as_finding_objects(ledger):
         "amp_dtype",
     ]
     assert ledger.findings(source="watch") == []
-    with pytest.raises(InputError, match="status: must be among"):
+    with pytest.raises(InputError, match="`status` must be one of"):
         ledger.findings(status="broken")
 
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from labcoat._jsonable import jsonable
-from labcoat.errors import InputError
+from labcoat._validation import OneOf
 from labcoat.ledger.store.timestamps import now
 
 if TYPE_CHECKING:
@@ -26,8 +26,7 @@ FORMATS = ("md", "json")
 
 
 def export(ledger: "Ledger", format: str = "md", *, since: Any = None, until: Any = None) -> str:
-    if format not in FORMATS:
-        raise InputError(f"format: must be one of {', '.join(FORMATS)}; got {format!r}")
+    OneOf(FORMATS).check(format, "format")
     if format == "md":
         return markdown(ledger, since=since, until=until)
     return (

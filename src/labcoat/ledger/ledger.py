@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
+from labcoat._validation import OneOf
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.ledger.records import entries as _entries
@@ -366,8 +367,7 @@ class Ledger:
 
     def runs(self, *, limit: int | None = None, status: str | None = None) -> list[Run]:
         """Runs, oldest first (the latest ``limit`` when given)."""
-        if status is not None and status not in RUN_STATUSES:
-            raise InputError(f"status: must be one of {', '.join(RUN_STATUSES)}; got {status!r}")
+        OneOf(RUN_STATUSES, none=True).check(status, "status")
         with self._store.read() as tx:
             return _runs.listing(tx, limit=limit, status=status)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Sequence
 
+from labcoat._validation import OneOf
 from labcoat.errors import InputError
 from labcoat.ledger.store.chain import append
 from labcoat.ledger.store.connection import Tx
@@ -119,9 +120,7 @@ def clean_ids(values: Any, name: str) -> tuple[int, ...]:
 
 
 def clean_verdict(verdict: Any, *, allowed: Sequence[str] = VERDICTS) -> str:
-    if verdict not in allowed:
-        raise InputError(f"verdict: must be one of {', '.join(allowed)}; got {verdict!r}")
-    return verdict
+    return OneOf(tuple(allowed)).check(verdict, "verdict")
 
 
 def _clean(key: str, value: Any) -> Any:

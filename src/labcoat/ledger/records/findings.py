@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from labcoat._validation import OneOf
 from labcoat.errors import InputError
 from labcoat.findings import SEVERITY, STATUSES, Finding
 from labcoat.ledger.store.chain import append
@@ -72,9 +73,8 @@ SOURCE = """(SELECT id, run_id, entry_id, source, check_id AS "check", layer, st
 def query(tx: Tx, *, status: Any = None, **columns: Any) -> list[Finding]:
     """Findings in the order they were recorded; ``columns``: run_id, source, entry_id, check."""
     statuses = (status,) if isinstance(status, str) else status
-    bad = [s for s in statuses or () if s not in STATUSES]
-    if bad:
-        raise InputError(f"status: must be among {', '.join(STATUSES)}; got {bad[0]!r}")
+    for s in statuses or ():
+        OneOf(STATUSES).check(s, "status")
     renamed = {'"check"' if k == "check" else k: v for k, v in columns.items()}
     rows = rows_where(tx, SOURCE, where(status=statuses, **renamed))
     return [record(Finding, row, json_columns=("evidence",)) for row in rows]

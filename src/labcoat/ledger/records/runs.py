@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from labcoat._validation import OneOf
 from labcoat.errors import InputError
 from labcoat.ledger.store.blobs import get_blob, put_blob
 from labcoat.ledger.store.chain import append
@@ -141,8 +142,7 @@ def finish(
     seeds: Mapping[str, Any] | None = None,
 ) -> None:
     """Append the end row of ``run_id``; a run ends once."""
-    if status not in RUN_STATUSES[1:]:
-        raise InputError(f"status: must be one of {', '.join(RUN_STATUSES[1:])}; got {status!r}")
+    OneOf(RUN_STATUSES[1:]).check(status, "status")
     exists(tx, run_id)
     if tx.value("SELECT 1 FROM run_ends WHERE run_id = ?", (run_id,)) is not None:
         raise InputError(f"run {run_id}: has already ended; a run's end is recorded once")
