@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -27,11 +28,12 @@ def fail(name: str, needed: str, value: Any, hint: str = "") -> InputError:
     return InputError(f"`{name}` must be {needed}; got {shown}." + (f" {hint}" if hint else ""))
 
 
-class Constraint:
+class Constraint(ABC):
     """What a parameter must be; subclasses define :meth:`is_satisfied_by` and ``__str__``."""
 
-    def is_satisfied_by(self, value: Any) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def is_satisfied_by(self, value: Any) -> bool:
+        """Whether ``value`` meets the constraint."""
 
     def convert(self, value: Any) -> Any:
         return value

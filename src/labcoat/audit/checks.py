@@ -8,6 +8,7 @@ doctor's and the watch's.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from labcoat.findings import Check, CheckRegistry, Finding, Outcome, worst
@@ -19,7 +20,7 @@ REGISTRY = CheckRegistry("audit", [LAYER])
 MODULES = ("label_errors", "near_duplicates", "benchmark_contamination", "group_leakage")
 
 
-class AuditResult(HtmlMixin):
+class AuditResult(HtmlMixin, ABC):
     """Shared behaviour of audit results: findings, ``ok``, rich rendering, ledger recording.
 
     A subclass names its checks in ``CHECKS``; each check's ``run`` reads the result.
@@ -36,8 +37,9 @@ class AuditResult(HtmlMixin):
         """True when no check failed (warnings still need a look)."""
         return worst(self.findings) != "fail"
 
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-able data (what ``--json`` prints)."""
 
     def record(self, ledger: Any = None) -> list[int] | None:
         """Store the findings in ``ledger`` (a :class:`labcoat.Ledger`, path or URL; ``None``:

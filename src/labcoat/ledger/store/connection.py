@@ -184,8 +184,9 @@ class Store(ABC):
         self._writer, self._writer_pid = self._connect_writer(), os.getpid()
         return self._writer
 
+    @abstractmethod
     def _connect_writer(self) -> Any:
-        raise NotImplementedError
+        """A new connection of this store's kind."""
 
     def _reader(self) -> Any:
         """This thread's read-only connection, opened on first use and again after fork()."""
@@ -204,8 +205,9 @@ class Store(ABC):
             self._readers.append(conn)
         return conn
 
+    @abstractmethod
     def _connect_reader(self) -> Any:
-        raise NotImplementedError
+        """A new connection of this store's kind."""
 
     def _usable(self, conn: Any) -> bool:
         return True
