@@ -607,6 +607,67 @@ def zero_grad_once_per_epoch() -> Verdict:
     return verdict(mlp(), digits(), step=_ZeroGradPerEpoch())
 
 
+class _ZeroGradBeforeEachBackward:
+    """Gradient accumulation over 4 calls with zero_grad() before every backward: each update
+    applies the last micro-batch's gradient only."""
+
+    def __init__(self, k=4):
+        self.k, self.calls = k, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        (loss / self.k).backward()
+        self.calls += 1
+        if self.calls % self.k == 0:
+            optimizer.step()
+        return loss
+
+
+@bug(
+    "accumulation_zero_grad_each_call",
+    expect="update",
+    source="https://github.com/huggingface/accelerate/issues/616",
+)
+def accumulation_zero_grad_each_call() -> Verdict:
+    """accelerate's gradient-accumulation example zeroed the gradients at the top of every
+    micro-batch, so only the last of the accumulated micro-batches reached optimizer.step()
+    (also tientrandinh/Revisiting-Reverse-Distillation#12, gaozhihan/PreDiff#32)."""
+    return verdict(mlp(), digits(), step=_ZeroGradBeforeEachBackward())
+
+
+class _AccumulationLongerThanEpoch:
+    """optimizer.step() when the batch index within the epoch reaches the accumulation count, but
+    an epoch has fewer batches than that: the condition never holds."""
+
+    def __init__(self, accumulation=16, batches_per_epoch=10):
+        self.k, self.per_epoch, self.calls = accumulation, batches_per_epoch, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        step_in_epoch = self.calls % self.per_epoch
+        self.calls += 1
+        x, y = batch
+        loss = loss_fn(model(x), y) / self.k
+        loss.backward()
+        if (step_in_epoch + 1) % self.k == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        return loss
+
+
+@bug(
+    "accumulation_never_steps",
+    expect="update",
+    source="https://github.com/huggingface/transformers/issues/2995",
+)
+def accumulation_never_steps() -> Verdict:
+    """run_glue.py stepped the optimizer when (step + 1) % gradient_accumulation_steps == 0 with
+    ``step`` the batch index within an epoch: with fewer batches per epoch than accumulation
+    steps, optimizer.step() never ran."""
+    return verdict(mlp(), digits(), step=_AccumulationLongerThanEpoch())
+
+
 @bug(
     "layer_replaced_after_optimizer",
     expect="update",

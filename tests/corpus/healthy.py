@@ -517,6 +517,72 @@ def gradient_accumulation():
     )
 
 
+class AccumulateAcrossCalls:
+    """optimizer.step() every ``k`` calls, zero_grad() after it: the loop of a Trainer with
+    gradient_accumulation_steps=k, one micro-batch per call."""
+
+    def __init__(self, k: int = 4):
+        self.k, self.calls = k, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        (loss / self.k).backward()
+        self.calls += 1
+        if self.calls % self.k == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        return loss
+
+
+@healthy(
+    "gradient_accumulation_across_calls",
+    source="optimizer.step() once every 4 calls of the step (gradient_accumulation_steps=4)",
+)
+def gradient_accumulation_across_calls():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=AccumulateAcrossCalls()
+    )
+
+
+class WithAuxiliaryHead(nn.Module):
+    """A classifier whose second head is trained only by an auxiliary loss in the train step
+    (Inception's auxiliary logits, deep supervision); forward returns the main head."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 64), nn.ReLU())
+        self.head = nn.Linear(64, 10)
+        self.aux = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def auxiliary_loss_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    h = model.body(x)
+    loss = loss_fn(model.head(h), y) + 0.3 * loss_fn(model.aux(h), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@healthy(
+    "auxiliary_head_in_step",
+    source="a second head trained only by the step's auxiliary loss (Inception aux logits)",
+)
+def auxiliary_head_in_step():
+    seed()
+    model = WithAuxiliaryHead()
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), adam(model), step=auxiliary_loss_step
+    )
+
+
 class WarmupStep:
     """A step that owns a linear warm-up from lr 0 (LambdaLR), stepped after optimizer.step()."""
 

@@ -134,6 +134,7 @@ def _train_until_stale(case, fit, stop, *, seed, fold, folds, max_epochs, patien
 
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()
+    step = case.fresh_step()
     per_epoch = max(1, len(fit) // min(batch_size, len(fit)))
     order = batch_order(len(fit), per_epoch * max_epochs, batch_size, seed)
     best_loss, best_epoch, best_state, stale = (
@@ -147,9 +148,7 @@ def _train_until_stale(case, fit, stop, *, seed, fold, folds, max_epochs, patien
             for rows in order[(epoch - 1) * per_epoch : epoch * per_epoch]:
                 setup.model.train()
                 x, y = case.on_device((fit.x[rows], fit.y[rows]))
-                loss = scalar_loss(
-                    case.train_step(setup.model, (x, y), setup.optimizer, case.loss_fn)
-                )
+                loss = scalar_loss(step(setup.model, (x, y), setup.optimizer, case.loss_fn))
                 advance()
                 if loss is not None and not math.isfinite(loss):
                     raise InputError(

@@ -7,7 +7,9 @@ check that needs it reports the failure and later ones skip, naming what they de
 
 from __future__ import annotations
 
+import copy
 import math
+import types
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable
@@ -23,6 +25,9 @@ from labcoat.params import name_matches
 
 Task = str  # "classification" | "regression" | "sequence"
 TASKS = ("classification", "regression", "sequence")
+#: calls a train step may take before its first optimizer.step(): one that accumulates gradients
+#: over several calls (``if calls % k == 0: optimizer.step()``) updates every k calls
+MAX_CALLS_PER_UPDATE = 32
 
 
 class ProbeFailed(Exception):
@@ -84,8 +89,10 @@ class Case:
     )  # error signature -> probe that reported it
 
     # -- data ---------------------------------------------------------------------------------
-    @property
+    @cached_property
     def device(self) -> torch.device:
+        """Where the copies live (the blueprint's device, which never changes): read once, since
+        training loops ask for it on every batch."""
         return device_of(self.blueprint.model)
 
     def on_device(
@@ -111,13 +118,30 @@ class Case:
             )
         return "labcoat's split (a random fifth held out, identical inputs kept on one side)"
 
-    @property
-    def train_step(self) -> Callable:
+    def fresh_step(self) -> Callable:
+        """The train step for one run on one copy. A step with state of its own (an object that
+        counts calls to accumulate gradients, or warms its learning rate up) is deep-copied, so
+        that every run starts it afresh and the caller's object is left as it was; references it
+        holds to the caller's model and optimizer stay references, so that a step reaching for
+        them instead of its arguments is still caught changing them."""
         if self.step is None:
             return standard_step
+        step = _fresh(self.step, self.user_state)
         if self.train.fields is None:
-            return self.step
-        return _dict_batch_step(self.step, self.train.fields)
+            return step
+        return _dict_batch_step(step, self.train.fields)
+
+    @property
+    def calls_per_update(self) -> int:
+        """Calls of the user's step per optimizer step: more than one for a step that accumulates
+        gradients over calls. Training controls count in updates, so they call it this many
+        times per step of their budget."""
+        if self.step is None:
+            return 1
+        try:
+            return self.stepped.calls_per_update
+        except ProbeFailed:
+            return 1
 
     # -- probes (each runs once) --------------------------------------------------------------
     def _probe(self, name: str, fn: Callable[[], Any]) -> Any:
@@ -250,7 +274,8 @@ class Case:
 
     @cached_property
     def stepped(self) -> "StepProbe":
-        """Three calls of the user's step on one fresh copy (a zero-initialised layer needs two)."""
+        """Three updates by the user's step on one fresh copy (a zero-initialised layer needs
+        two)."""
         return self._probe("train step", lambda: run_steps(self, 3))
 
     @cached_property
@@ -277,6 +302,29 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return name_matches(name, self.expect_frozen)
+
+
+def _fresh(step: Callable, user: UserState | None) -> Callable:
+    """A copy of ``step`` with state of its own; plain functions have none to copy. A step that
+    cannot be copied is used as it is."""
+    if isinstance(step, (types.FunctionType, types.BuiltinFunctionType)):
+        return step
+    keep: dict[int, Any] = {}
+    if user is not None:
+        for obj in (user.model, user.optimizer):
+            if obj is not None:
+                keep[id(obj)] = obj
+        for _, tensor in _user_tensors(user.model):
+            keep[id(tensor)] = tensor
+    try:
+        return copy.deepcopy(step, memo=keep)
+    except Exception:  # noqa: BLE001 - a step holding a lock, a file, a process: use it as it is
+        return step
+
+
+def _user_tensors(model: nn.Module):
+    yield from model.named_parameters()
+    yield from model.named_buffers()
 
 
 def _dict_batch_step(step: Callable, fields: Any) -> Callable:
@@ -379,14 +427,20 @@ class BackwardProbe:
 
 @dataclass
 class StepProbe:
-    """Parameters before and after calls of the user's train step on a fresh copy."""
+    """Parameters before and after updates by the user's train step on a fresh copy."""
 
     setup: Setup
     before: dict[str, torch.Tensor]
-    after: list[dict[str, torch.Tensor]]  # after each call
-    losses: list[Any]
-    optimizer_steps: list[int]  # optimizer.step() calls seen during each call
+    after: list[dict[str, torch.Tensor]]  # after each call that ran optimizer.step()
+    losses: list[Any]  # what those calls returned
+    optimizer_steps: list[int]  # optimizer.step() calls seen during each of them
     grads_at_step: list[dict[str, torch.Tensor | None]]  # gradients when optimizer.step() ran
+    calls: int = 0  # calls of the step in all, those that did not update included
+
+    @property
+    def calls_per_update(self) -> int:
+        """1 for a step that updates on every call; k for one that accumulates over k calls."""
+        return max(1, self.calls // max(1, sum(self.optimizer_steps)))
 
     def moved(self, call: int = 0) -> dict[str, bool]:
         after = self.after[call]
@@ -398,9 +452,19 @@ class StepProbe:
 
 
 def run_steps(
-    case: Case, calls: int, *, lr_zero: bool = False, seeds: list[int] | None = None
+    case: Case,
+    updates: int,
+    *,
+    lr_zero: bool = False,
+    seeds: list[int] | None = None,
+    batch_at: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]] | None = None,
 ) -> StepProbe:
-    """Call the user's step ``calls`` times on one fresh copy and record what happened."""
+    """Call the user's step on one fresh copy until it has run optimizer.step() in ``updates``
+    calls, and record what each of those calls did. A step that accumulates gradients is called
+    until it updates, at most MAX_CALLS_PER_UPDATE times in a row; one that never updates is
+    recorded once, after the last of those calls. ``seeds``: torch's seed for each update's
+    calls; ``batch_at(update, call)``: the batch of each call (counted from the last update), the
+    probe batch when None."""
     setup = case.blueprint.fresh()
     if lr_zero:
         for group in setup.optimizer.param_groups:
@@ -428,15 +492,25 @@ def run_steps(
     before = setup.snapshot()
     afters, losses, steps, grads = [], [], [], []
     batch = case.on_device(case.probe_batch.batch())
+    step = case.fresh_step()
+    calls = idle = 0
+
+    def record(loss: Any) -> None:
+        losses.append(loss.detach().clone() if isinstance(loss, torch.Tensor) else loss)
+        afters.append(setup.snapshot())
+        steps.append(counter["steps"])
+        grads.append(counter["grads"])
+
     try:
-        for call in range(calls):
+        while len(afters) < updates and idle < MAX_CALLS_PER_UPDATE:
             counter["steps"], counter["grads"] = 0, {}
-            torch.manual_seed(case.seed if seeds is None else seeds[call])
-            loss = case.train_step(setup.model, batch, setup.optimizer, case.loss_fn)
-            losses.append(loss.detach().clone() if isinstance(loss, torch.Tensor) else loss)
-            afters.append(setup.snapshot())
-            steps.append(counter["steps"])
-            grads.append(counter["grads"])
+            torch.manual_seed(case.seed if seeds is None else seeds[len(afters)])
+            given = batch if batch_at is None else case.on_device(batch_at(len(afters), idle))
+            loss = step(setup.model, given, setup.optimizer, case.loss_fn)
+            calls += 1
+            if counter["steps"] or idle == MAX_CALLS_PER_UPDATE - 1:
+                record(loss)
+            idle = 0 if counter["steps"] else idle + 1
     finally:
         handle.remove()
-    return StepProbe(setup, before, afters, losses, steps, grads)
+    return StepProbe(setup, before, afters, losses, steps, grads, calls)

@@ -79,15 +79,20 @@ def fit_batch(
     done: Callable[[Curve], bool],
     advance: Callable[..., None],
 ) -> Curve:
-    """Call the user's step on one fixed batch until ``done`` says so or ``max_steps`` pass.
+    """Call the user's step on one fixed batch until ``done`` says so or ``max_steps`` updates
+    pass.
 
     ``evaluate`` turns eval-mode outputs on the batch into (loss, examples fitted); ``done`` reads
-    the curve so far and says whether to stop.
+    the curve so far and says whether to stop. The curve gets a point after each call that
+    updated the parameters, so a step accumulating gradients over k calls is called k times per
+    point.
     """
     torch.manual_seed(case.seed)
     setup = case.blueprint.fresh()
+    step = case.fresh_step()
     x, y = case.on_device(batch.batch())
     curve = Curve()
+    updates = UpdateCounter(setup.optimizer)
 
     def record() -> bool:
         loss, n_fitted = evaluate(predict(case, setup.model, x))
@@ -98,13 +103,37 @@ def fit_batch(
 
     if record():
         return curve
-    for _ in range(max_steps):
-        setup.model.train()
-        case.train_step(setup.model, (x, y), setup.optimizer, case.loss_fn)
-        advance()
-        if record():
-            break
+    with updates:
+        for _ in range(max_steps * case.calls_per_update):
+            setup.model.train()
+            seen = updates.count
+            step(setup.model, (x, y), setup.optimizer, case.loss_fn)
+            if updates.count == seen:
+                continue
+            advance()
+            if record() or curve.steps >= max_steps:
+                break
     return curve
+
+
+class UpdateCounter:
+    """Counts ``optimizer.step()`` calls inside a ``with`` block (an optimizer hook), so that a
+    loop can tell the calls of a train step that updated from those that only accumulated."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer):
+        self.optimizer = optimizer
+        self.count = 0
+        self._handle: Any = None
+
+    def _seen(self, *_: Any) -> None:
+        self.count += 1
+
+    def __enter__(self) -> "UpdateCounter":
+        self._handle = self.optimizer.register_step_post_hook(self._seen)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._handle.remove()
 
 
 def batch_order(n: int, steps: int, batch_size: int, seed: int) -> list[torch.Tensor]:
@@ -135,15 +164,16 @@ def train_copy(
     seed: int,
     advance: Callable[..., None],
 ) -> Run:
-    """Train a fresh copy with the user's step on ``examples``, one minibatch per entry of
-    ``order``."""
+    """Train a fresh copy with the user's step on ``examples``, one call of the step per entry of
+    ``order`` (callers make ``order`` ``case.calls_per_update`` times their budget in updates)."""
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()
+    step = case.fresh_step()
     losses: list[float | None] = []
     for rows in order:
         setup.model.train()
         x, y = case.on_device((examples.x[rows], examples.y[rows]))
-        loss = scalar_loss(case.train_step(setup.model, (x, y), setup.optimizer, case.loss_fn))
+        loss = scalar_loss(step(setup.model, (x, y), setup.optimizer, case.loss_fn))
         losses.append(loss)
         advance()
         if loss is not None and not math.isfinite(loss):

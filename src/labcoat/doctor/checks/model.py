@@ -362,11 +362,15 @@ def grad_coverage(case: Case) -> Outcome:
     missing = [n for n, g in grads.items() if g is None]
     nonfinite = [n for n, g in grads.items() if g is not None and not torch.isfinite(g).all()]
     zero = [n for n, g in grads.items() if g is not None and not bool(g.any())]
+    by_step = _reached_by_step(case, missing + zero)
+    missing = [n for n in missing if n not in by_step]
+    zero = [n for n in zero if n not in by_step]
     evidence = {
         "trainable": len(grads),
         "no_grad": missing,
         "nonfinite": nonfinite,
         "zero_grad": zero,
+        "only_through_step": by_step[:20],
     }
     if nonfinite:
         return failed(
@@ -399,9 +403,33 @@ def grad_coverage(case: Case) -> Outcome:
             "zero-initialised layer)",
             **evidence,
         )
-    return passed(
-        f"all {len(grads)} trainable parameters get finite non-zero gradients", **evidence
+    through = (
+        f" ({len(by_step)} only through your train step, as an auxiliary loss's head)"
+        if by_step
+        else ""
     )
+    return passed(
+        f"all {len(grads)} trainable parameters get finite non-zero gradients{through}", **evidence
+    )
+
+
+def _reached_by_step(case: Case, names: list[str]) -> list[str]:
+    """Names among ``names`` that the user's own train step gives a finite non-zero gradient: a
+    head trained by an auxiliary loss in the step is used, though ``loss_fn(model(x), y)``
+    never reaches it."""
+    if case.step is None or not names:
+        return []
+    try:
+        at_step = case.stepped.grads_at_step
+    except ProbeFailed:
+        return []
+    reached = set()
+    for grads in at_step:
+        for n in names:
+            g = grads.get(n)
+            if g is not None and bool(g.any()) and bool(torch.isfinite(g).all()):
+                reached.add(n)
+    return [n for n in names if n in reached]
 
 
 def _explained_by_zero_init(case: Case, zero: list[str]) -> list[str]:

@@ -201,7 +201,8 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
     n, steps = PERMUTATIONS[case.budget], STEPS[case.budget]
     train = case.train
     val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
-    order = batch_order(len(train), steps, BATCH_SIZE, case.seed)
+    order = batch_order(len(train), steps * case.calls_per_update, BATCH_SIZE, case.seed)
+    calls = len(order)
     labels = torch.Generator().manual_seed(case.seed + 1)
     permuted = [train.y[torch.randperm(len(train), generator=labels)] for _ in range(n)]
     draws = torch.Generator().manual_seed(case.seed + 2)
@@ -213,7 +214,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         return predict(case, run.setup.model, val.x), run.diverged
 
     null, chance, diverged = [], [], 0
-    with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * steps) as advance:
+    with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * calls) as advance:
         start = time.perf_counter()
         run = train_copy(case, train, order=order, seed=case.seed, advance=advance)
         copy_s = time.perf_counter() - start
@@ -231,7 +232,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         untrained_score = score.fn(untrained, val.y)
         untrained_excess = untrained_score - float(untrained_chance)
         for out, copy_diverged in map_copies(
-            shuffled_copy, n, copy_s=copy_s, advance=advance, units=steps
+            shuffled_copy, n, copy_s=copy_s, advance=advance, units=calls
         ):
             diverged += copy_diverged
             null.append(score.fn(out, val.y))
@@ -410,9 +411,10 @@ def random_tokens(case: Case) -> Outcome:
     tokens = torch.unique(y[valid_targets(y, layout)])
     steps, length = STEPS[case.budget], case.train.x.shape[1]
     gen = torch.Generator().manual_seed(case.seed + 3)
-    pool = random_sequences(tokens, steps * BATCH_SIZE, length, gen, case.target_offset)
-    order = [torch.arange(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) for i in range(steps)]
-    with case.progress.task("shuffle: training on random tokens", total=steps) as advance:
+    calls = steps * case.calls_per_update
+    pool = random_sequences(tokens, calls * BATCH_SIZE, length, gen, case.target_offset)
+    order = [torch.arange(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) for i in range(calls)]
+    with case.progress.task("shuffle: training on random tokens", total=calls) as advance:
         run = case.probe_once(
             "random-token training",
             lambda: train_copy(case, pool, order=order, seed=case.seed, advance=advance),

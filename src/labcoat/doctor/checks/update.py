@@ -101,10 +101,12 @@ def step_runs(case: Case) -> Outcome:
     probe = case.stepped
     steps = probe.optimizer_steps
     loss = probe.losses[0]
-    evidence = {"optimizer_steps_per_call": steps}
+    evidence = {"optimizer_steps_per_call": steps, "calls_per_update": probe.calls_per_update}
     if not any(steps):
         return failed(
-            "the train step never called optimizer.step() on the optimizer it was given", **evidence
+            f"the train step never called optimizer.step() on the optimizer it was given, in "
+            f"{probe.calls} calls",
+            **evidence,
         )
     if isinstance(loss, torch.Tensor):
         loss = float(loss.detach().reshape(-1)[0]) if loss.numel() == 1 else None
@@ -121,11 +123,15 @@ def step_runs(case: Case) -> Outcome:
     evidence["loss"] = loss
     if not math.isfinite(loss):
         return failed(f"the train step returned loss {loss}", **evidence)
-    ran = (
-        f"{steps[0]}x per call"
-        if len(set(steps)) == 1
-        else f"{sum(steps)}x in {len(steps)} calls ({steps})"
-    )
+    if probe.calls_per_update > 1:
+        ran = (
+            f"once every {probe.calls_per_update} calls (gradients accumulated over calls; the "
+            "controls call it that many times per update)"
+        )
+    elif len(set(steps)) == 1:
+        ran = f"{steps[0]}x per call"
+    else:
+        ran = f"{sum(steps)}x in {len(steps)} calls ({steps})"
     return passed(f"optimizer.step() ran {ran}; loss {loss:.4g}", **evidence)
 
 
@@ -288,7 +294,9 @@ def grad_zeroed(case: Case) -> Outcome:
     if not all("lr" in g for g in case.blueprint.optimizer.param_groups):
         return skipped("the optimizer has no 'lr' to hold the parameters fixed with")
     probe = run_steps(case, 2, lr_zero=True, seeds=[case.seed, case.seed])
-    g1, g2 = probe.grads_at_step
+    if sum(probe.optimizer_steps) < 2:
+        return skipped("the step did not update twice with the learning rate at zero")
+    g1, g2 = probe.grads_at_step[:2]
     names = [n for n in g1 if g1[n] is not None and g2.get(n) is not None and bool(g1[n].any())]
     if not names:
         return skipped("no non-zero gradient to compare")
@@ -317,6 +325,75 @@ def grad_zeroed(case: Case) -> Outcome:
             **evidence,
         )
     return passed(f"gradients are fresh on each call ({len(voting)} tensors compared)", **evidence)
+
+
+@check(
+    "update.accumulation",
+    layer="update",
+    falsifies="a step that accumulates gradients over calls applies only the last call's "
+    "(zero_grad() inside the accumulation loop, not after optimizer.step())",
+    predicts="with parameters held fixed, the gradient optimizer.step() applies changes when the "
+    "first call's batch since the last update changes",
+)
+def accumulation(case: Case) -> Outcome:
+    k = case.calls_per_update
+    if k == 1:
+        return skipped("the step updates on every call")
+    if not all("lr" in g for g in case.blueprint.optimizer.param_groups):
+        return skipped("the optimizer has no 'lr' to hold the parameters fixed with")
+    same = case.probe_batch.batch()
+    other = _other_batch(case)
+    if all(torch.equal(a, b) for a, b in zip(same, other)):
+        return skipped("no second batch unlike the probe batch to compare with")
+
+    def applied(first: tuple[torch.Tensor, torch.Tensor]) -> dict:
+        probe = run_steps(
+            case,
+            2,
+            lr_zero=True,
+            seeds=[case.seed, case.seed],
+            batch_at=lambda update, call: first if (update == 1 and call == 0) else same,
+        )
+        if sum(probe.optimizer_steps) < 2:
+            raise _NoSecondUpdate
+        return probe.grads_at_step[1]
+
+    try:
+        g_same, g_other = applied(same), applied(other)
+    except _NoSecondUpdate:
+        return skipped("the step did not update twice with the learning rate at zero")
+    names = [n for n in g_same if g_same[n] is not None and g_other.get(n) is not None]
+    if not names:
+        return skipped("no gradient reached optimizer.step()")
+    scale = max(float(g_same[n].abs().max()) for n in names) or 1.0
+    changed = [n for n in names if float((g_same[n] - g_other[n]).abs().max()) > GRAD_NOISE * scale]
+    evidence = {"calls_per_update": k, "compared": len(names), "changed": changed[:10]}
+    if not changed:
+        return failed(
+            f"the step updates once every {k} calls, but the gradient it applies is the same "
+            "whatever the first of those calls saw: only the last call's gradient is kept "
+            "(optimizer.zero_grad() belongs after optimizer.step(), not before each backward)",
+            **evidence,
+        )
+    return passed(
+        f"gradients of all {k} calls reach each update ({len(changed)} of {len(names)} tensors "
+        "change with the first call's batch)",
+        **evidence,
+    )
+
+
+class _NoSecondUpdate(Exception):
+    pass
+
+
+def _other_batch(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch like the probe batch with other examples (the same ones paired with other targets
+    when the training data holds no more)."""
+    n = len(case.probe_batch)
+    if len(case.train) >= 2 * n:
+        return case.train.take(slice(n, 2 * n)).batch()
+    x, y = case.probe_batch.batch()
+    return x, y.roll(1, dims=0)
 
 
 #: tolerance of the gradient comparison, as a fraction of the largest gradient entry of any

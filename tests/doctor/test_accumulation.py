@@ -1,0 +1,113 @@
+"""Train steps that accumulate gradients over calls, and heads trained only by the step's own
+loss: healthy setups the doctor must pass, each beside the bug its checks must still catch."""
+
+import torch
+from torch import nn
+
+from tests.doctor.helpers import diagnose, mlp
+
+UPDATE = ("data", "model", "update")
+
+
+class Accumulate:
+    """optimizer.step() every ``k`` calls; ``zero_grad_first`` zeroes before every backward (the
+    bug: only the last call's gradient is applied)."""
+
+    def __init__(self, k=4, zero_grad_first=False):
+        self.k, self.zero_grad_first, self.calls = k, zero_grad_first, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        if self.zero_grad_first:
+            optimizer.zero_grad()
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        (loss / self.k).backward()
+        self.calls += 1
+        if self.calls % self.k == 0:
+            optimizer.step()
+            if not self.zero_grad_first:
+                optimizer.zero_grad()
+        return loss
+
+
+def test_a_step_that_updates_every_fourth_call_passes_and_its_state_stays_the_callers():
+    step = Accumulate(k=4)
+    report = diagnose(mlp(), step=step, layers=UPDATE)
+    runs = report["update.step.runs"]
+    assert runs.status == "pass", runs.message
+    assert runs.evidence["calls_per_update"] == 4
+    assert "once every 4 calls" in runs.message
+    assert report["update.params.moved"].status == "pass"
+    assert report["update.accumulation"].status == "pass", report["update.accumulation"].message
+    assert step.calls == 0  # each run used a copy of the step; the caller's counter never moved
+
+
+def test_zero_grad_before_each_accumulated_backward_fails_update_accumulation():
+    report = diagnose(mlp(), step=Accumulate(k=4, zero_grad_first=True), layers=UPDATE)
+    f = report["update.accumulation"]
+    assert f.status == "fail", f.message
+    assert "only the last call" in f.message
+    assert f.evidence["calls_per_update"] == 4
+
+
+def test_accumulation_is_not_judged_for_a_step_that_updates_every_call():
+    report = diagnose(mlp(), layers=UPDATE)
+    assert report["update.accumulation"].status == "skip"
+
+
+def test_a_step_that_never_updates_fails_after_trying_as_an_accumulating_step_would():
+    report = diagnose(mlp(), step=Accumulate(k=1000), layers=UPDATE)
+    f = report["update.step.runs"]
+    assert f.status == "fail"
+    assert "in 32 calls" in f.message
+
+
+def test_the_overfit_control_counts_updates_not_calls():
+    report = diagnose(mlp(), step=Accumulate(k=4), layers=UPDATE + ("overfit",))
+    f = report["overfit.batch"]
+    assert f.status == "pass", f.message
+
+
+class AuxiliaryHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+        self.aux = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def auxiliary_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    h = model.body(x)
+    loss = loss_fn(model.head(h), y) + 0.3 * loss_fn(model.aux(h), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def plain_step(model, batch, optimizer, loss_fn):
+    x, y = batch
+    loss = loss_fn(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def test_a_head_trained_by_the_steps_auxiliary_loss_counts_as_reached():
+    report = diagnose(AuxiliaryHead(), step=auxiliary_step, layers=UPDATE)
+    f = report["model.grad.coverage"]
+    assert f.status == "pass", f.message
+    assert sorted(f.evidence["only_through_step"]) == ["aux.bias", "aux.weight"]
+
+
+def test_a_head_no_loss_reaches_still_fails_coverage_with_a_step_given():
+    report = diagnose(AuxiliaryHead(), step=plain_step, layers=UPDATE)
+    f = report["model.grad.coverage"]
+    assert f.status == "fail"
+    assert "aux.weight" in f.message
