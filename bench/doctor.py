@@ -23,8 +23,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import digits
 import torch
+from _load import cpu_load
 from rich.console import Console
 from rich.table import Table
 from torch import nn
@@ -47,22 +47,6 @@ CNN_IDLE_S = 15.0
 BUSY_RATIO = 2.5
 REFERENCE_LOOPS = 20_000_000
 SIZES = {"small": (32,), "medium": (128, 128), "large": (512, 512)}
-
-
-@contextmanager
-def cpu_load(processes: int) -> Iterator[None]:
-    """``processes`` pure-Python busy loops beside the measurement, stopped afterwards."""
-    burners = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)
-    ]
-    try:
-        time.sleep(0.5)  # let them reach the scheduler
-        yield
-    finally:
-        for p in burners:
-            p.kill()
-        for p in burners:
-            p.wait()
 
 
 def cpu_seconds() -> float:
@@ -223,7 +207,7 @@ def main() -> None:
         console.print(
             f"idle  {idle[name][0]:7.2f} s ({idle[name][1]:.2f} s CPU)  {name}", soft_wrap=True
         )
-    with cpu_load(BUSY_PROCESSES):
+    with cpu_load(BUSY_PROCESSES, method="spawn"):  # torch's threads are running: no fork
         for name, (run, _) in rows.items():
             loads[name].append(os.getloadavg()[0])
             busy[name] = best_of(args.repeat, run)

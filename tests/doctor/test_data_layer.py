@@ -146,7 +146,7 @@ def test_misaligned_labels_fail_baseline():
     x, y = digits()
     y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(3))]
     f = data_report(data=(x, y))["data.signal.baseline"]
-    assert f.status == "fail" and f.evidence["p_value"] > 0.05
+    assert f.status == "fail" and f.evidence["pvalue"] > 0.05
 
 
 def test_regression_baseline_passes_and_fails_when_shuffled():

@@ -91,7 +91,7 @@ def test_bad_arguments_are_named(iris, kwargs, named):
 
 def test_inputs_of_different_lengths_and_non_numeric_scores_are_refused(iris):
     X, y = iris
-    with pytest.raises(InputError, match="X has 150 rows but y has 149"):
+    with pytest.raises(InputError, match=r"`y` must be as long as `X` \(150 rows\); got 149\."):
         permutation_test(nearest_centroid_score, X, y[:-1])
     with pytest.raises(InputError, match="one number"):
         permutation_test(lambda X, y: "good", X, y, n_permutations=2)

@@ -57,7 +57,7 @@ def test_labels_reaching_the_model_another_way_fail_shuffle():
     assert broken.failed_layer == "shuffle"
     finding = broken["shuffle.labels"]
     assert finding.status == "fail" and "another path" in finding.message
-    assert finding.evidence["p_above_chance"] < 1e-3
+    assert finding.evidence["pvalue_above_chance"] < 1e-3
     assert finding.evidence["share_of_real_gain"] > 0.5
 
 
@@ -85,14 +85,14 @@ def test_pvalue_is_scikit_learns_definition_and_warns_without_signal():
     finding = report["shuffle.pvalue"]
     n, as_high = finding.evidence["permutations"], finding.evidence["shuffled_as_high"]
     assert n == PERMUTATIONS["fast"]
-    assert finding.evidence["p_value"] == (as_high + 1) / (n + 1)
+    assert finding.evidence["pvalue"] == (as_high + 1) / (n + 1)
     assert finding.status == "pass"
 
     X, y = s.digits()
     noise = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(1))]
     unlearnable = s.diagnose(s.mlp(), (X, noise), CE, layers=("shuffle",))
     assert unlearnable["shuffle.pvalue"].status == "warn"
-    assert unlearnable["shuffle.pvalue"].evidence["p_value"] > 0.05
+    assert unlearnable["shuffle.pvalue"].evidence["pvalue"] > 0.05
     assert unlearnable["shuffle.labels"].status == "pass"  # shuffling noise is still noise
 
 

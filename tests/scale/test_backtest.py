@@ -45,9 +45,12 @@ def test_holdout_by_compute_and_by_mask_agree_on_the_same_runs():
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"holdout": "size", "top": 3}, "holdout: expected one of"),
+        (
+            {"holdout": "size", "top": 3},
+            "`holdout` must be one of 'n', 'compute' or a boolean mask; got 'size'",
+        ),
         ({"holdout": "n"}, "exactly one of top="),
-        ({"holdout": "n", "top": 40}, "top: expected a number of runs between 1 and 39"),
+        ({"holdout": "n", "top": 40}, "`top` must be an int between 1 and 39"),
         ({"holdout": "n", "above": 1e9}, "holds out 0 of 40 runs"),
         ({"holdout": np.ones(3, dtype=bool)}, "boolean mask of 40 runs"),
         ({"holdout": "compute", "top": 3}, "'compute' needs N and D"),

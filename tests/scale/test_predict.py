@@ -89,12 +89,24 @@ def test_curve_form_predicts_from_one_variable():
 @pytest.mark.parametrize(
     "args,kwargs,message",
     [
-        (([1e8, 2e8], [1e9, 2e9], [2.0, 3.0]), {}, "cannot determine 5 parameters"),
+        (([1e8, 2e8], [1e9, 2e9], [2.0, 3.0]), {}, "at least 6 runs to determine 5 parameters"),
         (([1e8] * 10, [1e9] * 10, [2.0] * 9), {}, "one loss per run"),
-        (([1e8] * 9 + [-1], [1e9] * 10, [2.0] * 10), {}, "N: entry 9 is -1.0"),
-        (([1e8] * 10, [1e9] * 10, [2.0] * 9 + [np.nan]), {}, "L: entry 9 is nan"),
+        (
+            ([1e8] * 9 + [-1], [1e9] * 10, [2.0] * 10),
+            {},
+            "`N` must be finite positive values.*; got -1.0 at entry 9",
+        ),
+        (
+            ([1e8] * 10, [1e9] * 10, [2.0] * 9 + [np.nan]),
+            {},
+            "`L` must be finite positive values.*; got nan at entry 9",
+        ),
         (([1e8] * 10, None, [2.0] * 10), {}, "form 'chinchilla' needs N and D"),
-        (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"form": "power"}, "unknown form 'power'"),
+        (
+            ([1e8] * 10, [1e9] * 10, [2.0] * 10),
+            {"form": "power"},
+            "`form` must be one of 'chinchilla', 'curve' or a callable; got 'power'",
+        ),
         (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"huber_delta": 0}, "huber_delta"),
         (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"bootstrap": -1}, "bootstrap"),
         (([1.0] * 10, None, [2.0] * 10), {"form": lambda x, a: a}, "p0: a custom form needs"),

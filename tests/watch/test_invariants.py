@@ -158,7 +158,7 @@ def test_no_trend_on_synthetic_curves():
     assert not trend_verdict(plateau), "learned, then converged: still below where it started"
     relapse = np.where(t < 150, 2.0 * np.exp(-t / 30), 2.0) + noise
     (v,) = trend_verdict(relapse)
-    assert v.evidence["p_net_decrease"] > 0.01 and v.evidence["window_steps"] == [250, 299]
+    assert v.evidence["pvalue_net_decrease"] > 0.01 and v.evidence["window_steps"] == [250, 299]
 
 
 def test_spike_uses_a_linear_scale_when_losses_can_be_negative():

@@ -33,7 +33,9 @@ def test_a_loop_that_never_learns_is_flagged_once_both_tests_agree():
     for seed in (0, 1):
         (alert,) = sgd_loop(seed, lr=1e-7, steps=220).alerts
         assert 199 <= alert.step <= 209  # the first look with both windows apart
-        assert alert.evidence["p_trend"] >= 0.01 and alert.evidence["p_net_decrease"] >= 0.01
+        assert (
+            alert.evidence["pvalue_trend"] >= 0.01 and alert.evidence["pvalue_net_decrease"] >= 0.01
+        )
         assert "not decreased significantly" in alert.message and "Mann–Whitney" in alert.message
 
 

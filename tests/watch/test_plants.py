@@ -183,7 +183,7 @@ def test_no_trend_when_labels_turn_to_noise_mid_run():
     alerts = [a for a in w.alerts if a.kind == "no_trend"]
     assert alerts and all(a.step >= 100 for a in w.alerts)
     assert alerts[0].step <= 100 + 40
-    assert alerts[0].severity == "warn" and alerts[0].evidence["p_net_decrease"] >= 0.01
+    assert alerts[0].severity == "warn" and alerts[0].evidence["pvalue_net_decrease"] >= 0.01
 
 
 def test_no_trend_when_the_model_never_learns():
@@ -191,8 +191,8 @@ def test_no_trend_when_the_model_never_learns():
     w = train(model, opt, steps=100, every=1, options={"no_trend": {"window": 40}})
     (alert,) = [a for a in w.alerts if a.kind == "no_trend"]
     # judged once the run's first window and the latest one are apart, by both tests
-    assert alert.step == 79 and alert.evidence["p_net_decrease"] >= 0.01
-    assert alert.evidence["p_trend"] >= 0.01 and "not decreased significantly" in alert.message
+    assert alert.step == 79 and alert.evidence["pvalue_net_decrease"] >= 0.01
+    assert alert.evidence["pvalue_trend"] >= 0.01 and "not decreased significantly" in alert.message
 
 
 def test_no_trend_stays_quiet_when_a_run_learns_then_plateaus():

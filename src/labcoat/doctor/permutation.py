@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from labcoat._validation import POSITIVE_INT, IsCallable, fail
 from labcoat.errors import InputError
 
 
@@ -98,36 +99,33 @@ def _permutation_test_iv(
     fit_and_score, X, y, n_permutations, groups, cv, scoring, params
 ) -> Callable[[Any, Any], float]:
     """Validate the arguments; return the function that fits and scores once."""
-    if (
-        isinstance(n_permutations, bool)
-        or not isinstance(n_permutations, numbers.Integral)
-        or n_permutations < 1
-    ):
-        raise InputError(f"n_permutations: expected a positive integer; got {n_permutations!r}")
+    POSITIVE_INT.check(n_permutations, "n_permutations")
     n_x, n_y = _length(X, "X"), _length(y, "y")
     if n_x != n_y:
-        raise InputError(f"X and y: X has {n_x} rows but y has {n_y}; pass one label per row of X")
+        raise fail("y", f"as long as `X` ({n_x} rows)", n_y, hint="Pass one label per row of `X`.")
     if groups is not None and _length(groups, "groups") != n_y:
-        raise InputError(
-            f"groups: has {_length(groups, 'groups')} entries for {n_y} labels; pass one group per "
-            "label"
+        raise fail(
+            "groups",
+            f"as long as `y` ({n_y} labels)",
+            _length(groups, "groups"),
+            hint="Pass one group per label.",
         )
     if hasattr(fit_and_score, "fit"):
         return _cross_validated(fit_and_score, y, groups, cv, scoring, params)
-    if not callable(fit_and_score):
-        raise InputError(
-            "fit_and_score: expected a callable(X, y) -> score or a scikit-learn estimator; got "
-            f"{type(fit_and_score).__name__}"
-        )
+    IsCallable("a callable(X, y) -> score or a scikit-learn estimator").check(
+        fit_and_score, "fit_and_score"
+    )
     extras = [
-        name
+        (name, value)
         for name, value in (("cv", cv), ("scoring", scoring), ("params", params))
         if value is not None
     ]
     if extras:
+        names = " and ".join(f"`{name}`" for name, _ in extras)
+        given = ", ".join(f"{name}={value!r}" for name, value in extras)
         raise InputError(
-            f"{', '.join(extras)}: only used with a scikit-learn estimator; a fit_and_score "
-            "callable splits and scores on its own, so drop these arguments"
+            f"{names} must be None when `fit_and_score` is a callable; got {given}. A callable "
+            "splits and scores on its own: drop them, or pass a scikit-learn estimator."
         )
     return fit_and_score
 
@@ -161,9 +159,10 @@ def _random_state(random_state: Any) -> np.random.RandomState | np.random.Genera
         return np.random.mtrand._rand
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return np.random.RandomState(random_state)
-    raise InputError(
-        "random_state: expected an int, None, a numpy RandomState or Generator; got "
-        f"{type(random_state).__name__}"
+    raise fail(
+        "random_state",
+        "an int, None, a numpy RandomState or Generator",
+        f"a {type(random_state).__name__}",
     )
 
 
@@ -171,8 +170,8 @@ def _length(obj: Any, name: str = "y") -> int:
     try:
         return len(obj)
     except TypeError:
-        raise InputError(
-            f"{name}: expected an array-like with one entry per example; got {type(obj).__name__}"
+        raise fail(
+            name, "an array-like with one entry per example", f"a {type(obj).__name__}"
         ) from None
 
 
@@ -193,8 +192,9 @@ def _checked(score: Any) -> float:
     try:
         value = float(score)
     except (TypeError, ValueError):
-        raise InputError(
-            f"fit_and_score: returned {type(score).__name__}; it must return one number (higher is "
-            "better)"
+        raise fail(
+            "fit_and_score",
+            "a callable that returns one number (higher is better)",
+            f"a {type(score).__name__} back",
         ) from None
     return value

@@ -13,9 +13,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from labcoat._jsonable import jsonable
+from labcoat._validation import fail
 from labcoat.errors import InputError
 from labcoat.report.html import HtmlMixin
-from labcoat.scale.data import as_points, as_positive
+from labcoat.scale.data import as_losses, as_points
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit
 
@@ -83,9 +84,7 @@ def backtest(
 
     chosen = resolve_form(form, p0, 1 if D is None else 2)
     x = as_points(N, D, chosen)
-    loss = as_positive(L, "L")
-    if loss.size != x.shape[1]:
-        raise InputError(f"L: expected one loss per run ({x.shape[1]}); got {loss.size}")
+    loss = as_losses(L, x.shape[1])
     mask, described = _holdout_mask(holdout, top, above, x, chosen)
     if not mask.any() or mask.all():
         raise InputError(
@@ -139,9 +138,10 @@ def _holdout_mask(holdout, top, above, x, form) -> tuple[np.ndarray, str]:
     if not isinstance(holdout, str):
         mask = np.asarray(holdout)
         if mask.dtype != bool or mask.shape != (x.shape[1],):
-            raise InputError(
-                f"holdout: expected 'n', 'compute' or a boolean mask of {x.shape[1]} runs; "
-                f"got {mask.dtype} of shape {mask.shape}"
+            raise fail(
+                "holdout",
+                f"'n', 'compute' or a boolean mask of {x.shape[1]} runs",
+                f"a {mask.dtype} array of shape {mask.shape}",
             )
         if top is not None or above is not None:
             raise InputError(
@@ -149,7 +149,7 @@ def _holdout_mask(holdout, top, above, x, form) -> tuple[np.ndarray, str]:
             )
         return mask, f"mask of {int(mask.sum())} runs"
     if holdout not in HOLDOUTS:
-        raise InputError(f"holdout: expected one of {HOLDOUTS} or a boolean mask; got {holdout!r}")
+        raise fail("holdout", f"one of {', '.join(map(repr, HOLDOUTS))} or a boolean mask", holdout)
     if holdout == "compute":
         if x.shape[0] != 2:
             raise InputError(
@@ -164,9 +164,7 @@ def _holdout_mask(holdout, top, above, x, form) -> tuple[np.ndarray, str]:
         )
     if top is not None:
         if not (isinstance(top, (int, np.integer)) and 0 < top < key.size):
-            raise InputError(
-                f"top: expected a number of runs between 1 and {key.size - 1}; got {top!r}"
-            )
+            raise fail("top", f"an int between 1 and {key.size - 1} (a number of runs)", top)
         cut = np.sort(key)[-int(top)]
         return key >= cut, f"{name} >= {cut:.4g} (top {int(top)} by {name})"
     return key > float(above), f"{name} > {float(above):.4g}"

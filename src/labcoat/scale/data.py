@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import fail
 from labcoat.errors import InputError
 
 
@@ -14,15 +15,18 @@ def as_positive(values: Any, name: str) -> np.ndarray:
     try:
         arr = np.atleast_1d(np.asarray(values, dtype=float))
     except (TypeError, ValueError):
-        raise InputError(f"{name}: expected numbers; got {type(values).__name__}") from None
+        raise fail(
+            name, "a 1-D sequence of numbers", f"a {type(values).__name__} that is not numbers"
+        ) from None
     if arr.ndim != 1:
-        raise InputError(f"{name}: expected a 1-D sequence of numbers; got shape {arr.shape}")
+        raise fail(name, "a 1-D sequence of numbers", f"a {arr.ndim}-D array of shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr) | (arr <= 0))
     if bad.size:
         i = int(bad[0])
         raise InputError(
-            f"{name}: entry {i} is {float(arr[i])!r}; scaling laws need finite positive values "
-            f"({bad.size} bad entr{'y' if bad.size == 1 else 'ies'}); drop those runs first"
+            f"`{name}` must be finite positive values, as scaling laws need; got "
+            f"{float(arr[i])!r} at entry {i} ({bad.size} bad entr"
+            f"{'y' if bad.size == 1 else 'ies'}). Drop those runs first."
         )
     return arr
 
@@ -32,31 +36,46 @@ def as_points(N: Any, D: Any, form: Any) -> np.ndarray:
     names = form.variables
     if D is None:
         if len(names) != 1:
-            raise InputError(f"D: form {form.name!r} predicts from N and D; got N only")
+            raise fail("D", f"given for form {form.name!r}, which predicts from N and D", None)
         return as_positive(N, names[0])[None]
     if len(names) != 2:
-        raise InputError(f"D: form {form.name!r} takes one variable; pass D=None")
+        raise fail(
+            "D", f"None for form {form.name!r}, which takes one variable", f"a {type(D).__name__}"
+        )
     n, d = as_positive(N, "N"), as_positive(D, "D")
     if n.size != d.size:
         if n.size == 1 or d.size == 1:
             n, d = np.broadcast_arrays(n, d)
         else:
-            raise InputError(f"N and D: expected equally long sequences; got {n.size} and {d.size}")
+            raise fail(
+                "D",
+                f"as long as `N` ({n.size} runs)",
+                d.size,
+                hint="A single value stands for every run.",
+            )
     return np.vstack([n, d])
+
+
+def as_losses(L: Any, runs: int) -> np.ndarray:
+    """``L`` as one finite positive loss per run, or a one-line InputError."""
+    loss = as_positive(L, "L")
+    if loss.size != runs:
+        raise fail("L", f"one loss per run ({runs} runs)", loss.size)
+    return loss
 
 
 def training_data(N: Any, D: Any, L: Any, form: Any) -> tuple[np.ndarray, np.ndarray]:
     """Inputs (k, n) and losses (n,) for a fit, with at least one more point than parameters."""
     x = as_points(N, D, form)
-    loss = as_positive(L, "L")
-    if loss.size != x.shape[1]:
-        raise InputError(f"L: expected one loss per run ({x.shape[1]}); got {loss.size}")
+    loss = as_losses(L, x.shape[1])
     needed = len(form.names) + 1
     if loss.size < needed:
-        raise InputError(
-            f"L: {loss.size} runs cannot determine {len(form.names)} parameters "
-            f"({', '.join(form.names)}); need at least {needed}, and several times that "
-            "for intervals"
+        raise fail(
+            "L",
+            f"the losses of at least {needed} runs to determine {len(form.names)} parameters "
+            f"({', '.join(form.names)})",
+            loss.size,
+            hint="Intervals need several times that.",
         )
     return x, loss
 

@@ -251,14 +251,14 @@ def _residual_trend(fit) -> Outcome:
     drifting = [
         k
         for k, t in trends.items()
-        if (t["p_value"] < TREND_P and t["r2"] >= TREND_R2)
-        or (t["runs_p_value"] < TREND_P and t["runs"] < MAX_RUNS_SHARE * t["runs_expected"])
+        if (t["pvalue"] < TREND_P and t["r2"] >= TREND_R2)
+        or (t["runs_pvalue"] < TREND_P and t["runs"] < MAX_RUNS_SHARE * t["runs_expected"])
     ]
     if drifting:
         shown = ", ".join(
             f"log {k} (R² {trends[k]['r2']:.2f}; {trends[k]['runs']} sign runs where noise gives "
             f"{trends[k]['runs_expected']:.0f}, "
-            f"p = {min(trends[k]['p_value'], trends[k]['runs_p_value']):.1g})"
+            f"p = {min(trends[k]['pvalue'], trends[k]['runs_pvalue']):.1g})"
             for k in drifting
         )
         return warned(
@@ -284,7 +284,7 @@ def _polynomial_trend(values: np.ndarray, residuals: np.ndarray) -> dict[str, fl
     left = float(((clipped - design @ coef) ** 2).sum())
     r2 = 1 - left / total if total > 0 else 0.0
     f_stat = (r2 / 2) / max((1 - r2) / (n - 3), 1e-300)
-    return {"r2": r2, "p_value": float(stats.f.sf(f_stat, 2, n - 3))}
+    return {"r2": r2, "pvalue": float(stats.f.sf(f_stat, 2, n - 3))}
 
 
 def _runs(ordered: np.ndarray) -> dict[str, float]:
@@ -294,12 +294,12 @@ def _runs(ordered: np.ndarray) -> dict[str, float]:
     n1, n2 = int((signs > 0).sum()), int((signs < 0).sum())
     n = n1 + n2
     if n1 == 0 or n2 == 0:
-        return {"runs": 1, "runs_expected": 1.0, "runs_p_value": 1.0}
+        return {"runs": 1, "runs_expected": 1.0, "runs_pvalue": 1.0}
     runs = int(1 + np.count_nonzero(signs[1:] != signs[:-1]))
     expected = 2 * n1 * n2 / n + 1
     variance = 2 * n1 * n2 * (2 * n1 * n2 - n) / (n * n * (n - 1))
     z = (runs - expected) / np.sqrt(variance) if variance > 0 else 0.0
-    return {"runs": runs, "runs_expected": expected, "runs_p_value": float(stats.norm.cdf(z))}
+    return {"runs": runs, "runs_expected": expected, "runs_pvalue": float(stats.norm.cdf(z))}
 
 
 def diagnose(fit) -> list[Finding]:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from labcoat._validation import fail
 from labcoat.errors import InputError
 from labcoat.scale import objective
 
@@ -79,6 +80,8 @@ class PowerLawSum:
 CHINCHILLA = PowerLawSum("chinchilla", ("N", "D"), ("A", "B"), ("alpha", "beta"))
 CURVE = PowerLawSum("curve", ("x",), ("A",), ("alpha",))
 FORMS: dict[str, PowerLawSum] = {f.name: f for f in (CHINCHILLA, CURVE)}
+#: what ``form=`` takes, as error messages say it
+FORM_CHOICES = f"one of {', '.join(map(repr, sorted(FORMS)))} or a callable"
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,7 @@ class CustomForm:
 
     def __post_init__(self) -> None:
         if not callable(self.function):
-            raise InputError(
-                f"form: expected 'chinchilla', 'curve' or a callable; got {self.function!r}"
-            )
+            raise fail("form", FORM_CHOICES, self.function)
         if not isinstance(self.p0, Mapping) or not self.p0:
             raise InputError(
                 "p0: a custom form needs initial guesses as a dict of parameter name -> value "
@@ -158,9 +159,7 @@ def resolve_form(
     """The form object for ``fit(form=...)``, checked against the number of input variables."""
     if isinstance(form, str):
         if form not in FORMS:
-            raise InputError(
-                f"form: unknown form {form!r}; use one of {sorted(FORMS)} or a callable"
-            )
+            raise fail("form", FORM_CHOICES, form)
         chosen = FORMS[form]
         if len(chosen.variables) != n_variables:
             needs = "N and D" if len(chosen.variables) == 2 else "one variable (pass D=None)"

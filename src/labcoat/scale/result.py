@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from labcoat._jsonable import jsonable
+from labcoat._validation import fail
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.report.html import HtmlMixin
@@ -268,9 +269,7 @@ def _allocation(params: np.ndarray, flops: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _quantiles(values: np.ndarray, level: float, axis: int) -> tuple[np.ndarray, np.ndarray]:
     if not 0 < level < 1:
-        raise InputError(
-            f"level: expected a confidence level between 0 and 1 (e.g. 0.95); got {level!r}"
-        )
+        raise fail("level", "a confidence level strictly between 0 and 1, such as 0.95", level)
     tail = (1 - level) / 2
     lo, hi = np.nanquantile(values, [tail, 1 - tail], axis=axis)
     return lo, hi

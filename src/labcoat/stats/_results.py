@@ -8,6 +8,7 @@ Rendering lives in :mod:`labcoat.stats.render`; ``to_dict`` gives the JSON shape
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -34,8 +35,27 @@ class ConfidenceInterval(NamedTuple):
         return value < self.low or value > self.high
 
 
+class IntervalResult(ABC):
+    """A result with an interval: :attr:`ci` at its own ``confidence``, any other level through
+    :meth:`confidence_interval`, the level checked in this one place."""
+
+    confidence: float
+
+    @property
+    def ci(self) -> ConfidenceInterval:
+        return self.confidence_interval(self.confidence)
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """The two-sided interval at ``confidence_level``."""
+        return self._interval(check_probability(confidence_level, "confidence_level"))
+
+    @abstractmethod
+    def _interval(self, level: float) -> ConfidenceInterval:
+        """The interval at a checked ``level`` (a number strictly between 0 and 1)."""
+
+
 @dataclass(frozen=True)
-class BootstrapResult:
+class BootstrapResult(IntervalResult):
     """A statistic on all the data, its bootstrap standard error and percentile interval.
 
     ``bootstrap_distribution`` keeps every resample's value, so other levels come from
@@ -50,13 +70,8 @@ class BootstrapResult:
     n: int
     confidence: float
 
-    @property
-    def ci(self) -> ConfidenceInterval:
-        return self.confidence_interval(self.confidence)
-
-    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+    def _interval(self, level: float) -> ConfidenceInterval:
         """Percentile interval of the kept resamples."""
-        level = check_probability(confidence_level, "confidence_level")
         low, high = np.quantile(self.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2])
         return ConfidenceInterval(float(low), float(high))
 

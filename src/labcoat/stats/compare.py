@@ -24,7 +24,7 @@ from labcoat.errors import InputError
 from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import quantile, two_sided_pvalue
 from labcoat.stats._questions import per_question, question_scores, shared_ids
-from labcoat.stats._results import ConfidenceInterval
+from labcoat.stats._results import ConfidenceInterval, IntervalResult
 from labcoat.stats._validation import check_choice, check_probability
 from labcoat.stats.mean import (
     FEW_ITEMS,
@@ -41,7 +41,7 @@ MDE_POWER = 0.8
 
 
 @dataclass(frozen=True)
-class CompareResult(HtmlMixin):
+class CompareResult(HtmlMixin, IntervalResult):
     """Difference ``A - B`` of mean scores, its standard error and a two-sided test.
 
     ``statistic`` is t (``df`` set) or z (``df`` None). ``n`` is the number of matched
@@ -71,12 +71,7 @@ class CompareResult(HtmlMixin):
     n_dropped_b: int = 0
     warnings: tuple[str, ...] = field(default=())
 
-    @property
-    def ci(self) -> ConfidenceInterval:
-        return self.confidence_interval(self.confidence)
-
-    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        level = check_probability(confidence_level, "confidence_level")
+    def _interval(self, level: float) -> ConfidenceInterval:
         return symmetric_interval(self.diff, self.se, level, self.df)
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from labcoat.errors import InputError
 from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import critical_value
 from labcoat.stats._questions import Questions, per_question, question_scores
-from labcoat.stats._results import ConfidenceInterval
+from labcoat.stats._results import ConfidenceInterval, IntervalResult
 from labcoat.stats._validation import check_choice, check_probability
 
 #: below this many questions (or clusters) the normal approximation is not to be trusted
@@ -35,7 +35,7 @@ FORMULAS = ("cr1", "miller")
 
 
 @dataclass(frozen=True)
-class MeanResult(HtmlMixin):
+class MeanResult(HtmlMixin, IntervalResult):
     """Mean score with its standard error and interval.
 
     ``se`` is the CR1 clustered standard error when clusters were given (Eq 4 with
@@ -57,13 +57,8 @@ class MeanResult(HtmlMixin):
     interval: str
     warnings: tuple[str, ...] = field(default=())
 
-    @property
-    def ci(self) -> ConfidenceInterval:
-        return self.confidence_interval(self.confidence)
-
-    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """The interval of :attr:`interval`'s method at ``confidence_level``."""
-        level = check_probability(confidence_level, "confidence_level")
+    def _interval(self, level: float) -> ConfidenceInterval:
+        """The interval of :attr:`interval`'s method at ``level``."""
         if self.interval == "wilson":
             return wilson_interval(self.mean, self.n, level)
         return symmetric_interval(self.mean, self.se, level, self.df)

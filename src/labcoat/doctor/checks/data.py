@@ -274,7 +274,7 @@ def split_overlap(case: Case) -> Outcome:
         "near_copies": len(twins) - len(exact),
         "share": share,
         "random_split_share": chance,
-        "p_value": p_value,
+        "pvalue": p_value,
         "similarity": "exact only (integer inputs)" if tokens else TWIN_SIMILARITY,
         "first_val_rows": val.index[twins[:10]].tolist() if twins else [],
         "first_pairs": [
@@ -496,16 +496,16 @@ def signal_baseline(case: Case) -> Outcome:
     trials = sum(len(r) for r in per_column.values())
     column, best = min(
         ((c, name) for c, r in per_column.items() for name in r),
-        key=lambda cb: per_column[cb[0]][cb[1]]["p_value"],
+        key=lambda cb: per_column[cb[0]][cb[1]]["pvalue"],
     )
     result = per_column[column][best]
-    p_best = min(1.0, result["p_value"] * trials)  # Bonferroni over baselines and target columns
+    p_best = min(1.0, result["pvalue"] * trials)  # Bonferroni over baselines and target columns
     key = "accuracy" if classification else "r2"
     where = f" on target column {column}" if ytr.shape[1] > 1 else ""
     summary = f"best baseline ({best}){where} scores {result[key]:.3f}"
     if classification:
         summary += f" vs chance {result['chance']:.3f}"
-    evidence = {"baselines": per_column[column], "p_value": p_best, "val_examples": len(yva)}
+    evidence = {"baselines": per_column[column], "pvalue": p_best, "val_examples": len(yva)}
     if ytr.shape[1] > 1:
         evidence.update(
             target_columns=ytr.shape[1], judged_columns=columns[:20], best_column=column
@@ -569,7 +569,7 @@ def _baselines(
             correct = int((pred == yva).sum())
             chance = _majority_rate(yva)
             p = stats.binomtest(correct, len(yva), chance, alternative="greater").pvalue
-            results[name] = {"accuracy": correct / len(yva), "chance": chance, "p_value": float(p)}
+            results[name] = {"accuracy": correct / len(yva), "chance": chance, "pvalue": float(p)}
         else:
             r = 0.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, yva).statistic)
             p = (
@@ -578,5 +578,5 @@ def _baselines(
                 else float(stats.pearsonr(pred, yva, alternative="greater").pvalue)
             )
             r2 = 1 - float(((pred - yva) ** 2).mean() / max(yva.var(), 1e-300))
-            results[name] = {"r2": r2, "correlation": r, "p_value": p}
+            results[name] = {"r2": r2, "correlation": r, "pvalue": p}
     return results

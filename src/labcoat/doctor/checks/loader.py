@@ -190,7 +190,7 @@ def loader_order(case: Case) -> Outcome:
         "batches": len(slices),
         "distinct_labels_per_batch": observed,
         "at_random": float(null.mean()),
-        "p_value": p,
+        "pvalue": p,
         "single_class_batches": len(single),
         "first_batch_labels": {b: int(labels[slices[b]][0]) for b in single[:10]},
     }

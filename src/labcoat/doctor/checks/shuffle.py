@@ -297,7 +297,7 @@ def shuffled_labels(case: Case) -> Outcome:
     r = case.probe_once("shuffle training", lambda: shuffle_runs(case))
     mean, chance = float(np.mean(r.null)), float(np.mean(r.chance))
     p, share = r.p_above_chance, r.share_of_real_gain
-    evidence = r.evidence(p_above_chance=p, share_of_real_gain=share)
+    evidence = r.evidence(pvalue_above_chance=p, share_of_real_gain=share)
     if not np.isfinite(r.null).all():
         return failed(
             f"{int((~np.isfinite(r.null)).sum())} shuffled copies got a non-finite {r.scorer}",
@@ -350,7 +350,7 @@ def real_pvalue(case: Case) -> Outcome:
     p = permutation_pvalue(r.real, r.null)
     as_high = int(np.sum(r.null >= r.real))
     evidence = {
-        "p_value": p,
+        "pvalue": p,
         "real_score": r.real,
         "shuffled_as_high": as_high,
         "permutations": len(r.null),
@@ -443,7 +443,7 @@ def random_tokens(case: Case) -> Outcome:
         "chance_loss": chance,
         "tokens": len(tokens),
         "ln_tokens": math.log(len(tokens)),
-        "p_value": p,
+        "pvalue": p,
         "sequences": len(test),
         "steps": steps,
     }

@@ -84,8 +84,8 @@ class NoTrend(Invariant):
             evidence={
                 "window": self.window,
                 "alpha": self.alpha,
-                "p_trend": p_trend,
-                "p_net_decrease": p_net,
+                "pvalue_trend": p_trend,
+                "pvalue_net_decrease": p_net,
                 "theil_sen_slope": slope,
                 "kendall_tau": float(trend.statistic) if not math.isnan(trend.statistic) else None,
                 "window_steps": [int(steps[0]), int(steps[-1])],
