@@ -192,5 +192,6 @@ def test_a_step_that_steps_every_second_call_passes_and_is_described_as_such():
 
     report = update_report(mlp(), step=every_second_call)
     assert not [f for f in report.findings if f.failed], str(report)
-    assert "1x in 3 calls" in report["update.step.runs"].message
+    assert "once every 2 calls" in report["update.step.runs"].message
+    assert report["update.step.runs"].evidence["calls_per_update"] == 2
     assert report["update.params.moved"].status == "pass"

@@ -95,7 +95,8 @@ def learning_rate(case: Case) -> Outcome:
     layer="update",
     falsifies="the train step never updates (optimizer.step() not called) or returns no usable "
     "loss",
-    predicts="each call runs optimizer.step() once and returns a finite loss",
+    predicts="each call runs optimizer.step() once (or once every k calls, for a step that "
+    "accumulates gradients) and returns a finite loss",
 )
 def step_runs(case: Case) -> Outcome:
     probe = case.stepped
