@@ -19,6 +19,7 @@ would; the best of ``--repeat`` runs is kept, as the least disturbed by other pr
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -120,6 +121,26 @@ def timed_reference() -> float:
     return time.perf_counter() - start
 
 
+def _reference_loop() -> None:
+    total = 0
+    for i in range(REFERENCE_LOOPS):
+        total += i * i
+
+
+def timed_reference_pair() -> float:
+    """The same work in two processes at once: a job that keeps both cores busy when they are
+    idle. Beside three busy processes its fair share is 2 of 5 runnable processes on 2 cores, so
+    its busy / idle ratio is the bound for the ladder's parallel part (2.5 in theory)."""
+    context = multiprocessing.get_context("fork")
+    start = time.perf_counter()
+    pair = [context.Process(target=_reference_loop) for _ in range(2)]
+    for process in pair:
+        process.start()
+    for process in pair:
+        process.join()
+    return time.perf_counter() - start
+
+
 def timed_shuffle(min_copy_s: float) -> Callable[[], float]:
     """The shuffle layer alone on examples/digits.py, its copies in workers (0) or not (inf)."""
 
@@ -171,6 +192,10 @@ def cnn_experiment() -> labcoat.Experiment:
 
 ROWS: dict[str, tuple[Callable[[], float], float | None]] = {
     "reference: single-threaded Python loop (fair share)": (timed_reference, None),
+    "reference: the same loop in two processes at once (fair share of both cores)": (
+        timed_reference_pair,
+        None,
+    ),
     "fast ladder, examples/digits.py (MLP)": (timed_ladder(digits.experiment), LADDER_IDLE_S),
     "fast ladder, CNN through a DataLoader": (timed_ladder(cnn_experiment), CNN_IDLE_S),
     "shuffle layer alone, digits MLP, copies one after another": (
@@ -247,7 +272,8 @@ def main() -> None:
     console.print(
         "CPU s: this process and its workers; on idle cores a ladder's wall time lies between\n"
         "CPU s / cores and CPU s, whatever else ran beside this bench. load: the 1-minute load\n"
-        "average as each row began; the reference row's ratio is a fair share's on this machine now"
+        "average as each row began; the reference rows' ratios are a fair share's on this\n"
+        "machine now, for a job on one core and for one on both"
     )
     if args.sizes:
         console.print(sizes_table(threads))

@@ -272,6 +272,19 @@ def breast_cancer_sigmoid_bce():
 
 
 @healthy(
+    "rare_class_bce_pos_weight",
+    source="binary BCEWithLogitsLoss(pos_weight=15) with 5% positives (breast_cancer cut down)",
+)
+def rare_class_bce_pos_weight():
+    x, y = breast_cancer()
+    rows = torch.cat([torch.nonzero(y == 0).flatten()[:20], torch.nonzero(y == 1).flatten()])
+    seed()
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 1), Squeeze())
+    loss = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(15.0))
+    return doctor_verdict(model, (x[rows], (1 - y[rows]).float()), loss, adam(model))
+
+
+@healthy(
     "class_imbalanced_weighted",
     source="imbalanced classes (1 positive in 10) with a class-weighted loss",
 )

@@ -1,5 +1,6 @@
 """False alarms seen on healthy setups, each next to the planted bug its check must still catch."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -339,3 +340,46 @@ def test_channels_first_tagger_output_fits_and_a_truncated_one_fails():
     assert report["data.labels.range"].status == "pass", report["data.labels.range"].message
     broken = diagnose(ChannelsFirstTagger(drop_last_position=True), tag_data(), layers=("model",))
     assert broken["model.forward"].status == "fail"
+
+
+# 8. data.signal.baseline: a rare class, found every time, is signal ------------------------------
+def rare_positives(n_pos=20, seed=0):
+    """breast_cancer with the malignant class cut to 20 of 377 examples (5%)."""
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = (x - x.mean(0)) / x.std(0)
+    rows = np.concatenate([np.flatnonzero(y == 0)[:n_pos], np.flatnonzero(y == 1)])
+    return torch.tensor(x[rows], dtype=torch.float32), torch.tensor(1 - y[rows]).float()
+
+
+def binary_head():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 1), nn.Flatten(0))
+
+
+def test_a_rare_class_the_baselines_find_passes_signal_and_shuffled_labels_still_fail():
+    x, y = rare_positives()
+    loss = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(15.0))
+    healthy = diagnose(binary_head(), (x, y), loss, layers=("data",))
+    f = healthy["data.signal.baseline"]
+    assert f.status == "pass", f.message
+    assert f.evidence["baselines"]["knn"]["chance"] > 0.9  # accuracy alone could not show it
+    g = torch.Generator().manual_seed(1)
+    misaligned = y[torch.randperm(len(y), generator=g)]
+    broken = diagnose(binary_head(), (x, misaligned), loss, layers=("data",))
+    assert broken["data.signal.baseline"].status == "fail"
+
+
+def test_many_classes_use_a_permutation_test_that_still_fails_misaligned_labels():
+    x, y = digits()
+    g = torch.Generator().manual_seed(2)
+    broken = diagnose(mlp_digits(), (x, y[torch.randperm(len(y), generator=g)]), layers=("data",))
+    assert broken["data.signal.baseline"].status == "fail"
+    healthy = diagnose(mlp_digits(), (x, y), layers=("data",))
+    assert healthy["data.signal.baseline"].status == "pass"
+
+
+def mlp_digits():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
