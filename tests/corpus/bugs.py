@@ -734,6 +734,21 @@ def linear_schedule_with_zero_training_steps() -> Verdict:
     return verdict(model, digits(), optimizer=optimizer, step=_SchedulerStep(scheduler))
 
 
+@bug(
+    "epoch_scheduler_stepped_every_batch",
+    expect="overfit",
+    source="https://github.com/Lornatang/SRGAN-PyTorch/issues/1",
+)
+def epoch_scheduler_stepped_every_batch() -> Verdict:
+    """StepLR(step_size=epochs // 2, gamma=0.1) meant per epoch but stepped after every batch:
+    the learning rate is near zero after a few dozen steps and the model stops learning (also
+    ivadomed/ivadomed#55)."""
+    model = mlp()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10 // 2, gamma=0.1)
+    return verdict(model, digits(), optimizer=optimizer, step=_SchedulerStep(scheduler))
+
+
 class _StagedBackbone(nn.Module):
     """mmdetection's backbone pattern: frozen_stages is applied inside an overridden train()."""
 

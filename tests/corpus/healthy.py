@@ -596,6 +596,59 @@ def auxiliary_head_in_step():
     )
 
 
+class SchedulerStep:
+    """The usual step, then the learning-rate scheduler the object holds (built on the caller's
+    optimizer, as training scripts build it)."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        self.scheduler.step()
+        return loss
+
+
+@healthy(
+    "onecycle_scheduler_in_step",
+    source="OneCycleLR built on the optimizer, stepped after every optimizer.step() by the step",
+)
+def onecycle_scheduler_in_step():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=3000)
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), optimizer, step=SchedulerStep(scheduler)
+    )
+
+
+@healthy(
+    "cosine_scheduler_in_closure",
+    source="a step function that calls scheduler.step() on a CosineAnnealingLR from its closure",
+)
+def cosine_scheduler_in_closure():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=2000)
+
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        return loss
+
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), optimizer, step=step)
+
+
 class WarmupStep:
     """A step that owns a linear warm-up from lr 0 (LambdaLR), stepped after optimizer.step()."""
 

@@ -134,7 +134,7 @@ def _train_until_stale(case, fit, stop, *, seed, fold, folds, max_epochs, patien
 
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()
-    step = case.fresh_step()
+    step = case.fresh_step(setup)
     per_epoch = max(1, len(fit) // min(batch_size, len(fit)))
     order = batch_order(len(fit), per_epoch * max_epochs, batch_size, seed)
     best_loss, best_epoch, best_state, stale = (

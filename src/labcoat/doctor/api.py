@@ -116,6 +116,7 @@ def diagnose(
             seed=seed,
             budget=budget,
             user_state=user_state,
+            callers=(model, optimizer if isinstance(optimizer, torch.optim.Optimizer) else None),
             val_given=val_data is not None,
             read=examples,
             loader=data if isinstance(data, torch.utils.data.DataLoader) else None,

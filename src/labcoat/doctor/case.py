@@ -76,6 +76,9 @@ class Case:
     budget: str = "fast"
     probe_size: int = 32
     user_state: UserState | None = None  # the caller's objects, to prove they stay untouched
+    #: the caller's model and optimizer, which a step may hold (a scheduler built on the optimizer):
+    #: each run's copy of the step holds that run's copies instead
+    callers: tuple[nn.Module, torch.optim.Optimizer | None] | None = None
     val_given: bool = False  # the held-out data is the user's val_data, not labcoat's split
     #: the examples as the user's data yielded them, before the split (batch boundaries kept)
     read: Examples | None = None
@@ -118,18 +121,32 @@ class Case:
             )
         return "labcoat's split (a random fifth held out, identical inputs kept on one side)"
 
-    def fresh_step(self) -> Callable:
-        """The train step for one run on one copy. A step with state of its own (an object that
-        counts calls to accumulate gradients, or warms its learning rate up) is deep-copied, so
-        that every run starts it afresh and the caller's object is left as it was; references it
-        holds to the caller's model and optimizer stay references, so that a step reaching for
-        them instead of its arguments is still caught changing them."""
+    def fresh_step(self, setup: Setup) -> Callable:
+        """The train step for one run on ``setup``. A step with state of its own (an object that
+        counts calls to accumulate gradients, or holds a learning-rate scheduler) is deep-copied,
+        so that every run starts it afresh and the caller's object is left as it was; what it
+        holds of the caller's model and optimizer becomes this run's copies, so a scheduler it
+        steps drives the copy's learning rate. A plain function is kept, with any scheduler of
+        the caller's optimizer that it reads from a global or a closure swapped for such a
+        copy. A step that reaches for the caller's model itself is still caught changing it."""
         if self.step is None:
             return standard_step
-        step = _fresh(self.step, self.user_state)
+        step = _fresh(self.step, self._to_copies(setup))
         if self.train.fields is None:
             return step
         return _dict_batch_step(step, self.train.fields)
+
+    def _to_copies(self, setup: Setup) -> dict[int, Any]:
+        """A deepcopy memo that sends the caller's model, optimizer and tensors to ``setup``'s."""
+        if self.callers is None:
+            return {}
+        model, optimizer = self.callers
+        memo: dict[int, Any] = {id(model): setup.model}
+        if optimizer is not None:
+            memo[id(optimizer)] = setup.optimizer
+        for (_, mine), (_, copied) in zip(_user_tensors(model), _user_tensors(setup.model)):
+            memo[id(mine)] = copied
+        return memo
 
     @property
     def calls_per_update(self) -> int:
@@ -304,22 +321,56 @@ class Case:
         return name_matches(name, self.expect_frozen)
 
 
-def _fresh(step: Callable, user: UserState | None) -> Callable:
-    """A copy of ``step`` with state of its own; plain functions have none to copy. A step that
-    cannot be copied is used as it is."""
-    if isinstance(step, (types.FunctionType, types.BuiltinFunctionType)):
+def _fresh(step: Callable, to_copies: dict[int, Any]) -> Callable:
+    """A copy of ``step`` for one run (see :meth:`Case.fresh_step`); one that cannot be copied is
+    used as it is."""
+    if isinstance(step, types.BuiltinFunctionType):
         return step
-    keep: dict[int, Any] = {}
-    if user is not None:
-        for obj in (user.model, user.optimizer):
-            if obj is not None:
-                keep[id(obj)] = obj
-        for _, tensor in _user_tensors(user.model):
-            keep[id(tensor)] = tensor
+    if isinstance(step, types.FunctionType):
+        return _with_copied_schedulers(step, to_copies)
     try:
-        return copy.deepcopy(step, memo=keep)
+        return copy.deepcopy(step, memo=dict(to_copies))
     except Exception:  # noqa: BLE001 - a step holding a lock, a file, a process: use it as it is
         return step
+
+
+def _with_copied_schedulers(fn: types.FunctionType, to_copies: dict[int, Any]) -> Callable:
+    """``fn``, or a twin of it that reads copies of the caller's learning-rate schedulers (bound
+    to this run's optimizer) where ``fn`` reads them from its globals or closure."""
+
+    def ours(value: Any) -> bool:
+        return id(getattr(value, "optimizer", None)) in to_copies and isinstance(
+            value, torch.optim.lr_scheduler.LRScheduler
+        )
+
+    def copied(value: Any) -> Any:
+        return copy.deepcopy(value, memo=dict(to_copies))
+
+    names = {
+        name: copied(fn.__globals__[name])
+        for name in fn.__code__.co_names
+        if ours(fn.__globals__.get(name))
+    }
+    cells = list(fn.__closure__ or ())
+    swapped = False
+    for i, cell in enumerate(cells):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        if ours(value):
+            cells[i], swapped = types.CellType(copied(value)), True
+    if not names and not swapped:
+        return fn
+    twin = types.FunctionType(
+        fn.__code__,
+        {**fn.__globals__, **names} if names else fn.__globals__,
+        fn.__name__,
+        fn.__defaults__,
+        tuple(cells) if fn.__closure__ else None,
+    )
+    twin.__kwdefaults__ = fn.__kwdefaults__
+    return twin
 
 
 def _user_tensors(model: nn.Module):
@@ -492,7 +543,7 @@ def run_steps(
     before = setup.snapshot()
     afters, losses, steps, grads = [], [], [], []
     batch = case.on_device(case.probe_batch.batch())
-    step = case.fresh_step()
+    step = case.fresh_step(setup)
     calls = idle = 0
 
     def record(loss: Any) -> None:

@@ -43,6 +43,9 @@ class Curve:
 
     losses: list[float] = field(default_factory=list)
     fitted: list[int] = field(default_factory=list)  # examples fitted, same indexing
+    #: the first param group's learning rate before training and after the last step: a
+    #: scheduler the step drives can take it to zero long before the run ends
+    lr: tuple[float, float] | None = None
 
     @property
     def steps(self) -> int:
@@ -59,7 +62,14 @@ class Curve:
         }
         if self.fitted:
             out["fitted_curve"] = _thin(self.fitted)
+        if self.lr is not None:
+            out["lr_first"], out["lr_last"] = self.lr
         return out
+
+    @property
+    def lr_collapsed(self) -> bool:
+        """True when the learning rate ended below 1% of where it started."""
+        return self.lr is not None and self.lr[0] > 0 and self.lr[1] < 0.01 * self.lr[0]
 
 
 def _thin(values: list, points: int = 12) -> list:
@@ -89,7 +99,7 @@ def fit_batch(
     """
     torch.manual_seed(case.seed)
     setup = case.blueprint.fresh()
-    step = case.fresh_step()
+    step = case.fresh_step(setup)
     x, y = case.on_device(batch.batch())
     curve = Curve()
     updates = UpdateCounter(setup.optimizer)
@@ -101,6 +111,7 @@ def fit_batch(
             curve.fitted.append(n_fitted)
         return not math.isfinite(loss) or done(curve)
 
+    first_lr = _lr(setup.optimizer)
     if record():
         return curve
     with updates:
@@ -113,7 +124,18 @@ def fit_batch(
             advance()
             if record() or curve.steps >= max_steps:
                 break
+    last_lr = _lr(setup.optimizer)
+    if first_lr is not None and last_lr is not None:
+        curve.lr = (first_lr, last_lr)
     return curve
+
+
+def _lr(optimizer: torch.optim.Optimizer) -> float | None:
+    lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
+    try:
+        return None if lr is None else float(lr)
+    except (TypeError, ValueError):
+        return None
 
 
 class UpdateCounter:
@@ -168,7 +190,7 @@ def train_copy(
     ``order`` (callers make ``order`` ``case.calls_per_update`` times their budget in updates)."""
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()
-    step = case.fresh_step()
+    step = case.fresh_step(setup)
     losses: list[float | None] = []
     for rows in order:
         setup.model.train()

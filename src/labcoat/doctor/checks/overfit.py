@@ -204,7 +204,7 @@ def _describe(m: Memorisation) -> str:
     return text
 
 
-def _why(m: Memorisation) -> str:
+def _why_loss(m: Memorisation) -> str:
     if not math.isfinite(m.curve.losses[-1]):
         return f"the loss became non-finite after {m.curve.steps} steps"
     if m.refs.chance - m.refs.floor <= 0:
@@ -261,6 +261,18 @@ def overfit_batch(case: Case) -> Outcome:
     return failed(
         f"could not memorise {len(batch)} examples ({_describe(m)}): {_why(m)}", **evidence
     )
+
+
+def _why(m: Memorisation) -> str:
+    """Why the memorisation failed; a learning rate that collapsed during the run comes first."""
+    if m.curve.lr_collapsed:
+        first, last = m.curve.lr  # type: ignore[misc]
+        return (
+            f"the learning rate fell from {first:.3g} to {last:.3g} during the run: a scheduler "
+            "in your step that decays far faster than intended (stepped on every batch, or sized "
+            f"in epochs); then {_why_loss(m)}"
+        )
+    return _why_loss(m)
 
 
 def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
