@@ -92,3 +92,29 @@ def test_a_schedule_that_keeps_the_rate_up_is_not_blamed():
     f = report["overfit.batch"]
     assert f.status == "pass", f.message
     assert f.evidence["lr_first"] == f.evidence["lr_last"] == 1e-3
+
+
+def test_an_ema_model_and_a_grad_scaler_in_the_steps_closure_are_copied_for_each_run():
+    model = mlp()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    ema = torch.optim.swa_utils.AveragedModel(
+        model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(0.99)
+    )
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**4)
+    ema_before = [p.detach().clone() for p in ema.parameters()]
+
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        ema.update_parameters(model)
+        return loss
+
+    report = diagnose(model, optimizer=optimizer, step=step, layers=LAYERS)
+    assert report.ok, report.summary()
+    assert int(ema.n_averaged) == 0  # the caller's EMA never saw the doctor's copies
+    assert all(torch.equal(a, b) for a, b in zip(ema_before, ema.parameters()))
+    assert scaler.get_scale() == 2.0**4 and scaler._growth_tracker is None

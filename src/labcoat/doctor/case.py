@@ -126,9 +126,10 @@ class Case:
         counts calls to accumulate gradients, or holds a learning-rate scheduler) is deep-copied,
         so that every run starts it afresh and the caller's object is left as it was; what it
         holds of the caller's model and optimizer becomes this run's copies, so a scheduler it
-        steps drives the copy's learning rate. A plain function is kept, with any scheduler of
-        the caller's optimizer that it reads from a global or a closure swapped for such a
-        copy. A step that reaches for the caller's model itself is still caught changing it."""
+        steps drives the copy's learning rate. A plain function is kept, with the training state
+        it reads from a global or a closure (a scheduler, a gradient scaler, an EMA model)
+        swapped for copies. A step that reaches for the caller's model itself is still caught
+        changing it."""
         if self.step is None:
             return standard_step
         step = _fresh(self.step, self._to_copies(setup))
@@ -327,21 +328,27 @@ def _fresh(step: Callable, to_copies: dict[int, Any]) -> Callable:
     if isinstance(step, types.BuiltinFunctionType):
         return step
     if isinstance(step, types.FunctionType):
-        return _with_copied_schedulers(step, to_copies)
+        return _with_copied_state(step, to_copies)
     try:
         return copy.deepcopy(step, memo=dict(to_copies))
     except Exception:  # noqa: BLE001 - a step holding a lock, a file, a process: use it as it is
         return step
 
 
-def _with_copied_schedulers(fn: types.FunctionType, to_copies: dict[int, Any]) -> Callable:
-    """``fn``, or a twin of it that reads copies of the caller's learning-rate schedulers (bound
-    to this run's optimizer) where ``fn`` reads them from its globals or closure."""
+def _with_copied_state(fn: types.FunctionType, to_copies: dict[int, Any]) -> Callable:
+    """``fn``, or a twin of it that reads copies of the training state it would otherwise change
+    in the caller's objects, where it reads them from its globals or closure: a learning-rate
+    scheduler on the caller's optimizer (the copy is bound to this run's optimizer), a gradient
+    scaler, and modules other than the model itself (an EMA or teacher model). The caller's model
+    and optimizer are not swapped: a step that trains them instead of its arguments is a bug
+    that update.step.isolated reports."""
 
     def ours(value: Any) -> bool:
-        return id(getattr(value, "optimizer", None)) in to_copies and isinstance(
-            value, torch.optim.lr_scheduler.LRScheduler
-        )
+        if isinstance(value, torch.optim.lr_scheduler.LRScheduler):
+            return id(getattr(value, "optimizer", None)) in to_copies
+        if isinstance(value, torch.amp.GradScaler):
+            return True
+        return isinstance(value, nn.Module) and id(value) not in to_copies
 
     def copied(value: Any) -> Any:
         return copy.deepcopy(value, memo=dict(to_copies))
