@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,18 +21,54 @@ class CliResult:
 
 
 _SUMMARIES: list[str] = []
+_CORPUS: Counter[str] = Counter()
 
 
 def pytest_runtest_logreport(report):
-    """Collect what tests file under the ``summary`` property (e.g. the corpus's rates); reports
-    reach the main process from every xdist worker, so this sees them all."""
+    """Collect what tests file under the ``summary`` property and the corpus cases' outcomes
+    (``corpus``: "healthy clean", "bug caught", ...); reports reach the main process from every
+    xdist worker, so this sees them all."""
     if report.when == "call":
-        _SUMMARIES.extend(str(v) for k, v in report.user_properties if k == "summary")
+        for key, value in report.user_properties:
+            if key == "summary":
+                _SUMMARIES.append(str(value))
+            elif key == "corpus":
+                _CORPUS[str(value)] += 1
+
+
+def corpus_summary(outcomes: Counter[str]) -> str | None:
+    """The corpus's false-alarm and detection rates over the cases that ran, or None."""
+    healthy = sum(n for k, n in outcomes.items() if k.startswith("healthy "))
+    bugs = sum(n for k, n in outcomes.items() if k.startswith("bug "))
+    if not healthy and not bugs:
+        return None
+    raised = outcomes["healthy raised"] + outcomes["bug raised"]
+    return (
+        f"corpus: false alarms {outcomes['healthy alarm']}/{healthy} healthy setups; "
+        f"detected {outcomes['bug caught']}/{bugs} real bugs at their layer"
+        + (f"; {raised} cases raised" if raised else "")
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
-    for line in _SUMMARIES:
+    corpus = corpus_summary(_CORPUS)
+    for line in _SUMMARIES + ([corpus] if corpus else []):
         terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup`` (make test) each test module runs on one xdist worker, as
+    with ``loadfile``, so its module- and session-scoped fixtures (a Ray cluster, a browser, a
+    trained model) are built once; a module marked ``spread`` (independent slow cases, such as
+    the corpus) instead hands its tests out one by one to whichever worker is free. Runs before
+    xdist reads the marks (tryfirst)."""
+    for item in items:
+        if (
+            item.get_closest_marker("spread") is None
+            and item.get_closest_marker("xdist_group") is None
+        ):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(autouse=True)
