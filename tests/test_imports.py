@@ -4,8 +4,8 @@ A cycle is found two ways. Statically, from every module's top-level imports (th
 run when the module loads; those inside functions and ``TYPE_CHECKING`` blocks are lazy), as a
 strongly connected component of the import graph: exhaustive and fast. Dynamically, each
 top-level package's modules are imported leaves first with no labcoat module loaded (a forked
-child per package, see _FORK_PER_PACKAGE), where a cycle that a package ``__init__``'s import
-order hides shows up as an ImportError.
+child per package, see tests/fresh_imports.py), where a cycle that a package ``__init__``'s
+import order hides shows up as an ImportError.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fresh_imports import import_fresh
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("torch", "scipy", "matplotlib", "ray")
@@ -127,67 +129,15 @@ def _top_level_packages() -> list[str]:
     return sorted({n.split(".")[1] for n in _modules() if n.count(".") >= 2})
 
 
-# Run in one fresh interpreter: every labcoat module is imported once, which loads the third-party
-# libraries they need (torch, transformers, ...); then, per package, a forked child unloads every
-# labcoat module and imports the package's modules leaves first. A child starts with no labcoat
-# module loaded, as a fresh interpreter would, without paying for torch and the others again;
-# the libraries left loaded cannot hide a cycle among labcoat's own modules.
-_FORK_PER_PACKAGE = """
-import importlib, json, os, sys, traceback
-plan = json.loads(sys.argv[1])
-for modules in plan.values():
-    for m in modules:
-        try:
-            importlib.import_module(m)
-        except BaseException:
-            pass  # the child for its package reports it
-results = {}
-for package, modules in plan.items():
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        for m in [m for m in sys.modules if m == "labcoat" or m.startswith("labcoat.")]:
-            del sys.modules[m]
-        try:
-            for m in modules:
-                importlib.import_module(m)
-            error = ""
-        except BaseException:
-            error = traceback.format_exc()[-2000:]
-        with os.fdopen(write, "w") as fh:
-            fh.write(error)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as fh:
-        error = fh.read()
-    status = os.waitpid(pid, 0)[1]
-    results[package] = error or ("" if status == 0 else f"the child exited with {status}")
-print(json.dumps(results))
-"""
-
-
 @pytest.fixture(scope="module")
 def imported_leaves_first() -> dict[str, str]:
     """Package -> the error its modules raised when imported leaves first ('' when none)."""
-    import json
-
     plan = {}
     for package in _top_level_packages():
         name = f"labcoat.{package}"
         mine = [n for n in _modules() if n == name or n.startswith(name + ".")]
         plan[package] = sorted(mine, key=lambda n: (-n.count("."), n))  # leaves first
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    res = subprocess.run(
-        [sys.executable, "-c", _FORK_PER_PACKAGE, json.dumps(plan)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return import_fresh(plan)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
