@@ -12,6 +12,13 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
+# make test runs one pytest worker per core (xdist), and tests start subprocesses: one thread
+# each for torch's and the BLAS libraries' pools (as the doctor and the watch tests already use),
+# instead of every process starting one per core and the threads spinning against each other.
+# Set before torch or numpy loads, and inherited by the workers and the subprocesses.
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
 
 @dataclass
 class CliResult:
