@@ -28,7 +28,7 @@ demo: $(DEMO_STAMP)
 test: $(TEST_STAMP)
 	$(PY) -m ruff check src tests bench examples
 	$(PY) -m ruff format --check src tests bench examples
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # the report gallery: the demo's set plus the extras it draws with (report) and audits with (audit)
 $(REPORT_STAMP): $(DEMO_STAMP)

@@ -63,19 +63,28 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under ``--dist loadgroup`` (make test) each test module runs on one xdist worker, as
-    with ``loadfile``, so its module- and session-scoped fixtures (a Ray cluster, a browser, a
-    trained model) are built once; a module marked ``spread`` (independent slow cases, such as
-    the corpus) instead hands its tests out one by one to whichever worker is free. Runs before
-    xdist reads the marks (tryfirst)."""
-    for item in items:
-        if (
-            item.get_closest_marker("spread") is None
-            and item.get_closest_marker("xdist_group") is None
-        ):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+#: test files whose tests xdist may hand to different workers one by one: slow, independent
+#: cases with no module-scoped state (every other file stays on one worker; see below)
+SPREAD_ACROSS_WORKERS = frozenset({"tests/corpus/test_corpus.py"})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs ``--dist loadfile``: each test file on one worker, so its module- and
+    session-scoped fixtures (a Ray cluster, a browser, the README's runs) are built once. The
+    files in SPREAD_ACROSS_WORKERS are the exception: their tests are work units of their own,
+    which xdist hands out last (it sends files with the most tests first), so the corpus's
+    cases fill the workers evenly instead of running one after another on one of them."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileSpreading(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPREAD_ACROSS_WORKERS else path
+
+    return LoadFileSpreading(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,9 @@
 """Every corpus case once, then the rates: the false-alarm rate must be 0.
 
-The cases are independent, so under xdist they spread over the workers one by one (the
-``spread`` mark; tests/conftest.py keeps every other module on one worker). Each case files its
-outcome under the ``corpus`` property, and tests/conftest.py adds the outcomes up in the main
-process into the false-alarm and detection rates it prints in pytest's summary.
+The cases are independent, so under xdist they spread over the workers one by one
+(tests/conftest.py's SPREAD_ACROSS_WORKERS; every other file stays on one worker). Each case
+files its outcome under the ``corpus`` property, and tests/conftest.py adds the outcomes up in
+the main process into the false-alarm and detection rates it prints in pytest's summary.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import pytest
 from tests.corpus import bugs as _bugs  # noqa: F401 - registers the bug cases
 from tests.corpus import healthy as _healthy  # noqa: F401 - registers the healthy cases
 from tests.corpus.registry import BUGS, HEALTHY, CorpusCase, Verdict
-
-pytestmark = pytest.mark.spread
 
 
 def _verdict(case: CorpusCase, record_property) -> Verdict:
