@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
+
+# make test runs one pytest worker per core (xdist), and tests start subprocesses: one thread
+# each for torch's and the BLAS libraries' pools (as the doctor and the watch tests already use),
+# instead of every process starting one per core and the threads spinning against each other.
+# Set before torch or numpy loads, and inherited by the workers and the subprocesses.
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 
 @dataclass
@@ -20,18 +28,63 @@ class CliResult:
 
 
 _SUMMARIES: list[str] = []
+_CORPUS: Counter[str] = Counter()
 
 
 def pytest_runtest_logreport(report):
-    """Collect what tests file under the ``summary`` property (e.g. the corpus's rates); reports
-    reach the main process from every xdist worker, so this sees them all."""
+    """Collect what tests file under the ``summary`` property and the corpus cases' outcomes
+    (``corpus``: "healthy clean", "bug caught", ...); reports reach the main process from every
+    xdist worker, so this sees them all."""
     if report.when == "call":
-        _SUMMARIES.extend(str(v) for k, v in report.user_properties if k == "summary")
+        for key, value in report.user_properties:
+            if key == "summary":
+                _SUMMARIES.append(str(value))
+            elif key == "corpus":
+                _CORPUS[str(value)] += 1
+
+
+def corpus_summary(outcomes: Counter[str]) -> str | None:
+    """The corpus's false-alarm and detection rates over the cases that ran, or None."""
+    healthy = sum(n for k, n in outcomes.items() if k.startswith("healthy "))
+    bugs = sum(n for k, n in outcomes.items() if k.startswith("bug "))
+    if not healthy and not bugs:
+        return None
+    raised = outcomes["healthy raised"] + outcomes["bug raised"]
+    return (
+        f"corpus: false alarms {outcomes['healthy alarm']}/{healthy} healthy setups; "
+        f"detected {outcomes['bug caught']}/{bugs} real bugs at their layer"
+        + (f"; {raised} cases raised" if raised else "")
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
-    for line in _SUMMARIES:
+    corpus = corpus_summary(_CORPUS)
+    for line in _SUMMARIES + ([corpus] if corpus else []):
         terminalreporter.write_line(line)
+
+
+#: test files whose tests xdist may hand to different workers one by one: slow, independent
+#: cases with no module-scoped state (every other file stays on one worker; see below)
+SPREAD_ACROSS_WORKERS = frozenset({"tests/corpus/test_corpus.py"})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs ``--dist loadfile``: each test file on one worker, so its module- and
+    session-scoped fixtures (a Ray cluster, a browser, the README's runs) are built once. The
+    files in SPREAD_ACROSS_WORKERS are the exception: their tests are work units of their own,
+    which xdist hands out last (it sends files with the most tests first), so the corpus's
+    cases fill the workers evenly instead of running one after another on one of them."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileSpreading(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPREAD_ACROSS_WORKERS else path
+
+    return LoadFileSpreading(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -3,18 +3,22 @@
 A cycle is found two ways. Statically, from every module's top-level imports (the imports that
 run when the module loads; those inside functions and ``TYPE_CHECKING`` blocks are lazy), as a
 strongly connected component of the import graph: exhaustive and fast. Dynamically, each
-top-level package's modules are imported leaves first in a fresh interpreter, where a cycle
-that a package ``__init__``'s import order hides shows up as an ImportError.
+top-level package's modules are imported leaves first with no labcoat module loaded (a forked
+child per package, see tests/fresh_imports.py), where a cycle that a package ``__init__``'s
+import order hides shows up as an ImportError.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fresh_imports import import_fresh
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("torch", "scipy", "matplotlib", "ray")
@@ -125,22 +129,23 @@ def _top_level_packages() -> list[str]:
     return sorted({n.split(".")[1] for n in _modules() if n.count(".") >= 2})
 
 
+@pytest.fixture(scope="module")
+def imported_leaves_first() -> dict[str, str]:
+    """Package -> the error its modules raised when imported leaves first ('' when none)."""
+    plan = {}
+    for package in _top_level_packages():
+        name = f"labcoat.{package}"
+        mine = [n for n in _modules() if n == name or n.startswith(name + ".")]
+        plan[package] = sorted(mine, key=lambda n: (-n.count("."), n))  # leaves first
+    return import_fresh(plan)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.parametrize("package", _top_level_packages())
 def test_every_module_of_a_package_imports_leaves_first_in_a_fresh_interpreter(
-    package, subprocess_env
+    package, imported_leaves_first
 ):
-    name = f"labcoat.{package}"
-    mine = [n for n in _modules() if n == name or n.startswith(name + ".")]
-    mine.sort(key=lambda n: (-n.count("."), n))  # leaves before the packages that hold them
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
-    res = subprocess.run(
-        [sys.executable, "-c", code, *mine],
-        env=subprocess_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
+    assert imported_leaves_first[package] == "", imported_leaves_first[package]
 
 
 def test_import_and_help_load_no_heavy_library(subprocess_env):
