@@ -93,9 +93,10 @@ def test_a_healthy_run_passes_the_screens(monkeypatch, small):
 
 
 @pytest.mark.parametrize("small", [True, False], ids=["python-rows", "numpy-rows"])
-def test_bounds_hold_for_the_window_after_every_sample(monkeypatch, small):
-    # what makes the screens safe: the floor never above the window's smallest total, each
-    # ceiling never below its column's largest value, and the gap record exact
+def test_what_the_screens_read_matches_the_window_after_every_sample(monkeypatch, small):
+    # what makes the screens safe: with a few parameters, each column's sorted finite values
+    # (the exact medians); with many, a floor never above the window's smallest total and
+    # ceilings never below each column's largest value; either way the gap record exact
     monkeypatch.setattr(_grad_history, "SMALL", len(NAMES) if small else 0)
     history = GradHistory(NAMES, 20)
     for i, grads in enumerate(norm_stream(4)):
@@ -105,11 +106,40 @@ def test_bounds_hold_for_the_window_after_every_sample(monkeypatch, small):
             history = restored
         history.push(*history.row(grads))
         totals, past = history.past_total(), history.past_logs()
-        if np.isfinite(totals).any():
+        assert past.shape == (history.filled, len(NAMES)) and totals.shape == (history.filled,)
+        if small:
+            assert history._sorted_totals == sorted(totals[np.isfinite(totals)].tolist())
+        elif np.isfinite(totals).any():
             assert history._floor <= np.nanmin(totals)
         for j in range(len(NAMES)):
             column = past[:, j]
-            if np.isfinite(column).any():
+            if small:
+                assert history._columns[j] == sorted(column[np.isfinite(column)].tolist())
+            elif np.isfinite(column).any():
                 assert history._ceiling[j] >= np.nanmax(column)
             always = bool(np.isfinite(column).all())
             assert (history._last_gap[j] < history.count - history.filled) == always
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["python-rows", "numpy-rows"])
+@pytest.mark.parametrize("kind", [GradExplode, GradVanish])
+def test_screens_agree_at_the_threshold(monkeypatch, kind, small):
+    # a steady history, then one sample just short of, at, or just past the alert's factor
+    monkeypatch.setattr(_grad_history, "SMALL", len(NAMES) if small else 0)
+    steady = dict.fromkeys(NAMES, 0.5)
+    factor = 10.0 if kind is GradExplode else 1000.0
+    for offset in (-1e-3, -1e-12, 0.0, 1e-12, 1e-3, 0.02, 0.04):
+        scaled = dict(steady)
+        change = 10 ** (math.log10(factor) + offset)
+        if kind is GradExplode:
+            scaled = {n: v * change for n, v in steady.items()}
+        else:
+            scaled[NAMES[2]] = steady[NAMES[2]] / change
+        stream = [steady] * 25 + [scaled]
+        screened = verdicts(kind(window=20, min_history=5), stream)
+        with monkeypatch.context() as m:
+            m.setattr(GradHistory, "may_explode", lambda self, total, rise: True)
+            m.setattr(GradHistory, "may_vanish", lambda self, row, drop: True)
+            unscreened = verdicts(kind(window=20, min_history=5), stream)
+        assert screened == unscreened, offset
+        assert bool(screened[-1]) == (offset > 0) or abs(offset) < 1e-9
