@@ -48,7 +48,7 @@ def test_sampled_steps_move_statistics_to_the_host_once(monkeypatch):
     # one here, by no longer counting as a device whose tensors are read at once
     from labcoat.watch import probes
 
-    monkeypatch.setattr(probes, "READ_AT_ONCE", frozenset())
+    monkeypatch.setattr(probes, "READ_CPU_AT_ONCE", False)
     torch.manual_seed(0)
     model = MLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # Adam itself calls .item() on its step count
@@ -74,7 +74,7 @@ def test_cpu_tensors_read_at_once_give_the_samples_a_transfer_gives(monkeypatch)
     from labcoat.watch import probes
 
     def samples(read_at_once):
-        monkeypatch.setattr(probes, "READ_AT_ONCE", read_at_once)
+        monkeypatch.setattr(probes, "READ_CPU_AT_ONCE", read_at_once)
         seen = []
 
         class Spy(Invariant):
@@ -91,9 +91,9 @@ def test_cpu_tensors_read_at_once_give_the_samples_a_transfer_gives(monkeypatch)
         train(model, opt, steps=9, every=3, invariants=[Spy()])
         return seen
 
-    on_cpu = samples(frozenset({"cpu"}))
+    on_cpu = samples(True)
     assert len(on_cpu) == 3 and len(on_cpu[1][0]) == 3
-    assert on_cpu == samples(frozenset())
+    assert on_cpu == samples(False)
 
 
 def test_every_n_samples_tensors_but_sees_every_loss():

@@ -203,7 +203,9 @@ class Watcher:
                 "observe() was called outside the watch; call it inside `with "
                 "labcoat.watch(model, optimizer) as w:`."
             )
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        if type(step) is not int and (  # the usual case first: an ABC check costs more
+            isinstance(step, bool) or not isinstance(step, numbers.Integral)
+        ):
             raise InputError(f"`step` must be an int (the training step); got {step!r}.")
         step = int(step)
         self._last_step = step
