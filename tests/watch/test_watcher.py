@@ -44,6 +44,11 @@ def test_hooks_are_removed_on_exit_even_after_an_error():
 
 
 def test_sampled_steps_move_statistics_to_the_host_once(monkeypatch):
+    # an accelerator's tensors are read in one transfer per sampled step: the CPU stands in for
+    # one here, by no longer counting as a device whose tensors are read at once
+    from labcoat.watch import probes
+
+    monkeypatch.setattr(probes, "READ_CPU_AT_ONCE", False)
     torch.manual_seed(0)
     model = MLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # Adam itself calls .item() on its step count
@@ -63,6 +68,32 @@ def test_sampled_steps_move_statistics_to_the_host_once(monkeypatch):
     w = train(model, opt, steps=20, every=5)
     assert w.samples == 4  # steps 0, 5, 10, 15
     assert calls == {"tolist": 4, "item": 0}
+
+
+def test_cpu_tensors_read_at_once_give_the_samples_a_transfer_gives(monkeypatch):
+    from labcoat.watch import probes
+
+    def samples(read_at_once):
+        monkeypatch.setattr(probes, "READ_CPU_AT_ONCE", read_at_once)
+        seen = []
+
+        class Spy(Invariant):
+            kind, falsifies, predicts = "spy", "nothing", "nothing"
+            needs = frozenset({"losses", "grad_norms", "param_norms"})
+
+            def update(self, sample):
+                seen.append((sample.losses, sample.grad_norms, sample.param_norms))
+
+            def compute(self):
+                return []
+
+        model, opt = mlp_adam()
+        train(model, opt, steps=9, every=3, invariants=[Spy()])
+        return seen
+
+    on_cpu = samples(True)
+    assert len(on_cpu) == 3 and len(on_cpu[1][0]) == 3
+    assert on_cpu == samples(False)
 
 
 def test_every_n_samples_tensors_but_sees_every_loss():

@@ -20,7 +20,7 @@ from torch import nn
 
 from labcoat.watch.batches import Fingerprint, fingerprint
 from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
-from labcoat.watch.probes import fused_norms, stack_scalars, to_host
+from labcoat.watch.probes import norms, stack_scalars, to_host
 from labcoat.watch.sample import FrozenReason, Sample, WatchContext
 
 #: elements of each trained tensor kept to estimate the update/weight ratio
@@ -58,7 +58,7 @@ class Sampler:
         reasons.update({n: "declared" for n in frozen})
         by_name = dict(named)
         self.frozen_tensors = {n: frozen.get(n, by_name.get(n)) for n in reasons}
-        baseline = to_host([fused_norms(list(self.frozen_tensors.values()))])[0] if reasons else []
+        baseline = to_host([norms(list(self.frozen_tensors.values()))])[0] if reasons else []
         self.context = WatchContext(
             param_names=self.names,
             frozen=reasons,
@@ -136,8 +136,7 @@ class Sampler:
             now = self._update_views()[1]
             if len(now) == len(views):
                 deltas = torch._foreach_sub(now, self._update_copy)
-                norms = fused_norms([*deltas, *self._update_copy])
-                self._pending_update = (scales, norms)
+                self._pending_update = (scales, norms([*deltas, *self._update_copy]))
             self._update_before = self._update_copy = None
 
     def _forward_start(self, module: nn.Module, args: Any) -> None:
@@ -165,12 +164,12 @@ class Sampler:
             tensors.extend(found)
         if not tensors:
             return
-        norms = fused_norms(tensors)  # one kernel for parameters and gradients together
+        found = norms(tensors)  # one kernel for parameters and gradients together
         if params:
-            self._pending_params = norms[: len(self.params)]
-            norms = norms[len(self.params) :]
+            self._pending_params = found[: len(self.params)]
+            found = found[len(self.params) :]
         if grads:
-            self._pending_grads = norms
+            self._pending_grads = found
 
     def _update_views(self) -> tuple[list[float], list[torch.Tensor]]:
         """A strided view of each trained contiguous parameter, and how many elements each
@@ -187,13 +186,13 @@ class Sampler:
     def _reset_pending(self) -> None:
         self._pending_losses: list[tuple[int, Any]] = []
         self._pending_batches: list[tuple[int, int, Fingerprint]] = []
-        self._pending_params: torch.Tensor | None = None
+        self._pending_params: torch.Tensor | list[float] | None = None
         self._pending_versions: list[int] | None = None
         self._pending_applied = 0
-        self._pending_grads: torch.Tensor | None = None
+        self._pending_grads: torch.Tensor | list[float] | None = None
         self._pending_grad_names: tuple[str, ...] = ()
         self._pending_lrs: list[float | None] | None = None
-        self._pending_update: tuple[list[float], torch.Tensor] | None = None
+        self._pending_update: tuple[list[float], torch.Tensor | list[float]] | None = None
         self._update_before: tuple[list[float], list[torch.Tensor]] | None = None
         self._update_copy: list[torch.Tensor] | None = None
         self._grads_after_step = False
@@ -225,9 +224,11 @@ class Sampler:
         """Everything pending as one :class:`Sample`, moved to the host in one transfer."""
         if sampled and "param_norms" in self.needs and self._pending_params is None:
             self._measure(params=True, grads=False)  # no step ran (skipped or accumulating)
-        vectors: dict[str, torch.Tensor] = {}
+        vectors: dict[str, torch.Tensor | list[float]] = {}
         if self._pending_losses:
-            vectors["losses"] = stack_scalars([v for _, v in self._pending_losses])
+            losses = [v for _, v in self._pending_losses]
+            on_device = any(isinstance(v, torch.Tensor) for v in losses)
+            vectors["losses"] = stack_scalars(losses) if on_device else losses
         if sampled and self._pending_params is not None:
             vectors["params"] = self._pending_params
         if sampled and self._pending_grads is not None:
@@ -235,7 +236,7 @@ class Sampler:
         if sampled and self._pending_update is not None:
             vectors["update"] = self._pending_update[1]
         if sampled and "frozen_norms" in self.needs and self.frozen_tensors:
-            vectors["frozen"] = fused_norms(list(self.frozen_tensors.values()))
+            vectors["frozen"] = norms(list(self.frozen_tensors.values()))
         device_digests = [t for _, _, fp in self._pending_batches for t in fp.device]
         if device_digests:
             vectors["batches"] = torch.cat(device_digests)

@@ -27,6 +27,7 @@ from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
 from labcoat.watch.invariants import Invariant, create
 from labcoat.watch.judge import Judge
+from labcoat.watch.probes import read_at_once
 from labcoat.watch.sample import WatchContext
 from labcoat.watch.sampler import Sampler
 
@@ -191,8 +192,8 @@ class Watcher:
     def observe(self, step: int, loss: Any = None, *, batch: Any = None) -> list[Alert]:
         """Record one training step (call it after ``optimizer.step()``); returns new alerts.
 
-        ``loss`` may be a scalar tensor (kept on its device until the next sampled step) or a
-        number. ``batch`` (optional) is the step's input batch, as the loader gave it; a
+        ``loss`` may be a scalar tensor (on an accelerator, kept there until the next sampled
+        step) or a number. ``batch`` (optional) is the step's input batch, as the loader gave it; a
         fingerprint of it lets ``repeat_batch`` see batches that come back. Under
         torch.distributed every rank must call ``observe`` equally often.
         """
@@ -202,7 +203,9 @@ class Watcher:
                 "observe() was called outside the watch; call it inside `with "
                 "labcoat.watch(model, optimizer) as w:`."
             )
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        if type(step) is not int and (  # the usual case first: an ABC check costs more
+            isinstance(step, bool) or not isinstance(step, numbers.Integral)
+        ):
             raise InputError(f"`step` must be an int (the training step); got {step!r}.")
         step = int(step)
         self._last_step = step
@@ -263,7 +266,10 @@ class Watcher:
                     f"`loss` must be a scalar; got a tensor of shape {tuple(loss.shape)}. Pass the "
                     "reduced training loss (e.g. loss.mean())."
                 )
-            self.sampler.add_loss(int(step), loss.detach())
+            # a CPU loss is read now (nothing to wait for); one on an accelerator stays there
+            # until the sampled step's single transfer
+            now = read_at_once(loss)
+            self.sampler.add_loss(int(step), loss.item() if now else loss.detach())
         elif isinstance(loss, numbers.Real) and not isinstance(loss, bool):
             self.sampler.add_loss(int(step), float(loss))
         else:

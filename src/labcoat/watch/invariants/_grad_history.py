@@ -2,18 +2,36 @@
 
 Norms are kept on a log10 scale in a ring buffer of the last ``window`` samples, one column per
 parameter; a parameter with no gradient at a sample gets NaN there.
+
+Most samples cannot be a violation, and telling so must cost far less than the robust
+statistics that judge one: right after a training step each numpy call costs microseconds
+while its code is out of the caches. So the history also answers the invariants' first
+question cheaply (:meth:`GradHistory.may_explode`, :meth:`GradHistory.may_vanish`): is the
+sample far enough from the recent median to be judged at all? Up to :data:`SMALL` parameters
+the ring is plain Python with each column's finite values kept sorted, so the screens use the
+exact medians. Above it the ring is numpy and the screens use bounds: each parameter's largest
+recent value and the smallest recent total, recomputed from the window once per ``window``
+samples and in between only widened, so they may send a sample on needlessly but never wave a
+violation through. Either way the sample at which each parameter last lacked a finite norm is
+kept exactly, for a gradient that goes missing.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from labcoat.watch.invariants._robust import median_of
 from labcoat.watch.invariants.base import Bound, Invariant, Violation
 from labcoat.watch.sample import WatchContext
 
+#: up to this many parameters a sample's row is a list handled in plain Python
+SMALL = 64
+#: slack (log10 units) for the screens, so rounding never makes them stricter than the judgement
+_SLACK = 1e-9
 #: the last (grad_norms, names, row, total): grad_explode and grad_vanish read the same sample
 _last: list = [None, None, None, None]
 
@@ -23,27 +41,26 @@ class GradHistory:
         self.names = tuple(names)
         self.index = {n: i for i, n in enumerate(self.names)}
         self.window = window
-        self.logs = np.full((window, len(self.names)), np.nan)
-        self.total = np.full(window, np.nan)
         self.count = 0
+        self._small = len(self.names) <= SMALL
+        self._load(np.full((window, len(self.names)), np.nan), np.full(window, np.nan))
 
-    def row(self, grad_norms: Mapping[str, float]) -> tuple[np.ndarray, float]:
-        """This sample as a log10 row (NaN: no gradient) and the log10 total norm (NaN if none
-        or non-finite)."""
+    def row(self, grad_norms: Mapping[str, float]) -> tuple[list[float] | np.ndarray, float]:
+        """This sample as a log10 row (NaN: no gradient; read-only, shared with the other
+        invariant) and the log10 total norm (NaN if none or non-finite)."""
         cached = _last
         if cached[0] is grad_norms and cached[1] == self.names:  # the other invariant's work
-            return cached[2].copy(), cached[3]
+            return cached[2], cached[3]
         nan = math.nan
         if not grad_norms:
-            return np.full(len(self.names), nan), nan
+            return [nan] * len(self.names), nan
         if not math.isfinite(sum(grad_norms.values())):  # norms are >= 0
-            return np.full(len(self.names), nan), nan  # the nonfinite invariant reports this
+            return [nan] * len(self.names), nan  # the nonfinite invariant reports this
         values = [grad_norms.get(n, nan) for n in self.names]
-        if len(values) <= 64:  # a few dozen numbers: plain Python beats numpy's call overhead
+        row: list[float] | np.ndarray
+        if self._small:  # a few dozen numbers: plain Python beats numpy's call overhead
             squares = sum(v * v for v in values if v == v)  # NaN marks "no gradient"
-            row = np.array(
-                [math.log10(v) if v > 0 else -math.inf if v == 0 else nan for v in values]
-            )
+            row = [math.log10(v) if v > 0 else -math.inf if v == 0 else nan for v in values]
         else:
             norms = np.array(values)
             present = norms[norms == norms]
@@ -52,32 +69,120 @@ class GradHistory:
                 row = np.log10(norms)  # a zero norm is -inf; no gradient stays NaN
         total = math.log10(math.sqrt(squares)) if squares > 0 else -math.inf
         _last[:] = [grad_norms, self.names, row, total]
-        return row.copy(), total
+        return row, total
 
-    def push(self, row: np.ndarray, total: float) -> None:
+    def push(self, row: list[float] | np.ndarray, total: float) -> None:
         slot = self.count % self.window
+        total = total if math.isfinite(total) else math.nan
         # zero norms (log -inf) are kept out of the history: they carry no scale to judge against
-        self.logs[slot] = np.where(np.isfinite(row), row, np.nan)
-        self.total[slot] = total if math.isfinite(total) else np.nan
+        if self._small:
+            stored = [v if -math.inf < v < math.inf else math.nan for v in row]
+            for j, (old, new) in enumerate(zip(self._rows[slot], stored)):
+                column = self._columns[j]
+                if old == old:  # not NaN: it leaves the window
+                    del column[bisect_left(column, old)]
+                if new == new:
+                    insort(column, new)
+                else:
+                    self._last_gap[j] = self.count
+            self._rows[slot] = stored
+            old = self._totals[slot]
+            if old == old:
+                del self._sorted_totals[bisect_left(self._sorted_totals, old)]
+            if total == total:
+                insort(self._sorted_totals, total)
+            self._totals[slot] = total
+        else:
+            kept = np.where(np.isfinite(row), row, np.nan)
+            self.logs[slot] = kept
+            np.fmax(self._ceiling, kept, out=self._ceiling)
+            self._last_gap[np.isnan(kept)] = self.count
+            self.total[slot] = total
+            if total < self._floor:
+                self._floor = total
         self.count += 1
+        if not self._small and self.count % self.window == 0:
+            self._bounds()
+
+    def may_explode(self, total: float, rise: float) -> bool:
+        """False only if ``total`` is not ``rise`` (log10) above the recent median total."""
+        if self._small:
+            totals = self._sorted_totals
+            return bool(totals) and total >= median_of(totals) + rise - _SLACK
+        return total >= self._floor + rise  # above the median means above the smallest
+
+    def may_vanish(self, row: list[float] | np.ndarray, drop: float) -> bool:
+        """False only if no parameter is ``drop`` (log10) below its recent median, and none that
+        had a gradient at every recent sample lacks one."""
+        in_window = self.count - self.filled  # the first sample still in the window
+        if self._small:
+            for v, column, gap in zip(row, self._columns, self._last_gap):
+                if v != v:
+                    if gap < in_window:
+                        return True
+                elif column and v <= median_of(column) - drop + _SLACK:
+                    return True
+            return False
+        missing = np.isnan(row)
+        if (row <= self._ceiling - drop).any():  # below the median means below the largest
+            return True
+        return bool(missing.any() and (missing & (self._last_gap < in_window)).any())
+
+    def _load(self, logs: np.ndarray, total: np.ndarray) -> None:
+        """Take ``logs`` and ``total`` (slot order) as the window, with what the screens read."""
+        filled = self.filled
+        # the sample each slot holds: the latest one before `count` that maps to it
+        slots = np.arange(filled)
+        held = slots + (self.count - 1 - slots) // self.window * self.window
+        last_gap = np.where(np.isnan(logs[:filled]), held[:, None], -1).max(axis=0, initial=-1)
+        if self._small:
+            self._rows = logs.tolist()
+            self._totals = total.tolist()
+            self._columns = [sorted(v for v in col if v == v) for col in logs[:filled].T.tolist()]
+            self._sorted_totals = sorted(v for v in total[:filled].tolist() if v == v)
+            self._last_gap = last_gap.tolist()
+        else:
+            self.logs, self.total = logs, total
+            self._last_gap = last_gap
+            self._bounds()
+
+    def _bounds(self) -> None:
+        """The numpy screens' bounds, exact for the window as it is now."""
+        filled = self.filled
+        self._ceiling = np.full(len(self.names), np.nan)
+        self._floor = math.inf
+        if filled:
+            with np.errstate(all="ignore"):
+                self._ceiling = np.fmax.reduce(self.logs[:filled], axis=0)  # NaN: no values
+                low = float(np.fmin.reduce(self.total[:filled]))
+            self._floor = low if low == low else math.inf
 
     def state_dict(self) -> dict:
-        return {"logs": self.logs.tolist(), "total": self.total.tolist(), "count": self.count}
+        logs, total = self._arrays()
+        return {"logs": logs.tolist(), "total": total.tolist(), "count": self.count}
 
     def load_state_dict(self, state: Mapping) -> None:
-        self.logs = np.asarray(state["logs"], dtype=float).reshape(self.logs.shape)
-        self.total = np.asarray(state["total"], dtype=float).reshape(self.total.shape)
+        shape = (self.window, len(self.names))
         self.count = int(state["count"])
+        logs = np.asarray(state["logs"], dtype=float).reshape(shape)
+        self._load(logs, np.asarray(state["total"], dtype=float).reshape(self.window))
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._small:
+            width = len(self.names)
+            return np.array(self._rows, dtype=float).reshape(-1, width), np.array(self._totals)
+        return self.logs, self.total
 
     @property
     def filled(self) -> int:
         return min(self.count, self.window)
 
     def past_logs(self) -> np.ndarray:
-        return self.logs[: self.filled]
+        """The window's rows (in slot order, NaN: no finite norm)."""
+        return self._arrays()[0][: self.filled]
 
     def past_total(self) -> np.ndarray:
-        return self.total[: self.filled]
+        return self._arrays()[1][: self.filled]
 
 
 def window_options(factor: float) -> dict:

@@ -8,6 +8,7 @@ deviations above it. The parameter whose own norm rose most, relative to its his
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -35,12 +36,11 @@ class GradExplode(GradWindowInvariant):
             self.found = self._judge(row, total, sample.step)
         self.history.push(row, total)
 
-    def _judge(self, row: np.ndarray, total: float, step: int) -> Violation | None:
-        past = self.history.past_total()
+    def _judge(self, row: list[float] | np.ndarray, total: float, step: int) -> Violation | None:
         # a rise of `factor` above the median is also one above the smallest value: cheap screen
-        if not total >= np.fmin.reduce(past) + math.log10(self.factor):
+        if not self.history.may_explode(total, math.log10(self.factor)):
             return None
-        center, scale = center_scale(past)
+        center, scale = center_scale(self.history.past_total())
         c, s = float(center), float(scale)
         if not math.isfinite(c):
             return None
@@ -48,8 +48,9 @@ class GradExplode(GradWindowInvariant):
         z = rise / s
         if rise < math.log10(self.factor) or z < self.z:
             return None
-        with np.errstate(all="ignore"):
-            per_param = row - np.nanmedian(self.history.past_logs(), axis=0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a column without any gradient
+            per_param = np.asarray(row) - np.nanmedian(self.history.past_logs(), axis=0)
         per_param = np.where(np.isfinite(per_param), per_param, -np.inf)
         culprit = self.history.names[int(np.argmax(per_param))]
         culprit_ratio = 10 ** float(per_param.max())

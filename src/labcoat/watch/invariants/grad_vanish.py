@@ -37,15 +37,16 @@ class GradVanish(GradWindowInvariant):
             self.found = self._judge(row, sample.step)
         self.history.push(row, total)
 
-    def _judge(self, row: np.ndarray, step: int) -> Violation | None:
-        past = self.history.past_logs()
+    def _judge(self, row: list[float] | np.ndarray, step: int) -> Violation | None:
         # a drop of `factor` below the median is also one below the largest value: screen with
         # that cheap bound (and for a gradient gone missing) before anything else
+        if not self.history.may_vanish(row, math.log10(self.factor)):
+            return None
+        past = self.history.past_logs()
+        row = np.asarray(row, dtype=float)
         with np.errstate(all="ignore"):
             possible = row <= np.fmax.reduce(past, axis=0) - math.log10(self.factor)
         missing = np.isnan(row)
-        if not (possible.any() or missing.any()):
-            return None
         seen = np.isfinite(past).sum(axis=0)
         now = row.copy()
         lost = missing & (seen == self.history.filled)  # always had one, now has none
