@@ -13,7 +13,7 @@ REPORT_STAMP := $(VENV)/.installed-report
 
 $(DEMO_STAMP): pyproject.toml requirements-demo.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip "setuptools>=61"
+	$(PY) -m pip install -q --upgrade pip "setuptools>=77"
 	$(PY) -m pip install -q --no-deps --index-url $(TORCH_INDEX) -r requirements-demo.txt
 	$(PY) -m pip install -q --no-build-isolation -e .  # also torch's own dependencies
 	touch $@
