@@ -19,7 +19,16 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from tests.corpus.registry import Verdict, bug, doctor_verdict
-from tests.doctor.helpers import TinyLM, diabetes, digits, lm_loss, mlp, regressor
+from tests.doctor.helpers import (
+    Accumulate,
+    SchedulerStep,
+    TinyLM,
+    diabetes,
+    digits,
+    lm_loss,
+    mlp,
+    regressor,
+)
 
 
 def verdict(model, data, loss_fn=None, optimizer=None, **kwargs) -> Verdict:
@@ -607,24 +616,6 @@ def zero_grad_once_per_epoch() -> Verdict:
     return verdict(mlp(), digits(), step=_ZeroGradPerEpoch())
 
 
-class _ZeroGradBeforeEachBackward:
-    """Gradient accumulation over 4 calls with zero_grad() before every backward: each update
-    applies the last micro-batch's gradient only."""
-
-    def __init__(self, k=4):
-        self.k, self.calls = k, 0
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        (loss / self.k).backward()
-        self.calls += 1
-        if self.calls % self.k == 0:
-            optimizer.step()
-        return loss
-
-
 @bug(
     "accumulation_zero_grad_each_call",
     expect="update",
@@ -634,7 +625,7 @@ def accumulation_zero_grad_each_call() -> Verdict:
     """accelerate's gradient-accumulation example zeroed the gradients at the top of every
     micro-batch, so only the last of the accumulated micro-batches reached optimizer.step()
     (also tientrandinh/Revisiting-Reverse-Distillation#12, gaozhihan/PreDiff#32)."""
-    return verdict(mlp(), digits(), step=_ZeroGradBeforeEachBackward())
+    return verdict(mlp(), digits(), step=Accumulate(k=4, zero_grad_first=True))
 
 
 class _AccumulationLongerThanEpoch:
@@ -697,22 +688,6 @@ def optimizer_holds_another_instance() -> Verdict:
     return verdict(model, digits(), optimizer=optimizer)
 
 
-class _SchedulerStep:
-    """The usual step plus scheduler.step() after each batch."""
-
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        self.scheduler.step()
-        return loss
-
-
 @bug(
     "linear_schedule_with_zero_training_steps",
     expect="update",
@@ -731,7 +706,7 @@ def linear_schedule_with_zero_training_steps() -> Verdict:
         return max(0.0, (total - step) / max(1, total - warmup))
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear)
-    return verdict(model, digits(), optimizer=optimizer, step=_SchedulerStep(scheduler))
+    return verdict(model, digits(), optimizer=optimizer, step=SchedulerStep(scheduler))
 
 
 @bug(
@@ -746,7 +721,7 @@ def epoch_scheduler_stepped_every_batch() -> Verdict:
     model = mlp()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10 // 2, gamma=0.1)
-    return verdict(model, digits(), optimizer=optimizer, step=_SchedulerStep(scheduler))
+    return verdict(model, digits(), optimizer=optimizer, step=SchedulerStep(scheduler))
 
 
 class _StagedBackbone(nn.Module):
@@ -1031,7 +1006,7 @@ def watch_schedule_with_zero_training_steps() -> Verdict:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.0)
     return watch_verdict(
-        model, optimizer, digits(), nn.CrossEntropyLoss(), step=_SchedulerStep(scheduler)
+        model, optimizer, digits(), nn.CrossEntropyLoss(), step=SchedulerStep(scheduler)
     )
 
 

@@ -16,7 +16,13 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from tests.corpus.registry import Verdict, doctor_verdict, healthy  # noqa: F401
-from tests.doctor.helpers import diabetes
+from tests.doctor.helpers import (
+    Accumulate,
+    AuxiliaryHead,
+    SchedulerStep,
+    auxiliary_loss_step,
+    diabetes,
+)
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -530,24 +536,6 @@ def gradient_accumulation():
     )
 
 
-class AccumulateAcrossCalls:
-    """optimizer.step() every ``k`` calls, zero_grad() after it: the loop of a Trainer with
-    gradient_accumulation_steps=k, one micro-batch per call."""
-
-    def __init__(self, k: int = 4):
-        self.k, self.calls = k, 0
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        loss = loss_fn(model(x), y)
-        (loss / self.k).backward()
-        self.calls += 1
-        if self.calls % self.k == 0:
-            optimizer.step()
-            optimizer.zero_grad()
-        return loss
-
-
 @healthy(
     "gradient_accumulation_across_calls",
     source="optimizer.step() once every 4 calls of the step (gradient_accumulation_steps=4)",
@@ -556,32 +544,8 @@ def gradient_accumulation_across_calls():
     seed()
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     return doctor_verdict(
-        model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=AccumulateAcrossCalls()
+        model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=Accumulate(k=4)
     )
-
-
-class WithAuxiliaryHead(nn.Module):
-    """A classifier whose second head is trained only by an auxiliary loss in the train step
-    (Inception's auxiliary logits, deep supervision); forward returns the main head."""
-
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(64, 64), nn.ReLU())
-        self.head = nn.Linear(64, 10)
-        self.aux = nn.Linear(64, 10)
-
-    def forward(self, x):
-        return self.head(self.body(x))
-
-
-def auxiliary_loss_step(model, batch, optimizer, loss_fn):
-    x, y = batch
-    h = model.body(x)
-    loss = loss_fn(model.head(h), y) + 0.3 * loss_fn(model.aux(h), y)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
-    return loss
 
 
 @healthy(
@@ -590,27 +554,10 @@ def auxiliary_loss_step(model, batch, optimizer, loss_fn):
 )
 def auxiliary_head_in_step():
     seed()
-    model = WithAuxiliaryHead()
+    model = AuxiliaryHead(hidden=64)
     return doctor_verdict(
         model, digits(), nn.CrossEntropyLoss(), adam(model), step=auxiliary_loss_step
     )
-
-
-class SchedulerStep:
-    """The usual step, then the learning-rate scheduler the object holds (built on the caller's
-    optimizer, as training scripts build it)."""
-
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        self.scheduler.step()
-        return loss
 
 
 @healthy(

@@ -126,3 +126,68 @@ def tag_data(n=256, length=12, vocab=16, seed=0):
     y = x % 4
     y[pad] = -100
     return x, y
+
+
+class SchedulerStep:
+    """The textbook step, then ``scheduler.step()``: a learning-rate scheduler built on the
+    caller's optimizer and held by the step object, as training scripts hold it."""
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        self.scheduler.step()
+        return loss
+
+
+class Accumulate:
+    """Gradient accumulation over calls: optimizer.step() every ``k`` calls, zero_grad() after
+    it; ``zero_grad_first`` zeroes before every backward instead (the bug: only the last call's
+    gradient is applied)."""
+
+    def __init__(self, k=4, zero_grad_first=False):
+        self.k, self.zero_grad_first, self.calls = k, zero_grad_first, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        if self.zero_grad_first:
+            optimizer.zero_grad()
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        (loss / self.k).backward()
+        self.calls += 1
+        if self.calls % self.k == 0:
+            optimizer.step()
+            if not self.zero_grad_first:
+                optimizer.zero_grad()
+        return loss
+
+
+class AuxiliaryHead(nn.Module):
+    """A classifier whose second head only an auxiliary loss in the train step trains
+    (Inception's auxiliary logits, deep supervision); forward returns the main head."""
+
+    def __init__(self, hidden=32, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.body = nn.Sequential(nn.Linear(64, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, 10)
+        self.aux = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def auxiliary_loss_step(model, batch, optimizer, loss_fn):
+    """The step that trains both heads of :class:`AuxiliaryHead`."""
+    x, y = batch
+    h = model.body(x)
+    loss = loss_fn(model.head(h), y) + 0.3 * loss_fn(model.aux(h), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss

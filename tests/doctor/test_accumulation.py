@@ -1,33 +1,15 @@
 """Train steps that accumulate gradients over calls, and heads trained only by the step's own
 loss: healthy setups the doctor must pass, each beside the bug its checks must still catch."""
 
-import torch
-from torch import nn
-
-from tests.doctor.helpers import diagnose, mlp
+from tests.doctor.helpers import (
+    Accumulate,
+    AuxiliaryHead,
+    auxiliary_loss_step,
+    diagnose,
+    mlp,
+)
 
 UPDATE = ("data", "model", "update")
-
-
-class Accumulate:
-    """optimizer.step() every ``k`` calls; ``zero_grad_first`` zeroes before every backward (the
-    bug: only the last call's gradient is applied)."""
-
-    def __init__(self, k=4, zero_grad_first=False):
-        self.k, self.zero_grad_first, self.calls = k, zero_grad_first, 0
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        if self.zero_grad_first:
-            optimizer.zero_grad()
-        x, y = batch
-        loss = loss_fn(model(x), y)
-        (loss / self.k).backward()
-        self.calls += 1
-        if self.calls % self.k == 0:
-            optimizer.step()
-            if not self.zero_grad_first:
-                optimizer.zero_grad()
-        return loss
 
 
 def test_a_step_that_updates_every_fourth_call_passes_and_its_state_stays_the_callers():
@@ -68,28 +50,6 @@ def test_the_overfit_control_counts_updates_not_calls():
     assert f.status == "pass", f.message
 
 
-class AuxiliaryHead(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
-        self.head = nn.Linear(32, 10)
-        self.aux = nn.Linear(32, 10)
-
-    def forward(self, x):
-        return self.head(self.body(x))
-
-
-def auxiliary_step(model, batch, optimizer, loss_fn):
-    x, y = batch
-    h = model.body(x)
-    loss = loss_fn(model.head(h), y) + 0.3 * loss_fn(model.aux(h), y)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
 def plain_step(model, batch, optimizer, loss_fn):
     x, y = batch
     loss = loss_fn(model(x), y)
@@ -100,7 +60,7 @@ def plain_step(model, batch, optimizer, loss_fn):
 
 
 def test_a_head_trained_by_the_steps_auxiliary_loss_counts_as_reached():
-    report = diagnose(AuxiliaryHead(), step=auxiliary_step, layers=UPDATE)
+    report = diagnose(AuxiliaryHead(), step=auxiliary_loss_step, layers=UPDATE)
     f = report["model.grad.coverage"]
     assert f.status == "pass", f.message
     assert sorted(f.evidence["only_through_step"]) == ["aux.bias", "aux.weight"]

@@ -4,23 +4,9 @@ collapses the learning rate is named when the overfit control fails."""
 
 import torch
 
-from tests.doctor.helpers import diagnose, mlp
+from tests.doctor.helpers import SchedulerStep, diagnose, mlp
 
 LAYERS = ("data", "model", "update", "overfit")
-
-
-class SchedulerStep:
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        self.scheduler.step()
-        return loss
 
 
 def test_a_scheduler_held_by_a_step_object_drives_the_copies_not_the_callers_optimizer():
