@@ -44,10 +44,27 @@ def test_a_step_that_never_updates_fails_after_trying_as_an_accumulating_step_wo
     assert "in 32 calls" in f.message
 
 
+class CountedAccumulate(Accumulate):
+    """Accumulate that counts every call of every copy (a class attribute survives the
+    doctor's per-run copies)."""
+
+    calls_made = 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        CountedAccumulate.calls_made += 1
+        return super().__call__(model, batch, optimizer, loss_fn)
+
+
 def test_the_overfit_control_counts_updates_not_calls():
-    report = diagnose(mlp(), step=Accumulate(k=4), layers=UPDATE + ("overfit",))
+    CountedAccumulate.calls_made = 0
+    diagnose(mlp(), step=CountedAccumulate(k=4), layers=UPDATE)
+    before_overfit = CountedAccumulate.calls_made
+    CountedAccumulate.calls_made = 0
+    report = diagnose(mlp(), step=CountedAccumulate(k=4), layers=UPDATE + ("overfit",))
     f = report["overfit.batch"]
     assert f.status == "pass", f.message
+    # each point of the overfit curve is one update, made of 4 calls
+    assert CountedAccumulate.calls_made - before_overfit == 4 * f.evidence["steps"]
 
 
 def plain_step(model, batch, optimizer, loss_fn):

@@ -20,7 +20,7 @@ from torch import nn
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.losses import ignore_index, scores_binary_targets
 from labcoat.doctor.progress import ControlProgress
-from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of
+from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, named_tensors
 from labcoat.params import name_matches
 
 Task = str  # "classification" | "regression" | "sequence"
@@ -145,7 +145,7 @@ class Case:
         memo: dict[int, Any] = {id(model): setup.model}
         if optimizer is not None:
             memo[id(optimizer)] = setup.optimizer
-        for (_, mine), (_, copied) in zip(_user_tensors(model), _user_tensors(setup.model)):
+        for (_, mine), (_, copied) in zip(named_tensors(model), named_tensors(setup.model)):
             memo[id(mine)] = copied
         return memo
 
@@ -378,11 +378,6 @@ def _with_copied_state(fn: types.FunctionType, to_copies: dict[int, Any]) -> Cal
     )
     twin.__kwdefaults__ = fn.__kwdefaults__
     return twin
-
-
-def _user_tensors(model: nn.Module):
-    yield from model.named_parameters()
-    yield from model.named_buffers()
 
 
 def _dict_batch_step(step: Callable, fields: Any) -> Callable:

@@ -151,7 +151,7 @@ class UserState:
     def __init__(self, model: nn.Module, optimizer: Any):
         self.model = model
         self.optimizer = optimizer if isinstance(optimizer, torch.optim.Optimizer) else None
-        self.tensors = {n: t.detach().clone() for n, t in _named_tensors(model)}
+        self.tensors = {n: t.detach().clone() for n, t in named_tensors(model)}
         self.grads = {
             n: (None if p.grad is None else p.grad.detach().clone())
             for n, p in model.named_parameters()
@@ -164,7 +164,7 @@ class UserState:
         """Names of the caller's tensors that differ from the snapshot."""
         out = [
             n
-            for n, t in _named_tensors(self.model)
+            for n, t in named_tensors(self.model)
             if n not in self.tensors or not torch.equal(self.tensors[n], t.detach())
         ]
         for n, p in self.model.named_parameters():
@@ -179,7 +179,7 @@ class UserState:
 
     def restore(self) -> None:
         with torch.no_grad():
-            for n, t in _named_tensors(self.model):
+            for n, t in named_tensors(self.model):
                 if n in self.tensors:
                     t.copy_(self.tensors[n])
         for n, p in self.model.named_parameters():
@@ -188,7 +188,8 @@ class UserState:
             self.optimizer.load_state_dict(copy.deepcopy(self.optimizer_state))
 
 
-def _named_tensors(model: nn.Module):
+def named_tensors(model: nn.Module):
+    """Every parameter, then every buffer (named ``buffer:NAME``), in the model's order."""
     yield from model.named_parameters()
     for n, b in model.named_buffers():
         yield f"buffer:{n}", b

@@ -16,6 +16,7 @@ from torch import nn
 
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.setup import Setup
+from labcoat.optim import lr_value
 
 #: examples per forward pass when scoring held-out data
 EVAL_CHUNK = 512
@@ -111,7 +112,7 @@ def fit_batch(
             curve.fitted.append(n_fitted)
         return not math.isfinite(loss) or done(curve)
 
-    first_lr = _lr(setup.optimizer)
+    first_lr = lr_value(setup.optimizer.param_groups[0].get("lr"))
     if record():
         return curve
     with updates:
@@ -124,18 +125,10 @@ def fit_batch(
             advance()
             if record() or curve.steps >= max_steps:
                 break
-    last_lr = _lr(setup.optimizer)
+    last_lr = lr_value(setup.optimizer.param_groups[0].get("lr"))
     if first_lr is not None and last_lr is not None:
         curve.lr = (first_lr, last_lr)
     return curve
-
-
-def _lr(optimizer: torch.optim.Optimizer) -> float | None:
-    lr = optimizer.param_groups[0].get("lr") if optimizer.param_groups else None
-    try:
-        return None if lr is None else float(lr)
-    except (TypeError, ValueError):
-        return None
 
 
 class UpdateCounter:

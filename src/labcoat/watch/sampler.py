@@ -18,6 +18,7 @@ from typing import Any, Hashable, Mapping
 import torch
 from torch import nn
 
+from labcoat.optim import lr_value
 from labcoat.watch.batches import Fingerprint, fingerprint
 from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
 from labcoat.watch.probes import norms, stack_scalars, to_host
@@ -119,7 +120,7 @@ class Sampler:
         if "update_ratio" in self.needs:
             self._update_before = self._update_views()
             self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
-        self._pending_lrs = [_lr_value(g.get("lr")) for g in optimizer.param_groups]
+        self._pending_lrs = [lr_value(g.get("lr")) for g in optimizer.param_groups]
 
     def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
         self.applied += 1
@@ -326,12 +327,3 @@ def _batch_keys(
         out.append((index, step, fp.key(device_values[at : at + n])))
         at += n
     return tuple(out)
-
-
-def _lr_value(lr: Any) -> float | None:
-    if lr is None:
-        return None
-    if isinstance(lr, torch.Tensor):
-        return float(lr.detach().reshape(()).cpu())
-    value = float(lr)
-    return value if math.isfinite(value) else None

@@ -347,7 +347,8 @@ def accumulation(case: Case) -> Outcome:
     if all(torch.equal(a, b) for a, b in zip(same, other)):
         return skipped("no second batch unlike the probe batch to compare with")
 
-    def applied(first: tuple[torch.Tensor, torch.Tensor]) -> dict:
+    def applied(first: tuple[torch.Tensor, torch.Tensor]) -> dict | None:
+        """The gradients at the second update, its first call given ``first``."""
         probe = run_steps(
             case,
             2,
@@ -355,13 +356,10 @@ def accumulation(case: Case) -> Outcome:
             seeds=[case.seed, case.seed],
             batch_at=lambda update, call: first if (update == 1 and call == 0) else same,
         )
-        if sum(probe.optimizer_steps) < 2:
-            raise _NoSecondUpdate
-        return probe.grads_at_step[1]
+        return probe.grads_at_step[1] if sum(probe.optimizer_steps) >= 2 else None
 
-    try:
-        g_same, g_other = applied(same), applied(other)
-    except _NoSecondUpdate:
+    g_same, g_other = applied(same), applied(other)
+    if g_same is None or g_other is None:
         return skipped("the step did not update twice with the learning rate at zero")
     names = [n for n in g_same if g_same[n] is not None and g_other.get(n) is not None]
     if not names:
@@ -381,10 +379,6 @@ def accumulation(case: Case) -> Outcome:
         "change with the first call's batch)",
         **evidence,
     )
-
-
-class _NoSecondUpdate(Exception):
-    pass
 
 
 def _other_batch(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
