@@ -55,8 +55,11 @@ class Sample:
     ``losses`` holds every loss observed since the previous sample (not only this step's),
     so loss invariants see the whole curve even when tensors are sampled every N steps.
     ``grad_norms`` has an entry for each parameter that had a gradient when the optimizer
-    stepped; ``param_norms`` and ``param_versions`` were taken just before that step, so a
-    non-finite parameter is seen before the update spreads it. ``applied_steps`` counts
+    stepped; ``param_versions`` (every parameter's in-place version counter) and
+    ``param_norms`` were taken just before that step, so a non-finite parameter is seen before
+    the update spreads it. ``param_norms`` holds every parameter at some samples and, at the
+    others, only those whose counter the last step did not move (see
+    :mod:`labcoat.watch.sampler`). ``applied_steps`` counts
     optimizer steps that ran since the previous sample; steps a GradScaler skipped do not.
     """
 

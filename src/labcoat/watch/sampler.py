@@ -1,10 +1,20 @@
 """The watch's eyes: hooks that only read, turning a training loop into :class:`Sample` objects.
 
 The sampler hooks the optimizer's step (pre and post) and, when ranks are compared, the
-model's forward. On a sampled step the pre-step hook computes gradient and parameter norms on
-the device with one fused kernel, and keeps a strided sample of each trained tensor so the
-post-step hook can estimate the update/weight ratio; :meth:`Sampler.collect` moves everything
-pending to the host in one transfer. Between sampled steps the hooks only count and keep a
+model's forward. On a sampled step the pre-step hook computes gradient norms on the device with
+one fused kernel, and keeps a strided sample of each trained tensor so the post-step hook can
+estimate the update/weight ratio; :meth:`Sampler.collect` moves everything pending to the host
+in one transfer.
+
+Parameter norms cost a read of every weight, as much as the gradient norms again, and on a
+small CPU step that is several percent. They answer two questions: did a parameter stop
+moving (``stale``) and did one go NaN (``nonfinite``). The first is answered by each tensor's
+in-place version counter, which costs nothing: a parameter the optimizer wrote has moved. So
+on a sampled step only the parameters that have a gradient but whose counter did not move are
+read (an optimizer that writes through ``.data`` or a fused kernel leaves counters alone, and
+then all of them are). Every parameter is read at the first sample, every
+:data:`ALL_PARAMS_EVERY` samples after it, and at once whenever a gradient is non-finite, so
+the parameter where a NaN started is still named before the update spreads it. Between sampled steps the hooks only count and keep a
 detached reference to each loss (and a batch fingerprint), so every loss is still seen.
 Nothing the model or optimizer computes is changed; :meth:`Sampler.remove` undoes every hook.
 """
@@ -26,6 +36,8 @@ from labcoat.watch.sample import FrozenReason, Sample, WatchContext
 
 #: elements of each trained tensor kept to estimate the update/weight ratio
 UPDATE_SAMPLE = 1024
+#: every parameter's norm is read at least once per this many samples (see the module docstring)
+ALL_PARAMS_EVERY = 10
 
 
 class Sampler:
@@ -79,6 +91,8 @@ class Sampler:
         self._since_step = 0  # observe() calls since the last applied step
         self._gaps: list[int] = []
         self._observes = 0
+        self._versions_read: list[int] | None = None  # parameter versions at the last read
+        self._all_params_at: int | None = None  # the sample that last read every parameter
         self._sample_next = True
         self._handles: list[Any] = []
         self.clock: StepClock | None = None
@@ -148,13 +162,9 @@ class Sampler:
         if self.clock is not None and not self.evaluating:
             self.clock.forward_end()
 
-    def _measure(self, params: bool, grads: bool) -> None:
-        tensors: list[torch.Tensor] = []
-        if params:
-            tensors.extend(self.params)
-            self._pending_versions = [p._version for p in self.params]
-            self._pending_applied = self._applied_since_measure
-            self._applied_since_measure = 0
+    def _measure(self, params: bool, grads: bool, stepping: bool = True) -> None:
+        """Gradient norms, then the parameter norms this step needs (see the module docstring).
+        ``stepping``: the optimizer is about to step (False: an observe() with no step)."""
         if grads:
             names, found = [], []
             for name, p in zip(self.names, self.params):
@@ -162,15 +172,30 @@ class Sampler:
                     names.append(name)
                     found.append(p.grad)
             self._pending_grad_names = tuple(names)
-            tensors.extend(found)
-        if not tensors:
+            self._pending_grads = norms(found)
+        if not params:
             return
-        found = norms(tensors)  # one kernel for parameters and gradients together
-        if params:
-            self._pending_params = found[: len(self.params)]
-            found = found[len(self.params) :]
-        if grads:
-            self._pending_grads = found
+        versions = [p._version for p in self.params]
+        self._pending_versions = versions
+        self._pending_applied = self._applied_since_measure
+        self._applied_since_measure = 0
+        before = self._versions_read
+        if stepping:  # counters are compared from one optimizer step to the next
+            self._versions_read = versions
+        due = self._all_params_at is None or self.samples - self._all_params_at >= ALL_PARAMS_EVERY
+        if due or (stepping and (before is None or not (grads and _finite(self._pending_grads)))):
+            self._all_params_at = self.samples
+            picked = list(range(len(self.params)))
+        elif stepping:  # a gradient, and a version counter the last step did not move
+            picked = [
+                i
+                for i, p in enumerate(self.params)
+                if versions[i] == before[i] and p.grad is not None
+            ]
+        else:  # no step is about to run: the next stepping read compares what changed
+            picked = []
+        self._pending_param_names = tuple(self.names[i] for i in picked)
+        self._pending_params = norms([self.params[i] for i in picked])
 
     def _update_views(self) -> tuple[list[float], list[torch.Tensor]]:
         """A strided view of each trained contiguous parameter, and how many elements each
@@ -189,6 +214,7 @@ class Sampler:
         self._pending_batches: list[tuple[int, int, Fingerprint]] = []
         self._pending_params: torch.Tensor | list[float] | None = None
         self._pending_versions: list[int] | None = None
+        self._pending_param_names: tuple[str, ...] = ()
         self._pending_applied = 0
         self._pending_grads: torch.Tensor | list[float] | None = None
         self._pending_grad_names: tuple[str, ...] = ()
@@ -224,7 +250,7 @@ class Sampler:
     def collect(self, step: int, sampled: bool, synced: bool) -> Sample:
         """Everything pending as one :class:`Sample`, moved to the host in one transfer."""
         if sampled and "param_norms" in self.needs and self._pending_params is None:
-            self._measure(params=True, grads=False)  # no step ran (skipped or accumulating)
+            self._measure(params=True, grads=False, stepping=False)  # skipped or accumulating
         vectors: dict[str, torch.Tensor | list[float]] = {}
         if self._pending_losses:
             losses = [v for _, v in self._pending_losses]
@@ -260,7 +286,9 @@ class Sampler:
             applied_steps=applied,
             lrs=self._pending_lrs if sampled else None,
             grad_norms=dict(zip(self._pending_grad_names, grads)) if grads is not None else None,
-            param_norms=dict(zip(self.names, params)) if params is not None else None,
+            param_norms=(
+                dict(zip(self._pending_param_names, params)) if params is not None else None
+            ),
             param_versions=(
                 dict(zip(self.names, self._pending_versions or ())) if params is not None else None
             ),
@@ -301,6 +329,16 @@ class Sampler:
         self.applied = self._applied_at_observe = int(state["applied"])
         self._since_step = int(state["since_step"])
         self.plan_next()
+
+
+def _finite(found: torch.Tensor | list[float] | None) -> bool:
+    """Whether gradient norms are known to be finite without waiting for an accelerator (norms
+    are >= 0, so a finite sum means every one is finite)."""
+    if isinstance(found, list):
+        return math.isfinite(sum(found))
+    if isinstance(found, torch.Tensor) and found.device.type == "cpu":
+        return bool(torch.isfinite(found.sum()))
+    return False
 
 
 def _update_ratio(

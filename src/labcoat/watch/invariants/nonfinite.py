@@ -1,7 +1,10 @@
 """``nonfinite``: the loss, a gradient or a parameter became NaN or Inf.
 
 Parameters are read just before the optimizer step, so the tensor named is where the NaN
-started rather than everything the next update has already spread it to.
+started rather than everything the next update has already spread it to. The sampler reads
+every parameter whenever a gradient is non-finite, and otherwise at least once per
+``ALL_PARAMS_EVERY`` samples: a parameter that turns NaN without touching the loss or any
+gradient is named at the next such read.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ class NonFinite(Invariant):
         bad_grads = _nonfinite(sample.grad_norms)
         bad_losses = [(s, v) for s, v in sample.losses if not math.isfinite(v)]
         if not (bad_params or bad_grads or bad_losses):
-            if sample.param_norms is not None:  # everything we can see is finite again
+            if _all_read(sample):  # everything is finite again
                 self.found = None
             return
         if self.found is not None:
@@ -63,6 +66,13 @@ def _nonfinite(values: dict[str, float] | None) -> list[tuple[str, float]]:
     if not values or math.isfinite(sum(values.values())):  # norms are >= 0: a finite sum
         return []  # means every one is finite
     return [(n, v) for n, v in values.items() if not math.isfinite(v)]
+
+
+def _all_read(sample: Sample) -> bool:
+    """Whether this sample read every parameter's norm (the sampler reads only some of them on
+    most sampled steps, and all of them whenever a gradient is non-finite)."""
+    norms, versions = sample.param_norms, sample.param_versions
+    return norms is not None and versions is not None and len(norms) == len(versions)
 
 
 def _word(value: float) -> str:

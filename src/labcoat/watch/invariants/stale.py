@@ -3,8 +3,11 @@
 The classic causes are a parameter missing from the optimizer, an optimizer built over a copy
 of the model, or a layer re-created after the optimizer was. A parameter counts as unchanged
 only when both its norm and its in-place version counter are unchanged, so a write too small
-to show in the norm is not mistaken for no write. Only optimizer steps that ran are counted:
-steps a GradScaler skipped after an overflow are not evidence of staleness.
+to show in the norm is not mistaken for no write. The sampler reads a norm only while the
+counter stands still, so a parameter the optimizer writes costs no read; the steps it stands
+still are counted from that first read, up to one sample later than reading every norm would
+count them. Only optimizer steps that ran are counted: steps a GradScaler skipped after an
+overflow are not evidence of staleness.
 """
 
 from __future__ import annotations
@@ -25,24 +28,46 @@ class Stale(Invariant):
 
     def setup(self, context: WatchContext) -> None:
         super().setup(context)
-        self.add_state("last", {})  # name -> (norm, version) at the previous measurement
+        # name -> [version, norm or None, optimizer steps since that norm was read]: the norm
+        # is read only while the version counter stands still (see labcoat.watch.sampler)
+        self.add_state("last", {})
         self.add_state("unchanged", {})  # name -> optimizer steps without change, with gradients
 
     def update(self, sample: Sample) -> None:
-        if sample.param_norms is None:
+        versions = sample.param_versions
+        if versions is None:
             return
-        versions = sample.param_versions or {}
+        norms = sample.param_norms or {}
         grads = sample.grad_norms or {}
-        current = {n: (v, versions.get(n)) for n, v in sample.param_norms.items()}
-        for name, now in current.items():
-            before = self.last.get(name)
-            if before is None:
-                continue
-            if now != before:
+        for name, version in versions.items():
+            norm = norms.get(name)
+            seen = self.last.get(name)
+            if (
+                seen is None
+                or version != seen[0]
+                or (norm is not None and seen[1] is not None and norm != seen[1])
+            ):  # it moved (or is new): start again from here
+                self.last[name] = [version, norm, 0]
                 self.unchanged.pop(name, None)
-            elif sample.applied_steps and grads.get(name, 0.0) > 0 and math.isfinite(grads[name]):
-                self.unchanged[name] = self.unchanged.get(name, 0) + sample.applied_steps
-        self.last = current
+                continue
+            if seen[1] is None and norm is not None:  # what later reads must match
+                seen[1], seen[2] = norm, 0
+                continue
+            grad = grads.get(name, 0.0)
+            if sample.grad_norms is not None and not (grad > 0 and math.isfinite(grad)):
+                seen[2] = 0  # steps without a gradient are no evidence
+                continue
+            seen[2] += sample.applied_steps
+            if norm is not None and seen[1] is not None:  # else counted at the next read
+                self.unchanged[name] = self.unchanged.get(name, 0) + seen[2]
+                seen[2] = 0
+
+    def load_state_dict(self, state) -> None:
+        super().load_state_dict(state)
+        # checkpoints written before versions led held (norm, version) pairs
+        self.last = {
+            n: [v[1], v[0], 0] if len(v) == 2 else list(v) for n, v in self.last.items()
+        }
 
     def compute(self) -> list[Violation]:
         stale = [n for n, count in self.unchanged.items() if count >= self.patience]

@@ -1,0 +1,141 @@
+"""Parameter norms are read only where a version counter cannot answer (see
+labcoat.watch.sampler): these tests plant what the cheaper reads could miss — a parameter that
+stops moving under every kind of optimizer write, a NaN that starts between full reads, a NaN
+that touches neither loss nor gradient — and check that the reads really are fewer."""
+
+from __future__ import annotations
+
+import torch
+
+from labcoat.watch import sampler as sampler_module
+from labcoat.watch.sampler import ALL_PARAMS_EVERY
+from tests.watch._training import MLP, train
+from tests.watch.test_plants import PLANT, mlp_sgd, only
+
+
+class DataSGD(torch.optim.Optimizer):
+    """Plain SGD written the old way, through ``p.data``: no version counter ever moves."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.data.add_(p.grad.data, alpha=-group["lr"])
+
+
+def drop_head_weight(step, m, o, x, y):
+    if step == PLANT:  # e.g. an optimizer rebuilt from a filtered parameter list
+        group = o.param_groups[0]
+        group["params"] = [p for p in group["params"] if p is not m.head.weight]
+    return x, y
+
+
+def test_counting_reads_every_parameter_only_at_full_reads():
+    read: list[int] = []
+    real = sampler_module.norms
+
+    def counting(tensors):
+        read.append(sum(t.numel() for t in tensors))
+        return real(tensors)
+
+    model, opt = mlp_sgd()
+    weights = sum(p.numel() for p in model.parameters())
+    sampler_module.norms = counting
+    try:
+        train(model, opt, steps=3 * ALL_PARAMS_EVERY, every=1, invariants=["stale", "nonfinite"])
+    finally:
+        sampler_module.norms = real
+    # one call for the gradients and one for the parameters at each step
+    param_reads = read[1::2]
+    assert param_reads.count(weights) == 3  # samples 0, 10 and 20 read everything
+    assert param_reads.count(0) == 3 * ALL_PARAMS_EVERY - 3  # SGD moved every counter
+
+
+def test_stale_with_an_optimizer_that_writes_through_data_is_no_false_alarm():
+    torch.manual_seed(0)
+    model = MLP()
+    w = train(model, DataSGD(model.parameters(), lr=0.05), steps=60, every=1)
+    assert [a.kind for a in w.alerts] == []
+
+
+def test_stale_with_a_fused_optimizer_is_no_false_alarm():
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)  # counters stay put
+    w = train(model, opt, steps=40, every=1)
+    assert [a.kind for a in w.alerts] == []
+
+
+def test_stale_is_caught_when_the_optimizer_writes_through_data():
+    torch.manual_seed(0)
+    model = MLP()
+    opt = DataSGD(model.parameters(), lr=0.05)
+    w = train(model, opt, steps=PLANT + 15, plant=drop_head_weight, every=1)
+    alert = only(w.alerts, "stale")
+    assert alert.subject == "head.weight" and PLANT + 9 <= alert.step <= PLANT + 11
+
+
+def test_stale_is_caught_at_every_few_steps():
+    model, opt = mlp_sgd()
+    w = train(model, opt, steps=PLANT + 40, plant=drop_head_weight, every=3)
+    alert = only(w.alerts, "stale")
+    # counted from the first sample whose read finds it standing still: patience plus up to
+    # three sampling periods (the step it stopped in, the sample that saw it move last, the
+    # first read)
+    assert alert.subject == "head.weight" and PLANT + 9 <= alert.step <= PLANT + 10 + 3 * 3
+
+
+def test_stale_is_caught_with_gradient_accumulation():
+    model, opt = mlp_sgd()
+    real_step = opt.step
+    calls = {"n": 0}
+
+    def every_other_call(*args, **kwargs):  # the loop's step() applies every second call
+        calls["n"] += 1
+        if calls["n"] % 2 == 0:
+            return real_step(*args, **kwargs)
+        return None
+
+    opt.step = every_other_call
+    w = train(model, opt, steps=PLANT + 30, plant=drop_head_weight, every=1)
+    alert = only(w.alerts, "stale")
+    assert alert.subject == "head.weight" and alert.evidence["steps_unchanged"] >= 10
+
+
+def test_nonfinite_names_the_parameter_between_full_reads():
+    model, opt = mlp_sgd()
+    planted = PLANT + 3  # not a sample that reads every parameter anyway
+    assert planted % ALL_PARAMS_EVERY
+
+    def plant(step, m, o, x, y):
+        if step == planted:
+            with torch.no_grad():
+                m.fc2.weight[3, 5] = float("nan")
+        return x, y
+
+    w = train(model, opt, steps=planted + 3, plant=plant, every=1)
+    alert = only(w.alerts, "nonfinite")
+    assert alert.step == planted and alert.subject == "fc2.weight"
+
+
+def test_a_nan_that_touches_no_loss_or_gradient_is_found_at_the_next_full_read():
+    torch.manual_seed(0)
+    model = MLP()
+    model.unused = torch.nn.Parameter(torch.zeros(3))  # never in the forward pass
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    planted = PLANT + 3
+
+    def plant(step, m, o, x, y):
+        if step == planted:
+            with torch.no_grad():
+                m.unused[0] = float("nan")
+        return x, y
+
+    w = train(model, opt, steps=planted + ALL_PARAMS_EVERY + 2, plant=plant, every=1)
+    alert = only(w.alerts, "nonfinite")
+    assert alert.subject == "unused" and planted < alert.step <= planted + ALL_PARAMS_EVERY
+    assert len([a for a in w.alerts if a.kind == "nonfinite"]) == 1  # one alert while it lasts
