@@ -14,8 +14,10 @@ on a sampled step only the parameters that have a gradient but whose counter did
 read (an optimizer that writes through ``.data`` or a fused kernel leaves counters alone, and
 then all of them are). Every parameter is read at the first sample, every
 :data:`ALL_PARAMS_EVERY` samples after it, and at once whenever a gradient is non-finite, so
-the parameter where a NaN started is still named before the update spreads it. Between sampled steps the hooks only count and keep a
-detached reference to each loss (and a batch fingerprint), so every loss is still seen.
+the parameter where a NaN started is still named before the update spreads it.
+
+Between sampled steps the hooks only count and keep a detached reference to each loss (and a
+batch fingerprint), so every loss is still seen.
 Nothing the model or optimizer computes is changed; :meth:`Sampler.remove` undoes every hook.
 """
 

@@ -65,9 +65,7 @@ class Stale(Invariant):
     def load_state_dict(self, state) -> None:
         super().load_state_dict(state)
         # checkpoints written before versions led held (norm, version) pairs
-        self.last = {
-            n: [v[1], v[0], 0] if len(v) == 2 else list(v) for n, v in self.last.items()
-        }
+        self.last = {n: [v[1], v[0], 0] if len(v) == 2 else list(v) for n, v in self.last.items()}
 
     def compute(self) -> list[Violation]:
         stale = [n for n, count in self.unchanged.items() if count >= self.patience]
