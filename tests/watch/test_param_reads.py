@@ -139,3 +139,26 @@ def test_a_nan_that_touches_no_loss_or_gradient_is_found_at_the_next_full_read()
     alert = only(w.alerts, "nonfinite")
     assert alert.subject == "unused" and planted < alert.step <= planted + ALL_PARAMS_EVERY
     assert len([a for a in w.alerts if a.kind == "nonfinite"]) == 1  # one alert while it lasts
+
+
+def test_stale_resumes_from_a_checkpoint_that_kept_norm_version_pairs():
+    from labcoat.watch.invariants import Stale
+    from labcoat.watch.sample import Sample, WatchContext
+
+    stale = Stale(patience=3)
+    stale.setup(
+        WatchContext(param_names=("w",), frozen={}, group_params=(("w",),), frozen_baseline={})
+    )
+    stale.load_state_dict({"last": {"w": [1.5, 7]}, "unchanged": {}})  # (norm, version)
+    for step in range(3):  # the same version and norm, with a gradient, step after step
+        stale.update(
+            Sample(
+                step=step,
+                time=0.0,
+                applied_steps=1,
+                grad_norms={"w": 0.1},
+                param_norms={"w": 1.5},
+                param_versions={"w": 7},
+            )
+        )
+    assert [v.subject for v in stale.compute()] == ["w"]
