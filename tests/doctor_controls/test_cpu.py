@@ -160,3 +160,49 @@ def test_shuffled_copies_in_workers_score_exactly_as_sequential_ones(monkeypatch
         return report["shuffle.labels"].evidence["shuffled_scores"]
 
     assert scores(0.0) == scores(float("inf"))
+
+
+def uneven_copy(i: int, advance) -> tuple[int, int]:
+    time.sleep(0.005 * (i % 3))  # copies finish out of order in workers
+    return i, os.getpid()
+
+
+@pytest.mark.parametrize("copy_s", [1.0, cpu.MIN_COPY_S / 10], ids=["workers", "sequential"])
+def test_a_settled_look_stops_the_copies_at_the_same_count_wherever_they_ran(copy_s):
+    looked: list[list[int]] = []
+
+    def settled(first):
+        looked.append([i for i, _ in first])
+        return len(first) >= 6
+
+    results = cpu.map_copies(
+        uneven_copy,
+        19,
+        copy_s=copy_s,
+        advance=lambda n=1: None,
+        units=1,
+        looks=(4, 6, 8),
+        settled=settled,
+    )
+    assert [i for i, _ in results] == list(range(6))
+    assert looked == [list(range(4)), list(range(6))]  # each look sees the first k, in order
+
+
+@pytest.mark.parametrize("copy_s", [1.0, cpu.MIN_COPY_S / 10], ids=["workers", "sequential"])
+def test_copies_never_settled_all_run(copy_s):
+    looked: list[int] = []
+
+    def settled(first):
+        looked.append(len(first))
+        return False
+
+    results = cpu.map_copies(
+        uneven_copy,
+        10,
+        copy_s=copy_s,
+        advance=lambda n=1: None,
+        units=1,
+        looks=(4, 8, 12),
+        settled=settled,
+    )
+    assert [i for i, _ in results] == list(range(10)) and looked == [4, 8]

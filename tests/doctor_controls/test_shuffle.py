@@ -3,6 +3,7 @@ twins."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -80,11 +81,12 @@ def test_causal_language_model_without_its_mask_is_caught_twice(monkeypatch):
     ].message
 
 
-def test_pvalue_is_scikit_learns_definition_and_warns_without_signal():
+def test_pvalue_is_scikit_learns_definition_and_warns_without_signal(monkeypatch):
+    monkeypatch.setattr(shuffle, "INTERIM_LOOKS", ())  # every copy runs
     report = s.diagnose(s.mlp(), s.digits(), CE, layers=("shuffle",))
     finding = report["shuffle.pvalue"]
     n, as_high = finding.evidence["permutations"], finding.evidence["shuffled_as_high"]
-    assert n == PERMUTATIONS["fast"]
+    assert n == PERMUTATIONS["fast"] and finding.evidence["test"] == "permutation"
     assert finding.evidence["pvalue"] == (as_high + 1) / (n + 1)
     assert finding.status == "pass"
 
@@ -179,3 +181,69 @@ def test_a_trained_start_is_not_a_leak_but_a_metric_that_cannot_fail_still_is(mo
 
     broken = s.diagnose(start, s.digits(), CE, metric=self_comparing_metric, layers=("shuffle",))
     assert broken["shuffle.labels"].status == "fail"
+
+
+def test_a_clear_healthy_verdict_stops_the_copies_early():
+    report = s.diagnose(s.mlp(), s.digits(), CE, layers=("shuffle",))
+    finding = report["shuffle.pvalue"]
+    k = finding.evidence["permutations"]
+    assert k < PERMUTATIONS["fast"] and finding.evidence["test"] == "normal prediction"
+    assert finding.status == "pass" and finding.evidence["pvalue"] < shuffle.INTERIM_ALPHA
+    assert f"settled after {k} of {PERMUTATIONS['fast']}" in finding.message
+    assert report["shuffle.labels"].status == "pass"
+    assert len(report["shuffle.labels"].evidence["shuffled_scores"]) == k
+
+
+def test_a_leak_is_still_caught_when_the_copies_stop_early():
+    broken = s.diagnose(s.mlp(), s.digits(), CE, step=label_lookup_step(), layers=("shuffle",))
+    finding = broken["shuffle.labels"]
+    assert finding.status == "fail" and "another path" in finding.message
+    assert broken["shuffle.pvalue"].evidence["test"] == "permutation"
+
+
+def runs(real, null, chance=None, blind=0.1, perfect=1.0, planned=19):
+    null = np.asarray(null, dtype=float)
+    chance = np.full(len(null), 0.1) if chance is None else np.asarray(chance, dtype=float)
+    return shuffle.ShuffleRuns(
+        "accuracy",
+        real,
+        null,
+        chance,
+        perfect,
+        blind,
+        "majority",
+        100,
+        32,
+        300,
+        0,
+        0.1,
+        0.0,
+        planned=planned,
+    )
+
+
+AT_CHANCE = [0.10, 0.12, 0.09, 0.11, 0.10, 0.13, 0.08, 0.11]
+
+
+def test_settled_only_when_both_verdicts_are_beyond_doubt():
+    # far above copies that sit at chance: both verdicts settled
+    assert runs(0.9, AT_CHANCE).settled
+    # a real score three of the copies' standard deviations up: a close call, not settled
+    close = float(np.mean(AT_CHANCE) + 3 * np.std(AT_CHANCE, ddof=1))
+    assert not runs(close, AT_CHANCE).settled
+    # a copy reaches the real score: the permutation p-value cannot pass any more, and copies
+    # clearly below the majority rate settle shuffle.labels ...
+    assert runs(0.12, AT_CHANCE, blind=0.2).settled
+    # ... but with the majority rate in reach, a real score at chance leaves no margin to judge
+    # the copies' excess against, and every copy runs
+    assert not runs(0.12, AT_CHANCE).settled
+    # copies above chance by about the material share: the leak verdict is still open
+    gain = 0.9 - 0.1
+    edge = [0.1 + shuffle.MATERIAL * gain + d for d in (-0.03, 0.02, 0.0, 0.03, -0.02, 0.01)]
+    assert not runs(0.9, edge).settled
+    # copies far above chance on every draw: a settled leak
+    assert runs(0.9, [0.7, 0.72, 0.69, 0.71, 0.7, 0.73]).settled
+    # too few copies, a non-finite score, or copies at a perfect score: never early
+    assert not runs(0.9, AT_CHANCE[:2]).settled
+    assert not runs(0.9, [*AT_CHANCE[:5], float("nan")]).settled
+    assert not runs(0.9, [1.0] * 6).settled

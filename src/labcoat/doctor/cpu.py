@@ -17,7 +17,7 @@ import os
 import pickle
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from typing import TypeVar
@@ -80,19 +80,34 @@ def map_copies(
     copy_s: float,
     advance: Advance,
     units: int,
+    looks: Sequence[int] = (),
+    settled: Callable[[list[T]], bool] | None = None,
 ) -> list[T]:
     """``[train(i, advance) for i in range(copies)]``, spread over forked workers when that is
-    faster (one copy takes ``copy_s`` seconds or more).
+    faster (one copy takes ``copy_s`` seconds or more), and cut short once ``settled``.
 
     ``train(i, advance)`` must seed itself, so that a copy's result does not depend on where it
     ran; it calls ``advance`` as it goes (workers get a no-op, and this process advances by
     ``units`` for each copy a worker returns). This process trains copies too. A copy that
     raises or cannot be sent back is trained again here, so its error surfaces as it would
     sequentially; so are the copies of a worker that dies or hangs.
+
+    At each ``looks`` count k, once copies 0 to k-1 are all back, ``settled(first k results)``
+    may end the run: those k results are returned and copies still training are dropped. The
+    looks fall at fixed counts and see the first k copies whatever order they finished in, so
+    where the run stops does not depend on the machine.
     """
     workers = min(copies, usable_cores())
+    pending = sorted(k for k in set(looks) if 0 < k < copies)
     if why_sequential(copies, copy_s) is not None:
-        return [train(i, advance) for i in range(copies)]
+        done: list[T] = []
+        for i in range(copies):
+            done.append(train(i, advance))
+            if pending and len(done) == pending[0]:
+                pending.pop(0)
+                if settled is not None and settled(done):
+                    break
+        return done
     context = multiprocessing.get_context("fork")
     queue = context.Value("i", 0)  # the next copy to take; its lock makes taking one atomic
     pipes: list[Connection] = []
@@ -113,30 +128,53 @@ def map_copies(
             processes.append(process)
     results: dict[int, T] = {}
     failed: list[int] = []
+    stop: int | None = None
+
+    def look() -> bool:
+        """Take every look whose copies are all back; True once one finds the run settled."""
+        nonlocal stop
+        while pending and all(i in results for i in range(pending[0])):
+            k = pending.pop(0)
+            if settled is not None and settled([results[i] for i in range(k)]):
+                stop = k
+                _stop(queue, copies)
+                return True
+        return False
+
     try:
         while not failed and (i := _take(queue, copies)) is not None:
             results[i] = train(i, advance)
             _collect(pipes, results, failed, advance, units, patience=0)
+            if look():
+                break
         if failed:
             _stop(queue, copies)
         patience = PATIENCE_COPIES * copy_s + PATIENCE_S
-        _collect(
-            pipes,
-            results,
-            failed,
-            advance,
-            units,
-            patience=patience if math.isfinite(patience) else None,
-        )
+        while stop is None and pipes:  # the workers' last copies, with a look after each
+            if not _collect(
+                pipes,
+                results,
+                failed,
+                advance,
+                units,
+                patience=patience if math.isfinite(patience) else None,
+                first=True,
+            ):
+                break
+            look()
     finally:
         _stop(queue, copies)
         for process in processes:
             if process.is_alive():
                 process.kill()
             process.join()
+    if stop is not None:
+        return [results[i] for i in range(stop)]
     for i in range(copies):  # a copy that failed in a worker, or a worker that died
         if i not in results:
             results[i] = train(i, advance)
+            if look():
+                return [results[i] for i in range(stop or copies)]
     return [results[i] for i in range(copies)]
 
 
@@ -182,13 +220,15 @@ def _collect(
     units: int,
     *,
     patience: float | None,
-) -> None:
+    first: bool = False,
+) -> bool:
     """Read what the workers sent until every worker has closed its pipe, or until none has sent
-    anything for ``patience`` seconds (0: only what is there now; None: no limit)."""
+    anything for ``patience`` seconds (0: only what is there now; None: no limit); with
+    ``first``, return after the first batch of messages. False when the wait timed out."""
     while pipes:
         ready = wait(pipes, timeout=patience)
         if not ready:
-            return
+            return False
         for pipe in ready:
             try:
                 message = pipe.recv_bytes()
@@ -205,6 +245,9 @@ def _collect(
                 advance(units)
             else:
                 failed.append(i)
+        if first:
+            return True
+    return True
 
 
 def _nothing(n: int = 1) -> None:

@@ -6,6 +6,16 @@ labels (Ojala & Garriga 2010, Test 1): the metric cannot fail, labels reach the 
 path, or the evaluation reads training labels. The same copies give the real setup's
 permutation p-value. For language models, random token sequences are the control: nothing
 predicts them better than ln V unless it reads the tokens it is asked to predict.
+
+The copies stop early once both verdicts are settled, as a group-sequential trial stops at an
+interim look (Haybittle 1971; Peto et al. 1976): at a few fixed counts of copies, a verdict is
+taken as settled only on evidence at the strict level :data:`INTERIM_ALPHA`, so the final
+test keeps its level (each look adds at most ``INTERIM_ALPHA`` to it). A permutation p-value
+cannot fall below 1/(k + 1) with k copies, so an early pass of ``shuffle.pvalue`` rests on a
+normal prediction test instead: the real score must lie so far above the k shuffled ones that
+a new draw of theirs would reach it with probability below ``INTERIM_ALPHA``. A healthy setup
+whose real score stands dozens of the copies' standard deviations above them stops after a
+handful; a close call trains every copy and is judged by the permutation p-value.
 """
 
 from __future__ import annotations
@@ -64,6 +74,9 @@ REAL_ALPHA = 0.05
 #: frequencies, so their scoring above chance says nothing about a leak
 TRAINED_START = 0.25
 RANDOM_SEQUENCES = 256
+#: copy counts at which the run may stop early, and the level a verdict must reach there
+INTERIM_LOOKS = (4, 6, 8, 12, 16, 24, 32, 48, 64)
+INTERIM_ALPHA = 0.001
 
 
 @dataclass
@@ -114,6 +127,12 @@ class ShuffleRuns:
     #: starts from it, and a random initialisation can line up with simple labels by luck
     untrained: float = float("nan")
     untrained_excess: float = 0.0
+    #: copies the budget allows; fewer ran when the verdicts were settled early
+    planned: int = 0
+
+    @property
+    def stopped_early(self) -> bool:
+        return 0 < len(self.null) < self.planned
 
     @property
     def trained_start(self) -> bool:
@@ -156,6 +175,62 @@ class ShuffleRuns:
             and float(np.mean(self.null)) > self.blind
         )
 
+    @property
+    def as_high(self) -> int:
+        """Shuffled copies that score at least as high as the real setup."""
+        return int(np.sum(self.null >= self.real))
+
+    @property
+    def prediction_pvalue(self) -> float:
+        """One-sided p of the real score under a normal fitted to the shuffled ones: the chance
+        that one more shuffled copy scores as high (a t prediction interval)."""
+        k = len(self.null)
+        sd = float(np.std(self.null, ddof=1)) if k > 1 else 0.0
+        if k < 3 or not sd > 0 or not math.isfinite(self.real):
+            return 1.0
+        t = (self.real - float(np.mean(self.null))) / (sd * math.sqrt(1 + 1 / k))
+        return float(stats.t.sf(t, k - 1))
+
+    @property
+    def settled(self) -> bool:
+        """Whether more copies could still change either verdict (see the module docstring).
+        Only the clear cases stop: anything unusual (a non-finite score, a metric near its
+        perfect value, a trained start) trains every copy."""
+        k = len(self.null)
+        chance = float(np.mean(self.chance)) if k else math.nan
+        tolerance = 1e-6 * max(1.0, abs(self.perfect))
+        if (
+            k < 3
+            or not (np.isfinite(self.null).all() and np.isfinite(self.chance).all())
+            or not math.isfinite(self.real)
+            or self.perfect - chance <= 10 * tolerance
+            or float(np.mean(self.null)) >= self.perfect - 10 * tolerance
+            or self.trained_start
+        ):
+            return False
+        if (self.as_high + 1) / (self.planned + 1) > REAL_ALPHA:  # the permutation p cannot pass
+            pvalue_settled = True
+        else:
+            pvalue_settled = self.as_high == 0 and self.prediction_pvalue < INTERIM_ALPHA
+        return pvalue_settled and self._labels_settled(chance)
+
+    def _labels_settled(self, chance: float) -> bool:
+        """shuffle.labels: the copies' mean excess over chance is bounded, at INTERIM_ALPHA,
+        clear of the line between "at chance" and "above it by a material share"."""
+        excess = self.null - self.chance - self._carried
+        k = len(excess)
+        half = float(stats.t.ppf(1 - INTERIM_ALPHA, k - 1)) * float(np.std(excess, ddof=1))
+        half /= math.sqrt(k)
+        mean = float(np.mean(excess))
+        null_mean = float(np.mean(self.null))
+        null_half = float(stats.t.ppf(1 - INTERIM_ALPHA, k - 1)) * float(np.std(self.null, ddof=1))
+        null_half /= math.sqrt(k)
+        gain = self.real - chance - self._carried
+        line = MATERIAL * gain if gain > 0 else 0.0
+        at_chance = mean + half < line or null_mean + null_half <= self.blind
+        above = mean - half >= line and mean - half > 0 and null_mean - null_half > self.blind
+        return at_chance or above
+
     def evidence(self, **first: float) -> dict:
         """The comparison the verdict rests on first (the rich view shows the first keys)."""
         return {
@@ -171,6 +246,7 @@ class ShuffleRuns:
             "real_score": self.real,
             "shuffled_scores": self.null.tolist(),
             "permutations": len(self.null),
+            "permutations_planned": self.planned,
             "steps_per_copy": self.steps,
             "batch_size": self.batch_size,
             "val_examples": self.val_examples,
@@ -205,15 +281,28 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
     calls = len(order)
     labels = torch.Generator().manual_seed(case.seed + 1)
     permuted = [train.y[torch.randperm(len(train), generator=labels)] for _ in range(n)]
-    draws = torch.Generator().manual_seed(case.seed + 2)
 
-    def shuffled_copy(i: int, advance: Callable[..., None]) -> tuple[torch.Tensor, bool]:
+    def chance_of(out: torch.Tensor, draws: torch.Generator) -> float:
+        """The mean score of ``out`` against held-out targets in random order."""
+        return float(
+            np.mean(
+                [
+                    score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
+                    for _ in range(CHANCE_DRAWS)
+                ]
+            )
+        )
+
+    def shuffled_copy(i: int, advance: Callable[..., None]) -> tuple[float, float, bool]:
+        """Copy i's held-out score, its own chance level, and whether it diverged (scored where
+        it trained, so only three numbers come back from a worker)."""
         run = train_copy(
             case, train.with_targets(permuted[i]), order=order, seed=case.seed, advance=advance
         )
-        return predict(case, run.setup.model, val.x), run.diverged
+        out = predict(case, run.setup.model, val.x)
+        draws = torch.Generator().manual_seed(case.seed + 1000 + i)
+        return score.fn(out, val.y), chance_of(out, draws), run.diverged
 
-    null, chance, diverged = [], [], 0
     with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * calls) as advance:
         start = time.perf_counter()
         run = train_copy(case, train, order=order, seed=case.seed, advance=advance)
@@ -222,43 +311,41 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         real = score.fn(out, val.y)
         perfect, blind = _references(case, layout, val, out, score)
         untrained = predict(case, case.eval_model, val.x)
-        own = torch.Generator().manual_seed(case.seed + 4)
-        untrained_chance = np.mean(
-            [
-                score.fn(untrained, val.y[torch.randperm(len(val), generator=own)])
-                for _ in range(CHANCE_DRAWS)
-            ]
-        )
         untrained_score = score.fn(untrained, val.y)
-        untrained_excess = untrained_score - float(untrained_chance)
-        for out, copy_diverged in map_copies(
-            shuffled_copy, n, copy_s=copy_s, advance=advance, units=calls
-        ):
-            diverged += copy_diverged
-            null.append(score.fn(out, val.y))
-            chance.append(
-                np.mean(
-                    [
-                        score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
-                        for _ in range(CHANCE_DRAWS)
-                    ]
-                )
+        untrained_excess = untrained_score - chance_of(
+            untrained, torch.Generator().manual_seed(case.seed + 4)
+        )
+
+        def runs(copies: list[tuple[float, float, bool]]) -> ShuffleRuns:
+            null, chance, diverged = zip(*copies) if copies else ((), (), ())
+            return ShuffleRuns(
+                score.name,
+                real,
+                np.array(null, dtype=float),
+                np.array(chance, dtype=float),
+                perfect,
+                blind,
+                score.chance_name,
+                steps,
+                min(BATCH_SIZE, len(train)),
+                len(val),
+                int(sum(diverged)),
+                untrained_score,
+                untrained_excess,
+                planned=n,
             )
-    return ShuffleRuns(
-        score.name,
-        real,
-        np.array(null),
-        np.array(chance),
-        perfect,
-        blind,
-        score.chance_name,
-        steps,
-        min(BATCH_SIZE, len(train)),
-        len(val),
-        diverged,
-        untrained_score,
-        untrained_excess,
-    )
+
+        copies = map_copies(
+            shuffled_copy,
+            n,
+            copy_s=copy_s,
+            advance=advance,
+            units=calls,
+            looks=INTERIM_LOOKS,
+            settled=lambda first: runs(first).settled,
+        )
+        advance((n - len(copies)) * calls)  # the copies a settled verdict made unnecessary
+    return runs(copies)
 
 
 def _enough_val(case: Case) -> str | None:
@@ -328,14 +415,19 @@ def shuffled_labels(case: Case) -> Outcome:
         return failed(
             f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance ("
             f"{r.blind:.3g}, {r.chance_name}) beyond noise (p={p:.2g}; {share:.0%} of the real "
-            "setup's gain): labels reach the model or the evaluation by another path",
+            f"setup's gain): labels reach the model or the evaluation by another path{_early(r)}",
             **evidence,
         )
     return passed(
         f"copies trained on shuffled labels score {mean:.3g}; chance is {r.blind:.3g} ("
-        f"{r.chance_name})",
+        f"{r.chance_name}){_early(r)}",
         **evidence,
     )
+
+
+def _early(r: ShuffleRuns) -> str:
+    """How many copies ran, when the verdicts were settled before all of them had."""
+    return f"; settled after {len(r.null)} of {r.planned} copies" if r.stopped_early else ""
 
 
 @check(
@@ -347,28 +439,41 @@ def shuffled_labels(case: Case) -> Outcome:
 )
 def real_pvalue(case: Case) -> Outcome:
     r = case.probe_once("shuffle training", lambda: shuffle_runs(case))
-    p = permutation_pvalue(r.real, r.null)
-    as_high = int(np.sum(r.null >= r.real))
+    as_high, k = r.as_high, len(r.null)
+    # stopped early with no copy as high: settled by the prediction test (see the module
+    # docstring); otherwise the permutation p-value over the copies that ran
+    predicted = r.stopped_early and not as_high
+    p = r.prediction_pvalue if predicted else permutation_pvalue(r.real, r.null)
     evidence = {
         "pvalue": p,
+        "test": "normal prediction" if predicted else "permutation",
         "real_score": r.real,
         "shuffled_as_high": as_high,
-        "permutations": len(r.null),
+        "permutations": k,
+        "permutations_planned": r.planned,
         "score": r.scorer,
     }
     if not math.isfinite(r.real):
         return failed(f"the real setup's {r.scorer} on held-out data is {r.real}", **evidence)
-    if p <= REAL_ALPHA:
-        beaten = (
-            f"all {len(r.null)}" if not as_high else f"{len(r.null) - as_high} of {len(r.null)}"
+    if predicted and p <= REAL_ALPHA:
+        sd = float(np.std(r.null, ddof=1))
+        above = (r.real - float(np.mean(r.null))) / sd
+        return passed(
+            f"the real setup scores {r.real:.3g}, {above:.0f} standard deviations above {k} "
+            f"shuffled copies: p = {p:.2g} (prediction test; settled after {k} of {r.planned} "
+            "copies)",
+            real_above_shuffled_sd=above,
+            **evidence,
         )
+    if p <= REAL_ALPHA:
+        beaten = f"all {k}" if not as_high else f"{k - as_high} of {k}"
         return passed(
             f"the real setup scores {r.real:.3g}, above {beaten} shuffled copies: p = {p:.3g}",
             **evidence,
         )
     tie = (
-        f"the real setup scores {r.real:.3g}, and {as_high} of {len(r.null)} shuffled copies score "
-        f"as high (p = {p:.3g})"
+        f"the real setup scores {r.real:.3g}, and {as_high} of {k} shuffled copies score as "
+        f"high (p = {p:.3g}{_early(r)})"
     )
     if r.trained_start:
         return warned(
