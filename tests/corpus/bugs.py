@@ -568,6 +568,94 @@ def negative_weights_kill_every_relu() -> Verdict:
     return verdict(model, digits())
 
 
+class _CellsInAList(nn.Module):
+    """Recurrent cells appended to a plain Python list: they run in forward, get gradients in
+    backward, and are not parameters of the model."""
+
+    def __init__(self, layers=2, hidden=32):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = nn.Linear(8, hidden)
+        self.cells = [nn.LSTMCell(hidden, hidden) for _ in range(layers)]
+        self.out = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        states = [None] * len(self.cells)
+        for row in x.view(len(x), 8, 8).unbind(1):  # the digit read one row at a time
+            h = torch.relu(self.inp(row))
+            for i, cell in enumerate(self.cells):
+                states[i] = cell(h, states[i])
+                h = states[i][0]
+        return self.out(h)
+
+
+@bug(
+    "recurrent_cells_kept_in_a_list",
+    expect="model",
+    source="https://github.com/ikostrikov/pytorch-meta-optimizer/issues/11",
+)
+def recurrent_cells_kept_in_a_list() -> Verdict:
+    """The meta-optimizer appended its LayerNormLSTMCells to a plain list, so model.parameters()
+    never held their weights and the optimizer never trained them (also pytorch/pytorch#715,
+    asyml/texar-pytorch#72). Reduced to nn.LSTMCells reading a digit row by row."""
+    return verdict(_CellsInAList(), digits())
+
+
+class _PeepholeTensors(nn.Module):
+    """A gated layer whose peephole weights are plain tensors with requires_grad=True."""
+
+    def __init__(self, hidden=32):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = nn.Linear(64, hidden)
+        self.gate = nn.Linear(64, hidden)
+        self.w_peephole = torch.randn(hidden, requires_grad=True)  # not an nn.Parameter
+        self.out = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        c = torch.tanh(self.inp(x))
+        gated = torch.sigmoid(self.gate(x) + self.w_peephole * c) * c
+        return self.out(gated)
+
+
+@bug(
+    "peephole_weights_as_plain_tensors",
+    expect="model",
+    source="https://github.com/automan000/Convolutional_LSTM_PyTorch/issues/17",
+)
+def peephole_weights_as_plain_tensors() -> Verdict:
+    """ConvLSTM's peephole weights Wci, Wcf, Wco were tensors with requires_grad=True, not
+    nn.Parameters: Adam(model.parameters()) never updates them and torch.save drops them.
+    Reduced to one gated dense layer with a peephole vector on digits."""
+    return verdict(_PeepholeTensors(), digits())
+
+
+class _LayersMadeInForward(nn.Module):
+    """nn.Linear layers constructed inside forward: fresh random weights on every call."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(torch.relu(nn.Linear(64, 32)(x)))
+
+
+@bug(
+    "layers_constructed_in_forward",
+    expect="model",
+    source="https://github.com/pytorch/pytorch/issues/1291",
+)
+def layers_constructed_in_forward() -> Verdict:
+    """Layers built in forward (torch.nn.Linear(D_in, H)(x)) are new random weights on every
+    call and none is among model.parameters(). The report built every layer there, leaving no
+    parameters at all (which the optimizer refuses); here the head is registered, so the setup
+    runs and quietly trains only the head. model.eval_deterministic also fails on it (two eval
+    passes differ), though its message blames dropout left on."""
+    return verdict(_LayersMadeInForward(), digits())
+
+
 # -- update: one optimizer step ------------------------------------------------------------------
 
 
