@@ -568,6 +568,43 @@ def negative_weights_kill_every_relu() -> Verdict:
     return verdict(model, digits())
 
 
+class _Then(nn.Module):
+    """The digits MLP with ``last`` applied to its logits."""
+
+    def __init__(self, last):
+        super().__init__()
+        self.body, self.last = mlp(), last
+
+    def forward(self, x):
+        return self.last(self.body(x))
+
+
+@bug(
+    "nll_loss_on_raw_logits",
+    expect="model",
+    source="https://github.com/yanx27/Pointnet_Pointnet2_pytorch/issues/30",
+)
+def nll_loss_on_raw_logits() -> Verdict:
+    """PointNet's classification loss called nll_loss on outputs without a log_softmax: NLL of
+    logits is -logit[y], unbounded below, so the loss goes negative and keeps falling by
+    inflating the logits. Reduced to an MLP on digits whose logits go to F.nll_loss (before,
+    the overfit control caught it, with a loss 'far from its floor')."""
+    return verdict(_Then(nn.Identity()), digits(), F.nll_loss)
+
+
+@bug(
+    "softmax_into_nll_loss",
+    expect="model",
+    source="https://github.com/AnubhavGupta3377/Text-Classification-Models-Pytorch/issues/9",
+)
+def softmax_into_nll_loss() -> Verdict:
+    """The text classifiers ended in a softmax and trained with nn.NLLLoss, which takes
+    log-probabilities: the loss is minus a probability, always negative, and its gradient
+    vanishes as the softmax saturates (also jamesli1618/Obj-GAN#30). Reduced to the digits MLP
+    with a softmax head."""
+    return verdict(_Then(nn.Softmax(dim=1)), digits(), nn.NLLLoss())
+
+
 class _CellsInAList(nn.Module):
     """Recurrent cells appended to a plain Python list: they run in forward, get gradients in
     backward, and are not parameters of the model."""

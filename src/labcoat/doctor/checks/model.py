@@ -346,6 +346,55 @@ def loss_logits(case: Case) -> Outcome:
 
 
 @check(
+    "model.loss.log_probabilities",
+    layer="model",
+    explains=("overfit.*", "shuffle.*"),
+    falsifies="a loss that takes log-probabilities (NLLLoss, KLDivLoss) is given logits or "
+    "probabilities (log_softmax missing, or softmax in its place)",
+    predicts="where the loss falls by one when every output rises by one (it reads outputs as "
+    "log-probabilities), exp(output) sums to 1 over the classes",
+    applies=lambda case: (
+        None
+        if case.inferred_task != "regression" and (case.n_outputs or 1) > 1
+        else "only for outputs with a score per class"
+    ),
+)
+def loss_log_probabilities(case: Case) -> Outcome:
+    out, y = case.output, case.probe_batch.y
+    try:
+        drop = float(_loss_on(case, out, y) - _loss_on(case, out + 1, y))
+    except Exception as exc:  # noqa: BLE001 - the loss probes report a loss that raises
+        return skipped(f"the loss could not be computed ({type(exc).__name__})")
+    if not math.isfinite(drop) or drop < 0.5:
+        return passed(
+            "the loss does not read outputs as log-probabilities (it normalises them itself)",
+            drop_when_outputs_rise_by_1=drop,
+        )
+    dim = -1 if case.inferred_task == "sequence" else 1
+    log_total = torch.logsumexp(out.double(), dim)
+    evidence = {
+        "drop_when_outputs_rise_by_1": drop,
+        "max_abs_logsumexp": float(log_total.abs().max()),
+    }
+    if float(log_total.abs().max()) <= 1e-3:
+        return passed("outputs are log-probabilities, as the loss expects", **evidence)
+    sums = out.double().sum(dim)
+    if bool((out >= 0).all()) and torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
+        what = "probabilities (they sum to 1): the softmax should be a log_softmax"
+    else:
+        what = (
+            f"logits (exp(output) sums to {float(log_total.exp().median()):.3g} per example, "
+            "not 1): apply log_softmax first, or use CrossEntropyLoss on the logits"
+        )
+    return failed(
+        "the loss reads outputs as log-probabilities (it falls by "
+        f"{drop:.3g} when every output rises by 1, as NLLLoss does), but the outputs are {what}; "
+        "the loss is then unbounded below or flat, and its minimum is not the right class",
+        **evidence,
+    )
+
+
+@check(
     "model.grad.coverage",
     layer="model",
     explains=("update.params.moved", "overfit.*"),
