@@ -1219,3 +1219,41 @@ def watch_workers_repeat_batches() -> Verdict:
     model = mlp()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     return watch_verdict(model, optimizer, (x, y), nn.CrossEntropyLoss(), observe_batch=True)
+
+
+class _ValidateMidEpoch:
+    """Validation every ``every`` calls with model.eval(); the loop set model.train() only
+    before its first epoch, so training goes on in eval mode after the first validation."""
+
+    def __init__(self, val_x, every=10):
+        self.val_x, self.every, self.calls = val_x, every, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        self.calls += 1
+        if self.calls % self.every == 0:
+            model.eval()
+            with torch.no_grad():
+                model(self.val_x)
+        return loss
+
+
+@bug(
+    "watch_validation_leaves_eval_mode",
+    expect="eval_mode",
+    engine="watch",
+    source="https://github.com/joeynmt/joeynmt/issues/184",
+)
+def watch_validation_leaves_eval_mode() -> Verdict:
+    """joeynmt validated mid-epoch through a prediction function that calls model.eval(), and
+    model.train() ran only at the start of each epoch: the rest of every epoch trained with
+    dropout off (also wkentaro/pytorch-fcn#56, pytorch/tutorials#1624). Reduced to a dropout
+    and batch-norm MLP on digits whose step validates every 10 calls."""
+    x, y = digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 10)
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    step = _ValidateMidEpoch(x[700:])
+    return watch_verdict(model, optimizer, (x[:700], y[:700]), nn.CrossEntropyLoss(), step=step)

@@ -82,6 +82,7 @@ class Sampler:
             rank=info.rank,
             world_size=info.world_size,
             every=every,
+            mode_dependent=mode_dependent(model),
         )
         self.needs: frozenset[str] = frozenset()
         self.evaluating = False
@@ -122,6 +123,8 @@ class Sampler:
     def _before_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
         if self.clock is not None:
             self.clock.step_start()
+        if "train_modes" in self.needs:
+            self._pending_modes.append(self.model.training)
         if not self._sample_next:
             return
         # everything read below is detached first, so no autograd graph is recorded
@@ -214,6 +217,7 @@ class Sampler:
     def _reset_pending(self) -> None:
         self._pending_losses: list[tuple[int, Any]] = []
         self._pending_batches: list[tuple[int, int, Fingerprint]] = []
+        self._pending_modes: list[bool] = []
         self._pending_params: torch.Tensor | list[float] | None = None
         self._pending_versions: list[int] | None = None
         self._pending_param_names: tuple[str, ...] = ()
@@ -303,6 +307,7 @@ class Sampler:
             unapplied=self._since_step,
             step_gaps=tuple(self._gaps),
             batches=_batch_keys(self._pending_batches, host.get("batches", [])),
+            train_modes=tuple(self._pending_modes),
         )
         self._reset_pending()
         self._observes = 0
@@ -331,6 +336,24 @@ class Sampler:
         self.applied = self._applied_at_observe = int(state["applied"])
         self._since_step = int(state["since_step"])
         self.plan_next()
+
+
+def mode_dependent(model: nn.Module) -> tuple[str, ...]:
+    """The modules (name and type) whose output depends on train or eval mode: dropout with p > 0
+    (also inside attention and stacked RNNs) and normalisation that keeps running statistics."""
+    found = []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.modules.dropout._DropoutNd):
+            varies = module.p > 0
+        elif isinstance(module, nn.modules.batchnorm._NormBase):
+            varies = module.track_running_stats
+        elif isinstance(module, (nn.RNNBase, nn.MultiheadAttention)):
+            varies = module.dropout > 0
+        else:
+            varies = False
+        if varies:
+            found.append(f"{name or '<model>'} ({type(module).__name__})")
+    return tuple(found)
 
 
 def _finite(found: torch.Tensor | list[float] | None) -> bool:
