@@ -22,12 +22,14 @@ from tests.corpus.registry import Verdict, bug, doctor_verdict
 from tests.doctor.helpers import (
     Accumulate,
     SchedulerStep,
+    Tagger,
     TinyLM,
     diabetes,
     digits,
     lm_loss,
     mlp,
     regressor,
+    tag_data,
 )
 
 
@@ -284,6 +286,27 @@ def workers_share_augmentation_seed() -> Verdict:
         generator=torch.Generator().manual_seed(0),
     )
     return verdict(mlp(), loader, layers=("data",))  # it must land there; later layers cannot help
+
+
+def _tags_skipping_the_pad_index(out, y, pad_index=0):
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), ignore_index=pad_index)
+
+
+@bug(
+    "pad_index_ignores_a_real_tag",
+    expect="data",
+    source="https://github.com/nyu-mll/jiant/issues/925",
+)
+def pad_index_ignores_a_real_tag() -> Verdict:
+    """jiant's tagger passed its pad index (0) as cross_entropy's ignore_index while 0 was also
+    a target tag, so every target of tag 0 was dropped from the loss. Reduced to a GRU tagger
+    on generated sentences, padding tagged 0 and tags 0..3 (before, the overfit control
+    caught it, saying the tiny batch's tokens were not fitted)."""
+    x, y = tag_data()
+    y[x == 0] = 0  # padding gets the pad index as its tag
+    model = Tagger()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return verdict(model, (x, y), _tags_skipping_the_pad_index, optimizer)
 
 
 # -- model: forward, loss and gradients ----------------------------------------------------------
