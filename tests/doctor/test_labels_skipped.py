@@ -71,3 +71,22 @@ def test_classifier_scoring_every_class_passes():
 def test_classifier_skipping_a_class_warns():
     found = finding(mlp(), digits(), nn.CrossEntropyLoss(ignore_index=0))
     assert found.status == "warn" and found.evidence["skipped_labels"] == [0]
+
+
+class SureOfThree(nn.Module):
+    """A classifier certain that everything is a 3 (a pretrained model far from this data):
+    softmax rounds to exactly 1, so its own output gives label 3 no gradient, though the loss
+    scores it."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = mlp()
+        self.register_buffer("prior", 1e4 * F.one_hot(torch.tensor(3), 10).float())
+
+    def forward(self, x):
+        return self.body(x) + self.prior
+
+
+def test_a_saturated_confident_classifier_is_not_read_as_skipping_its_class():
+    found = finding(SureOfThree(), digits(), nn.CrossEntropyLoss())
+    assert found.status == "pass", found.message

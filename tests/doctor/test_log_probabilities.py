@@ -72,3 +72,14 @@ def test_sequence_log_probabilities_over_the_vocabulary_pass_and_logits_fail():
     data = token_data(n=64)
     assert finding(LogSoftmaxLM(), _token_nll, data).status == "pass"
     assert finding(TinyLM(), _token_nll, data).status == "fail"
+
+
+def _nll_in_float(out, y):
+    return F.nll_loss(out.float(), y)
+
+
+def test_log_probabilities_rounded_to_bfloat16_pass():
+    """bfloat16 log-probabilities sum to 1 only within their rounding (a few 1e-3)."""
+    model = Head(lambda z: F.log_softmax(4 * z, 1).to(torch.bfloat16))
+    found = finding(model, _nll_in_float)
+    assert found.status == "pass", found.message

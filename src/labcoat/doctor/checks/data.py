@@ -146,8 +146,12 @@ def labels_skipped(case: Case) -> Outcome:
     if len(values) < 2:
         return skipped("fewer than two labels the model can output")
     tried = values[counts.argsort(descending=True)][:SKIP_PROBE_LABELS].tolist()
+    # a confident model saturates: a class it is sure of gets no gradient from its own output
+    uniform = torch.full_like(out, -float(np.log(max(limit, 2))))
     try:
-        found = skipped_labels(case.loss_fn, out, case.probe_batch.y.to(out.device), tried)
+        found = skipped_labels(
+            case.loss_fn, [out, uniform], case.probe_batch.y.to(out.device), tried
+        )
     except Exception as exc:  # noqa: BLE001 - the model layer reports a loss that raises
         return skipped(f"the loss raised {type(exc).__name__} (see model.loss.scalar)")
     if not found:

@@ -376,7 +376,9 @@ def loss_log_probabilities(case: Case) -> Outcome:
         "drop_when_outputs_rise_by_1": drop,
         "max_abs_logsumexp": float(log_total.abs().max()),
     }
-    if float(log_total.abs().max()) <= 1e-3:
+    # log-probabilities rounded to half precision sum to 1 only within their rounding
+    tolerance = 1e-3 if torch.finfo(out.dtype).bits >= 32 else 0.05
+    if float(log_total.abs().max()) <= tolerance:
         return passed("outputs are log-probabilities, as the loss expects", **evidence)
     sums = out.double().sum(dim)
     if bool((out >= 0).all()) and torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
