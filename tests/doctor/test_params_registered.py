@@ -133,3 +133,22 @@ class InputGradient(nn.Module):
 
 def test_input_made_a_leaf_inside_forward_passes():
     assert finding(InputGradient()).status == "pass"
+
+
+class MarginLoss(nn.Module):
+    """A loss with weights of its own (a learnable temperature): the optimizer holds them, and
+    they are reached from the loss, not from the model's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.log_temperature = nn.Parameter(torch.zeros(()))
+
+    def forward(self, out, y):
+        return nn.functional.cross_entropy(out * self.log_temperature.exp(), y)
+
+
+def test_weights_of_the_loss_are_not_the_models_business():
+    model, loss = mlp(), MarginLoss()
+    optimizer = torch.optim.Adam(list(model.parameters()) + list(loss.parameters()), lr=1e-3)
+    found = diagnose(model, loss_fn=loss, optimizer=optimizer, layers=LAYERS)
+    assert found["model.params.registered"].status == "pass"
