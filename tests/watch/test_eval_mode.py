@@ -7,9 +7,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import labcoat
+from labcoat.modes import mode_dependent
 from labcoat.watch import Sample, WatchContext
 from labcoat.watch.invariants import EvalMode
-from labcoat.watch.sampler import mode_dependent
 from tests.watch._training import digits
 
 CONTEXT = WatchContext(

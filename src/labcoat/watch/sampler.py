@@ -30,6 +30,7 @@ from typing import Any, Hashable, Mapping
 import torch
 from torch import nn
 
+from labcoat.modes import mode_dependent
 from labcoat.optim import lr_value
 from labcoat.watch.batches import Fingerprint, fingerprint
 from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
@@ -336,24 +337,6 @@ class Sampler:
         self.applied = self._applied_at_observe = int(state["applied"])
         self._since_step = int(state["since_step"])
         self.plan_next()
-
-
-def mode_dependent(model: nn.Module) -> tuple[str, ...]:
-    """The modules (name and type) whose output depends on train or eval mode: dropout with p > 0
-    (also inside attention and stacked RNNs) and normalisation that keeps running statistics."""
-    found = []
-    for name, module in model.named_modules():
-        if isinstance(module, nn.modules.dropout._DropoutNd):
-            varies = module.p > 0
-        elif isinstance(module, nn.modules.batchnorm._NormBase):
-            varies = module.track_running_stats
-        elif isinstance(module, (nn.RNNBase, nn.MultiheadAttention)):
-            varies = module.dropout > 0
-        else:
-            varies = False
-        if varies:
-            found.append(f"{name or '<model>'} ({type(module).__name__})")
-    return tuple(found)
 
 
 def _finite(found: torch.Tensor | list[float] | None) -> bool:
