@@ -22,12 +22,14 @@ from tests.corpus.registry import Verdict, bug, doctor_verdict
 from tests.doctor.helpers import (
     Accumulate,
     SchedulerStep,
+    Tagger,
     TinyLM,
     diabetes,
     digits,
     lm_loss,
     mlp,
     regressor,
+    tag_data,
 )
 
 
@@ -284,6 +286,27 @@ def workers_share_augmentation_seed() -> Verdict:
         generator=torch.Generator().manual_seed(0),
     )
     return verdict(mlp(), loader, layers=("data",))  # it must land there; later layers cannot help
+
+
+def _tags_skipping_the_pad_index(out, y, pad_index=0):
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), ignore_index=pad_index)
+
+
+@bug(
+    "pad_index_ignores_a_real_tag",
+    expect="data",
+    source="https://github.com/nyu-mll/jiant/issues/925",
+)
+def pad_index_ignores_a_real_tag() -> Verdict:
+    """jiant's tagger passed its pad index (0) as cross_entropy's ignore_index while 0 was also
+    a target tag, so every target of tag 0 was dropped from the loss. Reduced to a GRU tagger
+    on generated sentences, padding tagged 0 and tags 0..3 (before, the overfit control
+    caught it, saying the tiny batch's tokens were not fitted)."""
+    x, y = tag_data()
+    y[x == 0] = 0  # padding gets the pad index as its tag
+    model = Tagger()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    return verdict(model, (x, y), _tags_skipping_the_pad_index, optimizer)
 
 
 # -- model: forward, loss and gradients ----------------------------------------------------------
@@ -566,6 +589,131 @@ def negative_weights_kill_every_relu() -> Verdict:
         model[0].weight.abs_().neg_()
         model[0].bias.fill_(-0.1)
     return verdict(model, digits())
+
+
+class _Then(nn.Module):
+    """The digits MLP with ``last`` applied to its logits."""
+
+    def __init__(self, last):
+        super().__init__()
+        self.body, self.last = mlp(), last
+
+    def forward(self, x):
+        return self.last(self.body(x))
+
+
+@bug(
+    "nll_loss_on_raw_logits",
+    expect="model",
+    source="https://github.com/yanx27/Pointnet_Pointnet2_pytorch/issues/30",
+)
+def nll_loss_on_raw_logits() -> Verdict:
+    """PointNet's classification loss called nll_loss on outputs without a log_softmax: NLL of
+    logits is -logit[y], unbounded below, so the loss goes negative and keeps falling by
+    inflating the logits. Reduced to an MLP on digits whose logits go to F.nll_loss (before,
+    the overfit control caught it, with a loss 'far from its floor')."""
+    return verdict(_Then(nn.Identity()), digits(), F.nll_loss)
+
+
+@bug(
+    "softmax_into_nll_loss",
+    expect="model",
+    source="https://github.com/AnubhavGupta3377/Text-Classification-Models-Pytorch/issues/9",
+)
+def softmax_into_nll_loss() -> Verdict:
+    """The text classifiers ended in a softmax and trained with nn.NLLLoss, which takes
+    log-probabilities: the loss is minus a probability, always negative, and its gradient
+    vanishes as the softmax saturates (also jamesli1618/Obj-GAN#30). Reduced to the digits MLP
+    with a softmax head."""
+    return verdict(_Then(nn.Softmax(dim=1)), digits(), nn.NLLLoss())
+
+
+class _CellsInAList(nn.Module):
+    """Recurrent cells appended to a plain Python list: they run in forward, get gradients in
+    backward, and are not parameters of the model."""
+
+    def __init__(self, layers=2, hidden=32):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = nn.Linear(8, hidden)
+        self.cells = [nn.LSTMCell(hidden, hidden) for _ in range(layers)]
+        self.out = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        states = [None] * len(self.cells)
+        for row in x.view(len(x), 8, 8).unbind(1):  # the digit read one row at a time
+            h = torch.relu(self.inp(row))
+            for i, cell in enumerate(self.cells):
+                states[i] = cell(h, states[i])
+                h = states[i][0]
+        return self.out(h)
+
+
+@bug(
+    "recurrent_cells_kept_in_a_list",
+    expect="model",
+    source="https://github.com/ikostrikov/pytorch-meta-optimizer/issues/11",
+)
+def recurrent_cells_kept_in_a_list() -> Verdict:
+    """The meta-optimizer appended its LayerNormLSTMCells to a plain list, so model.parameters()
+    never held their weights and the optimizer never trained them (also pytorch/pytorch#715,
+    asyml/texar-pytorch#72). Reduced to nn.LSTMCells reading a digit row by row."""
+    return verdict(_CellsInAList(), digits())
+
+
+class _PeepholeTensors(nn.Module):
+    """A gated layer whose peephole weights are plain tensors with requires_grad=True."""
+
+    def __init__(self, hidden=32):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = nn.Linear(64, hidden)
+        self.gate = nn.Linear(64, hidden)
+        self.w_peephole = torch.randn(hidden, requires_grad=True)  # not an nn.Parameter
+        self.out = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        c = torch.tanh(self.inp(x))
+        gated = torch.sigmoid(self.gate(x) + self.w_peephole * c) * c
+        return self.out(gated)
+
+
+@bug(
+    "peephole_weights_as_plain_tensors",
+    expect="model",
+    source="https://github.com/automan000/Convolutional_LSTM_PyTorch/issues/17",
+)
+def peephole_weights_as_plain_tensors() -> Verdict:
+    """ConvLSTM's peephole weights Wci, Wcf, Wco were tensors with requires_grad=True, not
+    nn.Parameters: Adam(model.parameters()) never updates them and torch.save drops them.
+    Reduced to one gated dense layer with a peephole vector on digits."""
+    return verdict(_PeepholeTensors(), digits())
+
+
+class _LayersMadeInForward(nn.Module):
+    """nn.Linear layers constructed inside forward: fresh random weights on every call."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(torch.relu(nn.Linear(64, 32)(x)))
+
+
+@bug(
+    "layers_constructed_in_forward",
+    expect="model",
+    source="https://github.com/pytorch/pytorch/issues/1291",
+)
+def layers_constructed_in_forward() -> Verdict:
+    """Layers built in forward (torch.nn.Linear(D_in, H)(x)) are new random weights on every
+    call and none is among model.parameters(). The report built every layer there, leaving no
+    parameters at all (which the optimizer refuses); here the head is registered, so the setup
+    runs and quietly trains only the head. model.eval_deterministic also fails on it (two eval
+    passes differ), though its message blames dropout left on."""
+    return verdict(_LayersMadeInForward(), digits())
 
 
 # -- update: one optimizer step ------------------------------------------------------------------
@@ -1094,3 +1242,41 @@ def watch_workers_repeat_batches() -> Verdict:
     model = mlp()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     return watch_verdict(model, optimizer, (x, y), nn.CrossEntropyLoss(), observe_batch=True)
+
+
+class _ValidateMidEpoch:
+    """Validation every ``every`` calls with model.eval(); the loop set model.train() only
+    before its first epoch, so training goes on in eval mode after the first validation."""
+
+    def __init__(self, val_x, every=10):
+        self.val_x, self.every, self.calls = val_x, every, 0
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        self.calls += 1
+        if self.calls % self.every == 0:
+            model.eval()
+            with torch.no_grad():
+                model(self.val_x)
+        return loss
+
+
+@bug(
+    "watch_validation_leaves_eval_mode",
+    expect="eval_mode",
+    engine="watch",
+    source="https://github.com/joeynmt/joeynmt/issues/184",
+)
+def watch_validation_leaves_eval_mode() -> Verdict:
+    """joeynmt validated mid-epoch through a prediction function that calls model.eval(), and
+    model.train() ran only at the start of each epoch: the rest of every epoch trained with
+    dropout off (also wkentaro/pytorch-fcn#56, pytorch/tutorials#1624). Reduced to a dropout
+    and batch-norm MLP on digits whose step validates every 10 calls."""
+    x, y = digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 10)
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    step = _ValidateMidEpoch(x[700:])
+    return watch_verdict(model, optimizer, (x[:700], y[:700]), nn.CrossEntropyLoss(), step=step)

@@ -52,6 +52,7 @@ def test_every_builtin_kind_is_registered_once_with_its_declaration():
             "straggler",
             "no_step",
             "repeat_batch",
+            "eval_mode",
         )
     )
     assert len(set(INVARIANTS.ids())) == len(INVARIANTS.ids())

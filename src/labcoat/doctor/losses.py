@@ -58,3 +58,24 @@ def ignore_index(loss_fn: Callable) -> int:
         loss_fn = loss_fn.func
     value = getattr(loss_fn, "ignore_index", None)
     return DEFAULT_IGNORE_INDEX if value is None else int(value)
+
+
+def skipped_labels(loss_fn: Callable, outputs: list[Any], y: Any, labels: list[int]) -> list[int]:
+    """Those of ``labels`` the loss gives no gradient: with every target set to the label, the
+    gradient is zero or the loss is not finite (a mean over no scored target) at each of
+    ``outputs`` (the model's own, whose confident classes saturate, and a neutral one). Read off
+    what the loss does, so a plain function that passes ``ignore_index`` is read too."""
+    import torch
+
+    def skips(out: Any, label: int) -> bool:
+        scored = out.detach().clone().requires_grad_(True)
+        with torch.enable_grad():
+            loss = loss_fn(scored, torch.full_like(y, label))
+            if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+                return False
+            if not bool(torch.isfinite(loss)):
+                return True
+            (grad,) = torch.autograd.grad(loss, scored, allow_unused=True)
+        return grad is None or not bool(grad.any())
+
+    return [label for label in labels if all(skips(out, label) for out in outputs)]

@@ -32,6 +32,9 @@ class WatchContext:
     rank: int | None = None
     world_size: int = 1
     every: int = 1
+    #: modules that compute differently in train and eval mode (dropout, batch norm's running
+    #: statistics), each as "name (Type)"
+    mode_dependent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,3 +88,5 @@ class Sample:
     #: ``(observe index, step, fingerprint)`` of each batch passed to observe() since the
     #: previous sample (see :mod:`labcoat.watch.batches`)
     batches: Sequence[tuple[int, int, Hashable]] = ()
+    #: ``model.training`` at each optimizer step since the previous sample
+    train_modes: Sequence[bool] = ()

@@ -30,6 +30,7 @@ from typing import Any, Hashable, Mapping
 import torch
 from torch import nn
 
+from labcoat.modes import mode_dependent
 from labcoat.optim import lr_value
 from labcoat.watch.batches import Fingerprint, fingerprint
 from labcoat.watch.distributed import RankInfo, StepClock, Synchronizer
@@ -82,6 +83,7 @@ class Sampler:
             rank=info.rank,
             world_size=info.world_size,
             every=every,
+            mode_dependent=mode_dependent(model),
         )
         self.needs: frozenset[str] = frozenset()
         self.evaluating = False
@@ -122,6 +124,8 @@ class Sampler:
     def _before_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
         if self.clock is not None:
             self.clock.step_start()
+        if "train_modes" in self.needs:
+            self._pending_modes.append(self.model.training)
         if not self._sample_next:
             return
         # everything read below is detached first, so no autograd graph is recorded
@@ -214,6 +218,7 @@ class Sampler:
     def _reset_pending(self) -> None:
         self._pending_losses: list[tuple[int, Any]] = []
         self._pending_batches: list[tuple[int, int, Fingerprint]] = []
+        self._pending_modes: list[bool] = []
         self._pending_params: torch.Tensor | list[float] | None = None
         self._pending_versions: list[int] | None = None
         self._pending_param_names: tuple[str, ...] = ()
@@ -303,6 +308,7 @@ class Sampler:
             unapplied=self._since_step,
             step_gaps=tuple(self._gaps),
             batches=_batch_keys(self._pending_batches, host.get("batches", [])),
+            train_modes=tuple(self._pending_modes),
         )
         self._reset_pending()
         self._observes = 0

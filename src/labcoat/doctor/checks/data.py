@@ -8,7 +8,7 @@ from scipy import stats
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.features import flat, not_features, row_hashes
-from labcoat.doctor.losses import ignore_index
+from labcoat.doctor.losses import ignore_index, skipped_labels
 from labcoat.doctor.registry import check
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
@@ -116,6 +116,76 @@ def label_range(case: Case) -> Outcome:
             **evidence,
         )
     return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs{ignored}", **evidence)
+
+
+#: labels tried for being skipped by the loss: the most frequent ones (padding is frequent)
+SKIP_PROBE_LABELS = 64
+
+
+@check(
+    "data.labels.skipped",
+    layer="data",
+    falsifies="the loss skips a label that real targets carry (ignore_index set to a class, as a "
+    "padding index that is also tag 0)",
+    predicts="labels the loss skips mark only the ends of sequences (padding) or lie outside the "
+    "model's outputs",
+    applies=_labelled,
+)
+def labels_skipped(case: Case) -> Outcome:
+    y = case.train.y
+    if torch.is_floating_point(y):
+        return skipped("float targets: there is no label for the loss to skip")
+    try:
+        n_out, out = case.n_outputs, case.output
+    except ProbeFailed as exc:
+        return skipped(f"needs the model's output, but {exc}; see the model layer")
+    limit = 2 if n_out == 1 else int(n_out or 0)
+    values, counts = torch.unique(y, return_counts=True)
+    inside = (values >= 0) & (values < limit)
+    values, counts = values[inside], counts[inside]
+    if len(values) < 2:
+        return skipped("fewer than two labels the model can output")
+    tried = values[counts.argsort(descending=True)][:SKIP_PROBE_LABELS].tolist()
+    # a confident model saturates: a class it is sure of gets no gradient from its own output
+    uniform = torch.full_like(out, -float(np.log(max(limit, 2))))
+    try:
+        found = skipped_labels(
+            case.loss_fn, [out, uniform], case.probe_batch.y.to(out.device), tried
+        )
+    except Exception as exc:  # noqa: BLE001 - the model layer reports a loss that raises
+        return skipped(f"the loss raised {type(exc).__name__} (see model.loss.scalar)")
+    if not found:
+        return passed(f"the loss scores every label the targets use ({len(tried)} tried)")
+    if len(found) == len(tried):
+        return skipped("the loss gives no gradient for any label (see model.grad.coverage)")
+    rows = y.reshape(len(y), -1)
+    skip = torch.isin(rows, torch.tensor(found, dtype=rows.dtype))
+    labels = ", ".join(str(v) for v in found)
+    evidence = {"skipped_labels": found, "skipped_targets": int(skip.sum())}
+    if rows.shape[1] == 1:
+        return warned(
+            f"{int(skip.sum())} of {len(rows)} examples are labelled {labels}, which the model "
+            "outputs, and the loss skips them (ignore_index), so that class is never learnt; if "
+            "the label marks unlabelled examples, use -100, outside the outputs",
+            **evidence,
+        )
+    scored = ~skip
+    before = scored.cumsum(1) > 0  # a scored target at or before the position
+    after = scored.flip(1).cumsum(1).flip(1) > 0
+    interior = int((skip & before & after).sum())
+    evidence["between_scored_targets"] = interior
+    if interior >= 5 and interior >= 0.01 * rows.numel():
+        return failed(
+            f"the loss skips label {labels} (ignore_index), which the model outputs and "
+            f"{interior} targets carry between scored ones: a real class is never learnt "
+            "(padding sits at the ends of a sequence); give ignore_index a value no class uses, "
+            "as -100",
+            **evidence,
+        )
+    return passed(
+        f"label {labels}, which the loss skips, marks only the ends of sequences (padding)",
+        **evidence,
+    )
 
 
 @check(

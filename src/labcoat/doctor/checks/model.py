@@ -11,7 +11,7 @@ from torch import nn
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import perturb_zero_tensors
+from labcoat.doctor.setup import optimizer_tensors, perturb_zero_tensors
 from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.params import unmatched as unmatched_items
@@ -346,6 +346,57 @@ def loss_logits(case: Case) -> Outcome:
 
 
 @check(
+    "model.loss.log_probabilities",
+    layer="model",
+    explains=("overfit.*", "shuffle.*"),
+    falsifies="a loss that takes log-probabilities (NLLLoss, KLDivLoss) is given logits or "
+    "probabilities (log_softmax missing, or softmax in its place)",
+    predicts="where the loss falls by one when every output rises by one (it reads outputs as "
+    "log-probabilities), exp(output) sums to 1 over the classes",
+    applies=lambda case: (
+        None
+        if case.inferred_task != "regression" and (case.n_outputs or 1) > 1
+        else "only for outputs with a score per class"
+    ),
+)
+def loss_log_probabilities(case: Case) -> Outcome:
+    out, y = case.output, case.probe_batch.y
+    try:
+        drop = float(_loss_on(case, out, y) - _loss_on(case, out + 1, y))
+    except Exception as exc:  # noqa: BLE001 - the loss probes report a loss that raises
+        return skipped(f"the loss could not be computed ({type(exc).__name__})")
+    if not math.isfinite(drop) or drop < 0.5:
+        return passed(
+            "the loss does not read outputs as log-probabilities (it normalises them itself)",
+            drop_when_outputs_rise_by_1=drop,
+        )
+    dim = -1 if case.inferred_task == "sequence" else 1
+    log_total = torch.logsumexp(out.double(), dim)
+    evidence = {
+        "drop_when_outputs_rise_by_1": drop,
+        "max_abs_logsumexp": float(log_total.abs().max()),
+    }
+    # log-probabilities rounded to half precision sum to 1 only within their rounding
+    tolerance = 1e-3 if torch.finfo(out.dtype).bits >= 32 else 0.05
+    if float(log_total.abs().max()) <= tolerance:
+        return passed("outputs are log-probabilities, as the loss expects", **evidence)
+    sums = out.double().sum(dim)
+    if bool((out >= 0).all()) and torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
+        what = "probabilities (they sum to 1): the softmax should be a log_softmax"
+    else:
+        what = (
+            f"logits (exp(output) sums to {float(log_total.exp().median()):.3g} per example, "
+            "not 1): apply log_softmax first, or use CrossEntropyLoss on the logits"
+        )
+    return failed(
+        "the loss reads outputs as log-probabilities (it falls by "
+        f"{drop:.3g} when every output rises by 1, as NLLLoss does), but the outputs are {what}; "
+        "the loss is then unbounded below or flat, and its minimum is not the right class",
+        **evidence,
+    )
+
+
+@check(
     "model.grad.coverage",
     layer="model",
     explains=("update.params.moved", "overfit.*"),
@@ -483,6 +534,113 @@ def params_frozen(case: Case) -> Outcome:
     return passed(
         f"{len(named) - len(frozen)} trainable, {len(frozen)} frozen as declared", **evidence
     )
+
+
+@check(
+    "model.params.registered",
+    layer="model",
+    explains=("update.*", "overfit.*"),
+    falsifies="weights the forward pass trains are not parameters of the model (layers kept in a "
+    "plain list or dict, a tensor with requires_grad=True set as an attribute, an nn.Parameter "
+    "made inside forward)",
+    predicts="every tensor that requires grad and that the output's graph reaches (the inputs "
+    "aside) is one of model.parameters()",
+)
+def params_registered(case: Case) -> Outcome:
+    setup = case.blueprint.fresh()
+    setup.model.train()
+    x = case.probe_batch.x.to(case.device)
+    torch.manual_seed(case.seed)
+    with torch.enable_grad():
+        out = setup.model(x)
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        return skipped("the output has no autograd graph to read (see model.grad.coverage)")
+    registered = {id(p) for p in setup.model.parameters()}
+    outside = [
+        t for t in graph_leaves(out) if id(t) not in registered and not _shares_storage(t, x)
+    ]
+    if not outside:
+        return passed("every weight the output depends on is a parameter of the model")
+    held = {id(p) for _, _, p in optimizer_tensors(setup.optimizer)}
+    names = _unregistered_names(setup.model)
+    described = sorted(
+        names.get(id(t), f"a {tuple(t.shape)} tensor made during forward") for t in outside
+    )
+    evidence = {
+        "unregistered": described[:20],
+        "values": sum(t.numel() for t in outside),
+        "in_optimizer": sum(id(t) in held for t in outside),
+    }
+    listed = ", ".join(described[:5])
+    fix = (
+        "keep layers in nn.ModuleList/nn.ModuleDict, tensors as nn.Parameter attributes (or "
+        "nn.ParameterList), and create parameters in __init__, not in forward"
+    )
+    if all(id(t) in held for t in outside):
+        return warned(
+            f"{len(outside)} tensors the output depends on are trained by the optimizer but are "
+            f"not parameters of the model ({listed}): state_dict() does not save them and .to() "
+            f"does not move them; {fix}",
+            **evidence,
+        )
+    return failed(
+        f"{len(outside)} tensors the output depends on get gradients but are not parameters of "
+        f"the model, so the optimizer never updates them ({listed}): {fix}",
+        **evidence,
+    )
+
+
+def graph_leaves(out: torch.Tensor) -> list[torch.Tensor]:
+    """The leaf tensors autograd would accumulate a gradient into from ``out``: those that
+    require grad and that its graph reaches, in the order first met."""
+    leaves: dict[int, torch.Tensor] = {}
+    seen: set[int] = set()
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            leaves.setdefault(id(variable), variable)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return list(leaves.values())
+
+
+def _shares_storage(t: torch.Tensor, x: torch.Tensor) -> bool:
+    """True for the input itself or a view of it made a leaf (x.detach().requires_grad_(), as a
+    physics-informed model does to differentiate with respect to its inputs)."""
+    try:
+        return t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    except RuntimeError:  # a tensor without storage (a functional or meta tensor)
+        return False
+
+
+def _unregistered_names(model: nn.Module) -> dict[int, str]:
+    """Where tensors that are not parameters hang on the model: an attribute holding a tensor,
+    or a plain list, tuple or dict of modules or tensors (``layers[1].weight``)."""
+    names: dict[int, str] = {}
+
+    def add(value: object, where: str) -> None:
+        if isinstance(value, torch.Tensor):
+            names.setdefault(id(value), where)
+        elif isinstance(value, nn.Module):
+            for n, p in value.named_parameters():
+                names.setdefault(id(p), f"{where}.{n}")
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                add(item, f"{where}[{i}]")
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                add(item, f"{where}[{key!r}]")
+
+    for prefix, module in model.named_modules():
+        for attr, value in vars(module).items():
+            if attr.startswith("_") and attr in ("_parameters", "_buffers", "_modules"):
+                continue
+            add(value, f"{prefix}.{attr}" if prefix else attr)
+    return names
 
 
 def _changed_copy(x: torch.Tensor, row: int) -> torch.Tensor | None:

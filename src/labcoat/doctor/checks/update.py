@@ -10,6 +10,7 @@ from labcoat.doctor.case import Case, run_steps
 from labcoat.doctor.registry import check
 from labcoat.doctor.setup import optimizer_tensors, requires_grad_set_by_train
 from labcoat.findings import Outcome, failed, passed, skipped, warned
+from labcoat.modes import mode_dependent
 
 #: the usual range of |update| / |weight| for one step (around 1e-3 for a healthy run)
 RATIO_TOO_LARGE = 0.1
@@ -418,6 +419,67 @@ def _gradient_votes(g1: dict, g2: dict, names: list[str]) -> dict[str, str]:
         else:
             votes[n] = "differ"
     return votes
+
+
+@check(
+    "update.mode.as_given",
+    layer="update",
+    falsifies="the model would train in eval mode: it is given in eval mode (left there by an "
+    "evaluation) and nothing in the step puts it back in train mode",
+    predicts="a model with dropout or batch norm is given in train mode, or the step calls "
+    "model.train()",
+)
+def mode_as_given(case: Case) -> Outcome:
+    modules = mode_dependent(case.blueprint.model)
+    if not modules:
+        return skipped("no dropout or batch norm: train and eval mode compute the same")
+    if case.blueprint.model.training:
+        return passed("the model is given in train mode", mode_dependent=list(modules[:20]))
+    named = ", ".join(modules[:3]) + (f" and {len(modules) - 3} more" if len(modules) > 3 else "")
+    evidence = {"mode_dependent": list(modules[:20])}
+    effect = (
+        f"a loop that never calls model.train() trains with {named} as at inference (dropout "
+        "off, batch norm on frozen running statistics)"
+    )
+    if case.step is None:
+        return warned(
+            "the model is given in eval mode; the doctor's copies train in train mode, but "
+            f"{effect}",
+            **evidence,
+        )
+    modes = _modes_in_step(case)
+    if modes is None:
+        return skipped("the step ran no forward pass with gradients", **evidence)
+    if any(modes):
+        return passed("the model is given in eval mode and your step calls model.train()")
+    return warned(
+        f"the model is given in eval mode and your step trains it in that mode: {effect}; call "
+        "model.train() in the step or before each epoch",
+        **evidence,
+    )
+
+
+def _modes_in_step(case: Case) -> list[bool] | None:
+    """``model.training`` at each forward pass with gradients during one call of the user's step
+    on a copy left in the mode it was given in; None when there was none (or the step raised)."""
+    setup = case.blueprint.fresh()
+    modes: list[bool] = []
+
+    def record(module: torch.nn.Module, _args: object) -> None:
+        if torch.is_grad_enabled():
+            modes.append(module.training)
+
+    handle = setup.model.register_forward_pre_hook(record)
+    torch.manual_seed(case.seed)
+    try:
+        case.fresh_step(setup)(
+            setup.model, case.on_device(case.probe_batch.batch()), setup.optimizer, case.loss_fn
+        )
+    except Exception:  # noqa: BLE001 - update.step.runs reports a step that raises
+        return None
+    finally:
+        handle.remove()
+    return modes or None
 
 
 @check(

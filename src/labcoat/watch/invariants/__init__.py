@@ -2,6 +2,7 @@
 
 from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation, create
 from labcoat.watch.invariants.desync import Desync
+from labcoat.watch.invariants.eval_mode import EvalMode
 from labcoat.watch.invariants.frozen_moved import FrozenMoved
 from labcoat.watch.invariants.grad_explode import GradExplode
 from labcoat.watch.invariants.grad_vanish import GradVanish
@@ -18,6 +19,7 @@ __all__ = [
     "INVARIANTS",
     "Bound",
     "Desync",
+    "EvalMode",
     "FrozenMoved",
     "GradExplode",
     "GradVanish",

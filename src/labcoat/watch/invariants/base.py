@@ -37,6 +37,7 @@ SAMPLE_FIELDS = frozenset(
         "update_ratio",
         "step_gaps",
         "batches",
+        "train_modes",
     }
 )
 
