@@ -103,6 +103,35 @@ def test_step_that_drops_a_gradient_leaves_parameter_unmoved():
 
     f = update_report(mlp(), step=step)["update.params.moved"]
     assert f.status == "fail" and f.evidence["did_not_move"] == ["2.bias"]
+    assert f.message.endswith("they had no gradient when optimizer.step() ran")
+
+
+def test_gradients_cleared_between_backward_and_step_are_named():
+    def step(model, batch, optimizer, loss_fn):
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.zero_grad()  # in the wrong place: step() finds nothing to apply
+        optimizer.step()
+        return loss
+
+    f = update_report(mlp(), step=step)["update.params.moved"]
+    assert f.status == "fail" and "zero_grad() called between backward() and step()" in f.message
+    assert set(f.evidence["no_gradient_at_step"]) == set(f.evidence["did_not_move"])
+
+    def sgd_without_set_to_none(model, batch, optimizer, loss_fn):  # zeros, not None
+        x, y = batch
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.zero_grad(set_to_none=False)
+        optimizer.step()
+        return loss
+
+    model = mlp()
+    f = update_report(
+        model, torch.optim.SGD(model.parameters(), lr=0.1), step=sgd_without_set_to_none
+    )["update.params.moved"]
+    assert f.status == "fail" and "zero_grad() called between backward() and step()" in f.message
 
 
 def test_exploding_step_goes_nonfinite():

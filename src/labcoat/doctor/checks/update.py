@@ -167,9 +167,25 @@ def params_moved(case: Case) -> Outcome:
             "no trainable parameters are in the optimizer (see update.optimizer.coverage)"
         )
     if still:
+        # with no gradient at optimizer.step() there is nothing to apply: the gradients were
+        # cleared after backward() (zero_grad() between backward() and step())
+        empty = [
+            n
+            for n in still
+            if all(g.get(n) is None or not bool(g[n].any()) for g in probe.grads_at_step)
+        ]
+        why = ""
+        if empty == still == expected:
+            why = (
+                ": no parameter had a gradient when optimizer.step() ran; is zero_grad() called "
+                "between backward() and step()?"
+            )
+        elif empty == still:
+            why = ": they had no gradient when optimizer.step() ran"
         return failed(
             f"{len(still)} of {len(expected)} parameters did not move in {len(probe.after)} steps: "
-            f"{', '.join(still[:5])}",
+            f"{', '.join(still[:5])}{why}",
+            no_gradient_at_step=empty[:50],
             **evidence,
         )
     note = (
