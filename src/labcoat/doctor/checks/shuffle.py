@@ -193,9 +193,9 @@ class ShuffleRuns:
 
     @property
     def settled(self) -> bool:
-        """Whether more copies could still change either verdict (see the module docstring).
-        Only the clear cases stop: anything unusual (a non-finite score, a metric near its
-        perfect value, a trained start) trains every copy."""
+        """Whether the copies so far settle both verdicts, so that more could not change them
+        (see the module docstring). Only clear cases stop: anything unusual (a non-finite score,
+        a metric near its perfect value, a trained start) trains every copy."""
         k = len(self.null)
         chance = float(np.mean(self.chance)) if k else math.nan
         tolerance = 1e-6 * max(1.0, abs(self.perfect))
