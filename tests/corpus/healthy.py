@@ -19,9 +19,11 @@ from tests.corpus.registry import Verdict, doctor_verdict, healthy  # noqa: F401
 from tests.doctor.helpers import (
     Accumulate,
     AuxiliaryHead,
+    DistillStep,
     SchedulerStep,
     auxiliary_loss_step,
     diabetes,
+    lbfgs_step,
 )
 
 
@@ -1036,19 +1038,6 @@ def bigru_tagger_padding():
 
 
 # -- optimizers beyond Adam and SGD ------------------------------------------------------------
-def lbfgs_step(model, batch, optimizer, loss_fn):
-    """LBFGS re-evaluates the loss through a closure, several times per call."""
-    x, y = batch
-
-    def closure():
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        return loss
-
-    return optimizer.step(closure)
-
-
 @healthy(
     "lbfgs_closure_step",
     source="torch.optim.LBFGS with optimizer.step(closure) on a small table (scientific ML)",
@@ -1396,28 +1385,6 @@ def siamese_pairs_bce():
 
 
 # -- train steps with more than one loss --------------------------------------------------------
-class DistillStep:
-    """Knowledge distillation: CE on the labels plus T^2 * KL to a frozen teacher's softened
-    outputs (Hinton et al.); the teacher is held by the step."""
-
-    def __init__(self, teacher: nn.Module, temperature: float = 2.0, alpha: float = 0.5):
-        self.teacher, self.t, self.alpha = teacher, temperature, alpha
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        with torch.no_grad():
-            soft = F.log_softmax(self.teacher(x) / self.t, dim=1)
-        optimizer.zero_grad()
-        out = model(x)
-        kd = F.kl_div(
-            F.log_softmax(out / self.t, dim=1), soft, log_target=True, reduction="batchmean"
-        )
-        loss = self.alpha * loss_fn(out, y) + (1 - self.alpha) * self.t**2 * kd
-        loss.backward()
-        optimizer.step()
-        return loss
-
-
 @healthy(
     "distillation_frozen_teacher",
     source="knowledge distillation from a frozen, trained teacher inside the train step",

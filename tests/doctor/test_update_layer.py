@@ -3,7 +3,14 @@
 import torch
 from torch import nn
 
-from tests.doctor.helpers import diagnose, digits, mlp, status
+from tests.doctor.helpers import (
+    diagnose,
+    digits,
+    lbfgs_step,
+    mlp,
+    no_zero_grad_step,
+    status,
+)
 from tests.doctor.test_model_layer import BatchNormDropout, ZeroHead
 
 
@@ -133,14 +140,7 @@ def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves
 
 
 def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
-    def no_zero_grad(model, batch, optimizer, loss_fn):
-        x, y = batch
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    assert status(update_report(mlp(), step=no_zero_grad), "update.grad.zeroed") == "fail"
+    assert status(update_report(mlp(), step=no_zero_grad_step), "update.grad.zeroed") == "fail"
 
     def accumulate(model, batch, optimizer, loss_fn, micro=4):
         x, y = batch
@@ -197,19 +197,6 @@ def test_a_step_that_steps_every_second_call_passes_and_is_described_as_such():
     assert report["update.params.moved"].status == "pass"
 
 
-def lbfgs_step(model, batch, optimizer, loss_fn):
-    """LBFGS re-evaluates the loss through a closure, several times per call."""
-    x, y = batch
-
-    def closure():
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        return loss
-
-    return optimizer.step(closure)
-
-
 def test_lbfgs_copies_run_its_closure_step_and_an_lbfgs_on_another_model_still_fails():
     model = mlp()
     report = update_report(
@@ -258,14 +245,7 @@ def test_sparse_gradients_are_read_and_a_cut_or_stale_one_still_fails():
     cut = layers(SparseBag(detach=True))["model.grad.coverage"]
     assert cut.status == "fail" and "embed.weight" in str(cut.evidence), cut.message
 
-    def no_zero_grad(model, batch, optimizer, loss_fn):
-        x, y = batch
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    assert status(layers(SparseBag(), no_zero_grad), "update.grad.zeroed") == "fail"
+    assert status(layers(SparseBag(), no_zero_grad_step), "update.grad.zeroed") == "fail"
 
 
 class Siamese(nn.Module):

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor import selftest
+from tests.doctor.helpers import DistillStep
 from tests.doctor_controls import setups as s
 
 CE = nn.CrossEntropyLoss()
@@ -78,16 +79,15 @@ def test_checks_that_fail_on_the_real_setup_are_not_proven_on_mutants():
     assert result["ok"] is None and "did not pass on the setup itself" in result["reason"]
 
 
-def test_loss_times_zero_is_spared_where_the_steps_own_loss_trains_every_parameter():
-    from tests.doctor_controls.test_shuffle import DistillStep, trained_teacher
+def distillation_report():
+    from tests.doctor_controls.test_shuffle import trained_teacher
 
-    report = s.diagnose(
-        s.mlp(hidden=16),
-        s.digits(),
-        CE,
-        step=DistillStep(trained_teacher()),
-        layers=GRADIENT_AND_UPDATE,
-    )
+    step = DistillStep(trained_teacher())
+    return s.diagnose(s.mlp(hidden=16), s.digits(), CE, step=step, layers=GRADIENT_AND_UPDATE)
+
+
+def test_loss_times_zero_is_spared_where_the_steps_own_loss_trains_every_parameter():
+    report = distillation_report()
     result = report.extras["selftest"]
     assert result["ok"] is True and (result["caught"], result["mutants"]) == (1, 1)
     spared = {r["mutant"]: r["spared"] for r in result["results"]}
@@ -111,17 +111,9 @@ def test_loss_times_zero_still_runs_where_the_steps_own_term_reaches_some_parame
 
 
 def test_a_missed_mutant_is_still_a_failure_beside_a_spared_one(monkeypatch):
-    from tests.doctor_controls.test_shuffle import DistillStep, trained_teacher
-
     monkeypatch.setattr(
         selftest, "MUTANTS", [*selftest.MUTANTS, selftest.Mutant("untouched", untouched)]
     )
-    report = s.diagnose(
-        s.mlp(hidden=16),
-        s.digits(),
-        CE,
-        step=DistillStep(trained_teacher()),
-        layers=GRADIENT_AND_UPDATE,
-    )
+    report = distillation_report()
     assert report.selftest_failed and "LABCOAT FAILURE" in str(report)
     assert (report.extras["selftest"]["caught"], report.extras["selftest"]["mutants"]) == (1, 2)

@@ -9,6 +9,7 @@ from torch import nn
 
 from labcoat.doctor.checks import shuffle
 from labcoat.doctor.checks.shuffle import PERMUTATIONS
+from tests.doctor.helpers import DistillStep
 from tests.doctor_controls import setups as s
 
 CE = nn.CrossEntropyLoss()
@@ -259,27 +260,6 @@ def trained_teacher() -> nn.Module:
         CE(teacher(x), y).backward()
         opt.step()
     return teacher.eval().requires_grad_(False)
-
-
-class DistillStep:
-    """Knowledge distillation: cross-entropy on the labels plus KL to a frozen teacher."""
-
-    def __init__(self, teacher: nn.Module, temperature: float = 2.0):
-        self.teacher, self.t = teacher, temperature
-
-    def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        with torch.no_grad():
-            soft = torch.log_softmax(self.teacher(x) / self.t, dim=1)
-        optimizer.zero_grad()
-        out = model(x)
-        kd = nn.functional.kl_div(
-            torch.log_softmax(out / self.t, dim=1), soft, log_target=True, reduction="batchmean"
-        )
-        loss = 0.5 * loss_fn(out, y) + 0.5 * self.t**2 * kd
-        loss.backward()
-        optimizer.step()
-        return loss
 
 
 class LookupWithEMA:
