@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -82,10 +83,12 @@ def step_trains_without_loss_fn(mutated: Case) -> str | None:
     torch.manual_seed(mutated.seed)
     batch = mutated.on_device(mutated.probe_batch.batch())
     try:
-        for _ in range(MAX_CALLS_PER_UPDATE):
-            step(setup.model, batch, setup.optimizer, mutated.loss_fn)
-            if seen:
-                break
+        with warnings.catch_warnings():  # the copy's warnings (a scheduler's) are not the user's
+            warnings.simplefilter("ignore")
+            for _ in range(MAX_CALLS_PER_UPDATE):
+                step(setup.model, batch, setup.optimizer, mutated.loss_fn)
+                if seen:
+                    break
     except Exception:  # noqa: BLE001 - a step that fails as mutated is for the checks to judge
         return None
     finally:
