@@ -267,7 +267,7 @@ class Siamese(nn.Module):
         return self.head(h)
 
 
-def test_a_parameter_the_loss_does_not_depend_on_warns_and_one_cut_by_round_still_fails():
+def test_a_parameter_the_output_does_not_depend_on_warns_and_one_cut_by_round_still_fails():
     x, y = digits()
     pairs = x[:400, ::2].reshape(200, 64)  # two digits a row, every other pixel of each
     same = (y[:400:2] == y[1:400:2]).long()
