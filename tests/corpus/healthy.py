@@ -19,9 +19,11 @@ from tests.corpus.registry import Verdict, doctor_verdict, healthy  # noqa: F401
 from tests.doctor.helpers import (
     Accumulate,
     AuxiliaryHead,
+    DistillStep,
     SchedulerStep,
     auxiliary_loss_step,
     diabetes,
+    lbfgs_step,
 )
 
 
@@ -1033,3 +1035,499 @@ def bigru_tagger_padding():
     y[pad] = -100
     model = Tagger()
     return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+# -- optimizers beyond Adam and SGD ------------------------------------------------------------
+@healthy(
+    "lbfgs_closure_step",
+    source="torch.optim.LBFGS with optimizer.step(closure) on a small table (scientific ML)",
+)
+def lbfgs_closure_step():
+    seed()
+    x, y = breast_cancer()
+    model = nn.Sequential(nn.Linear(30, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=3, history_size=10)
+    return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), opt, step=lbfgs_step)
+
+
+def small_mlp(act: type[nn.Module] = nn.ReLU, hidden: int = 32) -> nn.Module:
+    return nn.Sequential(nn.Linear(64, hidden), act(), nn.Linear(hidden, 10))
+
+
+@healthy("nadam", source="NAdam (Adam with Nesterov momentum), lr 2e-3")
+def nadam():
+    seed()
+    model = small_mlp()
+    opt = torch.optim.NAdam(model.parameters(), lr=2e-3)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+@healthy(
+    "radam_decoupled_weight_decay",
+    source="RAdam (rectified warm-up of the variance) with decoupled weight decay 1e-2",
+)
+def radam_decoupled_weight_decay():
+    seed()
+    model = small_mlp()
+    opt = torch.optim.RAdam(
+        model.parameters(), lr=1e-3, weight_decay=1e-2, decoupled_weight_decay=True
+    )
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+@healthy("adamax", source="Adamax (the infinity-norm Adam variant), lr 2e-3")
+def adamax():
+    seed()
+    model = small_mlp()
+    opt = torch.optim.Adamax(model.parameters(), lr=2e-3)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+@healthy("adagrad_default_lr", source="Adagrad at its default lr 0.01 (sparse-feature recipes)")
+def adagrad_default_lr():
+    seed()
+    model = small_mlp()
+    opt = torch.optim.Adagrad(model.parameters(), lr=1e-2)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+# -- normalisation, activations and layer layouts ----------------------------------------------
+@healthy(
+    "instance_norm_conv",
+    source="a CNN with InstanceNorm2d(affine=True) (style-transfer and small-batch backbones)",
+)
+def instance_norm_conv():
+    seed()
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.InstanceNorm2d(4, affine=True),
+        nn.ReLU(),
+        nn.Conv2d(4, 4, 3, padding=1),
+        nn.InstanceNorm2d(4, affine=True),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16, 10),
+    )
+    return doctor_verdict(model, digit_images(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+@healthy(
+    "batchnorm_no_running_stats",
+    source="BatchNorm1d(track_running_stats=False): batch statistics in eval mode too (MAML, "
+    "some GAN discriminators)",
+)
+def batchnorm_no_running_stats():
+    seed()
+    model = nn.Sequential(
+        nn.Linear(64, 48),
+        nn.BatchNorm1d(48, track_running_stats=False),
+        nn.ReLU(),
+        nn.Linear(48, 10),
+    )
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+def depthwise_separable(c_in: int, c_out: int) -> nn.Module:
+    """MobileNet's block: a 3x3 depthwise conv, then a 1x1 pointwise one, each BN + ReLU6."""
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_in, 3, padding=1, groups=c_in, bias=False),
+        nn.BatchNorm2d(c_in),
+        nn.ReLU6(),
+        nn.Conv2d(c_in, c_out, 1, bias=False),
+        nn.BatchNorm2d(c_out),
+        nn.ReLU6(),
+    )
+
+
+@healthy(
+    "depthwise_separable_conv",
+    source="MobileNet-style depthwise-separable blocks with MaxPool, Dropout2d and Hardswish",
+)
+def depthwise_separable_conv():
+    seed()
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.ReLU(),
+        depthwise_separable(4, 8),
+        nn.MaxPool2d(2),
+        nn.Dropout2d(0.1),
+        nn.AdaptiveAvgPool2d(2),
+        nn.Flatten(),
+        nn.Hardswish(),
+        nn.Linear(32, 10),
+    )
+    return doctor_verdict(model, digit_images(400), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+@healthy(
+    "channels_last_conv",
+    source="a CNN and its images in torch.channels_last memory format (the AMP/tensor-core recipe)",
+)
+def channels_last_conv():
+    seed()
+    x, y = digit_images()
+    model = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(8 * 16, 10),
+    ).to(memory_format=torch.channels_last)
+    x = x.contiguous(memory_format=torch.channels_last)
+    return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+class SharedLayer(nn.Module):
+    """One Linear applied twice in a row (weight sharing across depth, as in ALBERT)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(64, 32)
+        self.shared = nn.Linear(32, 32)
+        self.out = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.inp(x))
+        for _ in range(2):
+            h = torch.relu(self.shared(h))
+        return self.out(h)
+
+
+@healthy("weight_sharing_across_depth", source="one layer applied twice (ALBERT-style sharing)")
+def weight_sharing_across_depth():
+    seed()
+    model = SharedLayer()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("prelu_mlp", source="PReLU activations, one shared slope and one per channel")
+def prelu_mlp():
+    seed()
+    model = nn.Sequential(
+        nn.Linear(64, 48), nn.PReLU(), nn.Linear(48, 48), nn.PReLU(48), nn.Linear(48, 10)
+    )
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy("silu_mish_mlp", source="SiLU and Mish activations (EfficientNet, YOLOv4)")
+def silu_mish_mlp():
+    seed()
+    model = nn.Sequential(
+        nn.Linear(64, 48), nn.SiLU(), nn.Linear(48, 48), nn.Mish(), nn.Linear(48, 10)
+    )
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+@healthy(
+    "weight_norm_parametrization",
+    source="torch.nn.utils.parametrizations.weight_norm on every Linear (WaveNet, GAN recipes)",
+)
+def weight_norm_parametrization():
+    from torch.nn.utils.parametrizations import weight_norm
+
+    seed()
+    model = nn.Sequential(weight_norm(nn.Linear(64, 32)), nn.ReLU(), weight_norm(nn.Linear(32, 10)))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+class DropPathResidual(nn.Module):
+    """Residual blocks dropped per example in training (stochastic depth / DropPath)."""
+
+    def __init__(self, width: int = 48, p: float = 0.2):
+        super().__init__()
+        self.inp = nn.Linear(64, width)
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU()) for _ in range(2)
+        )
+        self.p = p
+        self.out = nn.Linear(width, 10)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for block in self.blocks:
+            if self.training:
+                keep = (torch.rand(x.shape[0], 1) > self.p).float() / (1 - self.p)
+                h = h + block(h) * keep
+            else:
+                h = h + block(h)
+        return self.out(h)
+
+
+@healthy("stochastic_depth", source="residual blocks with DropPath 0.2 (timm's ViT/ConvNeXt)")
+def stochastic_depth():
+    seed()
+    model = DropPathResidual()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 2e-3))
+
+
+# -- losses of their own -----------------------------------------------------------------------
+def focal_loss(logits, y, gamma: float = 2.0):
+    """Lin et al.'s focal loss for multi-class logits."""
+    log_p = F.log_softmax(logits, dim=1).gather(1, y[:, None]).squeeze(1)
+    return (-((1 - log_p.exp()) ** gamma) * log_p).mean()
+
+
+@healthy("focal_loss", source="a hand-written focal loss (gamma 2) on multi-class logits")
+def focal_loss_case():
+    seed()
+    model = small_mlp()
+    return doctor_verdict(model, digits(), focal_loss, adam(model))
+
+
+QUANTILES = torch.tensor([0.1, 0.5, 0.9])
+
+
+def pinball_loss(out, y):
+    """The quantile (pinball) loss of three quantile heads against one target."""
+    err = y[:, None] - out
+    return torch.maximum(QUANTILES * err, (QUANTILES - 1) * err).mean()
+
+
+@healthy(
+    "quantile_regression",
+    source="quantile regression: (N, 3) heads for the 10/50/90% quantiles, pinball loss",
+)
+def quantile_regression():
+    seed()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
+    return doctor_verdict(model, diabetes(), pinball_loss, adam(model, 3e-3))
+
+
+def gaussian_nll(out, y):
+    """A predicted mean and variance (softplus) under GaussianNLLLoss."""
+    return F.gaussian_nll_loss(out[:, 0], y, F.softplus(out[:, 1]) + 1e-4)
+
+
+@healthy(
+    "gaussian_nll_predicted_variance",
+    source="heteroscedastic regression: a mean and a variance head under F.gaussian_nll_loss",
+)
+def gaussian_nll_predicted_variance():
+    seed()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 2))
+    return doctor_verdict(model, diabetes(), gaussian_nll, adam(model, 3e-3))
+
+
+@healthy("poisson_counts", source="count regression with PoissonNLLLoss(log_input=True)")
+def poisson_counts():
+    seed()
+    x, y = diabetes()
+    counts = torch.poisson(torch.exp(0.6 * y + 1.0), generator=torch.Generator().manual_seed(0))
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
+    return doctor_verdict(model, (x, counts), nn.PoissonNLLLoss(log_input=True), adam(model, 3e-3))
+
+
+@healthy(
+    "raw_unit_regression",
+    source="regression on the raw target in its own units (diabetes, 25 to 346), MSE, Adam 1e-2",
+)
+def raw_unit_regression():
+    from sklearn.datasets import load_diabetes
+
+    seed()
+    x, y = load_diabetes(return_X_y=True)
+    x = torch.tensor((x - x.mean(0)) / x.std(0), dtype=torch.float32)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
+    y = torch.tensor(y, dtype=torch.float32)
+    return doctor_verdict(model, (x, y), nn.MSELoss(), adam(model, 1e-2))
+
+
+@healthy(
+    "ordinal_cumulative_targets",
+    source="ordinal regression as cumulative binary targets P(grade > k), BCEWithLogitsLoss",
+)
+def ordinal_cumulative_targets():
+    seed()
+    x, y = diabetes()
+    grade = torch.bucketize(y, torch.quantile(y, torch.tensor([0.25, 0.5, 0.75])))
+    cumulative = (grade[:, None] > torch.arange(3)).float()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
+    return doctor_verdict(model, (x, cumulative), nn.BCEWithLogitsLoss(), adam(model, 3e-3))
+
+
+def digit_pairs(n: int = 400):
+    """Pairs of digits, half of them of the same digit, labelled 1 when they are."""
+    x, y = digits()
+    g = torch.Generator().manual_seed(0)
+    i = torch.randint(0, len(y), (n,), generator=g)
+    j = torch.randint(0, len(y), (n,), generator=g)
+    for k in range(0, n, 2):
+        same = torch.nonzero(y == y[i[k]]).flatten()
+        j[k] = same[torch.randint(0, len(same), (1,), generator=g)]
+    return torch.stack([x[i], x[j]], dim=1), (y[i] == y[j]).float()
+
+
+class SiameseVerifier(nn.Module):
+    """Koch et al.'s verification net: a shared encoder, a logit from |enc(a) - enc(b)| (the
+    encoder's last bias cancels in the difference, so it never trains)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+        self.head = nn.Linear(16, 1)
+
+    def forward(self, pairs):
+        gap = (self.enc(pairs[:, 0]) - self.enc(pairs[:, 1])).abs()
+        return self.head(gap).squeeze(-1)
+
+
+@healthy(
+    "siamese_pairs_bce",
+    source="a siamese verification net on pairs of digits (same/different), BCEWithLogitsLoss",
+)
+def siamese_pairs_bce():
+    seed()
+    model = SiameseVerifier()
+    return doctor_verdict(model, digit_pairs(), nn.BCEWithLogitsLoss(), adam(model, 3e-3))
+
+
+# -- train steps with more than one loss --------------------------------------------------------
+@healthy(
+    "distillation_frozen_teacher",
+    source="knowledge distillation from a frozen, trained teacher inside the train step",
+)
+def distillation_frozen_teacher():
+    seed()
+    x, y = digits()
+    teacher = small_mlp(hidden=64)
+    opt = torch.optim.Adam(teacher.parameters(), lr=3e-3)
+    for _ in range(80):
+        opt.zero_grad()
+        F.cross_entropy(teacher(x), y).backward()
+        opt.step()
+    teacher.eval().requires_grad_(False)
+    model = small_mlp(hidden=16)
+    step = DistillStep(teacher)
+    return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model, 3e-3), step=step)
+
+
+class MixupStep:
+    """mixup (Zhang et al.): inputs and losses mixed with a shuffled copy of the batch."""
+
+    def __init__(self, alpha: float = 0.2):
+        self.alpha = alpha
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        lam = float(torch.distributions.Beta(self.alpha, self.alpha).sample())
+        perm = torch.randperm(len(y))
+        optimizer.zero_grad()
+        out = model(lam * x + (1 - lam) * x[perm])
+        loss = lam * loss_fn(out, y) + (1 - lam) * loss_fn(out, y[perm])
+        loss.backward()
+        optimizer.step()
+        return loss
+
+
+@healthy("mixup_step", source="mixup (alpha 0.2) inside the user's train step")
+def mixup_step():
+    seed()
+    model = small_mlp(hidden=64)
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3), step=MixupStep()
+    )
+
+
+# -- tables and tokens in other forms ----------------------------------------------------------
+@healthy(
+    "pandas_dataframe_wine",
+    source="(DataFrame, Series) straight from scikit-learn's as_frame=True, a float64 model",
+)
+def pandas_dataframe_wine():
+    from sklearn.datasets import load_wine
+
+    seed()
+    frame = load_wine(as_frame=True).frame
+    features = frame.drop(columns="target")
+    features = (features - features.mean()) / features.std()
+    model = nn.Sequential(nn.Linear(13, 16), nn.ReLU(), nn.Linear(16, 3)).double()
+    return doctor_verdict(
+        model, (features, frame["target"]), nn.CrossEntropyLoss(), adam(model, 3e-3)
+    )
+
+
+class TabularWithCategory(nn.Module):
+    """A table whose first column is a category id, embedded; the rest are numbers."""
+
+    def __init__(self, categories: int = 4):
+        super().__init__()
+        self.category = nn.Embedding(categories, 4)
+        self.net = nn.Sequential(nn.Linear(9 + 4, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        cat = self.category(x[:, 0].long())
+        return self.net(torch.cat([x[:, 1:], cat], dim=1)).squeeze(-1)
+
+
+@healthy(
+    "tabular_category_embedding",
+    source="a category column (age quartile) embedded beside numeric features (entity embeddings)",
+)
+def tabular_category_embedding():
+    seed()
+    x, y = diabetes()
+    age = x[:, 0].contiguous()
+    quartile = torch.bucketize(age, torch.quantile(age, torch.tensor([0.25, 0.5, 0.75])))
+    x = torch.cat([quartile[:, None].float(), x[:, 1:]], dim=1)
+    model = TabularWithCategory()
+    return doctor_verdict(model, (x, y), nn.MSELoss(), adam(model, 3e-3))
+
+
+class SparseBag(nn.Module):
+    def __init__(self, vocab: int = 20, d: int = 16, classes: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, sparse=True)
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        return self.out(self.embed(tokens).mean(dim=1))
+
+
+@healthy(
+    "sparse_embedding_sgd",
+    source="nn.Embedding(sparse=True) trained by SGD, which takes sparse gradients (recsys)",
+)
+def sparse_embedding_sgd():
+    seed()
+    model = SparseBag()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    return doctor_verdict(model, sentences(), nn.CrossEntropyLoss(), opt)
+
+
+def padded_sentences(n: int = 256, length: int = 8, vocab: int = 20):
+    """:func:`sentences` cut to random lengths, padded with token 0 at the end."""
+    x, y = sentences(n, length, vocab)
+    lengths = torch.randint(3, length + 1, (n,), generator=torch.Generator().manual_seed(1))
+    return x.masked_fill(torch.arange(length) >= lengths[:, None], 0), y
+
+
+class MaskedEncoderClassifier(nn.Module):
+    """A transformer encoder over padded tokens with src_key_padding_mask and masked mean
+    pooling (BERT-style attention masks)."""
+
+    def __init__(self, vocab: int = 20, d: int = 16, length: int = 8, classes: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, padding_idx=0)
+        self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
+        self.block = nn.TransformerEncoderLayer(
+            d, nhead=2, dim_feedforward=32, dropout=0.1, batch_first=True
+        )
+        self.out = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        pad = tokens == 0
+        h = self.block(self.embed(tokens) + self.pos[: tokens.shape[1]], src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).float()
+        return self.out((h * keep).sum(1) / keep.sum(1))
+
+
+@healthy(
+    "transformer_key_padding_mask",
+    source="a transformer classifier over padded token sequences with a key padding mask",
+)
+def transformer_key_padding_mask():
+    seed()
+    model = MaskedEncoderClassifier()
+    return doctor_verdict(model, padded_sentences(), nn.CrossEntropyLoss(), adam(model, 1e-2))

@@ -191,3 +191,47 @@ def auxiliary_loss_step(model, batch, optimizer, loss_fn):
     loss.backward()
     optimizer.step()
     return loss
+
+
+def lbfgs_step(model, batch, optimizer, loss_fn):
+    """LBFGS re-evaluates the loss through a closure, several times per call."""
+    x, y = batch
+
+    def closure():
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        return loss
+
+    return optimizer.step(closure)
+
+
+def no_zero_grad_step(model, batch, optimizer, loss_fn):
+    """Planted bug: gradients are never zeroed, so they pile up across calls."""
+    x, y = batch
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+class DistillStep:
+    """Knowledge distillation: CE on the labels plus T^2 * KL to a frozen teacher's softened
+    outputs (Hinton et al.); the teacher is held by the step."""
+
+    def __init__(self, teacher: nn.Module, temperature: float = 2.0, alpha: float = 0.5):
+        self.teacher, self.t, self.alpha = teacher, temperature, alpha
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        x, y = batch
+        with torch.no_grad():
+            soft = torch.log_softmax(self.teacher(x) / self.t, dim=1)
+        optimizer.zero_grad()
+        out = model(x)
+        kd = nn.functional.kl_div(
+            torch.log_softmax(out / self.t, dim=1), soft, log_target=True, reduction="batchmean"
+        )
+        loss = self.alpha * loss_fn(out, y) + (1 - self.alpha) * self.t**2 * kd
+        loss.backward()
+        optimizer.step()
+        return loss

@@ -229,3 +229,24 @@ def test_experiment_declares_exactly_diagnoses_setup_parameters():
             assert f.default == setup[name].default, name
         else:
             assert f.default is dataclasses.MISSING, name
+
+
+def test_pandas_tables_are_read_as_x_and_y_and_a_text_column_is_refused():
+    import warnings
+
+    import pandas as pd
+    from sklearn.datasets import load_wine
+
+    frame = load_wine(as_frame=True).frame
+    features = frame.drop(columns="target")
+    features = (features - features.mean()) / features.std()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(13, 16), nn.ReLU(), nn.Linear(16, 3)).double()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no read-only-array warning from pandas' copy-on-write
+        report = diagnose(model, (features, frame["target"]), layers=("data", "model"))
+    assert report.examples["train"] + report.examples["val"] == len(frame)
+    assert report.ok, report.summary()
+    texts = features.assign(colour=pd.Series(["red"] * len(frame)))
+    with pytest.raises(labcoat.InputError, match="X"):
+        diagnose(model, (texts, frame["target"]), layers=("data",))

@@ -382,3 +382,66 @@ def test_float_class_labels_are_named_as_such():
     f = model_report(mlp(), (x, y.float()))["model.forward"]
     assert f.status == "fail" and "y.long()" in f.message
     assert status(model_report(mlp(), (x, y)), "model.forward") == "pass"
+
+
+def batch_statistics_mlp(mix: bool = False) -> nn.Module:
+    """BatchNorm without running statistics normalises by the batch in eval mode too, by the
+    user's choice (meta-learning, some GAN discriminators); ``mix`` plants a batch-centring
+    step after it, which is the bug."""
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.body = nn.Sequential(
+                nn.Linear(64, 32), nn.BatchNorm1d(32, track_running_stats=False), nn.ReLU()
+            )
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            h = self.body(x)
+            return self.head(h - h.mean(0, keepdim=True) if mix else h)
+
+    return Net()
+
+
+def test_batch_statistics_by_design_pass_and_mixing_beside_them_still_fails():
+    healthy = model_report(batch_statistics_mlp())["model.batch_independence"]
+    assert healthy.status == "pass", healthy.message
+    assert healthy.evidence["held_batch_statistics"] == ["body.1"]
+    broken = model_report(batch_statistics_mlp(mix=True))["model.batch_independence"]
+    assert broken.status == "fail" and broken.evidence["changed_rows"], broken.message
+    # the statistics are held on a copy: the eval model keeps normalising by the batch
+    plain = model_report(BatchMixer())["model.batch_independence"]
+    assert plain.status == "fail" and plain.evidence["held_batch_statistics"] == []
+
+
+QUANTILES = torch.tensor([0.1, 0.5, 0.9])
+
+
+def pinball_loss(out, y):
+    err = y[:, None] - out
+    return torch.maximum(QUANTILES * err, (QUANTILES - 1) * err).mean()
+
+
+def gaussian_nll(out, y):
+    return F.gaussian_nll_loss(out[:, 0], y, F.softplus(out[:, 1]) + 1e-4)
+
+
+def test_heads_with_several_values_per_target_pass_when_the_loss_reads_them():
+    for d_out, loss in ((3, pinball_loss), (2, gaussian_nll)):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, d_out))
+        f = model_report(model, diabetes(), loss)["model.forward"]
+        assert f.status == "pass" and "reads them itself" in f.message, f.message
+
+
+def test_an_elementwise_loss_on_a_wide_head_still_fails_even_when_it_broadcasts():
+    torch.manual_seed(0)
+    three = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 3))
+    assert status(model_report(three, diabetes(), nn.MSELoss()), "model.forward") == "fail"
+    # 32 outputs on a probe batch of 32: MSELoss broadcasts (32, 32) against (32,) silently
+    torch.manual_seed(0)
+    wide = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 32))
+    f = model_report(wide, diabetes(), nn.MSELoss())["model.forward"]
+    assert f.status == "fail" and "broadcasts" in f.message, f.message

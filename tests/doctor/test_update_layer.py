@@ -3,7 +3,14 @@
 import torch
 from torch import nn
 
-from tests.doctor.helpers import diagnose, mlp, status
+from tests.doctor.helpers import (
+    diagnose,
+    digits,
+    lbfgs_step,
+    mlp,
+    no_zero_grad_step,
+    status,
+)
 from tests.doctor.test_model_layer import BatchNormDropout, ZeroHead
 
 
@@ -162,14 +169,7 @@ def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves
 
 
 def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
-    def no_zero_grad(model, batch, optimizer, loss_fn):
-        x, y = batch
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    assert status(update_report(mlp(), step=no_zero_grad), "update.grad.zeroed") == "fail"
+    assert status(update_report(mlp(), step=no_zero_grad_step), "update.grad.zeroed") == "fail"
 
     def accumulate(model, batch, optimizer, loss_fn, micro=4):
         x, y = batch
@@ -224,3 +224,84 @@ def test_a_step_that_steps_every_second_call_passes_and_is_described_as_such():
     assert "once every 2 calls" in report["update.step.runs"].message
     assert report["update.step.runs"].evidence["calls_per_update"] == 2
     assert report["update.params.moved"].status == "pass"
+
+
+def test_lbfgs_copies_run_its_closure_step_and_an_lbfgs_on_another_model_still_fails():
+    model = mlp()
+    report = update_report(
+        model, torch.optim.LBFGS(model.parameters(), max_iter=4), step=lbfgs_step
+    )
+    bad = [f for f in report.findings if f.status in ("fail", "warn")]
+    assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+    assert report["update.ratio"].status == "skip" and "LBFGS" in report["update.ratio"].message
+    model = mlp()
+    foreign = torch.optim.LBFGS(mlp(seed=1).parameters(), max_iter=4)
+    assert status(update_report(model, foreign, step=lbfgs_step), "update.optimizer.foreign") == (
+        "fail"
+    )
+
+
+class SparseBag(nn.Module):
+    """Embedding(sparse=True): its weight gets a sparse gradient; ``detach`` plants a bug."""
+
+    def __init__(self, detach=False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(20, 16, sparse=True)
+        self.out = nn.Linear(16, 2)
+        self.detach = detach
+
+    def forward(self, tokens):
+        h = self.embed(tokens).mean(1)
+        return self.out(h.detach() if self.detach else h)
+
+
+def token_labels(n=256):
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 2, (n,), generator=g)
+    x = torch.randint(0, 10, (n, 8), generator=g) + 10 * y[:, None]
+    return x, y
+
+
+def test_sparse_gradients_are_read_and_a_cut_or_stale_one_still_fails():
+    def layers(model, step=None):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        return diagnose(model, token_labels(), optimizer=opt, layers=("model", "update"), step=step)
+
+    healthy = layers(SparseBag())
+    bad = [f for f in healthy.findings if f.status in ("fail", "warn")]
+    assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
+    cut = layers(SparseBag(detach=True))["model.grad.coverage"]
+    assert cut.status == "fail" and "embed.weight" in str(cut.evidence), cut.message
+
+    assert status(layers(SparseBag(), no_zero_grad_step), "update.grad.zeroed") == "fail"
+
+
+class Siamese(nn.Module):
+    """Verification from |enc(a) - enc(b)|: the encoder's last bias cancels in the difference,
+    so it gets an exactly zero gradient by construction. ``rounded`` plants a bug instead: the
+    head reads its weight through round(), which passes no gradient though the weight matters."""
+
+    def __init__(self, rounded=False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.enc = nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 8))
+        self.head = nn.Linear(8, 2)
+        self.rounded = rounded
+
+    def forward(self, pairs):
+        h = (self.enc(pairs[:, :32]) - self.enc(pairs[:, 32:])).abs()
+        if self.rounded:
+            return h @ (torch.round(self.head.weight * 8) / 8).T + self.head.bias
+        return self.head(h)
+
+
+def test_a_parameter_the_output_does_not_depend_on_warns_and_one_cut_by_round_still_fails():
+    x, y = digits()
+    pairs = x[:400, ::2].reshape(200, 64)  # two digits a row, every other pixel of each
+    same = (y[:400:2] == y[1:400:2]).long()
+    healthy = update_report(Siamese(), data=(pairs, same))["update.params.moved"]
+    assert healthy.status == "warn" and healthy.evidence["without_effect"] == ["enc.2.bias"]
+    broken = update_report(Siamese(rounded=True), data=(pairs, same))["update.params.moved"]
+    assert broken.status == "fail" and "head.weight" in broken.evidence["did_not_move"]
+    assert broken.evidence["without_effect"] == ["enc.2.bias"]

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor import selftest
+from tests.doctor.helpers import DistillStep
 from tests.doctor_controls import setups as s
 
 CE = nn.CrossEntropyLoss()
@@ -76,3 +77,43 @@ def test_checks_that_fail_on_the_real_setup_are_not_proven_on_mutants():
     assert report["model.grad.coverage"].status == "fail"
     result = report.extras["selftest"]
     assert result["ok"] is None and "did not pass on the setup itself" in result["reason"]
+
+
+def distillation_report():
+    from tests.doctor_controls.test_shuffle import trained_teacher
+
+    step = DistillStep(trained_teacher())
+    return s.diagnose(s.mlp(hidden=16), s.digits(), CE, step=step, layers=GRADIENT_AND_UPDATE)
+
+
+def test_loss_times_zero_is_spared_where_the_steps_own_loss_trains_every_parameter():
+    report = distillation_report()
+    result = report.extras["selftest"]
+    assert result["ok"] is True and (result["caught"], result["mutants"]) == (1, 1)
+    spared = {r["mutant"]: r["spared"] for r in result["results"]}
+    assert "distillation" in spared["loss × 0"] and not spared["output detached"]
+    assert "loss × 0 not run" in str(report)
+
+
+def test_loss_times_zero_still_runs_where_the_steps_own_term_reaches_some_parameters():
+    def penalised_head(model, batch, optimizer, loss_fn):
+        x, y = batch
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y) + 1e-3 * model[-1].weight.pow(2).sum()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    report = s.diagnose(s.mlp(), s.digits(), CE, step=penalised_head, layers=GRADIENT_AND_UPDATE)
+    by_mutant = {r["mutant"]: r for r in report.extras["selftest"]["results"]}
+    assert not by_mutant["loss × 0"]["spared"] and by_mutant["loss × 0"]["caught"]
+    assert report.extras["selftest"]["ok"] is True
+
+
+def test_a_missed_mutant_is_still_a_failure_beside_a_spared_one(monkeypatch):
+    monkeypatch.setattr(
+        selftest, "MUTANTS", [*selftest.MUTANTS, selftest.Mutant("untouched", untouched)]
+    )
+    report = distillation_report()
+    assert report.selftest_failed and "LABCOAT FAILURE" in str(report)
+    assert (report.extras["selftest"]["caught"], report.extras["selftest"]["mutants"]) == (1, 2)

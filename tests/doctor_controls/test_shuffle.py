@@ -9,6 +9,7 @@ from torch import nn
 
 from labcoat.doctor.checks import shuffle
 from labcoat.doctor.checks.shuffle import PERMUTATIONS
+from tests.doctor.helpers import DistillStep
 from tests.doctor_controls import setups as s
 
 CE = nn.CrossEntropyLoss()
@@ -247,3 +248,43 @@ def test_settled_only_when_both_verdicts_are_beyond_doubt():
     assert not runs(0.9, AT_CHANCE[:2]).settled
     assert not runs(0.9, [*AT_CHANCE[:5], float("nan")]).settled
     assert not runs(0.9, [1.0] * 6).settled
+
+
+def trained_teacher() -> nn.Module:
+    """A wider MLP fitted on all the digits, held-out rows included, as teachers often are."""
+    x, y = s.digits()
+    teacher = s.mlp(hidden=96)
+    opt = torch.optim.Adam(teacher.parameters(), lr=3e-3)
+    for _ in range(80):
+        opt.zero_grad()
+        CE(teacher(x), y).backward()
+        opt.step()
+    return teacher.eval().requires_grad_(False)
+
+
+class LookupWithEMA:
+    """Planted bug beside a held module: an EMA copy of the model it never reads, and the true
+    labels fetched by input."""
+
+    def __init__(self):
+        self.ema = s.mlp()
+        self.step = label_lookup_step()
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        return self.step(model, batch, optimizer, loss_fn)
+
+
+def test_distilling_from_a_teacher_warns_and_a_leak_beside_a_held_module_still_fails():
+    teacher = trained_teacher()
+    before = [p.clone() for p in teacher.parameters()]
+    healthy = s.diagnose(s.mlp(hidden=16), s.digits(), CE, step=DistillStep(teacher))
+    assert healthy.ok, healthy.summary()
+    finding = healthy["shuffle.labels"]
+    assert finding.status == "warn" and finding.evidence["held_modules"] == ["teacher"]
+    assert finding.evidence["shuffled_mean"] > 0.3  # the teacher carries what it learned
+    assert np.mean(finding.evidence["without_held_scores"]) < 0.2
+    assert all(torch.equal(a, b) for a, b in zip(before, teacher.parameters()))
+
+    broken = s.diagnose(s.mlp(), s.digits(), CE, step=LookupWithEMA())
+    assert broken.failed_layer == "shuffle"
+    assert broken["shuffle.labels"].status == "fail", broken["shuffle.labels"].message

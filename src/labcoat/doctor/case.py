@@ -11,7 +11,7 @@ import copy
 import math
 import types
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Callable
 
 import torch
@@ -20,7 +20,14 @@ from torch import nn
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.losses import ignore_index, scores_binary_targets
 from labcoat.doctor.progress import ControlProgress
-from labcoat.doctor.setup import Blueprint, Setup, UserState, device_of, named_tensors
+from labcoat.doctor.setup import (
+    Blueprint,
+    Setup,
+    UserState,
+    dense_grad,
+    device_of,
+    named_tensors,
+)
 from labcoat.params import name_matches
 
 Task = str  # "classification" | "regression" | "sequence"
@@ -121,7 +128,7 @@ class Case:
             )
         return "labcoat's split (a random fifth held out, identical inputs kept on one side)"
 
-    def fresh_step(self, setup: Setup) -> Callable:
+    def fresh_step(self, setup: Setup, *, reset_held: bool = False) -> Callable:
         """The train step for one run on ``setup``. A step with state of its own (an object that
         counts calls to accumulate gradients, or holds a learning-rate scheduler) is deep-copied,
         so that every run starts it afresh and the caller's object is left as it was; what it
@@ -129,10 +136,18 @@ class Case:
         steps drives the copy's learning rate. A plain function is kept, with the training state
         it reads from a global or a closure (a scheduler, a gradient scaler, an EMA model)
         swapped for copies. A step that reaches for the caller's model itself is still caught
-        changing it."""
+        changing it. ``reset_held``: re-initialise this run's copies of the modules the step
+        holds besides the model (see :func:`held_modules`), as an ablation of what they know."""
         if self.step is None:
             return standard_step
         step = _fresh(self.step, self._to_copies(setup))
+        if reset_held:
+            originals = {id(m) for m in held_modules(self.step, setup.model).values()}
+            for module in held_modules(step, setup.model).values():
+                if id(module) not in originals:  # a copy for this run, never the caller's
+                    for sub in module.modules():
+                        if callable(getattr(sub, "reset_parameters", None)):
+                            sub.reset_parameters()
         if self.train.fields is None:
             return step
         return _dict_batch_step(step, self.train.fields)
@@ -309,11 +324,7 @@ class Case:
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
                 raise TypeError("the loss is not a scalar tensor (see model.loss.scalar)")
             loss.backward()
-            grads = {
-                n: (None if p.grad is None else p.grad.detach().clone())
-                for n, p in setup.model.named_parameters()
-                if p.requires_grad
-            }
+            grads = {n: dense_grad(p) for n, p in setup.model.named_parameters() if p.requires_grad}
             return BackwardProbe(setup, float(loss.detach()), grads)
 
         return self._probe("backward", run)
@@ -378,6 +389,35 @@ def _with_copied_state(fn: types.FunctionType, to_copies: dict[int, Any]) -> Cal
     )
     twin.__kwdefaults__ = fn.__kwdefaults__
     return twin
+
+
+def held_modules(step: Callable, model: nn.Module) -> dict[str, nn.Module]:
+    """Modules a train step holds besides the model it trains (a teacher it distils from, an EMA
+    copy, a frozen feature extractor), by name: its attributes, its closure and the globals it
+    reads. A module holding any of the model's parameters is the model itself, wrapped."""
+    if isinstance(step, types.MethodType):
+        step = step.__self__
+    found: dict[str, Any] = {}
+    if isinstance(step, types.FunctionType):
+        found.update({n: step.__globals__.get(n) for n in step.__code__.co_names})
+        for name, cell in zip(step.__code__.co_freevars, step.__closure__ or ()):
+            try:
+                found[name] = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+    elif isinstance(step, partial):
+        found.update({f"arg{i}": v for i, v in enumerate(step.args)})
+        found.update(step.keywords)
+    elif hasattr(step, "__dict__"):
+        found.update(vars(step))
+    own = {id(p) for p in model.parameters()}
+    return {
+        name: value
+        for name, value in found.items()
+        if isinstance(value, nn.Module)
+        and value is not model
+        and not any(id(p) in own for p in value.parameters())
+    }
 
 
 def _dict_batch_step(step: Callable, fields: Any) -> Callable:
@@ -533,9 +573,7 @@ def run_steps(
     def pre_hook(optimizer, _args, _kwargs):
         counter["steps"] += 1
         counter["grads"] = {
-            names.get(id(p), f"<foreign {g}.{i}>"): (
-                None if p.grad is None else p.grad.detach().clone()
-            )
+            names.get(id(p), f"<foreign {g}.{i}>"): dense_grad(p)
             for g, group in enumerate(optimizer.param_groups)
             for i, p in enumerate(group["params"])
         }

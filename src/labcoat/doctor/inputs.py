@@ -62,8 +62,8 @@ class Examples:
 def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples:
     """Materialise at most ``limit`` examples of ``data`` as tensors.
 
-    Accepts ``(X, y)`` tensors or arrays, a map-style ``Dataset`` of ``(x, y)`` items, a
-    ``DataLoader`` or any iterable of ``(x, y)`` batches.
+    Accepts ``(X, y)`` tensors, arrays or pandas objects, a map-style ``Dataset`` of ``(x, y)``
+    items, a ``DataLoader`` or any iterable of ``(x, y)`` batches.
     """
     if (
         isinstance(data, (tuple, list))
@@ -97,7 +97,10 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
 
 
 def _is_array(obj: Any) -> bool:
-    return isinstance(obj, (torch.Tensor, np.ndarray))
+    """A tensor, an array, or a table that converts to one (a pandas DataFrame)."""
+    if isinstance(obj, (torch.Tensor, np.ndarray)):
+        return True
+    return callable(getattr(obj, "to_numpy", None)) and getattr(obj, "ndim", None) == 2
 
 
 def _is_labels(obj: Any, x: Any) -> bool:
@@ -123,7 +126,10 @@ def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
         arr.ndim == 0
     ):  # a scalar label (int, np.int64): np.ascontiguousarray would make it shape (1,)
         return torch.from_numpy(arr.reshape(1)).reshape(())
-    return torch.from_numpy(np.ascontiguousarray(arr))
+    arr = np.ascontiguousarray(arr)
+    if not arr.flags.writeable:  # a read-only view (pandas copy-on-write): torch needs its own
+        arr = arr.copy()
+    return torch.from_numpy(arr)
 
 
 def _holds_strings(obj: Any) -> bool:

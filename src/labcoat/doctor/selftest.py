@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
 
-from labcoat.doctor.case import Case
+from labcoat.doctor.case import MAX_CALLS_PER_UPDATE, Case
 from labcoat.doctor.ladder import run_check
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import REGISTRY
-from labcoat.doctor.setup import Blueprint
+from labcoat.doctor.setup import Blueprint, has_nonzero_grad
 from labcoat.findings import Finding
 
 #: the checks a mutant must fail; each is proven only where it passed on the real setup
@@ -30,10 +31,13 @@ CHECKS: tuple[str, ...] = ("model.grad.coverage", "update.params.moved")
 
 @dataclass(frozen=True)
 class Mutant:
-    """A way to remove the learning signal from a setup; a sound check must then fail."""
+    """A way to remove the learning signal from a setup; a sound check must then fail.
+    ``spared(mutated)``: why this setup still learns as mutated (the mutant proves nothing on
+    it), or None."""
 
     name: str
     mutate: Callable[[Case], Case]
+    spared: Callable[[Case], str | None] = lambda _mutated: None
 
 
 def fork(case: Case, **changes: Any) -> Case:
@@ -56,6 +60,45 @@ def loss_times_zero(case: Case) -> Case:
         return loss_fn(output, target) * 0
 
     return fork(case, loss_fn=zeroed)
+
+
+def step_trains_without_loss_fn(mutated: Case) -> str | None:
+    """Why zeroing ``loss_fn`` removes no learning from this setup, or None: the user's step
+    still gives every trainable parameter a non-zero gradient at ``optimizer.step()``, so terms
+    it adds itself (distillation from a teacher, a regulariser on every weight) carry the
+    learning. Measured here on one update of a fresh copy, apart from the checks it excuses."""
+    if mutated.step is None:
+        return None
+    setup = mutated.blueprint.fresh()
+    step = mutated.fresh_step(setup)
+    trainable = [p for p in setup.model.parameters() if p.requires_grad]
+    seen: list[bool] = []
+
+    def at_step(*_: Any) -> None:
+        if not seen:
+            seen.append(all(has_nonzero_grad(p) for p in trainable))
+
+    handle = setup.optimizer.register_step_pre_hook(at_step)
+    setup.model.train()
+    torch.manual_seed(mutated.seed)
+    batch = mutated.on_device(mutated.probe_batch.batch())
+    try:
+        with warnings.catch_warnings():  # the copy's warnings (a scheduler's) are not the user's
+            warnings.simplefilter("ignore")
+            for _ in range(MAX_CALLS_PER_UPDATE):
+                step(setup.model, batch, setup.optimizer, mutated.loss_fn)
+                if seen:
+                    break
+    except Exception:  # noqa: BLE001 - a step that fails as mutated is for the checks to judge
+        return None
+    finally:
+        handle.remove()
+    if trainable and seen and seen[0]:
+        return (
+            "with loss_fn zeroed, your step still gives every trainable parameter a gradient "
+            "(a loss term of its own, as in distillation)"
+        )
+    return None
 
 
 def output_detached(case: Case) -> Case:
@@ -86,7 +129,7 @@ def detached(output: Any) -> Any:
 
 
 MUTANTS: list[Mutant] = [
-    Mutant("loss × 0", loss_times_zero),
+    Mutant("loss × 0", loss_times_zero, step_trains_without_loss_fn),
     Mutant("output detached", output_detached),
 ]
 
@@ -96,6 +139,8 @@ class MutantResult:
     mutant: str
     statuses: dict[str, str]  # check id -> status on the mutant
     messages: dict[str, str] = field(default_factory=dict)
+    #: why the mutant was not run: the setup still learns as mutated (then it is not counted)
+    spared: str = ""
 
     @property
     def caught_by(self) -> list[str]:
@@ -116,23 +161,31 @@ class SelfTest:
     duration_s: float = 0.0
 
     @property
+    def counted(self) -> list[MutantResult]:
+        """The mutants that ran: those that remove the learning from this setup."""
+        return [r for r in self.results if not r.spared]
+
+    @property
     def ran(self) -> bool:
-        return bool(self.results)
+        return bool(self.counted)
 
     @property
     def caught(self) -> int:
-        return sum(r.caught for r in self.results)
+        return sum(r.caught for r in self.counted)
 
     @property
     def ok(self) -> bool | None:
-        return None if not self.ran else self.caught == len(self.results)
+        return None if not self.ran else self.caught == len(self.counted)
 
     def note(self) -> str:
+        spared = "".join(f"; {r.mutant} not run: {r.spared}" for r in self.results if r.spared)
         if not self.ran:
-            return f"self-test: not run ({self.reason})"
-        names = ", ".join(r.mutant for r in self.results)
-        line = f"self-test: the checks caught {self.caught}/{len(self.results)} mutants ({names})"
-        missed = [r for r in self.results if not r.caught]
+            reason = self.reason or "no mutant removes the learning from this setup"
+            return f"self-test: not run ({reason}{spared})"
+        names = ", ".join(r.mutant for r in self.counted)
+        line = f"self-test: the checks caught {self.caught}/{len(self.counted)} mutants ({names})"
+        line += spared
+        missed = [r for r in self.counted if not r.caught]
         if missed:
             which = "; ".join(f"{r.mutant} passed {', '.join(r.statuses)}" for r in missed)
             line += (
@@ -145,7 +198,7 @@ class SelfTest:
         return {
             "ok": self.ok,
             "caught": self.caught,
-            "mutants": len(self.results),
+            "mutants": len(self.counted),
             "checks": self.checks,
             "reason": self.reason,
             "duration_s": self.duration_s,
@@ -156,6 +209,7 @@ class SelfTest:
                     "caught_by": r.caught_by,
                     "statuses": r.statuses,
                     "messages": r.messages,
+                    "spared": r.spared,
                 }
                 for r in self.results
             ],
@@ -181,6 +235,10 @@ def run_selftest(
     for mutant in MUTANTS if mutants is None else mutants:
         torch.manual_seed(case.seed)
         mutated = mutant.mutate(case)
+        spared = mutant.spared(mutated)
+        if spared:
+            results.append(MutantResult(mutant.name, {}, spared=spared))
+            continue
         found = [run_check(REGISTRY[c], mutated) for c in proven]
         results.append(
             MutantResult(

@@ -45,7 +45,7 @@ class Blueprint:
         self.factory: Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer] | None = None
         if isinstance(optimizer, torch.optim.Optimizer):
             try:
-                self._model, self._optimizer = copy.deepcopy((model, optimizer))
+                self._model, self._optimizer = copy_setup(model, optimizer)
             except Exception as exc:  # noqa: BLE001 - any failure means we cannot work on copies
                 raise InputError(
                     f"model/optimizer: could not be deep-copied ({type(exc).__name__}: {exc}); "
@@ -85,11 +85,41 @@ class Blueprint:
 
     def fresh(self, *, model_wrapper: Callable[[nn.Module], nn.Module] | None = None) -> Setup:
         """A new working copy of model and optimizer, identity mapping preserved."""
-        model, opt = copy.deepcopy((self._model, self._optimizer))
+        model, opt = copy_setup(self._model, self._optimizer)
         keep_frozen_grads(self._model, model)
         if model_wrapper is not None:
             model = model_wrapper(model)
         return Setup(model, opt)
+
+
+def copy_setup(
+    model: nn.Module, optimizer: torch.optim.Optimizer
+) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """Deep copies of both through one memo. ``Optimizer.__getstate__`` keeps only defaults,
+    state and param groups, so data a subclass sets in ``__init__`` (LBFGS's ``_params``) would
+    be missing from the copy; it is copied too, through the same memo. Callables are not: a
+    scheduler's wrapper around ``optimizer.step`` calls the caller's optimizer."""
+    memo: dict[int, Any] = {}
+    copied_model, copied_opt = copy.deepcopy((model, optimizer), memo)
+    for name, value in vars(optimizer).items():
+        if name not in vars(copied_opt) and not callable(value):
+            setattr(copied_opt, name, copy.deepcopy(value, memo))
+    return copied_model, copied_opt
+
+
+def dense_grad(p: torch.Tensor) -> torch.Tensor | None:
+    """A detached, dense copy of ``p.grad``: ``Embedding(sparse=True)`` gives sparse gradients,
+    which most tensor ops (``any``, ``ne``, ``isfinite``) refuse."""
+    if p.grad is None:
+        return None
+    grad = p.grad.detach()
+    return grad.to_dense() if grad.is_sparse else grad.clone()
+
+
+def has_nonzero_grad(p: torch.Tensor) -> bool:
+    """True when ``p`` has a gradient with a non-zero entry (dense or sparse)."""
+    grad = dense_grad(p)
+    return grad is not None and bool(grad.any())
 
 
 def keep_frozen_grads(source: nn.Module, copied: nn.Module) -> None:

@@ -178,12 +178,14 @@ def train_copy(
     order: list[torch.Tensor],
     seed: int,
     advance: Callable[..., None],
+    step_for: Callable[[Setup], Callable] | None = None,
 ) -> Run:
     """Train a fresh copy with the user's step on ``examples``, one call of the step per entry of
-    ``order`` (callers make ``order`` ``case.calls_per_update`` times their budget in updates)."""
+    ``order`` (callers make ``order`` ``case.calls_per_update`` times their budget in updates).
+    ``step_for(setup)``: the step to train with instead of ``case.fresh_step(setup)``."""
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()
-    step = case.fresh_step(setup)
+    step = (case.fresh_step if step_for is None else step_for)(setup)
     losses: list[float | None] = []
     for rows in order:
         setup.model.train()

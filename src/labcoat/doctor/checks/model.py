@@ -11,7 +11,7 @@ from torch import nn
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import optimizer_tensors, perturb_zero_tensors
+from labcoat.doctor.setup import has_nonzero_grad, optimizer_tensors, perturb_zero_tensors
 from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.params import unmatched as unmatched_items
@@ -70,6 +70,13 @@ def forward(case: Case) -> Outcome:
                     "the loss gives what it gives on matching shapes",
                     **evidence,
                 )
+            if _loss_reads_extra_axis(case, out, y):
+                return passed(
+                    f"output {tuple(out.shape)} gives {out.shape[1]} values per target "
+                    f"{tuple(y.shape)}, and the loss reads them itself (it takes a batch whose "
+                    "size no elementwise broadcast would fit)",
+                    **evidence,
+                )
             if spread is not None and spread != tuple(y.shape) or out.numel() != y.numel():
                 return failed(
                     f"output {tuple(out.shape)} and target {tuple(y.shape)} differ in shape"
@@ -105,6 +112,23 @@ def _float_class_indices(out: torch.Tensor, y: torch.Tensor) -> bool:
         return False
     whole = bool((y == y.round()).all()) and bool((y >= 0).all()) and bool((y < out.shape[1]).all())
     return whole
+
+
+def _loss_reads_extra_axis(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
+    """True for ``(N, k)`` outputs, ``k > 1``, on ``(N,)`` targets that the loss takes on a batch
+    of ``m != k`` rows. An elementwise loss cannot broadcast those shapes (it raises, unless the
+    batch happens to have ``k`` rows), so such a loss reads the ``k`` values per target on purpose:
+    quantile heads under a pinball loss, a mean and a variance under a Gaussian likelihood."""
+    if y.ndim != 1 or out.ndim != 2 or out.shape[1] < 2:
+        return False
+    rows = [m for m in range(len(y) - 1, 1, -1) if m != out.shape[1]][:1]
+    if not rows:
+        return False
+    try:
+        loss = _loss_on(case, out[: rows[0]], y[: rows[0]])
+    except Exception:  # noqa: BLE001 - a loss that cannot take the shapes is the finding itself
+        return False
+    return isinstance(loss, torch.Tensor) and bool(torch.isfinite(loss).all())
 
 
 def _loss_handles_shape(case: Case, out: torch.Tensor, y: torch.Tensor) -> bool:
@@ -494,7 +518,7 @@ def _explained_by_zero_init(case: Case, zero: list[str]) -> list[str]:
     x, y = case.on_device(case.probe_batch.batch())
     case.loss_fn(setup.model(x), y).backward()
     params = dict(setup.model.named_parameters())
-    return [n for n in zero if params[n].grad is not None and bool(params[n].grad.any())]
+    return [n for n in zero if has_nonzero_grad(params[n])]
 
 
 @check(
@@ -680,23 +704,70 @@ def batch_independence(case: Case) -> Outcome:
     x2 = _changed_copy(x, 0)
     if x2 is None:
         return skipped("all probe inputs are identical")
-    out1, out2 = case.forward(case.eval_model, x), case.forward(case.eval_model, x2)
-    random = _eval_randomness(case, x, out1)
+    random = _eval_randomness(case, x, case.forward(case.eval_model, x))
     if random is not None:
         return skipped(random)
+    model, held = _batch_statistics_held(case, x)
+    out1, out2 = case.forward(model, x), case.forward(model, x2)
     diff = (out1[1:] - out2[1:]).abs().reshape(len(x) - 1, -1).amax(dim=1)
     scale = max(1.0, float(out1.abs().max()))
     leaked = torch.nonzero(diff > 1e-5 * scale).flatten() + 1
+    note = (
+        " (BatchNorm without running statistics normalises by the batch in eval mode too; "
+        f"held at the unchanged batch's statistics: {', '.join(held[:3])})"
+        if held
+        else ""
+    )
     if len(leaked):
         return failed(
             f"changing example 0 changed the outputs of {len(leaked)} other examples: the batch "
-            "dimension is mixed",
+            f"dimension is mixed{note}",
             changed_rows=leaked.tolist(),
             max_change=float(diff.max()),
+            held_batch_statistics=held,
         )
     return passed(
-        "changing one example leaves the others' outputs untouched", max_change=float(diff.max())
+        f"changing one example leaves the others' outputs untouched{note}",
+        max_change=float(diff.max()),
+        held_batch_statistics=held,
     )
+
+
+def _batch_statistics_held(case: Case, x: torch.Tensor) -> tuple[nn.Module, list[str]]:
+    """The eval model, with every BatchNorm that keeps no running statistics (which normalises by
+    the batch in eval mode as well, by the user's choice) given the statistics of ``x`` as its
+    running ones: the mixing those layers do by design is held still, any other mixing shows."""
+    names = [
+        n
+        for n, m in case.eval_model.named_modules()
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is None
+    ]
+    if not names:
+        return case.eval_model, []
+    model = copy.deepcopy(case.eval_model)
+    modules = dict(model.named_modules())
+    inputs: dict[str, torch.Tensor] = {}
+    hooks = [
+        modules[n].register_forward_pre_hook(
+            lambda _m, args, n=n: inputs.__setitem__(n, args[0].detach())
+        )
+        for n in names
+    ]
+    try:
+        case.forward(model, x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    for n in names:
+        seen = inputs.get(n)
+        if seen is None:
+            continue
+        dims = [0, *range(2, seen.ndim)]
+        layer = modules[n]
+        layer.running_mean = seen.mean(dims)
+        layer.running_var = seen.var(dims, unbiased=False)
+        layer.track_running_stats = True
+    return model, [n for n in names if n in inputs]
 
 
 @check(

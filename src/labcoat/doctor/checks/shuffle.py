@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from scipy import stats
 
-from labcoat.doctor.case import Case
+from labcoat.doctor.case import Case, held_modules
 from labcoat.doctor.cpu import map_copies
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.permutation import permutation_pvalue
@@ -271,48 +271,76 @@ def _references(
     return score.fn(perfect, val.y), score.fn(blind, val.y)
 
 
-def shuffle_runs(case: Case) -> ShuffleRuns:
-    layout = layout_of(case)
-    score = scorer(case, layout)
-    n, steps = PERMUTATIONS[case.budget], STEPS[case.budget]
-    train = case.train
-    val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
-    order = batch_order(len(train), steps * case.calls_per_update, BATCH_SIZE, case.seed)
-    calls = len(order)
-    labels = torch.Generator().manual_seed(case.seed + 1)
-    permuted = [train.y[torch.randperm(len(train), generator=labels)] for _ in range(n)]
+@dataclass
+class Shuffling:
+    """What every copy of one shuffle run shares: the score, the held-out rows, the batch order
+    and the permuted training labels (copy i trains on ``permuted[i]``)."""
 
-    def chance_of(out: torch.Tensor, draws: torch.Generator) -> float:
+    case: Case
+    score: Scorer
+    val: Examples
+    order: list[torch.Tensor]
+    permuted: list[torch.Tensor]
+
+    @classmethod
+    def of(cls, case: Case) -> "Shuffling":
+        n, steps = PERMUTATIONS[case.budget], STEPS[case.budget]
+        train = case.train
+        order = batch_order(len(train), steps * case.calls_per_update, BATCH_SIZE, case.seed)
+        labels = torch.Generator().manual_seed(case.seed + 1)
+        permuted = [train.y[torch.randperm(len(train), generator=labels)] for _ in range(n)]
+        val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
+        return cls(case, scorer(case, layout_of(case)), val, order, permuted)
+
+    def chance_of(self, out: torch.Tensor, draws: torch.Generator) -> float:
         """The mean score of ``out`` against held-out targets in random order."""
+        val = self.val
         return float(
             np.mean(
                 [
-                    score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
+                    self.score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
                     for _ in range(CHANCE_DRAWS)
                 ]
             )
         )
 
-    def shuffled_copy(i: int, advance: Callable[..., None]) -> tuple[float, float, bool]:
+    def copy(
+        self, i: int, advance: Callable[..., None], *, reset_held: bool = False
+    ) -> tuple[float, float, bool]:
         """Copy i's held-out score, its own chance level, and whether it diverged (scored where
-        it trained, so only three numbers come back from a worker)."""
+        it trained, so only three numbers come back from a worker). ``reset_held``: the step's
+        own modules (a teacher) start re-initialised."""
+        case = self.case
         run = train_copy(
-            case, train.with_targets(permuted[i]), order=order, seed=case.seed, advance=advance
+            case,
+            case.train.with_targets(self.permuted[i]),
+            order=self.order,
+            seed=case.seed,
+            advance=advance,
+            step_for=lambda setup: case.fresh_step(setup, reset_held=reset_held),
         )
-        out = predict(case, run.setup.model, val.x)
+        out = predict(case, run.setup.model, self.val.x)
         draws = torch.Generator().manual_seed(case.seed + 1000 + i)
-        return score.fn(out, val.y), chance_of(out, draws), run.diverged
+        return self.score.fn(out, self.val.y), self.chance_of(out, draws), run.diverged
+
+
+def shuffle_runs(case: Case) -> ShuffleRuns:
+    layout = layout_of(case)
+    shuffling = Shuffling.of(case)
+    score, val, train = shuffling.score, shuffling.val, case.train
+    n, steps = len(shuffling.permuted), STEPS[case.budget]
+    calls = len(shuffling.order)
 
     with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * calls) as advance:
         start = time.perf_counter()
-        run = train_copy(case, train, order=order, seed=case.seed, advance=advance)
+        run = train_copy(case, train, order=shuffling.order, seed=case.seed, advance=advance)
         copy_s = time.perf_counter() - start
         out = predict(case, run.setup.model, val.x)
         real = score.fn(out, val.y)
         perfect, blind = _references(case, layout, val, out, score)
         untrained = predict(case, case.eval_model, val.x)
         untrained_score = score.fn(untrained, val.y)
-        untrained_excess = untrained_score - chance_of(
+        untrained_excess = untrained_score - shuffling.chance_of(
             untrained, torch.Generator().manual_seed(case.seed + 4)
         )
 
@@ -336,7 +364,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
             )
 
         copies = map_copies(
-            shuffled_copy,
+            shuffling.copy,
             n,
             copy_s=copy_s,
             advance=advance,
@@ -346,6 +374,36 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         )
         advance((n - len(copies)) * calls)  # the copies a settled verdict made unnecessary
     return runs(copies)
+
+
+#: shuffled copies trained again with the step's own modules re-initialised
+HELD_ABLATION_COPIES = 4
+
+
+def through_held_modules(case: Case, r: ShuffleRuns) -> tuple[list[str], ShuffleRuns] | None:
+    """When copies on shuffled labels beat chance and the step holds modules besides the model
+    (a teacher it distils from): the names of those modules and the shuffled copies trained
+    again with them re-initialised, if those copies no longer beat chance. The score then came
+    through what those modules learned, not through the labels by another path."""
+    if case.step is None:
+        return None
+    names = sorted(held_modules(case.step, case.blueprint.model))
+    if not names:
+        return None
+    shuffling = Shuffling.of(case)
+    k = min(HELD_ABLATION_COPIES, len(shuffling.permuted))
+    with case.progress.task(
+        f"shuffle: {k} copies without {', '.join(names)}", total=k * len(shuffling.order)
+    ) as advance:
+        copies = [shuffling.copy(i, advance, reset_held=True) for i in range(k)]
+    null, chance, diverged = zip(*copies)
+    ablated = replace(
+        r,
+        null=np.array(null, dtype=float),
+        chance=np.array(chance, dtype=float),
+        diverged=int(sum(diverged)),
+    )
+    return None if ablated.beats_chance else (names, ablated)
 
 
 def _enough_val(case: Case) -> str | None:
@@ -410,6 +468,19 @@ def shuffled_labels(case: Case) -> Outcome:
             f"{mean:.3g}), so only the {r.scorer} itself was checked: it tells perfect predictions "
             "from unrelated ones",
             **evidence,
+        )
+    held = through_held_modules(case, r) if r.beats_chance else None
+    if held is not None:
+        names, ablated = held
+        return warned(
+            f"copies trained on shuffled labels score {mean:.3g} on held-out data, above chance "
+            f"({r.blind:.3g}, {r.chance_name}; p={p:.2g}), and {float(np.mean(ablated.null)):.3g} "
+            f"with {', '.join(names)}, held by your step, re-initialised: they learn from what "
+            f"{names[0]} learned (distillation); make sure it never saw the held-out rows",
+            **evidence,
+            held_modules=names,
+            without_held_scores=ablated.null.tolist(),
+            without_held_pvalue=ablated.p_above_chance,
         )
     if r.beats_chance:
         return failed(

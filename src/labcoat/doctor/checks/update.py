@@ -8,7 +8,11 @@ import torch
 
 from labcoat.doctor.case import Case, run_steps
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import optimizer_tensors, requires_grad_set_by_train
+from labcoat.doctor.setup import (
+    has_nonzero_grad,
+    optimizer_tensors,
+    requires_grad_set_by_train,
+)
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.modes import mode_dependent
 
@@ -166,6 +170,14 @@ def params_moved(case: Case) -> Outcome:
         return skipped(
             "no trainable parameters are in the optimizer (see update.optimizer.coverage)"
         )
+    zero_grads = [
+        n
+        for n in still
+        if all(g.get(n) is not None and not bool(g[n].any()) for g in probe.grads_at_step)
+    ]
+    inert = _without_effect(case, zero_grads)
+    evidence["without_effect"] = inert
+    still = [n for n in still if n not in inert]
     if still:
         # with no gradient at optimizer.step() there is nothing to apply: the gradients were
         # cleared after backward() (zero_grad() between backward() and step())
@@ -188,12 +200,68 @@ def params_moved(case: Case) -> Outcome:
             no_gradient_at_step=empty[:50],
             **evidence,
         )
+    if inert:
+        return warned(
+            f"{len(inert)} parameters never move because the output does not depend on them: "
+            f"{', '.join(inert[:5])} (changing them leaves the output as it was; a bias whose "
+            "shift cancels, as before a difference of two embeddings): they can be removed",
+            **evidence,
+        )
     note = (
         f" ({len(late)} only after the first step, as behind a zero-initialised layer)"
         if late
         else ""
     )
     return passed(f"all {len(expected)} parameters moved{note}", **evidence)
+
+
+#: how far a parameter is moved to see whether the output depends on it, relative to its scale
+EFFECT_PERTURBATION = 1.0
+#: an output that changes less than this, relative to its largest value (at least 1), is taken
+#: as unchanged (float32 rounding of a shift that cancels is about 1e-7)
+EFFECT_TOLERANCE = 1e-5
+
+
+def _without_effect(case: Case, names: list[str]) -> list[str]:
+    """The parameters among ``names`` (each in the graph with an all-zero gradient) that the
+    model's output does not depend on at all: moving one far leaves ``model(x)`` unchanged. A
+    parameter cut off by ``detach`` or ``round()`` still changes the output, so it is not among
+    them; nor is one whose output the loss ignores. The output, not the loss, is compared, so a
+    loss cut off from everything (loss x 0) excuses nothing."""
+    if not names:
+        return []
+    setup = case.blueprint.fresh()
+    setup.model.train()
+    x, _ = case.on_device(case.probe_batch.batch())
+    params = dict(setup.model.named_parameters())
+
+    def output() -> torch.Tensor:
+        torch.manual_seed(case.seed)
+        with torch.no_grad():
+            out = setup.model(x)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError("model.forward reports outputs that are not one tensor")
+        return out.detach().float()
+
+    try:
+        base = output()
+        tolerance = EFFECT_TOLERANCE * max(1.0, float(base.abs().max()))
+        inert = []
+        gen = torch.Generator().manual_seed(case.seed)
+        for n in names:
+            p = params[n]
+            scale = max(float(p.detach().abs().mean()), 0.1) * EFFECT_PERTURBATION
+            kept = p.detach().clone()
+            with torch.no_grad():
+                p.add_(scale * torch.randn(p.shape, generator=gen).to(p))
+            moved = output()
+            with torch.no_grad():
+                p.copy_(kept)
+            if float((moved - base).abs().max()) <= tolerance:
+                inert.append(n)
+    except Exception:  # noqa: BLE001 - when the output cannot be recomputed, nothing is excused
+        return []
+    return inert
 
 
 @check(
@@ -257,6 +325,11 @@ def finite_after_step(case: Case) -> Outcome:
     f"{RATIO_TOO_LARGE:g} (about 1e-3 is typical)",
 )
 def update_ratio(case: Case) -> Outcome:
+    if isinstance(case.blueprint.optimizer, torch.optim.LBFGS):
+        return skipped(
+            "LBFGS scales its steps by a curvature estimate and runs up to max_iter iterations "
+            "per call: updates as large as the weights are how it converges in a few calls"
+        )
     probe = case.stepped
     # a zero-initialised tensor has no ratio to speak of, and it holds the layers before it still
     # on the first step: the first step that moves initially non-zero weights is the one measured
@@ -591,4 +664,4 @@ def _get_gradient_as_given(case: Case, names: list[str]) -> list[str]:
     except Exception:  # noqa: BLE001 - the model layer reports a failing backward
         return []
     params = dict(setup.model.named_parameters())
-    return [n for n in names if params[n].grad is not None and bool(params[n].grad.any())]
+    return [n for n in names if has_nonzero_grad(params[n])]
