@@ -73,6 +73,8 @@ class Sampler:
         reasons.update({n: "declared" for n in frozen})
         by_name = dict(named)
         self.frozen_tensors = {n: frozen.get(n, by_name.get(n)) for n in reasons}
+        # frozen by the flag alone: leaves the frozen set once the flag is set again (see collect)
+        self._flag_frozen = [(n, by_name[n]) for n, why in reasons.items() if why != "declared"]
         baseline = to_host([norms(list(self.frozen_tensors.values()))])[0] if reasons else []
         self.context = WatchContext(
             param_names=self.names,
@@ -264,7 +266,8 @@ class Sampler:
             vectors["grads"] = self._pending_grads
         if sampled and self._pending_update is not None:
             vectors["update"] = self._pending_update[1]
-        if sampled and "frozen_norms" in self.needs and self.frozen_tensors:
+        if sampled and "frozen_norms" in self.needs and self.context.frozen:
+            self._drop_unfrozen()
             vectors["frozen"] = norms(list(self.frozen_tensors.values()))
         device_digests = [t for _, _, fp in self._pending_batches for t in fp.device]
         if device_digests:
@@ -310,6 +313,16 @@ class Sampler:
         if sampled:
             self.samples += 1
         return sample
+
+    def _drop_unfrozen(self) -> None:
+        """A parameter frozen only by ``requires_grad=False`` whose flag the user set back to
+        True was unfrozen on purpose (fine-tuning that thaws a backbone): from then on it trains
+        and is no longer expected to stay put. Declared tensors stay frozen whatever the flag."""
+        thawed = [n for n, p in self._flag_frozen if p.requires_grad]
+        if thawed:
+            for name in thawed:
+                self.frozen_tensors.pop(name, None)
+            self._flag_frozen = [(n, p) for n, p in self._flag_frozen if n not in thawed]
 
     def plan_next(self) -> None:
         """Decide whether the hooks measure during the coming optimizer step."""

@@ -28,8 +28,9 @@ class Stale(Invariant):
 
     def setup(self, context: WatchContext) -> None:
         super().setup(context)
-        # name -> [version, norm or None, optimizer steps since that norm was read]: the norm
-        # is read only while the version counter stands still (see labcoat.watch.sampler)
+        # name -> [version, norm or None, optimizer steps since that norm was read, whether it
+        # had a gradient at the last sample]: the norm is read only while the version counter
+        # stands still (see labcoat.watch.sampler)
         self.add_state("last", {})
         self.add_state("unchanged", {})  # name -> optimizer steps without change, with gradients
 
@@ -39,22 +40,30 @@ class Stale(Invariant):
             return
         norms = sample.param_norms or {}
         grads = sample.grad_norms or {}
+        known = sample.grad_norms is not None
         for name, version in versions.items():
             norm = norms.get(name)
             seen = self.last.get(name)
+            grad = grads.get(name, 0.0)
+            graded = grad > 0 and math.isfinite(grad) if known else True
             if (
                 seen is None
                 or version != seen[0]
                 or (norm is not None and seen[1] is not None and norm != seen[1])
             ):  # it moved (or is new): start again from here
-                self.last[name] = [version, norm, 0]
+                self.last[name] = [version, norm, 0, graded]
                 self.unchanged.pop(name, None)
                 continue
+            # the steps since the previous sample are evidence only if the parameter had a
+            # gradient when they began: one that just got its first (a layer unfrozen on
+            # purpose, a branch used for the first time) did not stand still for them
+            had_grad = seen[3]
+            if known:
+                seen[3] = graded
             if seen[1] is None and norm is not None:  # what later reads must match
                 seen[1], seen[2] = norm, 0
                 continue
-            grad = grads.get(name, 0.0)
-            if sample.grad_norms is not None and not (grad > 0 and math.isfinite(grad)):
+            if not had_grad:
                 seen[2] = 0  # steps without a gradient are no evidence
                 continue
             seen[2] += sample.applied_steps
@@ -64,8 +73,11 @@ class Stale(Invariant):
 
     def load_state_dict(self, state) -> None:
         super().load_state_dict(state)
-        # checkpoints written before versions led held (norm, version) pairs
-        self.last = {n: [v[1], v[0], 0] if len(v) == 2 else list(v) for n, v in self.last.items()}
+        # older checkpoints held (norm, version) pairs, then [version, norm, steps]
+        self.last = {
+            n: ([v[1], v[0], 0] if len(v) == 2 else list(v[:3])) + [v[3] if len(v) > 3 else True]
+            for n, v in self.last.items()
+        }
 
     def compute(self) -> list[Violation]:
         stale = [n for n, count in self.unchanged.items() if count >= self.patience]
