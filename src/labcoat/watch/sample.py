@@ -68,6 +68,8 @@ class Sample:
     losses: Sequence[tuple[int, float]] = ()
     applied_steps: int = 0
     lrs: Sequence[float | None] | None = None
+    #: each group's base rate as an LR scheduler keeps it (``initial_lr``; None without one)
+    base_lrs: Sequence[float | None] | None = None
     grad_norms: Mapping[str, float] | None = None
     param_norms: Mapping[str, float] | None = None
     param_versions: Mapping[str, int] | None = None

@@ -139,6 +139,8 @@ class Sampler:
             self._update_before = self._update_views()
             self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
         self._pending_lrs = [lr_value(g.get("lr")) for g in optimizer.param_groups]
+        # an LR scheduler keeps each group's base rate here
+        self._pending_base_lrs = [lr_value(g.get("initial_lr")) for g in optimizer.param_groups]
 
     def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
         self.applied += 1
@@ -223,6 +225,7 @@ class Sampler:
         self._pending_grads: torch.Tensor | list[float] | None = None
         self._pending_grad_names: tuple[str, ...] = ()
         self._pending_lrs: list[float | None] | None = None
+        self._pending_base_lrs: list[float | None] | None = None
         self._pending_update: tuple[list[float], torch.Tensor | list[float]] | None = None
         self._update_before: tuple[list[float], list[torch.Tensor]] | None = None
         self._update_copy: list[torch.Tensor] | None = None
@@ -290,6 +293,7 @@ class Sampler:
             losses=[(s, v) for (s, _), v in zip(self._pending_losses, host.get("losses", []))],
             applied_steps=applied,
             lrs=self._pending_lrs if sampled else None,
+            base_lrs=self._pending_base_lrs if sampled else None,
             grad_norms=dict(zip(self._pending_grad_names, grads)) if grads is not None else None,
             param_norms=(
                 dict(zip(self._pending_param_names, params)) if params is not None else None
