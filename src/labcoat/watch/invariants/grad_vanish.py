@@ -52,9 +52,7 @@ class GradVanish(GradWindowInvariant):
         self.dropping = down
         self.history.push(row, total)
 
-    def _judge(
-        self, row: list[float] | np.ndarray, step: int, down: list[str]
-    ) -> Violation | None:
+    def _judge(self, row: list[float] | np.ndarray, step: int, down: list[str]) -> Violation | None:
         """The violation at this sample, if any; ``down`` gets the parameters whose gradient is
         down now (a small one is reported once it is down at two samples in a row)."""
         # a drop of `factor` below the median is also one below the largest value: screen with
