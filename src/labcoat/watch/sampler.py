@@ -16,6 +16,10 @@ then all of them are). Every parameter is read at the first sample, every
 :data:`ALL_PARAMS_EVERY` samples after it, and at once whenever a gradient is non-finite, so
 the parameter where a NaN started is still named before the update spreads it.
 
+A sampled ``observe()`` that no optimizer step preceded (gradient accumulation: with k=4 and
+``every=10`` none ever is) hands the reads on to the next step that runs, and the
+``observe()`` after that step is sampled too, so the gradient checks see every run.
+
 Between sampled steps the hooks only count and keep a detached reference to each loss (and a
 batch fingerprint), so every loss is still seen.
 Nothing the model or optimizer computes is changed; :meth:`Sampler.remove` undoes every hook.
@@ -98,6 +102,10 @@ class Sampler:
         self._versions_read: list[int] | None = None  # parameter versions at the last read
         self._all_params_at: int | None = None  # the sample that last read every parameter
         self._sample_next = True
+        # a sampled observe() that no optimizer step preceded (gradient accumulation) leaves
+        # the tensor reads to the next step that runs, sampled at the observe() after it
+        self._carry = False
+        self._carried = False
         self._handles: list[Any] = []
         self.clock: StepClock | None = None
         self.sync: Synchronizer | None = None
@@ -126,6 +134,8 @@ class Sampler:
             self.clock.step_start()
         if not self._sample_next:
             return
+        if self._carry:
+            self._carry, self._carried = False, True
         # everything read below is detached first, so no autograd graph is recorded
         # torch passes step()'s own arguments, the optimizer first: the closure is the second
         closure = args[1] if len(args) > 1 else kwargs.get("closure")
@@ -250,12 +260,15 @@ class Sampler:
             self._since_step = 0
         if self.clock is not None:
             self.clock.lap()
-        sampled = index % self.every == 0
+        sampled = index % self.every == 0 or self._carried
+        self._carried = False
         synced = self.sync is not None and index % self.sync_every == 0
         return sampled, synced
 
     def collect(self, step: int, sampled: bool, synced: bool) -> Sample:
         """Everything pending as one :class:`Sample`, moved to the host in one transfer."""
+        if sampled and "grad_norms" in self.needs and self._pending_grads is None:
+            self._carry = True  # no step ran since the last sample: read at the next one
         if sampled and "param_norms" in self.needs and self._pending_params is None:
             self._measure(params=True, grads=False, stepping=False)  # skipped or accumulating
         vectors: dict[str, torch.Tensor | list[float]] = {}
@@ -330,7 +343,7 @@ class Sampler:
 
     def plan_next(self) -> None:
         """Decide whether the hooks measure during the coming optimizer step."""
-        self._sample_next = self.observed % self.every == 0
+        self._sample_next = self.observed % self.every == 0 or self._carry
 
     # -- resuming --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
