@@ -581,6 +581,200 @@ def noisy_small_batch_sgd(every):
     return plain(model, opt, every, 1200, batch=4)
 
 
+@loop
+def cosine_warm_restarts(every):
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=100)
+    return plain(model, opt, every, 500, scheduler=sched)
+
+
+@loop
+def step_lr_label_smoothing_dropout(every):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=100, gamma=0.1)
+    data = batches(32)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(400):
+            x, y = next(data)
+            loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            w.observe(step=step, loss=loss, batch=(x, y))
+    return [w]
+
+
+def regression(model, opt, every, steps, loss_fn, noise=0.0, batch=32):
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(steps):
+            x = torch.rand(batch, 1, generator=gen) * 6 - 3
+            y = torch.sin(x) + noise * torch.randn(batch, 1, generator=gen)
+            loss = loss_fn(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            w.observe(step=step, loss=loss, batch=(x, y))
+    return [w]
+
+
+@loop
+def noiseless_regression_mse(every):
+    """Fitting a smooth function exactly: the MSE falls by orders of magnitude."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1)
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    return regression(model, opt, every, 1500, F.mse_loss)
+
+
+class GaussianHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(1, 32), nn.Tanh())
+        self.mean = nn.Linear(32, 1)
+        self.log_var = nn.Linear(32, 1)
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.mean(h), self.log_var(h)
+
+
+@loop
+def gaussian_nll_negative_loss(every):
+    """A learned-variance likelihood: the loss crosses zero and keeps falling below it."""
+    torch.manual_seed(0)
+    model = GaussianHead()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+
+    def nll(out, y):
+        mean, log_var = out
+        return F.gaussian_nll_loss(mean, y, log_var.exp())
+
+    return regression(model, opt, every, 800, nll, noise=0.05)
+
+
+@loop
+def pure_bf16_weights(every):
+    torch.manual_seed(0)
+    model = MLP().to(torch.bfloat16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    data = batches(32)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(300):
+            x, y = next(data)
+            loss = F.cross_entropy(model(x.to(torch.bfloat16)).float(), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            w.observe(step=step, loss=loss, batch=(x, y))
+    return [w]
+
+
+class SAM(torch.optim.Optimizer):
+    """Sharpness-aware minimisation as it is commonly written: step(closure) climbs to the
+    worst nearby point, recomputes the gradient there, climbs back and lets a base optimizer
+    step."""
+
+    def __init__(self, params, base, rho=0.05, **kwargs):
+        super().__init__(params, {"rho": rho, **kwargs})
+        self.base = base(self.param_groups, **kwargs)
+        self.param_groups = self.base.param_groups
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        scale = self.param_groups[0]["rho"] / (
+            torch.norm(torch.stack([g.norm() for g in grads])) + 1e-12
+        )
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self.state[p]["e_w"] = e_w = p.grad * scale
+                    p.add_(e_w)
+        with torch.enable_grad():
+            self.zero_grad()
+            closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if "e_w" in self.state[p]:
+                    p.sub_(self.state[p]["e_w"])
+        self.base.step()
+
+
+@loop
+def sharpness_aware_minimisation(every):
+    model = mlp()
+    opt = SAM(model.parameters(), torch.optim.SGD, lr=0.05, momentum=0.9)
+    data = batches(32)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(300):
+            x, y = next(data)
+
+            def closure():
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                return loss
+
+            loss = closure()
+            opt.step(closure)
+            opt.zero_grad()
+            w.observe(step=step, loss=loss, batch=(x, y))
+    return [w]
+
+
+@loop
+def two_optimizers_one_model(every):
+    """Body and head stepped by different optimizers, each watched over the whole model."""
+    model = mlp()
+    body = torch.optim.SGD([*model.fc1.parameters(), *model.fc2.parameters()], lr=0.05)
+    head = torch.optim.Adam(model.head.parameters(), lr=3e-3)
+    data = batches(32)
+    with (
+        labcoat.watch(model, body, every=every) as wb,
+        labcoat.watch(model, head, every=every) as wh,
+    ):
+        for step in range(300):
+            x, y = next(data)
+            loss = F.cross_entropy(model(x), y)
+            body.zero_grad()
+            head.zero_grad()
+            loss.backward()
+            head.step()
+            if step % 2 == 0:  # the body steps half as often
+                body.step()
+            wb.observe(step=step, loss=loss, batch=(x, y))
+            wh.observe(step=step, loss=loss, batch=(x, y))
+    return [wb, wh]
+
+
+@loop
+def grad_scaler_with_accumulation(every):
+    """fp16 autocast, a GradScaler that skips now and then, and a step every 3 calls."""
+    model = mlp()
+    opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**20, growth_interval=10)
+    data = batches(16)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(450):
+            x, y = next(data)
+            with torch.autocast("cpu", dtype=torch.float16):
+                loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss / 3).backward()
+            if (step + 1) % 3 == 0:
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad(set_to_none=True)
+            w.observe(step=step, loss=loss, batch=(x, y))
+    assert w.sampler is not None and w.sampler.applied < 150, "no step was skipped"
+    return [w]
+
+
 #: the 4000-step runs take most of this file's time
 SLOW = {"long_converged", "long_converged_cosine_to_zero"}
 
