@@ -204,3 +204,49 @@ def test_a_gradient_that_stays_small_is_grad_vanish_at_the_second_sample(every):
     # drop is first seen at 50 and confirmed at 55
     assert w.alerts[0].step == (PLANT + 1 if every == 1 else PLANT + 15)
     assert w.alerts[0].evidence["vanished"] == ["fc1.weight", "fc1.bias"]
+
+
+def pool_run(order_of_epoch, pool=8, epochs=12, every=1):
+    """Train on ``pool`` batches made once, in the order ``order_of_epoch(epoch)`` gives."""
+    x_all, y_all = digits()
+    batches = [(x_all[i : i + 16], y_all[i : i + 16]) for i in range(0, 16 * pool, 16)]
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    step = 0
+    with labcoat.watch(model, opt, every=every, invariants=["repeat_batch"]) as w:
+        for epoch in range(epochs):
+            for i in order_of_epoch(epoch):
+                x, y = batches[i]
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                w.observe(step=step, loss=loss, batch=(x, y))
+                step += 1
+    return w
+
+
+def shuffled(pool):
+    gen = torch.Generator().manual_seed(0)
+    return lambda epoch: torch.randperm(pool, generator=gen).tolist()
+
+
+@pytest.mark.parametrize("every", [1, 10])
+@pytest.mark.parametrize("pool", [8, 20])
+def test_batches_made_once_and_shuffled_each_epoch_are_not_repeat_batch(every, pool):
+    # a precomputed batch sampler or bucketed batches: the gaps change, no new batch comes
+    assert pool_run(shuffled(pool), pool=pool, every=every).alerts == []
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_two_workers_shuffling_the_same_batches_alike_still_alert(every):
+    # each worker shuffles with the same seed and both yield in full: b3 b3 b7 b7 ...
+    order = shuffled(20)
+
+    def doubled(epoch):
+        return [i for i in order(epoch) for _ in range(2)]
+
+    w = pool_run(doubled, pool=20, epochs=2, every=every)
+    assert [a.kind for a in w.alerts] == ["repeat_batch"]
+    assert w.alerts[0].step <= 4 + every
