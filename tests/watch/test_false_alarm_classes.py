@@ -250,3 +250,38 @@ def test_two_workers_shuffling_the_same_batches_alike_still_alert(every):
     w = pool_run(doubled, pool=20, epochs=2, every=every)
     assert [a.kind for a in w.alerts] == ["repeat_batch"]
     assert w.alerts[0].step <= 4 + every
+
+
+def slow_body_run(every, body_params=lambda m: [*m.fc1.parameters(), *m.fc2.parameters()]):
+    """The head's optimizer steps every call, the body's every 20th; the watch is on the head's
+    optimizer over the whole model. Bugs: ``body_params`` leaves some parameter out."""
+    torch.manual_seed(0)
+    model = MLP()
+    body = torch.optim.SGD(body_params(model), lr=0.05)
+    head = torch.optim.Adam(model.head.parameters(), lr=3e-3)
+    x_all, y_all = digits()
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, head, every=every, invariants=["stale"]) as w:
+        for step in range(120):
+            idx = torch.randint(0, len(x_all), (32,), generator=gen)
+            loss = F.cross_entropy(model(x_all[idx]), y_all[idx])
+            body.zero_grad()
+            head.zero_grad()
+            loss.backward()
+            head.step()
+            if step % 20 == 0:
+                body.step()
+            w.observe(step=step, loss=loss)
+    return w
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_parameters_another_optimizer_steps_rarely_are_not_stale(every):
+    assert slow_body_run(every).alerts == []
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_parameter_left_out_of_both_optimizers_is_still_stale(every):
+    w = slow_body_run(every, body_params=lambda m: [*m.fc1.parameters(), m.fc2.weight])
+    assert [a.kind for a in w.alerts] == ["stale"]
+    assert w.alerts[0].subject == "fc2.bias" and w.alerts[0].evidence["stale"] == ["fc2.bias"]

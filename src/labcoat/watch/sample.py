@@ -73,6 +73,8 @@ class Sample:
     grad_norms: Mapping[str, float] | None = None
     param_norms: Mapping[str, float] | None = None
     param_versions: Mapping[str, int] | None = None
+    #: names of the parameters in the watched optimizer's groups when the norms were read
+    optimizer_params: frozenset[str] | None = None
     frozen_norms: Mapping[str, float] | None = None
     cross_rank: CrossRank | None = None
     #: ``||update|| / ||weights||`` of this step's optimizer step over all trained parameters,

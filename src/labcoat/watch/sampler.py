@@ -107,6 +107,8 @@ class Sampler:
         self._carry = False
         self._carried = False
         self._handles: list[Any] = []
+        self._members_signature: tuple | None = None
+        self._members_cached: frozenset[str] = frozenset()
         self.clock: StepClock | None = None
         self.sync: Synchronizer | None = None
         self._reset_pending()
@@ -193,6 +195,7 @@ class Sampler:
             return
         versions = [p._version for p in self.params]
         self._pending_versions = versions
+        self._pending_members = self._members()
         self._pending_applied = self._applied_since_measure
         self._applied_since_measure = 0
         before = self._versions_read
@@ -213,6 +216,19 @@ class Sampler:
         self._pending_param_names = tuple(self.names[i] for i in picked)
         self._pending_params = norms([self.params[i] for i in picked])
 
+    def _members(self) -> frozenset[str]:
+        """Names of the model's parameters in the optimizer's groups now (recomputed only when
+        a group's list of parameters is replaced, added or resized)."""
+        groups = self.optimizer.param_groups
+        signature = tuple((id(g["params"]), len(g["params"])) for g in groups)
+        if signature != self._members_signature:
+            index = {id(p): n for n, p in zip(self.names, self.params)}
+            self._members_cached = frozenset(
+                index[id(p)] for g in groups for p in g["params"] if id(p) in index
+            )
+            self._members_signature = signature
+        return self._members_cached
+
     def _update_views(self) -> tuple[list[float], list[torch.Tensor]]:
         """A strided view of each trained contiguous parameter, and how many elements each
         sampled element stands for."""
@@ -230,6 +246,7 @@ class Sampler:
         self._pending_batches: list[tuple[int, int, Fingerprint]] = []
         self._pending_params: torch.Tensor | list[float] | None = None
         self._pending_versions: list[int] | None = None
+        self._pending_members: frozenset[str] | None = None
         self._pending_param_names: tuple[str, ...] = ()
         self._pending_applied = 0
         self._pending_grads: torch.Tensor | list[float] | None = None
@@ -314,6 +331,7 @@ class Sampler:
             param_versions=(
                 dict(zip(self.names, self._pending_versions or ())) if params is not None else None
             ),
+            optimizer_params=self._pending_members if params is not None else None,
             frozen_norms=(
                 dict(zip(self.frozen_tensors, host["frozen"])) if "frozen" in host else None
             ),
