@@ -5,7 +5,9 @@ Each loop is small (digits or generated data, a tiny model, one thread) and trai
 kind is usually written: fused/foreach Adam, LBFGS with a closure, a hand-written optimizer
 through ``.data``, GradScaler with skipped steps, accumulation, parameter groups, unfreezing,
 EMA, weight tying, sparse embeddings, two optimizers, periodic validation, frozen BatchNorm,
-plateau/cyclic/one-cycle schedules, long converged runs and noisy small-batch SGD.
+plateau/cyclic/one-cycle/warm-restart schedules, long converged runs, noisy small-batch SGD,
+DataLoader epochs, full batches, alternating heads, regression (a loss that goes negative
+too), pure bf16 weights, SAM, two optimizers on one model and a checkpointed LSTM.
 """
 
 from __future__ import annotations
@@ -772,6 +774,42 @@ def grad_scaler_with_accumulation(every):
                 opt.zero_grad(set_to_none=True)
             w.observe(step=step, loss=loss, batch=(x, y))
     assert w.sampler is not None and w.sampler.applied < 150, "no step was skipped"
+    return [w]
+
+
+class LSTMLanguageModel(nn.Module):
+    def __init__(self, vocab=20, d=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.rnn = nn.LSTM(d, d, batch_first=True)
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        h = self.embed(tokens)  # the LSTM is recomputed in the backward pass
+        h = torch.utils.checkpoint.checkpoint(lambda t: self.rnn(t)[0], h, use_reentrant=False)
+        return self.out(h)
+
+
+@loop
+def lstm_clipped_with_checkpointing(every):
+    """A noisy counting language: each sequence steps by its own k; 5 % of tokens are noise."""
+    torch.manual_seed(0)
+    model = LSTMLanguageModel()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(400):
+            k = torch.randint(1, 4, (16, 1), generator=gen)
+            seq = (torch.randint(0, 20, (16, 1), generator=gen) + k * torch.arange(25)) % 20
+            noise = torch.rand(16, 25, generator=gen) < 0.05
+            seq = torch.where(noise, torch.randint(0, 20, (16, 25), generator=gen), seq)
+            x, y = seq[:, :-1], seq[:, 1:]
+            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            w.observe(step=step, loss=loss, batch=(x, y))
     return [w]
 
 
