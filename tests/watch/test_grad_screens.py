@@ -135,7 +135,8 @@ def test_screens_agree_at_the_threshold(monkeypatch, kind, small):
             scaled = {n: v * change for n, v in steady.items()}
         else:
             scaled[NAMES[2]] = steady[NAMES[2]] / change
-        stream = [steady] * 25 + [scaled]
+        # a small gradient is reported once it is down at two samples in a row
+        stream = [steady] * 25 + [scaled] * (1 if kind is GradExplode else 2)
         screened = verdicts(kind(window=20, min_history=5), stream)
         with monkeypatch.context() as m:
             m.setattr(GradHistory, "may_explode", lambda self, total, rise: True)

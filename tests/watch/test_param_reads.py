@@ -162,3 +162,56 @@ def test_stale_resumes_from_a_checkpoint_that_kept_norm_version_pairs():
             )
         )
     assert [v.subject for v in stale.compute()] == ["w"]
+
+
+def accumulate(every, k, plant=None, steps=PLANT + 60):
+    """Gradient accumulation over ``k`` calls, watched every ``every`` observe() calls; with
+    k=4 and every=10 no sampled observe() ever follows a step directly."""
+    import torch.nn.functional as F
+
+    import labcoat
+    from tests.watch._training import digits
+
+    model, opt = mlp_sgd(lr=0.05)
+    x_all, y_all = digits()
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(steps):
+            idx = torch.randint(0, len(x_all), (16,), generator=gen)
+            x = x_all[idx]
+            if plant is not None:
+                x = plant(step, model, opt, x)
+            (F.cross_entropy(model(x), y_all[idx]) / k).backward()
+            if (step + 1) % k == 0:
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            w.observe(step=step, loss=F.cross_entropy(model(x), y_all[idx]).detach())
+    return w
+
+
+def test_accumulation_that_never_steps_on_a_sampled_call_still_reads_gradients(monkeypatch):
+    from labcoat.watch.judge import Judge
+
+    seen = []
+    real = Judge.judge
+
+    def spying(self, sample, sampled):
+        if sampled:
+            seen.append(sample.grad_norms is not None)
+        return real(self, sample, sampled)
+
+    monkeypatch.setattr(Judge, "judge", spying)
+    w = accumulate(10, 4)
+    assert w.alerts == []
+    # each sampled call without a step before it hands the reads to the next step, whose
+    # observe() is sampled too: half the samples carry gradients (none did before)
+    assert seen.count(True) == seen.count(False) == 10
+
+
+def test_a_gradient_explosion_under_accumulation_is_caught_at_every_10():
+    def blow_up(step, m, o, x):  # one corrupted batch in the accumulation ending at step 151
+        return x * 1e4 if step == 150 else x
+
+    w = accumulate(10, 4, plant=blow_up, steps=170)
+    explode = [a for a in w.alerts if a.kind == "grad_explode"]
+    assert [a.step for a in explode] == [151]

@@ -71,9 +71,13 @@ class Sample:
     losses: Sequence[tuple[int, float]] = ()
     applied_steps: int = 0
     lrs: Sequence[float | None] | None = None
+    #: each group's base rate as an LR scheduler keeps it (``initial_lr``; None without one)
+    base_lrs: Sequence[float | None] | None = None
     grad_norms: Mapping[str, float] | None = None
     param_norms: Mapping[str, float] | None = None
     param_versions: Mapping[str, int] | None = None
+    #: names of the parameters in the watched optimizer's groups when the norms were read
+    optimizer_params: frozenset[str] | None = None
     frozen_norms: Mapping[str, float] | None = None
     cross_rank: CrossRank | None = None
     #: ``||update|| / ||weights||`` of this step's optimizer step over all trained parameters,

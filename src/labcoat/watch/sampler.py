@@ -16,6 +16,10 @@ then all of them are). Every parameter is read at the first sample, every
 :data:`ALL_PARAMS_EVERY` samples after it, and at once whenever a gradient is non-finite, so
 the parameter where a NaN started is still named before the update spreads it.
 
+A sampled ``observe()`` that no optimizer step preceded (gradient accumulation: with k=4 and
+``every=10`` none ever is) hands the reads on to the next step that runs, and the
+``observe()`` after that step is sampled too, so the gradient checks see every run.
+
 Between sampled steps the hooks only count and keep a detached reference to each loss (and a
 batch fingerprint), so every loss is still seen.
 Nothing the model or optimizer computes is changed; :meth:`Sampler.remove` undoes every hook.
@@ -74,6 +78,8 @@ class Sampler:
         reasons.update({n: "declared" for n in frozen})
         by_name = dict(named)
         self.frozen_tensors = {n: frozen.get(n, by_name.get(n)) for n in reasons}
+        # frozen by the flag alone: leaves the frozen set once the flag is set again (see collect)
+        self._flag_frozen = [(n, by_name[n]) for n, why in reasons.items() if why != "declared"]
         baseline = to_host([norms(list(self.frozen_tensors.values()))])[0] if reasons else []
         self.context = WatchContext(
             param_names=self.names,
@@ -98,7 +104,13 @@ class Sampler:
         self._versions_read: list[int] | None = None  # parameter versions at the last read
         self._all_params_at: int | None = None  # the sample that last read every parameter
         self._sample_next = True
+        # a sampled observe() that no optimizer step preceded (gradient accumulation) leaves
+        # the tensor reads to the next step that runs, sampled at the observe() after it
+        self._carry = False
+        self._carried = False
         self._handles: list[Any] = []
+        self._members_signature: tuple | None = None
+        self._members_cached: frozenset[str] = frozenset()
         self.clock: StepClock | None = None
         self.sync: Synchronizer | None = None
         self._reset_pending()
@@ -128,6 +140,8 @@ class Sampler:
             self._pending_modes.append(self.model.training)
         if not self._sample_next:
             return
+        if self._carry:
+            self._carry, self._carried = False, True
         # everything read below is detached first, so no autograd graph is recorded
         # torch passes step()'s own arguments, the optimizer first: the closure is the second
         closure = args[1] if len(args) > 1 else kwargs.get("closure")
@@ -141,6 +155,8 @@ class Sampler:
             self._update_before = self._update_views()
             self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
         self._pending_lrs = [lr_value(g.get("lr")) for g in optimizer.param_groups]
+        # an LR scheduler keeps each group's base rate here
+        self._pending_base_lrs = [lr_value(g.get("initial_lr")) for g in optimizer.param_groups]
 
     def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
         self.applied += 1
@@ -183,6 +199,7 @@ class Sampler:
             return
         versions = [p._version for p in self.params]
         self._pending_versions = versions
+        self._pending_members = self._members()
         self._pending_applied = self._applied_since_measure
         self._applied_since_measure = 0
         before = self._versions_read
@@ -203,6 +220,19 @@ class Sampler:
         self._pending_param_names = tuple(self.names[i] for i in picked)
         self._pending_params = norms([self.params[i] for i in picked])
 
+    def _members(self) -> frozenset[str]:
+        """Names of the model's parameters in the optimizer's groups now (recomputed only when
+        a group's list of parameters is replaced, added or resized)."""
+        groups = self.optimizer.param_groups
+        signature = tuple((id(g["params"]), len(g["params"])) for g in groups)
+        if signature != self._members_signature:
+            index = {id(p): n for n, p in zip(self.names, self.params)}
+            self._members_cached = frozenset(
+                index[id(p)] for g in groups for p in g["params"] if id(p) in index
+            )
+            self._members_signature = signature
+        return self._members_cached
+
     def _update_views(self) -> tuple[list[float], list[torch.Tensor]]:
         """A strided view of each trained contiguous parameter, and how many elements each
         sampled element stands for."""
@@ -221,11 +251,13 @@ class Sampler:
         self._pending_modes: list[bool] = []
         self._pending_params: torch.Tensor | list[float] | None = None
         self._pending_versions: list[int] | None = None
+        self._pending_members: frozenset[str] | None = None
         self._pending_param_names: tuple[str, ...] = ()
         self._pending_applied = 0
         self._pending_grads: torch.Tensor | list[float] | None = None
         self._pending_grad_names: tuple[str, ...] = ()
         self._pending_lrs: list[float | None] | None = None
+        self._pending_base_lrs: list[float | None] | None = None
         self._pending_update: tuple[list[float], torch.Tensor | list[float]] | None = None
         self._update_before: tuple[list[float], list[torch.Tensor]] | None = None
         self._update_copy: list[torch.Tensor] | None = None
@@ -250,12 +282,15 @@ class Sampler:
             self._since_step = 0
         if self.clock is not None:
             self.clock.lap()
-        sampled = index % self.every == 0
+        sampled = index % self.every == 0 or self._carried
+        self._carried = False
         synced = self.sync is not None and index % self.sync_every == 0
         return sampled, synced
 
     def collect(self, step: int, sampled: bool, synced: bool) -> Sample:
         """Everything pending as one :class:`Sample`, moved to the host in one transfer."""
+        if sampled and "grad_norms" in self.needs and self._pending_grads is None:
+            self._carry = True  # no step ran since the last sample: read at the next one
         if sampled and "param_norms" in self.needs and self._pending_params is None:
             self._measure(params=True, grads=False, stepping=False)  # skipped or accumulating
         vectors: dict[str, torch.Tensor | list[float]] = {}
@@ -269,7 +304,8 @@ class Sampler:
             vectors["grads"] = self._pending_grads
         if sampled and self._pending_update is not None:
             vectors["update"] = self._pending_update[1]
-        if sampled and "frozen_norms" in self.needs and self.frozen_tensors:
+        if sampled and "frozen_norms" in self.needs and self.context.frozen:
+            self._drop_unfrozen()
             vectors["frozen"] = norms(list(self.frozen_tensors.values()))
         device_digests = [t for _, _, fp in self._pending_batches for t in fp.device]
         if device_digests:
@@ -292,6 +328,7 @@ class Sampler:
             losses=[(s, v) for (s, _), v in zip(self._pending_losses, host.get("losses", []))],
             applied_steps=applied,
             lrs=self._pending_lrs if sampled else None,
+            base_lrs=self._pending_base_lrs if sampled else None,
             grad_norms=dict(zip(self._pending_grad_names, grads)) if grads is not None else None,
             param_norms=(
                 dict(zip(self._pending_param_names, params)) if params is not None else None
@@ -299,6 +336,7 @@ class Sampler:
             param_versions=(
                 dict(zip(self.names, self._pending_versions or ())) if params is not None else None
             ),
+            optimizer_params=self._pending_members if params is not None else None,
             frozen_norms=(
                 dict(zip(self.frozen_tensors, host["frozen"])) if "frozen" in host else None
             ),
@@ -317,9 +355,19 @@ class Sampler:
             self.samples += 1
         return sample
 
+    def _drop_unfrozen(self) -> None:
+        """A parameter frozen only by ``requires_grad=False`` whose flag the user set back to
+        True was unfrozen on purpose (fine-tuning that thaws a backbone): from then on it trains
+        and is no longer expected to stay put. Declared tensors stay frozen whatever the flag."""
+        thawed = [n for n, p in self._flag_frozen if p.requires_grad]
+        if thawed:
+            for name in thawed:
+                self.frozen_tensors.pop(name, None)
+            self._flag_frozen = [(n, p) for n, p in self._flag_frozen if n not in thawed]
+
     def plan_next(self) -> None:
         """Decide whether the hooks measure during the coming optimizer step."""
-        self._sample_next = self.observed % self.every == 0
+        self._sample_next = self.observed % self.every == 0 or self._carry
 
     # -- resuming --------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -8,9 +8,15 @@ every worker. Either way each batch arrives once per worker, a few steps apart.
 Data that legitimately comes back is left alone: a loop that cycles through the same batches
 (one batch overfitted on purpose, full-batch training, ``shuffle=False`` epochs shorter than
 the window) repeats with a constant gap, so a repeat that continues the previous step's gap
-is not counted; only a repeat that starts afresh is. An alert needs ``min_repeats`` such
-repeats within the last ``window`` batches, so one chance repeat (a batch of one item at an
-epoch boundary) is not enough. Only batches passed as ``observe(..., batch=...)`` are judged.
+is not counted; only a repeat that starts afresh is. Batches made once and shuffled each
+epoch (a precomputed batch sampler, bucketed batches) come back at gaps that change every
+time, but once the first epoch is over no new batch arrives; workers yielding the same data
+keep bringing new batches between the repeats. So a repeat counts only once a batch never seen
+before follows it ("never seen" within the last :data:`KNOWN_PER_WINDOW` windows of distinct
+batches, so a pool shuffled each epoch is remembered across epochs). An alert needs
+``min_repeats`` such repeats within the last ``window`` batches, so one chance repeat (a batch
+of one item at an epoch boundary) is not enough. Only batches passed as
+``observe(..., batch=...)`` are judged.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from collections import deque
 
 from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
 from labcoat.watch.sample import Sample, WatchContext
+
+#: distinct batches remembered to tell a new batch from one that came back, per `window`
+KNOWN_PER_WINDOW = 64
 
 
 @INVARIANTS.register
@@ -38,6 +47,8 @@ class RepeatBatch(Invariant):
         self.add_state("last_seen", {})  # fingerprint -> (observe index, step) of its latest use
         self.add_state("previous_gap", None)  # gap of the previous batch's repeat, if it was one
         self.add_state("fresh", deque())  # (observe index, step, earlier step) of fresh repeats
+        self.add_state("unconfirmed", deque())  # fresh repeats no new batch has followed yet
+        self.add_state("known", {})  # fingerprints seen, oldest first (bounded, see above)
         self.add_state("found", None)
         self.add_state("judged", 0)
 
@@ -50,12 +61,21 @@ class RepeatBatch(Invariant):
                 old_index, _, old_key = self.recent.popleft()
                 if self.last_seen.get(old_key, (None,))[0] == old_index:
                     del self.last_seen[old_key]
-            while self.fresh and self.fresh[0][0] <= index - self.window:
-                self.fresh.popleft()
+            for repeats in (self.fresh, self.unconfirmed):
+                while repeats and repeats[0][0] <= index - self.window:
+                    repeats.popleft()
             before = self.last_seen.get(key)
             gap = None if before is None else index - before[0]
+            if key in self.known:
+                del self.known[key]  # re-inserted below as the latest
+            else:  # a new batch: the stream still brings new data between repeats
+                self.fresh.extend(self.unconfirmed)
+                self.unconfirmed.clear()
+            self.known[key] = True
+            if len(self.known) > KNOWN_PER_WINDOW * self.window:
+                del self.known[next(iter(self.known))]
             if gap is not None and gap != self.previous_gap:
-                self.fresh.append((index, step, before[1]))
+                self.unconfirmed.append((index, step, before[1]))
             self.previous_gap = gap
             self.recent.append((index, step, key))
             self.last_seen[key] = (index, step)
@@ -80,6 +100,10 @@ class RepeatBatch(Invariant):
             )
         else:
             self.found = None
+
+    def load_state_dict(self, state) -> None:
+        # checkpoints from before these two
+        super().load_state_dict({"unconfirmed": deque(), "known": {}, **state})
 
     def compute(self) -> list[Violation]:
         return [] if self.found is None else [self.found]

@@ -7,7 +7,9 @@ to show in the norm is not mistaken for no write. The sampler reads a norm only 
 counter stands still, so a parameter the optimizer writes costs no read; the steps it stands
 still are counted from that first read, up to one sample later than reading every norm would
 count them. Only optimizer steps that ran are counted: steps a GradScaler skipped after an
-overflow are not evidence of staleness.
+overflow are not evidence of staleness. A parameter outside the watched optimizer (before and
+after) that is seen moving belongs to another optimizer, which may step it every 20 calls (a
+second optimizer on the same model): it is left to that one.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ class Stale(Invariant):
 
     def setup(self, context: WatchContext) -> None:
         super().setup(context)
-        # name -> [version, norm or None, optimizer steps since that norm was read]: the norm
-        # is read only while the version counter stands still (see labcoat.watch.sampler)
+        # name -> [version, norm or None, optimizer steps since that norm was read, whether it
+        # had a gradient at the last sample]: the norm is read only while the version counter
+        # stands still (see labcoat.watch.sampler)
         self.add_state("last", {})
         self.add_state("unchanged", {})  # name -> optimizer steps without change, with gradients
+        self.add_state("elsewhere", [])  # parameters seen moving while not in this optimizer
+        self.add_state("members", None)  # the optimizer's parameters at the previous sample
 
     def update(self, sample: Sample) -> None:
         versions = sample.param_versions
@@ -39,22 +44,46 @@ class Stale(Invariant):
             return
         norms = sample.param_norms or {}
         grads = sample.grad_norms or {}
+        known = sample.grad_norms is not None
+        members, before = sample.optimizer_params, self.members
+        if members is not None:
+            self.members = members
         for name, version in versions.items():
+            if name in self.elsewhere:
+                continue
             norm = norms.get(name)
             seen = self.last.get(name)
+            grad = grads.get(name, 0.0)
+            graded = grad > 0 and math.isfinite(grad) if known else True
             if (
                 seen is None
                 or version != seen[0]
                 or (norm is not None and seen[1] is not None and norm != seen[1])
             ):  # it moved (or is new): start again from here
-                self.last[name] = [version, norm, 0]
+                if (
+                    seen is not None
+                    and members is not None
+                    and before is not None
+                    and name not in members
+                    and name not in before
+                ):  # not in this optimizer before or after it moved: another optimizer (or a
+                    # rule of the user's) trains it, on its own schedule
+                    self.elsewhere.append(name)
+                    self.unchanged.pop(name, None)
+                    continue
+                self.last[name] = [version, norm, 0, graded]
                 self.unchanged.pop(name, None)
                 continue
+            # the steps since the previous sample are evidence only if the parameter had a
+            # gradient when they began: one that just got its first (a layer unfrozen on
+            # purpose, a branch used for the first time) did not stand still for them
+            had_grad = seen[3]
+            if known:
+                seen[3] = graded
             if seen[1] is None and norm is not None:  # what later reads must match
                 seen[1], seen[2] = norm, 0
                 continue
-            grad = grads.get(name, 0.0)
-            if sample.grad_norms is not None and not (grad > 0 and math.isfinite(grad)):
+            if not had_grad:
                 seen[2] = 0  # steps without a gradient are no evidence
                 continue
             seen[2] += sample.applied_steps
@@ -63,9 +92,13 @@ class Stale(Invariant):
                 seen[2] = 0
 
     def load_state_dict(self, state) -> None:
-        super().load_state_dict(state)
-        # checkpoints written before versions led held (norm, version) pairs
-        self.last = {n: [v[1], v[0], 0] if len(v) == 2 else list(v) for n, v in self.last.items()}
+        # checkpoints from before these two
+        super().load_state_dict({"elsewhere": [], "members": None, **state})
+        # older checkpoints held (norm, version) pairs, then [version, norm, steps]
+        self.last = {
+            n: ([v[1], v[0], 0] if len(v) == 2 else list(v[:3])) + [v[3] if len(v) > 3 else True]
+            for n, v in self.last.items()
+        }
 
     def compute(self) -> list[Violation]:
         stale = [n for n, count in self.unchanged.items() if count >= self.patience]

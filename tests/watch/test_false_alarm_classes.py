@@ -1,0 +1,287 @@
+"""False alarms found on healthy loops (tests/watch/test_healthy_loops.py), each fixed as a
+class, beside the planted bug that looks like it and must still alert."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import labcoat
+from tests.watch._training import MLP, digits, train
+
+PLANT = 40
+
+
+def body_and_head():
+    torch.manual_seed(0)
+    model = MLP()
+    body = [*model.fc1.parameters(), *model.fc2.parameters()]
+    return model, body
+
+
+def unfreeze_run(every, *, add_to_optimizer=True, write_frozen_head=False, at=PLANT):
+    """Train the head with the body frozen by requires_grad=False, unfreeze the body at ``at``.
+    Bugs: the body is unfrozen but never handed to the optimizer; a hand-written update writes
+    to a parameter whose requires_grad stays False."""
+    model, body = body_and_head()
+    for p in body:
+        p.requires_grad_(False)
+    model.head.bias.requires_grad_(False)
+    opt = torch.optim.Adam([model.head.weight], lr=3e-3)
+    x_all, y_all = digits()
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, opt, every=every) as w:
+        for step in range(at + 40):
+            if step == at:
+                for p in body:
+                    p.requires_grad_(True)
+                if add_to_optimizer:
+                    opt.add_param_group({"params": body, "lr": 1e-3})
+            idx = torch.randint(0, len(x_all), (32,), generator=gen)
+            loss = F.cross_entropy(model(x_all[idx]), y_all[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if write_frozen_head and step >= at:
+                with torch.no_grad():
+                    model.head.bias.mul_(0.99)  # a decay that forgot the frozen bias
+            w.observe(step=step, loss=loss)
+    return w
+
+
+@pytest.mark.parametrize("every", [1, 10])
+@pytest.mark.parametrize("at", [PLANT, 200, 300])
+def test_a_backbone_unfrozen_on_purpose_raises_nothing(every, at):
+    # frozen_moved: its flag is True again; stale: at every=10 the unfreeze lands on a sampled
+    # step, where the body gets its first gradient; grad_explode: the body's gradients join a
+    # converged head's small ones (the total rose 10-20x at 200 and 300, before the fix)
+    w = unfreeze_run(every, at=at)
+    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_requires_grad_false_parameter_written_beside_an_unfreeze_still_alerts(every):
+    w = unfreeze_run(every, write_frozen_head=True)
+    assert [a.kind for a in w.alerts] == ["frozen_moved"]
+    assert w.alerts[0].subject == "head.bias" and w.alerts[0].evidence["moved"] == ["head.bias"]
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_unfrozen_but_never_given_to_the_optimizer_is_stale(every):
+    w = unfreeze_run(every, add_to_optimizer=False)
+    assert [a.kind for a in w.alerts] == ["stale"]
+    assert w.alerts[0].subject == "fc1.weight" and PLANT + 10 <= w.alerts[0].step <= PLANT + 20
+
+
+def test_a_gradient_that_explodes_right_after_an_unfreeze_still_alerts():
+    model, body = body_and_head()
+    for p in body:
+        p.requires_grad_(False)
+    opt = torch.optim.SGD(model.head.parameters(), lr=0.05)
+
+    def plant(step, m, o, x, y):
+        if step == PLANT:
+            for p in body:
+                p.requires_grad_(True)
+            o.add_param_group({"params": body, "lr": 1e-2})
+        if step == PLANT + 5:
+            x = x * 1e4  # a corrupted batch right after the unfreeze
+        return x, y
+
+    w = train(model, opt, steps=PLANT + 6, plant=plant, every=1, invariants=["grad_explode"])
+    assert [(a.kind, a.step) for a in w.alerts] == [("grad_explode", PLANT + 5)]
+    assert w.alerts[0].evidence["culprit_ratio"] > 100
+
+
+def test_a_declared_frozen_module_stays_frozen_whatever_its_flag():
+    w = unfreeze_run(1, add_to_optimizer=True)
+    assert w.alerts == []
+    model, body = body_and_head()
+    for p in body:
+        p.requires_grad_(False)
+
+    def plant(step, m, o, x, y):
+        if step == PLANT:
+            m.fc1.requires_grad_(True)
+            o.add_param_group({"params": list(m.fc1.parameters()), "lr": 1e-3})
+        return x, y
+
+    opt = torch.optim.Adam(model.head.parameters(), lr=3e-3)
+    w = train(model, opt, steps=PLANT + 5, plant=plant, every=1, expect_frozen="fc1")
+    assert [a.kind for a in w.alerts] == ["frozen_moved"] and w.alerts[0].subject == "fc1.weight"
+
+
+def groups_run(body_lr, factor, steps=120, drop_head_at=None, all_groups=False):
+    torch.manual_seed(0)
+    model = MLP()
+    body = [*model.fc1.parameters(), *model.fc2.parameters()]
+    opt = torch.optim.Adam(
+        [{"params": body, "lr": body_lr}, {"params": model.head.parameters(), "lr": 3e-3}]
+    )
+    if drop_head_at is None:
+        head = factor if all_groups else (lambda s: 1.0)
+    else:
+        head = lambda s: 1.0 if s < drop_head_at else 0.0  # noqa: E731
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, [factor, head])
+    return train(model, opt, steps=steps, scheduler=sched, every=1, invariants=["lr_zero"])
+
+
+def hold_then_ramp(step):
+    return 0.0 if step < 60 else min(1.0, (step - 60) / 20)
+
+
+def test_a_group_held_at_zero_by_its_scheduler_while_others_train_is_not_lr_zero():
+    assert groups_run(1e-3, hold_then_ramp).alerts == []
+
+
+def test_a_group_with_lr_zero_typed_in_still_alerts_under_the_same_scheduler():
+    w = groups_run(0.0, hold_then_ramp)
+    assert [(a.kind, a.subject, a.step) for a in w.alerts] == [("lr_zero", "param group 0", 4)]
+
+
+def test_every_group_held_at_zero_still_alerts():
+    # an integer-division warm-up: step // 200 is 0 for 200 steps, for every group
+    w = groups_run(1e-3, lambda step: step // 200, all_groups=True)
+    assert {a.subject for a in w.alerts} == {"param group 0", "param group 1"}
+    assert all(a.step == 4 for a in w.alerts)
+
+
+def test_a_group_that_trained_and_dropped_to_zero_still_alerts():
+    w = groups_run(1e-3, lambda step: 1.0, drop_head_at=50)
+    assert [(a.subject, a.step) for a in w.alerts] == [("param group 1", 54)]
+
+
+def test_lr_zero_resumes_from_a_checkpoint_without_trained_groups():
+    inv = labcoat.watch.INVARIANTS["lr_zero"].run()
+    from labcoat.watch.sample import WatchContext
+
+    inv.setup(WatchContext(("a", "b"), {}, (("a",), ("b",)), {}))
+    state = inv.state_dict()
+    state.pop("trained")
+    state["last_lr"] = {0: 0.0, 1: 1e-3}
+    inv.load_state_dict(state)
+    assert sorted(inv.trained) == [0, 1]
+
+
+def shrink_fc1_gradient(steps_down):
+    """From PLANT on, fc1's gradient is scaled by 1e-5 for ``steps_down`` steps (the forward
+    is unchanged): a gradient that dropped but did not vanish outright."""
+    handles = []
+
+    def plant(step, m, o, x, y):
+        if step == PLANT:
+            handles.append(
+                m.fc1.register_forward_hook(lambda mod, i, out: out * 1e-5 + out.detach() * 0.99999)
+            )
+        if step == PLANT + steps_down:
+            handles.pop().remove()
+        return x, y
+
+    return plant
+
+
+@pytest.mark.parametrize("every", [1, 5])
+def test_a_gradient_small_for_one_step_is_not_grad_vanish(every):
+    # one batch that finds every ReLU unit above a layer inactive (see grad_vanish's docstring)
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    plant = shrink_fc1_gradient(steps_down=1)
+    w = train(model, opt, steps=PLANT + 20, plant=plant, every=every, invariants=["grad_vanish"])
+    assert w.alerts == []
+
+
+@pytest.mark.parametrize("every", [1, 5])
+def test_a_gradient_that_stays_small_is_grad_vanish_at_the_second_sample(every):
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    plant = shrink_fc1_gradient(steps_down=1000)
+    w = train(model, opt, steps=PLANT + 20, plant=plant, every=every, invariants=["grad_vanish"])
+    assert w.alerts, "a gradient down for good was not reported"
+    # every=1: the second sample; every=5: the window needs 10 samples before judging, so the
+    # drop is first seen at 50 and confirmed at 55
+    assert w.alerts[0].step == (PLANT + 1 if every == 1 else PLANT + 15)
+    assert w.alerts[0].evidence["vanished"] == ["fc1.weight", "fc1.bias"]
+
+
+def pool_run(order_of_epoch, pool=8, epochs=12, every=1):
+    """Train on ``pool`` batches made once, in the order ``order_of_epoch(epoch)`` gives."""
+    x_all, y_all = digits()
+    batches = [(x_all[i : i + 16], y_all[i : i + 16]) for i in range(0, 16 * pool, 16)]
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    step = 0
+    with labcoat.watch(model, opt, every=every, invariants=["repeat_batch"]) as w:
+        for epoch in range(epochs):
+            for i in order_of_epoch(epoch):
+                x, y = batches[i]
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                w.observe(step=step, loss=loss, batch=(x, y))
+                step += 1
+    return w
+
+
+def shuffled(pool):
+    gen = torch.Generator().manual_seed(0)
+    return lambda epoch: torch.randperm(pool, generator=gen).tolist()
+
+
+@pytest.mark.parametrize("every", [1, 10])
+@pytest.mark.parametrize("pool", [8, 20])
+def test_batches_made_once_and_shuffled_each_epoch_are_not_repeat_batch(every, pool):
+    # a precomputed batch sampler or bucketed batches: the gaps change, no new batch comes
+    assert pool_run(shuffled(pool), pool=pool, every=every).alerts == []
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_two_workers_shuffling_the_same_batches_alike_still_alert(every):
+    # each worker shuffles with the same seed and both yield in full: b3 b3 b7 b7 ...
+    order = shuffled(20)
+
+    def doubled(epoch):
+        return [i for i in order(epoch) for _ in range(2)]
+
+    w = pool_run(doubled, pool=20, epochs=2, every=every)
+    assert [a.kind for a in w.alerts] == ["repeat_batch"]
+    assert w.alerts[0].step <= 4 + every
+
+
+def slow_body_run(every, body_params=lambda m: [*m.fc1.parameters(), *m.fc2.parameters()]):
+    """The head's optimizer steps every call, the body's every 20th; the watch is on the head's
+    optimizer over the whole model. Bugs: ``body_params`` leaves some parameter out."""
+    torch.manual_seed(0)
+    model = MLP()
+    body = torch.optim.SGD(body_params(model), lr=0.05)
+    head = torch.optim.Adam(model.head.parameters(), lr=3e-3)
+    x_all, y_all = digits()
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, head, every=every, invariants=["stale"]) as w:
+        for step in range(120):
+            idx = torch.randint(0, len(x_all), (32,), generator=gen)
+            loss = F.cross_entropy(model(x_all[idx]), y_all[idx])
+            body.zero_grad()
+            head.zero_grad()
+            loss.backward()
+            head.step()
+            if step % 20 == 0:
+                body.step()
+            w.observe(step=step, loss=loss)
+    return w
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_parameters_another_optimizer_steps_rarely_are_not_stale(every):
+    assert slow_body_run(every).alerts == []
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_parameter_left_out_of_both_optimizers_is_still_stale(every):
+    w = slow_body_run(every, body_params=lambda m: [*m.fc1.parameters(), m.fc2.weight])
+    assert [a.kind for a in w.alerts] == ["stale"]
+    assert w.alerts[0].subject == "fc2.bias" and w.alerts[0].evidence["stale"] == ["fc2.bias"]
