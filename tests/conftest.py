@@ -65,7 +65,9 @@ def pytest_terminal_summary(terminalreporter):
 
 #: test files whose tests xdist may hand to different workers one by one: slow, independent
 #: cases with no module-scoped state (every other file stays on one worker; see below)
-SPREAD_ACROSS_WORKERS = frozenset({"tests/corpus/test_corpus.py"})
+SPREAD_ACROSS_WORKERS = frozenset(
+    {"tests/corpus/test_corpus.py", "tests/watch/test_healthy_loops.py"}
+)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -74,7 +76,8 @@ def pytest_xdist_make_scheduler(config, log):
     session-scoped fixtures (a Ray cluster, a browser, the README's runs) are built once. The
     files in SPREAD_ACROSS_WORKERS are the exception: their tests are work units of their own,
     which xdist hands out last (it sends files with the most tests first), so the corpus's
-    cases fill the workers evenly instead of running one after another on one of them."""
+    cases and the watch's healthy loops fill the workers evenly instead of running one after
+    another on one of them."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
