@@ -29,6 +29,7 @@ from tests.doctor.helpers import (
     lm_loss,
     mlp,
     regressor,
+    standard_step,
     tag_data,
 )
 
@@ -1102,15 +1103,6 @@ def accuracy_from_argmax_of_one_logit() -> Verdict:
 
 
 # -- watch: invariants while a run trains ----------------------------------------------------------
-
-
-def standard_step(model, batch, optimizer, loss_fn):
-    x, y = batch
-    optimizer.zero_grad()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss
 
 
 def watch_verdict(

@@ -24,6 +24,8 @@ from tests.doctor.helpers import (
     auxiliary_loss_step,
     diabetes,
     lbfgs_step,
+    scheduler_in_closure,
+    standard_step,
 )
 
 
@@ -585,16 +587,7 @@ def cosine_scheduler_in_closure():
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=2000)
-
-    def step(model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        return loss
-
+    step = scheduler_in_closure(scheduler)
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), optimizer, step=step)
 
 
@@ -612,11 +605,7 @@ class WarmupStep:
                 optimizer, lambda s: min(1.0, s / self.warmup)
             )
             self.schedulers[id(optimizer)] = sched
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
+        loss = standard_step(model, batch, optimizer, loss_fn)
         sched.step()
         return loss
 

@@ -10,6 +10,7 @@ from sklearn.datasets import load_diabetes, load_digits
 from torch import nn
 
 import labcoat
+from labcoat.doctor.case import standard_step
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,13 +137,20 @@ class SchedulerStep:
         self.scheduler = scheduler
 
     def __call__(self, model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
+        loss = standard_step(model, batch, optimizer, loss_fn)
         self.scheduler.step()
         return loss
+
+
+def scheduler_in_closure(scheduler):
+    """The textbook step as a plain function that steps ``scheduler``, read from its closure."""
+
+    def step(model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        scheduler.step()
+        return loss
+
+    return step
 
 
 class Accumulate:

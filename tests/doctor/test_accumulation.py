@@ -7,6 +7,7 @@ from tests.doctor.helpers import (
     auxiliary_loss_step,
     diagnose,
     mlp,
+    standard_step,
 )
 
 UPDATE = ("data", "model", "update")
@@ -67,15 +68,6 @@ def test_the_overfit_control_counts_updates_not_calls():
     assert CountedAccumulate.calls_made - before_overfit == 4 * f.evidence["steps"]
 
 
-def plain_step(model, batch, optimizer, loss_fn):
-    x, y = batch
-    loss = loss_fn(model(x), y)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
 def test_a_head_trained_by_the_steps_auxiliary_loss_counts_as_reached():
     report = diagnose(AuxiliaryHead(), step=auxiliary_loss_step, layers=UPDATE)
     f = report["model.grad.coverage"]
@@ -84,7 +76,7 @@ def test_a_head_trained_by_the_steps_auxiliary_loss_counts_as_reached():
 
 
 def test_a_head_no_loss_reaches_still_fails_coverage_with_a_step_given():
-    report = diagnose(AuxiliaryHead(), step=plain_step, layers=UPDATE)
+    report = diagnose(AuxiliaryHead(), step=standard_step, layers=UPDATE)
     f = report["model.grad.coverage"]
     assert f.status == "fail"
     assert "aux.weight" in f.message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tests.doctor.helpers import diagnose, mlp
+from tests.doctor.helpers import diagnose, mlp, standard_step
 
 LAYERS = ("update",)
 CHECK = "update.mode.as_given"
@@ -17,18 +17,13 @@ def dropout_net(eval_mode: bool = True) -> nn.Module:
     return model.eval() if eval_mode else model
 
 
-def step_without_train(model, batch, optimizer, loss_fn):
-    x, y = batch
-    optimizer.zero_grad()
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss
+#: the textbook step, which never calls model.train()
+step_without_train = standard_step
 
 
 def step_with_train(model, batch, optimizer, loss_fn):
     model.train()
-    return step_without_train(model, batch, optimizer, loss_fn)
+    return standard_step(model, batch, optimizer, loss_fn)
 
 
 def finding(model, step=None):

@@ -4,7 +4,7 @@ collapses the learning rate is named when the overfit control fails."""
 
 import torch
 
-from tests.doctor.helpers import SchedulerStep, diagnose, mlp
+from tests.doctor.helpers import SchedulerStep, diagnose, mlp, scheduler_in_closure
 
 LAYERS = ("data", "model", "update", "overfit")
 
@@ -24,16 +24,7 @@ def test_a_scheduler_a_step_function_reads_from_its_closure_is_swapped_for_a_cop
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=2000)
-
-    def step(model, batch, optimizer, loss_fn):
-        x, y = batch
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        return loss
-
+    step = scheduler_in_closure(scheduler)
     report = diagnose(model, optimizer=optimizer, step=step, layers=LAYERS)
     assert report["update.step.isolated"].status == "pass", report["update.step.isolated"].message
     assert scheduler.last_epoch == 0 and optimizer.param_groups[0]["lr"] == 0.1
