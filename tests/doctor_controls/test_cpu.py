@@ -168,41 +168,31 @@ def uneven_copy(i: int, advance) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("copy_s", [1.0, cpu.MIN_COPY_S / 10], ids=["workers", "sequential"])
-def test_a_settled_look_stops_the_copies_at_the_same_count_wherever_they_ran(copy_s):
-    looked: list[list[int]] = []
+@pytest.mark.parametrize(
+    "copies, settle_at, looks, ran, looked",
+    [
+        (19, 6, (4, 6, 8), 6, [4, 6]),  # settled at the second look: the first 6 come back
+        (10, None, (4, 8, 12), 10, [4, 8]),  # never settled: every copy runs
+    ],
+    ids=["settled", "never-settled"],
+)
+def test_looks_see_the_first_k_copies_and_stop_at_the_same_count_wherever_they_ran(
+    copy_s, copies, settle_at, looks, ran, looked
+):
+    seen: list[list[int]] = []
 
     def settled(first):
-        looked.append([i for i, _ in first])
-        return len(first) >= 6
+        seen.append([i for i, _ in first])
+        return settle_at is not None and len(first) >= settle_at
 
     results = cpu.map_copies(
         uneven_copy,
-        19,
+        copies,
         copy_s=copy_s,
         advance=lambda n=1: None,
         units=1,
-        looks=(4, 6, 8),
+        looks=looks,
         settled=settled,
     )
-    assert [i for i, _ in results] == list(range(6))
-    assert looked == [list(range(4)), list(range(6))]  # each look sees the first k, in order
-
-
-@pytest.mark.parametrize("copy_s", [1.0, cpu.MIN_COPY_S / 10], ids=["workers", "sequential"])
-def test_copies_never_settled_all_run(copy_s):
-    looked: list[int] = []
-
-    def settled(first):
-        looked.append(len(first))
-        return False
-
-    results = cpu.map_copies(
-        uneven_copy,
-        10,
-        copy_s=copy_s,
-        advance=lambda n=1: None,
-        units=1,
-        looks=(4, 8, 12),
-        settled=settled,
-    )
-    assert [i for i, _ in results] == list(range(10)) and looked == [4, 8]
+    assert [i for i, _ in results] == list(range(ran))
+    assert seen == [list(range(k)) for k in looked]  # each look sees the first k, in order

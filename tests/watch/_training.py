@@ -99,12 +99,14 @@ def train(
     plant: Plant | None = None,
     scheduler=None,
     scaler=None,
+    observe_batch: bool = False,
     batch: int = 32,
     seed: int = 0,
     **watch_options,
 ):
     """Train on digits with the user's loop unchanged, watched; ``plant`` may alter the batch
-    (or the model/optimizer) before each step. Returns the watcher."""
+    (or the model/optimizer) before each step; ``observe_batch`` hands each batch to
+    ``observe`` too. Returns the watcher."""
     x_all, y_all = digits()
     gen = torch.Generator().manual_seed(seed)
     with labcoat.watch(model, optimizer, **watch_options) as w:
@@ -124,7 +126,7 @@ def train(
                 scaler.update()
             if scheduler is not None:
                 scheduler.step()
-            w.observe(step=step, loss=loss)
+            w.observe(step=step, loss=loss, batch=(x, y) if observe_batch else None)
     return w
 
 

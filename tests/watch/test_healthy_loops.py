@@ -21,7 +21,7 @@ from torch import nn
 
 import labcoat
 from labcoat.watch.watcher import DEFAULT_EVERY
-from tests.watch._training import CNN, MLP, digits, warmup_decay
+from tests.watch._training import CNN, MLP, digits, train, warmup_decay
 
 Loop = Callable[[int], list]
 LOOPS: dict[str, Loop] = {}
@@ -41,21 +41,18 @@ def batches(batch: int = 32, seed: int = 0):
         yield x_all[idx], y_all[idx]
 
 
-def plain(model, optimizer, every, steps, *, batch=32, scheduler=None, clip=None, **options):
-    """The usual loop: forward, zero_grad, backward, (clip), step, (schedule), observe."""
-    data = batches(batch)
-    with labcoat.watch(model, optimizer, every=every, **options) as w:
-        for step in range(steps):
-            x, y = next(data)
-            loss = F.cross_entropy(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            w.observe(step=step, loss=loss, batch=(x, y))
+def plain(model, optimizer, every, steps, *, batch=32, scheduler=None, **options):
+    """The usual loop (forward, zero_grad, backward, step, schedule, observe with the batch)."""
+    w = train(
+        model,
+        optimizer,
+        steps=steps,
+        batch=batch,
+        scheduler=scheduler,
+        observe_batch=True,
+        every=every,
+        **options,
+    )
     return [w]
 
 
