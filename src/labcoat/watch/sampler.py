@@ -14,7 +14,8 @@ on a sampled step only the parameters that have a gradient but whose counter did
 read (an optimizer that writes through ``.data`` or a fused kernel leaves counters alone, and
 then all of them are). Every parameter is read at the first sample, every
 :data:`ALL_PARAMS_EVERY` samples after it, and at once whenever a gradient is non-finite, so
-the parameter where a NaN started is still named before the update spreads it.
+the parameter where a NaN started is still named before the update spreads it. On an
+accelerator, telling that would wait for the device, so there every sample reads them all.
 
 A sampled ``observe()`` that no optimizer step preceded (gradient accumulation: with k=4 and
 ``every=10`` none ever is) hands the reads on to the next step that runs, and the

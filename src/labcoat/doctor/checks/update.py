@@ -170,22 +170,20 @@ def params_moved(case: Case) -> Outcome:
         return skipped(
             "no trainable parameters are in the optimizer (see update.optimizer.coverage)"
         )
-    zero_grads = [
+    # parameters that had no gradient (None, or all zeros) at every optimizer.step()
+    empty = [
         n
         for n in still
-        if all(g.get(n) is not None and not bool(g[n].any()) for g in probe.grads_at_step)
+        if all(g.get(n) is None or not bool(g[n].any()) for g in probe.grads_at_step)
     ]
+    zero_grads = [n for n in empty if all(g.get(n) is not None for g in probe.grads_at_step)]
     inert = _without_effect(case, zero_grads)
     evidence["without_effect"] = inert
     still = [n for n in still if n not in inert]
+    empty = [n for n in empty if n not in inert]
     if still:
         # with no gradient at optimizer.step() there is nothing to apply: the gradients were
         # cleared after backward() (zero_grad() between backward() and step())
-        empty = [
-            n
-            for n in still
-            if all(g.get(n) is None or not bool(g[n].any()) for g in probe.grads_at_step)
-        ]
         why = ""
         if empty == still == expected:
             why = (

@@ -94,10 +94,9 @@ class Stale(Invariant):
     def load_state_dict(self, state) -> None:
         # checkpoints from before these two
         super().load_state_dict({"elsewhere": [], "members": None, **state})
-        # older checkpoints held (norm, version) pairs, then [version, norm, steps]
+        # older checkpoints held (norm, version) pairs
         self.last = {
-            n: ([v[1], v[0], 0] if len(v) == 2 else list(v[:3])) + [v[3] if len(v) > 3 else True]
-            for n, v in self.last.items()
+            n: [v[1], v[0], 0, True] if len(v) == 2 else list(v) for n, v in self.last.items()
         }
 
     def compute(self) -> list[Violation]:
