@@ -8,6 +8,7 @@ tested with hand-made samples.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Hashable, Literal, Mapping, Sequence
 
@@ -94,3 +95,13 @@ class Sample:
     batches: Sequence[tuple[int, int, Hashable]] = ()
     #: ``model.training`` at each optimizer step since the previous sample
     train_modes: Sequence[bool] = ()
+
+    def finite(self) -> bool:
+        """Whether every loss and norm read at this step is finite (norms are >= 0, so a
+        finite sum means each one is)."""
+        for norms in (self.grad_norms, self.param_norms, self.frozen_norms):
+            if norms and not math.isfinite(sum(norms.values())):
+                return False
+        return all(math.isfinite(v) for _, v in self.losses) and (
+            self.update_ratio is None or math.isfinite(self.update_ratio)
+        )

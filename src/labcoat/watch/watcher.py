@@ -36,6 +36,10 @@ from labcoat.watch.sampler import Sampler
 DEFAULT_EVERY = 10
 #: compare ranks (desync, straggler) every this many steps by default
 DEFAULT_SYNC_EVERY = 50
+#: judge the samples taken every this many steps by default (at once when one holds a
+#: non-finite number): at ``every=1`` alerts come as soon as at the default ``every``, for
+#: about a third of the invariants' cost (see :mod:`labcoat.watch.judge`)
+DEFAULT_JUDGE_EVERY = DEFAULT_EVERY
 #: version of :meth:`Watcher.state_dict`'s layout
 STATE_VERSION = 1
 
@@ -57,6 +61,7 @@ class Watcher:
         ledger: Any = None,
         every: int = DEFAULT_EVERY,
         sync_every: int = DEFAULT_SYNC_EVERY,
+        judge_every: int = DEFAULT_JUDGE_EVERY,
         events: str | os.PathLike[str] | None = None,
         invariants: Iterable[str | Invariant] | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -69,6 +74,7 @@ class Watcher:
         self.optimizer = _check_optimizer(optimizer)
         self.every = _check_count(every, "every")
         self.sync_every = _check_count(sync_every, "sync_every")
+        self.judge_every = _check_count(judge_every, "judge_every")
         from labcoat.ledger import Ledger
 
         self.ledger = Ledger.for_recording(ledger)
@@ -104,6 +110,7 @@ class Watcher:
         self._resume: Mapping[str, Any] | None = None
         self._run: Any = None  # the ledger run this session records into, when it opened one
         self._last_step: int | None = None
+        self._judged_at: int | None = None  # observe() calls when samples were last judged
         self.sampler: Sampler | None = None
         self.judge = Judge(self._invariants, callbacks=callbacks, ledger=self.ledger)
 
@@ -192,6 +199,9 @@ class Watcher:
     def observe(self, step: int, loss: Any = None, *, batch: Any = None) -> list[Alert]:
         """Record one training step (call it after ``optimizer.step()``); returns new alerts.
 
+        Samples are judged every ``judge_every`` calls, and at once when one holds a NaN or
+        Inf, so an alert may come a few calls after the step it names (its ``step`` is exact).
+
         ``loss`` may be a scalar tensor (on an accelerator, kept there until the next sampled
         step) or a number. ``batch`` (optional) is the step's input batch, as the loader gave it; a
         fingerprint of it lets ``repeat_batch`` see batches that come back. Under
@@ -216,7 +226,10 @@ class Watcher:
         sampled, synced = sampler.tick()
         new: list[Alert] = []
         if sampled or synced:
-            new = self.judge.judge(sampler.collect(step, sampled, synced), sampled)
+            due = self._judged_at is None or sampler.observed - self._judged_at >= self.judge_every
+            if due:
+                self._judged_at = sampler.observed
+            new = self.judge.submit(sampler.collect(step, sampled, synced), sampled, now=due)
         sampler.plan_next()
         if self._periodic:
             self._run_periodic(step)
@@ -253,6 +266,7 @@ class Watcher:
             if self.sampler is not None:
                 self.sampler.evaluating = False
         self._evaluations.append(result)
+        self.judge.drain()  # alerts of the steps before it come first
         self.judge.emit(result.to_event(self.info.rank if self._started else None))
         return result
 
@@ -318,7 +332,8 @@ class Watcher:
     # -- results ---------------------------------------------------------------------------
     @property
     def alerts(self) -> list[Alert]:
-        """Every alert this rank raised, in order."""
+        """Every alert this rank raised, in order (samples not judged yet are judged first)."""
+        self.judge.drain()
         return list(self.judge.alerts)
 
     @property
@@ -330,6 +345,7 @@ class Watcher:
     def events(self) -> list[dict[str, Any]]:
         """The alerts and evaluations this rank recorded, as JSON-able dicts (the sampled
         series goes to the events file and the ledger, not here)."""
+        self.judge.drain()
         return list(self.judge.events)
 
     def findings(self) -> list[Finding]:
@@ -377,8 +393,10 @@ def watch(
     every
         Compute tensor statistics every ``every`` steps (losses are seen every step).
     **options
-        ``sync_every`` (compare ranks every N steps), ``events`` (JSON-lines path; ``{rank}``
-        is filled in), ``invariants`` (kinds or :class:`Invariant` objects to run),
+        ``judge_every`` (judge the samples taken every N steps, default 10, and at once when
+        a number is non-finite; 1 judges each as it is taken, at about twice the invariants'
+        cost), ``sync_every`` (compare ranks every N steps), ``events`` (JSON-lines path;
+        ``{rank}`` is filled in), ``invariants`` (kinds or :class:`Invariant` objects to run),
         ``options`` (per-kind invariant options, e.g. ``{"spike": {"z": 8}}``),
         ``replicated`` (what every rank holds a copy of), ``group`` (process group),
         ``on_alert`` (callbacks) and ``evaluation`` (an :class:`Evaluation` to run every N

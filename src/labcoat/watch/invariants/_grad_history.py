@@ -14,6 +14,11 @@ recent value and the smallest recent total, recomputed from the window once per 
 samples and in between only widened, so they may send a sample on needlessly but never wave a
 violation through. Either way the sample at which each parameter last lacked a finite norm is
 kept exactly, for a gradient that goes missing.
+
+grad_explode and grad_vanish judge the same rows over windows of the same length, so by
+a judge gives them one history (:func:`share_histories`): each judges a sample against the
+window before it, and a pushed row joins the window when the next sample's row is taken (or
+the state is saved), whichever of the two pushed it first.
 """
 
 from __future__ import annotations
@@ -32,8 +37,6 @@ from labcoat.watch.sample import WatchContext
 SMALL = 64
 #: slack (log10 units) for the screens, so rounding never makes them stricter than the judgement
 _SLACK = 1e-9
-#: the last (grad_norms, names, row, total): grad_explode and grad_vanish read the same sample
-_last: list = [None, None, None, None]
 
 
 class GradHistory:
@@ -43,35 +46,52 @@ class GradHistory:
         self.window = window
         self.count = 0
         self._small = len(self.names) <= SMALL
+        # the last sample's (grad_norms, row, total), and the row pushed but not yet in the window
+        self._last: tuple | None = None
+        self._pushed: tuple | None = None
         self._load(np.full((window, len(self.names)), np.nan), np.full(window, np.nan))
 
     def row(self, grad_norms: Mapping[str, float]) -> tuple[list[float] | np.ndarray, float]:
         """This sample as a log10 row (NaN: no gradient; read-only, shared with the other
-        invariant) and the log10 total norm (NaN if none or non-finite)."""
-        cached = _last
-        if cached[0] is grad_norms and cached[1] == self.names:  # the other invariant's work
-            return cached[2], cached[3]
+        invariant) and the log10 total norm (NaN if none or non-finite). A new sample first
+        puts the previous one's pushed row into the window."""
+        last = self._last
+        if last is not None and last[0] is grad_norms:  # the other invariant's work
+            return last[1], last[2]
+        self.settle()
         nan = math.nan
-        if not grad_norms:
-            return [nan] * len(self.names), nan
-        if not math.isfinite(sum(grad_norms.values())):  # norms are >= 0
-            return [nan] * len(self.names), nan  # the nonfinite invariant reports this
-        values = [grad_norms.get(n, nan) for n in self.names]
         row: list[float] | np.ndarray
-        if self._small:  # a few dozen numbers: plain Python beats numpy's call overhead
-            squares = sum(v * v for v in values if v == v)  # NaN marks "no gradient"
-            row = [math.log10(v) if v > 0 else -math.inf if v == 0 else nan for v in values]
+        if not grad_norms or not math.isfinite(sum(grad_norms.values())):  # norms are >= 0
+            row, total = [nan] * len(self.names), nan  # non-finite: the nonfinite invariant's
         else:
-            norms = np.array(values)
-            present = norms[norms == norms]
-            squares = float(present @ present)
-            with np.errstate(divide="ignore"):
-                row = np.log10(norms)  # a zero norm is -inf; no gradient stays NaN
-        total = math.log10(math.sqrt(squares)) if squares > 0 else -math.inf
-        _last[:] = [grad_norms, self.names, row, total]
+            values = [grad_norms.get(n, nan) for n in self.names]
+            if self._small:  # a few dozen numbers: plain Python beats numpy's call overhead
+                squares = sum(v * v for v in values if v == v)  # NaN marks "no gradient"
+                row = [math.log10(v) if v > 0 else -math.inf if v == 0 else nan for v in values]
+            else:
+                norms = np.array(values)
+                present = norms[norms == norms]
+                squares = float(present @ present)
+                with np.errstate(divide="ignore"):
+                    row = np.log10(norms)  # a zero norm is -inf; no gradient stays NaN
+            total = math.log10(math.sqrt(squares)) if squares > 0 else -math.inf
+        self._last = (grad_norms, row, total)
         return row, total
 
     def push(self, row: list[float] | np.ndarray, total: float) -> None:
+        """Add this sample's row; it joins the window at :meth:`settle` (pushing it twice, as
+        both invariants do, adds it once)."""
+        if self._pushed is not None and self._pushed[0] is row:
+            return
+        self.settle()
+        self._pushed = (row, total)
+
+    def settle(self) -> None:
+        """Put the pushed row into the window."""
+        if self._pushed is None:
+            return
+        row, total = self._pushed
+        self._pushed = None
         slot = self.count % self.window
         total = total if math.isfinite(total) else math.nan
         # zero norms (log -inf) are kept out of the history: they carry no scale to judge against
@@ -158,10 +178,12 @@ class GradHistory:
             self._floor = low if low == low else math.inf
 
     def state_dict(self) -> dict:
+        self.settle()
         logs, total = self._arrays()
         return {"logs": logs.tolist(), "total": total.tolist(), "count": self.count}
 
     def load_state_dict(self, state: Mapping) -> None:
+        self._last = self._pushed = None
         shape = (self.window, len(self.names))
         self.count = int(state["count"])
         logs = np.asarray(state["logs"], dtype=float).reshape(shape)
@@ -183,6 +205,15 @@ class GradHistory:
 
     def past_total(self) -> np.ndarray:
         return self._arrays()[1][: self.filled]
+
+
+def share_histories(invariants: Sequence[Invariant]) -> None:
+    """Give the gradient-window invariants of one run that keep equal windows one history
+    (call after their setup, before the first sample)."""
+    by_window: dict[int, GradHistory] = {}
+    for inv in invariants:
+        if isinstance(inv, GradWindowInvariant):
+            inv.history = by_window.setdefault(inv.window, inv.history)
 
 
 def window_options(factor: float) -> dict:
