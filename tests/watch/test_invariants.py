@@ -159,7 +159,9 @@ def test_no_trend_on_synthetic_curves():
     assert not trend_verdict(plateau), "learned, then converged: still below where it started"
     relapse = np.where(t < 150, 2.0 * np.exp(-t / 30), 2.0) + noise
     (v,) = trend_verdict(relapse)
-    assert v.evidence["pvalue_net_decrease"] > 0.01 and v.evidence["window_steps"] == [250, 299]
+    first, last = v.evidence["window_steps"]
+    assert v.evidence["pvalue_net_decrease"] > 0.01 and last - first == 49
+    assert last > 150 + 50 and 299 - last < 25  # the relapsed window, tested every half window
 
 
 def test_spike_uses_a_linear_scale_when_losses_can_be_negative():

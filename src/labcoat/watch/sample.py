@@ -52,9 +52,10 @@ class CrossRank:
     step_times: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Sample:
-    """One sampled step.
+    """One sampled step (read-only by convention: one is made at every step at ``every=1``,
+    and a frozen dataclass costs four times as much to make).
 
     ``losses`` holds every loss observed since the previous sample (not only this step's),
     so loss invariants see the whole curve even when tensors are sampled every N steps.

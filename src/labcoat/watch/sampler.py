@@ -188,17 +188,19 @@ class Sampler:
     def _measure(self, params: bool, grads: bool, stepping: bool = True) -> None:
         """Gradient norms, then the parameter norms this step needs (see the module docstring).
         ``stepping``: the optimizer is about to step (False: an observe() with no step)."""
+        params_now = self.params
         if grads:
-            names, found = [], []
-            for name, p in zip(self.names, self.params):
-                if p.grad is not None:
-                    names.append(name)
-                    found.append(p.grad)
-            self._pending_grad_names = tuple(names)
+            found = [p.grad for p in params_now]
+            if any(g is None for g in found):  # (`None in found` would compare tensors)
+                names = [n for n, g in zip(self.names, found) if g is not None]
+                found = [g for g in found if g is not None]
+                self._pending_grad_names = tuple(names)
+            else:
+                self._pending_grad_names = self.names
             self._pending_grads = norms(found)
         if not params:
             return
-        versions = [p._version for p in self.params]
+        versions = [p._version for p in params_now]
         self._pending_versions = versions
         self._pending_members = self._members()
         self._pending_applied = self._applied_since_measure
@@ -209,17 +211,21 @@ class Sampler:
         due = self._all_params_at is None or self.samples - self._all_params_at >= ALL_PARAMS_EVERY
         if due or (stepping and (before is None or not (grads and _finite(self._pending_grads)))):
             self._all_params_at = self.samples
-            picked = list(range(len(self.params)))
-        elif stepping:  # a gradient, and a version counter the last step did not move
+            self._pending_param_names = self.names
+            self._pending_params = norms(params_now)
+            return
+        if stepping and versions != before:  # a gradient, and a counter the step did not move
             picked = [
                 i
-                for i, p in enumerate(self.params)
-                if versions[i] == before[i] and p.grad is not None
+                for i, (v, b, p) in enumerate(zip(versions, before, params_now))
+                if v == b and p.grad is not None
             ]
+        elif stepping:  # no counter moved (an optimizer that writes through .data)
+            picked = [i for i, p in enumerate(params_now) if p.grad is not None]
         else:  # no step is about to run: the next stepping read compares what changed
             picked = []
-        self._pending_param_names = tuple(self.names[i] for i in picked)
-        self._pending_params = norms([self.params[i] for i in picked])
+        self._pending_param_names = tuple([self.names[i] for i in picked])
+        self._pending_params = norms([params_now[i] for i in picked])
 
     def _members(self) -> frozenset[str]:
         """Names of the model's parameters in the optimizer's groups now (recomputed only when
@@ -294,24 +300,35 @@ class Sampler:
             self._carry = True  # no step ran since the last sample: read at the next one
         if sampled and "param_norms" in self.needs and self._pending_params is None:
             self._measure(params=True, grads=False, stepping=False)  # skipped or accumulating
-        vectors: dict[str, torch.Tensor | list[float]] = {}
+        # what is on the host already (CPU reads, as lists) is kept; the rest moves at once
+        host: dict[str, Any] = {}
+        vectors: dict[str, torch.Tensor] = {}
         if self._pending_losses:
             losses = [v for _, v in self._pending_losses]
-            on_device = any(isinstance(v, torch.Tensor) for v in losses)
-            vectors["losses"] = stack_scalars(losses) if on_device else losses
-        if sampled and self._pending_params is not None:
-            vectors["params"] = self._pending_params
-        if sampled and self._pending_grads is not None:
-            vectors["grads"] = self._pending_grads
-        if sampled and self._pending_update is not None:
-            vectors["update"] = self._pending_update[1]
-        if sampled and "frozen_norms" in self.needs and self.context.frozen:
-            self._drop_unfrozen()
-            vectors["frozen"] = norms(list(self.frozen_tensors.values()))
-        device_digests = [t for _, _, fp in self._pending_batches for t in fp.device]
-        if device_digests:
-            vectors["batches"] = torch.cat(device_digests)
-        host = dict(zip(vectors, to_host(list(vectors.values()))))
+            if any(isinstance(v, torch.Tensor) for v in losses):
+                vectors["losses"] = stack_scalars(losses)
+            else:
+                host["losses"] = losses
+        if sampled:
+            pending = {
+                "params": self._pending_params,
+                "grads": self._pending_grads,
+                "update": None if self._pending_update is None else self._pending_update[1],
+            }
+            if "frozen_norms" in self.needs and self.context.frozen:
+                self._drop_unfrozen()
+                pending["frozen"] = norms(list(self.frozen_tensors.values()))
+            for key, value in pending.items():
+                if isinstance(value, list):
+                    host[key] = value
+                elif value is not None:
+                    vectors[key] = value
+        if self._pending_batches:
+            device_digests = [t for _, _, fp in self._pending_batches for t in fp.device]
+            if device_digests:
+                vectors["batches"] = torch.cat(device_digests)
+        if vectors:
+            host.update(zip(vectors, to_host(list(vectors.values()))))
         cross = None
         if synced and self.sync is not None and self.clock is not None:
             cross = self.sync.gather(self.clock.take_median())
@@ -346,7 +363,11 @@ class Sampler:
             observes=self._observes,
             unapplied=self._since_step,
             step_gaps=tuple(self._gaps),
-            batches=_batch_keys(self._pending_batches, host.get("batches", [])),
+            batches=(
+                _batch_keys(self._pending_batches, host.get("batches", []))
+                if self._pending_batches
+                else ()
+            ),
             train_modes=tuple(self._pending_modes),
         )
         self._reset_pending()

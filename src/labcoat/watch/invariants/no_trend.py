@@ -55,9 +55,11 @@ class NoTrend(Invariant):
             self.recent.append((step, loss))
             self.seen += 1
             self.untested += 1
-        # the tests cost up to a millisecond: run them every fifth of a window (the cheap one,
-        # which settles a run that is learning, first)
-        if self.seen >= 2 * self.window and self.untested >= max(1, self.window // 5):
+        # the tests cost a few hundred microseconds right after a training step, whatever
+        # `every` is: run them every half window (the cheap one, which settles a run that is
+        # learning, first), so a stuck run is flagged at its 2*window-th loss and a change of
+        # verdict shows within half a window
+        if self.seen >= 2 * self.window and self.untested >= max(1, self.window // 2):
             self.untested = 0
             self.verdict = self._test()
 
