@@ -11,6 +11,8 @@ import torch
 def lr_value(lr: Any) -> float | None:
     """A param group's learning rate as a float: a tensor learning rate (capturable optimizers)
     read as a number, and None where there is none or it is not finite."""
+    if type(lr) is float:  # the usual case first
+        return lr if math.isfinite(lr) else None
     if lr is None:
         return None
     try:

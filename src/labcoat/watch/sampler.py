@@ -155,9 +155,11 @@ class Sampler:
         if "update_ratio" in self.needs:
             self._update_before = self._update_views()
             self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)
-        self._pending_lrs = [lr_value(g.get("lr")) for g in optimizer.param_groups]
-        # an LR scheduler keeps each group's base rate here
-        self._pending_base_lrs = [lr_value(g.get("initial_lr")) for g in optimizer.param_groups]
+        lrs, base_lrs = [], []  # a scheduler keeps each group's base rate as initial_lr
+        for group in optimizer.param_groups:
+            lrs.append(lr_value(group.get("lr")))
+            base_lrs.append(lr_value(group.get("initial_lr")))
+        self._pending_lrs, self._pending_base_lrs = lrs, base_lrs
 
     def _after_step(self, optimizer: Any, args: tuple, kwargs: dict) -> None:
         self.applied += 1
