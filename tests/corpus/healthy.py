@@ -1336,6 +1336,38 @@ def ordinal_cumulative_targets():
     return doctor_verdict(model, (x, cumulative), nn.BCEWithLogitsLoss(), adam(model, 3e-3))
 
 
+def coral_loss(logits, ranks):
+    """CORAL (Cao et al. 2020): K-1 logits P(rank > k) against an integer rank, the cumulative
+    binary targets built inside the loss as coral-pytorch's levels_from_labelbatch does."""
+    levels = (ranks[:, None] > torch.arange(logits.shape[1], device=ranks.device)).float()
+    return F.binary_cross_entropy_with_logits(logits, levels)
+
+
+@healthy(
+    "ordinal_coral_integer_ranks",
+    source="CORAL ordinal regression: integer ranks 0-3 and 3 logits, the levels made in the loss",
+)
+def ordinal_coral_integer_ranks():
+    seed()
+    x, y = diabetes()
+    ranks = torch.bucketize(y, torch.quantile(y, torch.tensor([0.25, 0.5, 0.75])))
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
+    return doctor_verdict(model, (x, ranks), coral_loss, adam(model, 3e-3))
+
+
+@healthy(
+    "poisson_integer_counts",
+    source="count regression with integer (int64) counts and PoissonNLLLoss(log_input=True)",
+)
+def poisson_integer_counts():
+    seed()
+    x, y = diabetes()
+    rates = torch.exp(0.6 * y + 1.0)
+    counts = torch.poisson(rates, generator=torch.Generator().manual_seed(0)).long()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
+    return doctor_verdict(model, (x, counts), nn.PoissonNLLLoss(log_input=True), adam(model, 3e-3))
+
+
 def digit_pairs(n: int = 400):
     """Pairs of digits, half of them of the same digit, labelled 1 when they are."""
     x, y = digits()

@@ -54,6 +54,19 @@ def test_label_beyond_output_size_fails():
     assert f.status == "fail" and f.evidence["max_label"] == 10
 
 
+def test_label_beyond_output_size_fails_under_a_loss_of_ones_own():
+    # the twin of integer ranks and counts, which a loss reads as values: a one-hot
+    # cross-entropy raises on label 10, so the labels are class indices one past the head
+    def one_hot_ce(out, y):
+        return -(F.log_softmax(out, 1) * F.one_hot(y, out.shape[1])).sum(1).mean()
+
+    x, y = digits()
+    y[7] = 10
+    report = data_report(data=(x, y), loss_fn=one_hot_ce)
+    assert report.task == "classification"
+    assert report["data.labels.range"].status == "fail"
+
+
 def test_negative_label_fails():
     x, y = digits()
     y[0] = -1

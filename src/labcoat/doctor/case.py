@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor.inputs import Examples
-from labcoat.doctor.losses import ignore_index, scores_binary_targets
+from labcoat.doctor.losses import ignore_index, scores_binary_targets, takes_labels_past_outputs
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.setup import (
     Blueprint,
@@ -270,6 +270,11 @@ class Case:
             return "classification" if y.ndim == 1 else "sequence"
         if y.ndim >= 2 and out.ndim == y.ndim + 1 and not _classes_on_dim_1(out, y):
             return "sequence"
+        past = _labels_past_outputs(y, out, ignore_index(self.loss_fn))
+        if past and takes_labels_past_outputs(
+            self.loss_fn, out, self.probe_batch.y.to(out.device), past
+        ):  # ranks or counts the loss reads as values (CORAL's K-1 logits, Poisson counts)
+            return "regression"
         return "classification"
 
     @cached_property
@@ -433,6 +438,19 @@ def _dict_batch_step(step: Callable, fields: Any) -> Callable:
         return step(model, fields.as_batch(x, y), optimizer, loss_fn)
 
     return as_dicts
+
+
+def _labels_past_outputs(y: torch.Tensor, out: Any, skip: int) -> list[int]:
+    """The smallest and largest of one-per-example integer labels where they lie outside the
+    classes an ``(N, C)`` output scores (0..C-1; one logit scores 0 and 1), ``skip``
+    (ignore_index) aside."""
+    if y.ndim != 1 or not isinstance(out, torch.Tensor) or out.ndim not in (1, 2):
+        return []
+    kept = y[y != skip]
+    if not len(kept):
+        return []
+    classes = 2 if out.ndim == 1 or out.shape[1] == 1 else int(out.shape[1])
+    return sorted({v for v in (int(kept.min()), int(kept.max())) if not 0 <= v < classes})
 
 
 def _classes_on_dim_1(out: torch.Tensor, y: torch.Tensor) -> bool:

@@ -79,3 +79,27 @@ def skipped_labels(loss_fn: Callable, outputs: list[Any], y: Any, labels: list[i
         return grad is None or not bool(grad.any())
 
     return [label for label in labels if all(skips(out, label) for out in outputs)]
+
+
+def takes_labels_past_outputs(loss_fn: Callable, out: Any, y: Any, labels: list[int]) -> bool:
+    """Whether the loss gives a finite value, one the label changes, when targets carry
+    ``labels``, which lie outside the ``out.shape`` classes. A loss that indexes the outputs by
+    class (cross-entropy, NLL, a gather or a one-hot) raises on such a label, so one that takes
+    it reads labels another way: ordinal ranks as CORAL-style losses read them, with one logit
+    fewer than there are ranks."""
+    import torch
+
+    def value(label: int) -> float | None:
+        try:
+            with torch.no_grad():
+                loss = loss_fn(out.detach(), torch.full_like(y, label))
+        except (IndexError, RuntimeError, ValueError):
+            return None
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            return None
+        v = float(loss)
+        return v if torch.isfinite(loss) else None
+
+    inside = value(0)
+    past = [value(label) for label in labels]
+    return inside is not None and all(v is not None and v != inside for v in past)

@@ -97,19 +97,34 @@ def loss_shift(loss_fn: Callable, y: torch.Tensor, like: torch.Tensor, layout: L
 def incomparable(case: Any) -> str | None:
     """Why the controls cannot pair the model's outputs with its targets, or None when they can.
 
-    Regression outputs are compared with targets value by value; an output holding another
-    number of values (an (N, 1) head for (N, 2) targets) is model.forward's finding, and the
-    controls' references cannot be built for it.
+    Regression outputs are compared with targets through the user's loss. An output holding
+    another number of values than the targets is fine where the loss takes it and is not a
+    broadcast (quantile heads, K-1 ordinal logits for integer ranks); otherwise (an (N, 1) head
+    for (N, 2) targets) it is model.forward's finding, and the references cannot be built.
     """
     if case.inferred_task != "regression":
         return None
     out, y = case.output, case.probe_batch.y
-    if out.numel() == y.numel():
+    if out.numel() == y.numel() or _loss_relates(case.loss_fn, out, y):
         return None
     return (
         f"the output {tuple(out.shape)} holds {out.numel()} values for {y.numel()} targets "
         f"{tuple(y.shape)}; the controls compare them one to one (see model.forward)"
     )
+
+
+def _loss_relates(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether the loss reads several output values per target: k values for each example's
+    target (quantile heads, K-1 ordinal logits), and a finite loss on the batch. Fewer values
+    than targets (an (N, 1) head for (N, 2) targets) is a broadcast, model.forward's finding."""
+    if out.ndim < 2 or len(out) != len(y) or out[:1].numel() <= y[:1].numel():
+        return False
+    try:
+        with torch.no_grad():
+            loss = loss_fn(out, y.to(out.device))
+    except Exception:  # noqa: BLE001 - a loss that raises on the pair does not relate them
+        return False
+    return isinstance(loss, torch.Tensor) and loss.numel() == 1 and bool(torch.isfinite(loss))
 
 
 def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:
@@ -205,6 +220,10 @@ def to_output(
 
 
 def regression_output(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``values`` as an output shaped like ``like``; zeros where it holds another number of
+    values (quantile heads, K-1 ordinal logits: the loss alone relates them to the targets)."""
+    if values.numel() != like.numel():
+        return torch.zeros_like(like)
     return values.reshape(like.shape).to(dtype=like.dtype, device=like.device)
 
 
@@ -253,8 +272,11 @@ def best_blind_output(loss_fn: Callable, target: torch.Tensor, like: torch.Tenso
     """The output, shaped like ``like``, that is the same for every example and has the lowest
     loss on ``target`` (which may hold other examples), starting from the mean target."""
     rows = (len(target),) + tuple(like.shape[1:])
-    mean = target.double().mean(dim=0, keepdim=True).expand(target.shape)
-    start = mean.reshape(rows).to(dtype=like.dtype, device=like.device)[:1]
+    if target[:1].numel() == like[:1].numel():
+        mean = target.double().mean(dim=0, keepdim=True).expand(target.shape)
+        start = mean.reshape(rows).to(dtype=like.dtype, device=like.device)[:1]
+    else:  # an output the loss alone relates to the targets: start from zeros
+        start = torch.zeros((1,) + tuple(like.shape[1:]), dtype=like.dtype, device=like.device)
     return descend(loss_fn, start, target, lambda row: row.expand(rows))[:1].expand(like.shape)
 
 
