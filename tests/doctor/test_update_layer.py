@@ -1,5 +1,6 @@
 """Update layer: each check catches its planted bug and passes the healthy twin."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -158,6 +159,27 @@ def test_huge_learning_rate_warns_on_ratio():
         status(update_report(model, torch.optim.SGD(model.parameters(), lr=0.05)), "update.ratio")
         == "pass"
     )
+
+
+@pytest.mark.parametrize(
+    "make, expected, sign",
+    [
+        # Adam-type first steps move every weight by the learning rate: judged as sign steps
+        (lambda p: torch.optim.Adam(p, lr=1e-2), "pass", True),
+        (lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1), "pass", True),
+        (lambda p: torch.optim.Adagrad(p), "pass", True),  # at its default rate
+        (lambda p: torch.optim.Adam(p, lr=0.1), "warn", True),
+        (lambda p: torch.optim.RMSprop(p), "warn", True),  # its first step is ten times its rate
+        # plain SGD's step follows the gradient: the usual bar
+        (lambda p: torch.optim.SGD(p, lr=5.0), "warn", False),
+        (lambda p: torch.optim.SGD(p, lr=0.05), "pass", False),
+    ],
+    ids=["adam-1e-2", "adamw-wd", "adagrad", "adam-0.1", "rmsprop", "sgd-5", "sgd-0.05"],
+)
+def test_a_first_sign_step_is_judged_as_the_bound_it_is(make, expected, sign):
+    model = mlp()
+    f = update_report(model, make(model.parameters()))["update.ratio"]
+    assert f.status == expected and f.evidence["sign_step"] == sign, f.message
 
 
 def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves_weights():

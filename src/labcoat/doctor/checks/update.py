@@ -19,6 +19,18 @@ from labcoat.modes import mode_dependent
 #: the usual range of |update| / |weight| for one step (around 1e-3 for a healthy run)
 RATIO_TOO_LARGE = 0.1
 RATIO_TOO_SMALL = 1e-7
+#: Adam-type optimizers (Adam, AdamW, Adagrad, RMSprop, ...) start with a sign step: every weight
+#: moves by the learning rate (RMSprop by ten times it) whatever its gradient, so the first
+#: step's ratio is the learning rate against the weights' scale, an upper bound of the steps
+#: that follow (once the second moment averages noise, |m|/sqrt(v) falls well below one). It is
+#: judged against this many times RATIO_TOO_LARGE. Tuned on Adam at 1e-2 on 64- and 256-wide
+#: layers (0.14-0.28, healthy) and Adagrad at its default (0.22), against Adam at 0.1 (1.4-2.8)
+#: and RMSprop at its default, whose first step is ten times its rate (2.2)
+SIGN_STEP_ALLOWANCE = 5.0
+#: a step is a sign step when this share of a tensor's moved elements moved within 10 % of its
+#: largest amount (decoupled weight decay, lr * wd * w, adds a few percent to Adam's lr * sign(g);
+#: plain SGD's lr * g spreads over decades), in most tensors
+SIGN_STEP_SHARE = 0.9
 
 
 def _in_optimizer(case: Case) -> set[int]:
@@ -352,12 +364,30 @@ def update_ratio(case: Case) -> Outcome:
         )
     values = sorted(ratios.values())
     median = values[len(values) // 2]
+    before = probe.before if step == 0 else probe.after[step - 1]
+    grads = probe.grads_at_step[step] if step < len(probe.grads_at_step) else {}
+    sign = _sign_step({n: (probe.after[step][n] - before[n], grads.get(n)) for n in ratios})
     evidence = {
         "step": step + 1,
         "median_ratio": median,
         "max_ratio": values[-1],
         "ratios": dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:10]),
+        "sign_step": sign,
     }
+    if sign and median > RATIO_TOO_LARGE * SIGN_STEP_ALLOWANCE:
+        return warned(
+            f"median update/weight ratio {median:.2g} on the first step, which moves every "
+            "weight by the same amount (a sign step, as Adam-type optimizers start): the "
+            "learning rate is a large share of the weights' scale and looks too large",
+            **evidence,
+        )
+    if sign:
+        return passed(
+            f"median update/weight ratio {median:.2g} on a first sign step (Adam-type: every "
+            f"weight moves by the learning rate; judged against {SIGN_STEP_ALLOWANCE:g}x the "
+            f"usual {RATIO_TOO_LARGE:g}, as the steps after it are smaller)",
+            **evidence,
+        )
     if median > RATIO_TOO_LARGE:
         return warned(
             f"median update/weight ratio {median:.2g}: the learning rate looks too large",
@@ -369,6 +399,23 @@ def update_ratio(case: Case) -> Outcome:
             **evidence,
         )
     return passed(f"median update/weight ratio {median:.2g}", **evidence)
+
+
+def _sign_step(moves: dict[str, tuple[torch.Tensor, torch.Tensor | None]]) -> bool:
+    """Whether in most tensors the elements with a gradient all moved by about one amount (see
+    SIGN_STEP_ALLOWANCE): Adam's first step is lr * sign(g), SGD's is lr * g. Elements without
+    a gradient move by weight decay alone, if at all, and are left out."""
+    votes = []
+    for delta, grad in moves.values():
+        size = delta.detach().abs().double()
+        if grad is not None and grad.shape == size.shape:
+            size = size[grad.to(size.device) != 0]
+        size = size.flatten()
+        size = size[size > 0]
+        if len(size) < 2:
+            continue
+        votes.append(bool((size >= 0.9 * size.max()).double().mean() >= SIGN_STEP_SHARE))
+    return bool(votes) and sum(votes) * 2 > len(votes)
 
 
 @check(
