@@ -1323,14 +1323,19 @@ def raw_unit_regression():
     return doctor_verdict(model, (x, y), nn.MSELoss(), adam(model, 1e-2))
 
 
+def diabetes_grades():
+    """The diabetes inputs and their target's quartile, 0-3, as an ordinal grade."""
+    x, y = diabetes()
+    return x, torch.bucketize(y, torch.quantile(y, torch.tensor([0.25, 0.5, 0.75])))
+
+
 @healthy(
     "ordinal_cumulative_targets",
     source="ordinal regression as cumulative binary targets P(grade > k), BCEWithLogitsLoss",
 )
 def ordinal_cumulative_targets():
     seed()
-    x, y = diabetes()
-    grade = torch.bucketize(y, torch.quantile(y, torch.tensor([0.25, 0.5, 0.75])))
+    x, grade = diabetes_grades()
     cumulative = (grade[:, None] > torch.arange(3)).float()
     model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
     return doctor_verdict(model, (x, cumulative), nn.BCEWithLogitsLoss(), adam(model, 3e-3))
@@ -1349,8 +1354,7 @@ def coral_loss(logits, ranks):
 )
 def ordinal_coral_integer_ranks():
     seed()
-    x, y = diabetes()
-    ranks = torch.bucketize(y, torch.quantile(y, torch.tensor([0.25, 0.5, 0.75])))
+    x, ranks = diabetes_grades()
     model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
     return doctor_verdict(model, (x, ranks), coral_loss, adam(model, 3e-3))
 
