@@ -46,6 +46,30 @@ def repo(tmp_path):
     return make_repo(tmp_path / "repo", {"train.py": "lr = 0.1\n", ".gitignore": "*.ckpt\n"})
 
 
+def test_an_edit_in_the_instant_the_index_was_written_is_in_the_diff(repo):
+    # git trusts a file whose size and mtime match its index entry, unless the entry is as new as
+    # the index file itself ("racily clean"): then it reads the content. A diff taken on a copy
+    # of the index must keep the index's mtime, or such an edit is lost (ctime is left out of
+    # git's check here, as core.trustctime=false does; mtimes are set where a fast edit puts them)
+    git(repo, "config", "core.trustctime", "false")
+    then = (repo / "train.py").stat().st_mtime_ns - 10**9
+    os.utime(repo / "train.py", ns=(then, then))
+    git(repo, "update-index", "--refresh")  # the entry records that mtime
+    (repo / "train.py").write_text("lr = 0.3\n")  # the same size as "lr = 0.1\n"
+    os.utime(repo / "train.py", ns=(then, then))
+    os.utime(repo / ".git" / "index", ns=(then, then))
+    plain = subprocess.run(
+        ["git", "diff"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # read the index, do not rewrite it
+    ).stdout
+    assert "+lr = 0.3" in plain  # git itself sees it
+    diff = git_state(repo).diff.decode()
+    assert "-lr = 0.1" in diff and "+lr = 0.3" in diff
+
+
 def test_clean_repository(repo):
     state = git_state(repo)
     assert state.root == str(repo) and state.branch == "main" and len(state.commit) == 40

@@ -109,7 +109,9 @@ def _diff(root: str, commit: str | None, untracked: list[str], excluded: list[st
     with tempfile.TemporaryDirectory(prefix="labcoat-git-") as tmp:
         temp_index = os.path.join(tmp, "index")
         if index and os.path.exists(os.path.join(root, index)):
-            shutil.copyfile(os.path.join(root, index), temp_index)
+            # with its mtime: git reads the content of a file whose entry is as new as the index
+            # ("racily clean"); a copy stamped now would trust that entry's stale size and mtime
+            shutil.copy2(os.path.join(root, index), temp_index)
         env = {"GIT_INDEX_FILE": temp_index}
         if untracked:
             subprocess.run(
