@@ -28,6 +28,7 @@ from tests.doctor.helpers import (
     digits,
     lm_loss,
     mlp,
+    no_zero_grad_step,
     regressor,
     standard_step,
     tag_data,
@@ -720,14 +721,6 @@ def layers_constructed_in_forward() -> Verdict:
 # -- update: one optimizer step ------------------------------------------------------------------
 
 
-def _step_without_zero_grad(model, batch, optimizer, loss_fn):
-    x, y = batch
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
 @bug(
     "zero_grad_missing",
     expect="update",
@@ -735,7 +728,7 @@ def _step_without_zero_grad(model, batch, optimizer, loss_fn):
 )
 def zero_grad_missing() -> Verdict:
     """optimizer.step() is called but optimizer.zero_grad() never is."""
-    return verdict(mlp(), digits(), step=_step_without_zero_grad)
+    return verdict(mlp(), digits(), step=no_zero_grad_step)
 
 
 class _ZeroGradPerEpoch:

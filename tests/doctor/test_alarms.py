@@ -9,20 +9,12 @@ from torch.nn import functional as F
 from labcoat.doctor.report import Report
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from tests.doctor.helpers import diabetes, diagnose, digits, lm_loss, status
+from tests.doctor.helpers import diabetes, diagnose, digits, lm_loss, no_zero_grad_step, status
 
 
 def bn_mlp(seed=0):
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
-
-
-def no_zero_grad(model, batch, optimizer, loss_fn):
-    x, y = batch
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss
 
 
 # 1. update.grad.zeroed: a Linear's bias under BatchNorm has a true gradient of zero ---------------
@@ -32,7 +24,7 @@ def test_linear_feeding_batchnorm_passes_grad_zeroed_and_missing_zero_grad_still
     f = healthy["update.grad.zeroed"]
     assert f.status == "pass", f.message
     assert "0.bias" in f.evidence["noise_level"]  # the bias's float noise did not vote
-    broken = diagnose(bn_mlp(), step=no_zero_grad, layers=("data", "model", "update"))
+    broken = diagnose(bn_mlp(), step=no_zero_grad_step, layers=("data", "model", "update"))
     assert broken["update.grad.zeroed"].status == "fail"
 
 
