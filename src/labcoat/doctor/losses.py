@@ -86,13 +86,17 @@ def takes_labels_past_outputs(loss_fn: Callable, out: Any, y: Any, labels: list[
     ``labels``, which lie outside the ``out.shape`` classes. A loss that indexes the outputs by
     class (cross-entropy, NLL, a gather or a one-hot) raises on such a label, so one that takes
     it reads labels another way: ordinal ranks as CORAL-style losses read them, with one logit
-    fewer than there are ranks."""
+    fewer than there are ranks. Tried on the CPU: on an accelerator, an index past the outputs
+    is a device-side assert that no ``except`` catches and that breaks every later call (a
+    loss holding accelerator tensors then raises, and the labels count as class indices)."""
     import torch
+
+    out, y = out.detach().cpu(), y.cpu()
 
     def value(label: int) -> float | None:
         try:
             with torch.no_grad():
-                loss = loss_fn(out.detach(), torch.full_like(y, label))
+                loss = loss_fn(out, torch.full_like(y, label))
         except (IndexError, RuntimeError, ValueError):
             return None
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
