@@ -5,10 +5,11 @@ that touches neither loss nor gradient — and check that the reads really are f
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from labcoat.watch import sampler as sampler_module
-from labcoat.watch.sampler import ALL_PARAMS_EVERY
+from labcoat.watch.sampler import ALL_PARAMS_EVERY, ALL_PARAMS_STEPS
 from tests.watch._training import MLP, train
 from tests.watch.test_plants import PLANT, mlp_sgd, only
 
@@ -34,7 +35,17 @@ def drop_head_weight(step, m, o, x, y):
     return x, y
 
 
-def test_counting_reads_every_parameter_only_at_full_reads():
+@pytest.mark.parametrize(
+    "every, steps, expected_full",
+    [
+        # every ALL_PARAMS_STEPS calls at every=1: as often per step as at the default
+        (1, 2 * ALL_PARAMS_STEPS + 5, [0, ALL_PARAMS_STEPS, 2 * ALL_PARAMS_STEPS]),
+        (10, 2 * ALL_PARAMS_STEPS + 5, [0, ALL_PARAMS_STEPS, 2 * ALL_PARAMS_STEPS]),
+        # sparse sampling: every ALL_PARAMS_EVERY samples
+        (25, 2 * 25 * ALL_PARAMS_EVERY + 5, [0, 25 * ALL_PARAMS_EVERY, 50 * ALL_PARAMS_EVERY]),
+    ],
+)
+def test_counting_reads_every_parameter_only_at_full_reads(every, steps, expected_full):
     read: list[int] = []
     real = sampler_module.norms
 
@@ -46,13 +57,15 @@ def test_counting_reads_every_parameter_only_at_full_reads():
     weights = sum(p.numel() for p in model.parameters())
     sampler_module.norms = counting
     try:
-        train(model, opt, steps=3 * ALL_PARAMS_EVERY, every=1, invariants=["stale", "nonfinite"])
+        train(model, opt, steps=steps, every=every, invariants=["stale", "nonfinite"])
     finally:
         sampler_module.norms = real
-    # one call for the gradients and one for the parameters at each step
+    # one call for the gradients and one for the parameters at each sampled step
     param_reads = read[1::2]
-    assert param_reads.count(weights) == 3  # samples 0, 10 and 20 read everything
-    assert param_reads.count(0) == 3 * ALL_PARAMS_EVERY - 3  # SGD moved every counter
+    assert len(param_reads) == -(-steps // every)
+    full = [i * every for i, n in enumerate(param_reads) if n == weights]
+    assert full == expected_full
+    assert param_reads.count(0) == len(param_reads) - len(full)  # SGD moved every counter
 
 
 def test_stale_with_an_optimizer_that_writes_through_data_is_no_false_alarm():
@@ -135,9 +148,9 @@ def test_a_nan_that_touches_no_loss_or_gradient_is_found_at_the_next_full_read()
                 m.unused[0] = float("nan")
         return x, y
 
-    w = train(model, opt, steps=planted + ALL_PARAMS_EVERY + 2, plant=plant, every=1)
+    w = train(model, opt, steps=planted + ALL_PARAMS_STEPS + 2, plant=plant, every=1)
     alert = only(w.alerts, "nonfinite")
-    assert alert.subject == "unused" and planted < alert.step <= planted + ALL_PARAMS_EVERY
+    assert alert.subject == "unused" and planted < alert.step <= planted + ALL_PARAMS_STEPS
     assert len([a for a in w.alerts if a.kind == "nonfinite"]) == 1  # one alert while it lasts
 
 

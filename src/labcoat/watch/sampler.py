@@ -12,10 +12,15 @@ moving (``stale``) and did one go NaN (``nonfinite``). The first is answered by 
 in-place version counter, which costs nothing: a parameter the optimizer wrote has moved. So
 on a sampled step only the parameters that have a gradient but whose counter did not move are
 read (an optimizer that writes through ``.data`` or a fused kernel leaves counters alone, and
-then all of them are). Every parameter is read at the first sample, every
-:data:`ALL_PARAMS_EVERY` samples after it, and at once whenever a gradient is non-finite, so
-the parameter where a NaN started is still named before the update spreads it. On an
-accelerator, telling that would wait for the device, so there every sample reads them all.
+then all of them are). Every parameter is read at the first sample, and at once whenever a
+gradient is non-finite, so the parameter where a NaN started is still named before the update
+spreads it. A full read also backs this up now and then, for a NaN that touches no loss and no
+gradient (a parameter the forward pass never uses): once :data:`ALL_PARAMS_EVERY` samples and
+:data:`ALL_PARAMS_STEPS` ``observe()`` calls have passed since the last one. Counting calls too
+keeps that backstop's cost per step the same at ``every=1`` as at the default, where it is a
+read of every weight every 100 steps; ten times as often would cost ``every=1`` half a percent
+of a small step for the rarest case it covers. On an accelerator, telling whether a gradient
+is finite would wait for the device, so there every sample reads every parameter.
 
 A sampled ``observe()`` that no optimizer step preceded (gradient accumulation: with k=4 and
 ``every=10`` none ever is) hands the reads on to the next step that runs, and the
@@ -44,8 +49,10 @@ from labcoat.watch.sample import FrozenReason, Sample, WatchContext
 
 #: elements of each trained tensor kept to estimate the update/weight ratio
 UPDATE_SAMPLE = 1024
-#: every parameter's norm is read at least once per this many samples (see the module docstring)
+#: every parameter's norm is read once this many samples and :data:`ALL_PARAMS_STEPS`
+#: observe() calls have passed since the last full read (see the module docstring)
 ALL_PARAMS_EVERY = 10
+ALL_PARAMS_STEPS = 100
 
 
 class Sampler:
@@ -103,7 +110,8 @@ class Sampler:
         self._gaps: list[int] = []
         self._observes = 0
         self._versions_read: list[int] | None = None  # parameter versions at the last read
-        self._all_params_at: int | None = None  # the sample that last read every parameter
+        # the sample and the observe() call that last read every parameter
+        self._all_params_at: tuple[int, int] | None = None
         self._sample_next = True
         # a sampled observe() that no optimizer step preceded (gradient accumulation) leaves
         # the tensor reads to the next step that runs, sampled at the observe() after it
@@ -210,9 +218,14 @@ class Sampler:
         before = self._versions_read
         if stepping:  # counters are compared from one optimizer step to the next
             self._versions_read = versions
-        due = self._all_params_at is None or self.samples - self._all_params_at >= ALL_PARAMS_EVERY
+        last = self._all_params_at
+        due = (
+            last is None
+            or self.samples - last[0] >= ALL_PARAMS_EVERY
+            and self.observed - last[1] >= ALL_PARAMS_STEPS
+        )
         if due or (stepping and (before is None or not (grads and _finite(self._pending_grads)))):
-            self._all_params_at = self.samples
+            self._all_params_at = (self.samples, self.observed)
             self._pending_param_names = self.names
             self._pending_params = norms(params_now)
             return

@@ -2,9 +2,9 @@
 
 Parameters are read just before the optimizer step, so the tensor named is where the NaN
 started rather than everything the next update has already spread it to. The sampler reads
-every parameter whenever a gradient is non-finite, and otherwise at least once per
-``ALL_PARAMS_EVERY`` samples: a parameter that turns NaN without touching the loss or any
-gradient is named at the next such read.
+every parameter whenever a gradient is non-finite, and otherwise every ``ALL_PARAMS_EVERY``
+samples, no more often than every ``ALL_PARAMS_STEPS`` steps: a parameter that turns NaN
+without touching the loss or any gradient is named at the next such read.
 """
 
 from __future__ import annotations
