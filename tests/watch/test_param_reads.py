@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from labcoat.watch import sampler as sampler_module
 from labcoat.watch.sampler import ALL_PARAMS_EVERY, ALL_PARAMS_STEPS
 from tests.watch._training import MLP, train
 from tests.watch.test_plants import PLANT, mlp_sgd, only
@@ -45,27 +44,32 @@ def drop_head_weight(step, m, o, x, y):
         (25, 2 * 25 * ALL_PARAMS_EVERY + 5, [0, 25 * ALL_PARAMS_EVERY, 50 * ALL_PARAMS_EVERY]),
     ],
 )
-def test_counting_reads_every_parameter_only_at_full_reads(every, steps, expected_full):
-    read: list[int] = []
-    real = sampler_module.norms
+def test_counting_reads_every_parameter_only_at_full_reads(
+    monkeypatch, every, steps, expected_full
+):
+    grad_reads: list[int] = []  # the step of each read of gradients
+    param_reads: list[tuple[int, int]] = []  # (step, elements) of each read of parameters
+    at = {"step": -1}
+    real = torch._foreach_norm
 
-    def counting(tensors):
-        read.append(sum(t.numel() for t in tensors))
-        return real(tensors)
+    def counting(tensors, *args, **kwargs):
+        if tensors[0].requires_grad:
+            param_reads.append((at["step"], sum(t.numel() for t in tensors)))
+        else:
+            grad_reads.append(at["step"])
+        return real(tensors, *args, **kwargs)
+
+    def note_step(step, m, o, x, y):
+        at["step"] = step
+        return x, y
 
     model, opt = mlp_sgd()
     weights = sum(p.numel() for p in model.parameters())
-    sampler_module.norms = counting
-    try:
-        train(model, opt, steps=steps, every=every, invariants=["stale", "nonfinite"])
-    finally:
-        sampler_module.norms = real
-    # one call for the gradients and one for the parameters at each sampled step
-    param_reads = read[1::2]
-    assert len(param_reads) == -(-steps // every)
-    full = [i * every for i, n in enumerate(param_reads) if n == weights]
-    assert full == expected_full
-    assert param_reads.count(0) == len(param_reads) - len(full)  # SGD moved every counter
+    monkeypatch.setattr(torch, "_foreach_norm", counting)
+    train(model, opt, steps=steps, every=every, plant=note_step, invariants=["stale", "nonfinite"])
+    assert grad_reads == list(range(0, steps, every))  # at every sampled step
+    # SGD moved every counter: nothing but the full reads reads a parameter
+    assert param_reads == [(step, weights) for step in expected_full]
 
 
 def test_stale_with_an_optimizer_that_writes_through_data_is_no_false_alarm():
