@@ -25,12 +25,16 @@ def norm_stream(seed: int, steps: int = 400) -> list[dict[str, float]]:
     rng = np.random.default_rng(seed)
     scale = 10 ** rng.uniform(-3, 1, len(NAMES))
     out = []
+    rise = 0.0  # an explosion lasts two steps: one step's burst is no alert (see grad_explode)
     for step in range(steps):
         drift = 10 ** (1.5 * math.sin(step / 30))  # norms rise and fall by decades
         norms = drift * scale * np.exp(rng.normal(0, 0.3, len(NAMES)))
         event = rng.random()
-        if event < 0.04:  # every gradient explodes, often just about as far as the threshold
-            norms = norms * 10 ** rng.uniform(0.8, 1.6)
+        if rise:
+            norms, rise = norms * rise, 0.0
+        elif event < 0.04:  # every gradient explodes, often just about as far as the threshold
+            rise = 10 ** rng.uniform(0.8, 1.6)
+            norms = norms * rise
         elif event < 0.08:  # one collapses, likewise
             norms[rng.integers(len(NAMES))] *= 10 ** -rng.uniform(2.7, 3.8)
         elif event < 0.09:
@@ -135,8 +139,8 @@ def test_screens_agree_at_the_threshold(monkeypatch, kind, small):
             scaled = {n: v * change for n, v in steady.items()}
         else:
             scaled[NAMES[2]] = steady[NAMES[2]] / change
-        # a small gradient is reported once it is down at two samples in a row
-        stream = [steady] * 25 + [scaled] * (1 if kind is GradExplode else 2)
+        # a rise of the factor, or a small gradient, is reported once it lasts two samples
+        stream = [steady] * 25 + [scaled] * 2
         screened = verdicts(kind(window=20, min_history=5), stream)
         with monkeypatch.context() as m:
             m.setattr(GradHistory, "may_explode", lambda self, total, rise: True)
