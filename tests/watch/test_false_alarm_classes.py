@@ -339,3 +339,96 @@ def test_a_gradient_rise_is_reported_when_it_lasts_or_when_it_is_huge(factor, st
     assert [a.step for a in w.alerts] == ([] if alert_at is None else [alert_at])
     if alert_at is not None:
         assert w.alerts[0].evidence["since_step"] == PLANT
+
+
+class SmallResNet(torch.nn.Module):
+    """Three residual blocks of Conv -> BatchNorm -> ReLU on digits' 8x8 images."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        conv = torch.nn.Conv2d
+        self.stem = conv(1, width, 3, padding=1)
+        self.blocks = torch.nn.ModuleList(
+            torch.nn.Sequential(
+                conv(width, width, 3, padding=1, bias=False),
+                torch.nn.BatchNorm2d(width),
+                torch.nn.ReLU(),
+                conv(width, width, 3, padding=1, bias=False),
+                torch.nn.BatchNorm2d(width),
+            )
+            for _ in range(3)
+        )
+        self.head = torch.nn.Linear(width, 10)
+
+    def forward(self, x):
+        h = F.relu(self.stem(x.view(-1, 1, 8, 8)))
+        for block in self.blocks:
+            h = F.relu(h + block(h))
+        return self.head(h.mean((2, 3)))
+
+
+def test_a_hard_batch_of_a_converged_classifier_is_no_spike():
+    # per-batch losses near convergence are heavy-tailed: at step 369 a batch 9.6x the median
+    # (0.032 against 0.0034) counted as 6 robust SDs while the window held batches 3.2x and
+    # 6.6x the median; judged against the window's own tail it is not out of the ordinary
+    torch.manual_seed(0)
+    model = SmallResNet()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 600)
+    x_all, y_all = digits()
+    gen = torch.Generator().manual_seed(0)
+    with labcoat.watch(model, opt, every=1, invariants=["spike"]) as w:
+        for step in range(375):
+            idx = torch.randint(0, len(x_all), (64,), generator=gen)
+            loss = F.cross_entropy(model(x_all[idx]), y_all[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            scheduler.step()
+            w.observe(step=step, loss=loss)
+    assert w.alerts == []
+
+
+def spike_alerts(series, at):
+    """Spike alerts over ``series`` of losses, judged one at a time, with ``at`` planted."""
+    from labcoat.watch import Sample, WatchContext
+    from labcoat.watch.invariants import Spike
+
+    inv = Spike()
+    inv.setup(WatchContext(param_names=(), frozen={}, group_params=(), frozen_baseline={}))
+    found = []
+    for step, loss in enumerate([*series, at]):
+        inv.update(Sample(step=step, time=0.0, losses=[(step, float(loss))]))
+        found += [step for _ in inv.compute()]
+    return found
+
+
+def heavy_tailed_converged(n=60, seed=0):
+    """A converged classifier's batch losses: a tight body around 0.0034, and a batch 2.5-7x
+    the median about one step in eight (its hard examples)."""
+    rng = torch.Generator().manual_seed(seed)
+    body = 0.0034 * torch.exp(0.25 * torch.randn(n, generator=rng))
+    hard = torch.rand(n, generator=rng) < 0.125
+    return torch.where(hard, body * (2.5 + 4.5 * torch.rand(n, generator=rng)), body).tolist()
+
+
+@pytest.mark.parametrize(
+    "series, at, alerts",
+    [
+        (heavy_tailed_converged(), 0.0034 * 9.6, False),  # one more hard batch
+        (heavy_tailed_converged(), 0.0034 * 300, True),  # a corrupted batch
+        # a language model's loss, averaged over many tokens: nearly normal, a 1.5x spike
+        (
+            (
+                2.0 * torch.exp(0.02 * torch.randn(60, generator=torch.Generator().manual_seed(1)))
+            ).tolist(),
+            3.0,
+            True,
+        ),
+        # a learning curve's early, higher losses are no tail: a jump 12x its level stands out
+        ([0.4 + 1.6 * 0.93**i + 0.02 * (-1) ** i for i in range(60)], 5.0, True),
+    ],
+    ids=["hard-batch", "corrupted-batch", "lm-spike", "jump-after-a-learning-curve"],
+)
+def test_a_spike_is_judged_against_the_tail_the_window_already_has(series, at, alerts):
+    assert bool(spike_alerts(series, at)) == alerts
