@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import labcoat
+from labcoat.watch.invariants import Spike
 from tests.watch._training import MLP, digits, train
+from tests.watch.test_invariants import judge, started
 
 PLANT = 40
 
@@ -375,32 +377,15 @@ def test_a_hard_batch_of_a_converged_classifier_is_no_spike():
     model = SmallResNet()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 600)
-    x_all, y_all = digits()
-    gen = torch.Generator().manual_seed(0)
-    with labcoat.watch(model, opt, every=1, invariants=["spike"]) as w:
-        for step in range(375):
-            idx = torch.randint(0, len(x_all), (64,), generator=gen)
-            loss = F.cross_entropy(model(x_all[idx]), y_all[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            scheduler.step()
-            w.observe(step=step, loss=loss)
+    w = train(model, opt, steps=375, scheduler=scheduler, batch=64, every=1, invariants=["spike"])
     assert w.alerts == []
 
 
 def spike_alerts(series, at):
-    """Spike alerts over ``series`` of losses, judged one at a time, with ``at`` planted."""
-    from labcoat.watch import Sample, WatchContext
-    from labcoat.watch.invariants import Spike
-
-    inv = Spike()
-    inv.setup(WatchContext(param_names=(), frozen={}, group_params=(), frozen_baseline={}))
-    found = []
-    for step, loss in enumerate([*series, at]):
-        inv.update(Sample(step=step, time=0.0, losses=[(step, float(loss))]))
-        found += [step for _ in inv.compute()]
-    return found
+    """Steps of spike alerts over ``series`` of losses, judged one at a time, then ``at``."""
+    inv = started(Spike())
+    losses = enumerate([*series, at])
+    return [step for step, loss in losses if judge(inv, step=step, losses=[(step, float(loss))])]
 
 
 def heavy_tailed_converged(n=60, seed=0):
