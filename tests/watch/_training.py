@@ -102,11 +102,15 @@ def train(
     observe_batch: bool = False,
     batch: int = 32,
     seed: int = 0,
+    loss_fn: Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor] | None = None,
+    set_to_none: bool = True,
     **watch_options,
 ):
     """Train on digits with the user's loop unchanged, watched; ``plant`` may alter the batch
     (or the model/optimizer) before each step; ``observe_batch`` hands each batch to
-    ``observe`` too. Returns the watcher."""
+    ``observe`` too; ``loss_fn(model, x, y, step)`` replaces the cross-entropy of the model's
+    output; ``set_to_none=False`` zeroes gradients rather than dropping them, as loops written
+    for torch before 2.0 do. Returns the watcher."""
     x_all, y_all = digits()
     gen = torch.Generator().manual_seed(seed)
     with labcoat.watch(model, optimizer, **watch_options) as w:
@@ -115,8 +119,8 @@ def train(
             x, y = x_all[idx], y_all[idx]
             if plant is not None:
                 x, y = plant(step, model, optimizer, x, y)
-            loss = F.cross_entropy(model(x), y)
-            optimizer.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y) if loss_fn is None else loss_fn(model, x, y, step)
+            optimizer.zero_grad(set_to_none=set_to_none)
             if scaler is None:
                 loss.backward()
                 optimizer.step()

@@ -8,9 +8,11 @@ import torch
 import torch.nn.functional as F
 
 import labcoat
-from labcoat.watch.invariants import Spike
+from labcoat.watch.invariants import Spike, grad_vanish
+from labcoat.watch.invariants.grad_vanish import LOST_FOR, gap_needed
 from tests.watch._training import MLP, digits, train
 from tests.watch.test_invariants import judge, started
+from tests.watch.test_plants import only
 
 PLANT = 40
 
@@ -22,16 +24,21 @@ def body_and_head():
     return model, body
 
 
-def unfreeze_run(every, *, add_to_optimizer=True, write_frozen_head=False, at=PLANT):
+def unfreeze_run(every, *, add_to_optimizer=True, decay_frozen_head=False, at=PLANT):
     """Train the head with the body frozen by requires_grad=False, unfreeze the body at ``at``.
-    Bugs: the body is unfrozen but never handed to the optimizer; a hand-written update writes
-    to a parameter whose requires_grad stays False."""
+    Bugs: the body is unfrozen but never handed to the optimizer; the head's bias, trained for
+    a step before it was frozen, keeps a zero gradient (the loop zeroes gradients rather than
+    dropping them) and the optimizer's weight decay moves it."""
     model, body = body_and_head()
     for p in body:
         p.requires_grad_(False)
-    model.head.bias.requires_grad_(False)
-    opt = torch.optim.Adam([model.head.weight], lr=3e-3)
+    trained = [model.head.weight, model.head.bias] if decay_frozen_head else [model.head.weight]
+    opt = torch.optim.AdamW(trained, lr=3e-3, weight_decay=0.1)
     x_all, y_all = digits()
+    if decay_frozen_head:
+        F.cross_entropy(model(x_all[:32]), y_all[:32]).backward()
+        opt.step()
+    model.head.bias.requires_grad_(False)
     gen = torch.Generator().manual_seed(0)
     with labcoat.watch(model, opt, every=every) as w:
         for step in range(at + 40):
@@ -42,12 +49,9 @@ def unfreeze_run(every, *, add_to_optimizer=True, write_frozen_head=False, at=PL
                     opt.add_param_group({"params": body, "lr": 1e-3})
             idx = torch.randint(0, len(x_all), (32,), generator=gen)
             loss = F.cross_entropy(model(x_all[idx]), y_all[idx])
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad(set_to_none=not decay_frozen_head)
             loss.backward()
             opt.step()
-            if write_frozen_head and step >= at:
-                with torch.no_grad():
-                    model.head.bias.mul_(0.99)  # a decay that forgot the frozen bias
             w.observe(step=step, loss=loss)
     return w
 
@@ -63,8 +67,8 @@ def test_a_backbone_unfrozen_on_purpose_raises_nothing(every, at):
 
 
 @pytest.mark.parametrize("every", [1, 10])
-def test_a_requires_grad_false_parameter_written_beside_an_unfreeze_still_alerts(every):
-    w = unfreeze_run(every, write_frozen_head=True)
+def test_a_requires_grad_false_parameter_the_optimizer_moves_beside_an_unfreeze_alerts(every):
+    w = unfreeze_run(every, decay_frozen_head=True)
     assert [a.kind for a in w.alerts] == ["frozen_moved"]
     assert w.alerts[0].subject == "head.bias" and w.alerts[0].evidence["moved"] == ["head.bias"]
 
@@ -397,6 +401,14 @@ def heavy_tailed_converged(n=60, seed=0):
     return torch.where(hard, body * (2.5 + 4.5 * torch.rand(n, generator=rng)), body).tolist()
 
 
+def two_tasks(n=60, every=7, seed=2):
+    """Batch losses of multi-task training: one batch in ``every`` is a task whose loss is 17x
+    the other's (around 2.0)."""
+    rng = torch.Generator().manual_seed(seed)
+    losses = 2.0 * torch.exp(0.1 * torch.randn(n, generator=rng))
+    return [v * 17 if i % every == every - 1 else v for i, v in enumerate(losses.tolist())]
+
+
 @pytest.mark.parametrize(
     "series, at, alerts",
     [
@@ -412,8 +424,189 @@ def heavy_tailed_converged(n=60, seed=0):
         ),
         # a learning curve's early, higher losses are no tail: a jump 12x its level stands out
         ([0.4 + 1.6 * 0.93**i + 0.02 * (-1) ** i for i in range(60)], 5.0, True),
+        # one task in seven has losses 17x the others': its next batch has precedents
+        (two_tasks(), 2.0 * 17, False),
+        # but a corrupted batch, 300x the median, has none among them
+        (two_tasks(), 2.0 * 300, True),
     ],
-    ids=["hard-batch", "corrupted-batch", "lm-spike", "jump-after-a-learning-curve"],
+    ids=[
+        "hard-batch",
+        "corrupted-batch",
+        "lm-spike",
+        "jump-after-a-learning-curve",
+        "rarer-task",
+        "corrupted-batch-among-tasks",
+    ],
 )
 def test_a_spike_is_judged_against_the_tail_the_window_already_has(series, at, alerts):
     assert bool(spike_alerts(series, at)) == alerts
+
+
+class TwoHeads(torch.nn.Module):
+    """A digit classifier and a regression of the image's ink on one trunk."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU())
+        self.classify = torch.nn.Linear(64, 10)
+        self.ink = torch.nn.Linear(64, 1)
+
+
+def task_sampled_loss(every):
+    """Multi-task training that draws a task per batch: the ink regression one batch in
+    ``every`` (its squared error, on an unscaled target, is 10-50x the classification loss)."""
+    gen = torch.Generator().manual_seed(3)
+
+    def loss(model, x, y, step):
+        h = model.trunk(x)
+        if torch.rand(1, generator=gen).item() < 1 / every:
+            return F.mse_loss(model.ink(h).squeeze(1), x.sum(1))
+        return F.cross_entropy(model.classify(h), y)
+
+    return loss
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_rarer_task_with_a_larger_loss_is_no_spike(every):
+    # multi-task batches mix loss scales: before precedents, each ink batch (1 in 7, 17x the
+    # median) stood 60 robust SDs out, at every one of them
+    torch.manual_seed(0)
+    model = TwoHeads()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    w = train(model, opt, steps=400, loss_fn=task_sampled_loss(7), every=every)
+    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+
+
+class TopOneExperts(torch.nn.Module):
+    """A mixture-of-experts layer whose router sends each example to one of ``experts``: an
+    expert that no example of the batch was sent to gets no gradient at that step."""
+
+    def __init__(self, experts=8, width=64):
+        super().__init__()
+        self.inp = torch.nn.Linear(64, width)
+        self.router = torch.nn.Linear(width, experts)
+        self.experts = torch.nn.ModuleList(
+            torch.nn.Sequential(
+                torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, width)
+            )
+            for _ in range(experts)
+        )
+        self.head = torch.nn.Linear(width, 10)
+
+    def forward(self, x):
+        h = F.relu(self.inp(x))
+        gates = torch.softmax(self.router(h), dim=-1)
+        chosen = gates.argmax(dim=-1)
+        mixed = torch.zeros_like(h)
+        for e, expert in enumerate(self.experts):
+            routed = chosen == e
+            if routed.any():
+                mixed[routed] = expert(h[routed]) * gates[routed, e : e + 1]
+        return self.head(h + mixed)
+
+
+def experts_run(every):
+    torch.manual_seed(0)
+    model = TopOneExperts()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return train(model, opt, steps=600, batch=16, every=every, invariants=["grad_vanish"])
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_an_expert_the_router_skipped_for_a_batch_is_no_vanished_gradient(every):
+    # an expert that had a gradient for 80 steps in a row went without one at a step: a
+    # first gap, which alerted at once before gaps had to last LOST_FOR samples
+    w = experts_run(every)
+    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+
+
+def test_the_experts_run_does_have_gaps_that_one_sample_would_report(monkeypatch):
+    monkeypatch.setattr(grad_vanish, "gap_needed", lambda clean: 1)
+    assert [a.kind for a in experts_run(1).alerts][:1] == ["grad_vanish"]
+
+
+def test_a_short_clean_record_needs_a_longer_gap():
+    # a parameter skipped at random, at a rate n clean samples allow, makes a gap of g
+    # with chance (n+1)! g! / (n+g+1)!: at most 1 in 1000, and never under LOST_FOR samples
+    assert [gap_needed(n) for n in (5, 10, 20, 50)] == [7, 4, 3, LOST_FOR]
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_layer_frozen_mid_run_on_purpose_is_no_vanished_gradient(every):
+    def freeze(step, m, o, x, y):
+        if step == 200:
+            m.fc1.requires_grad_(False)  # e.g. freezing the lower layers after warm-up
+        return x, y
+
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    w = train(model, opt, steps=300, plant=freeze, every=every)
+    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_a_head_replaced_after_the_optimizer_was_made_loses_its_gradient(every):
+    # model surgery after the optimizer was built: the optimizer (and the watch) still hold the
+    # old head's parameters, which no loss reaches any more; the new head never trains
+    def replace(step, m, o, x, y):
+        if step == 100:
+            m.head = torch.nn.Linear(64, 10)
+        return x, y
+
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    w = train(model, opt, steps=150, plant=replace, every=every)
+    alert = only(w.alerts, "grad_vanish")
+    # a gap of 3 samples after a full window of 50 clean ones; of 4 after 10 clean samples
+    assert alert.subject == "head.weight" and alert.step == {1: 102, 10: 130}[every]
+    assert "since step 100" in alert.message
+
+
+class WithTarget(torch.nn.Module):
+    """An online MLP and a target copy of it with requires_grad off, moved toward the online
+    one under no_grad at every step: a momentum encoder (MoCo, BYOL), a mean teacher."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.online = MLP()
+        self.target = MLP().requires_grad_(False)
+        self.target.load_state_dict(self.online.state_dict())
+
+    def forward(self, x):
+        return self.online(x)
+
+
+def momentum_target_loss(model, x, y, step):
+    with torch.no_grad():
+        for target, online in zip(model.target.parameters(), model.online.parameters()):
+            target.lerp_(online, 0.01)
+        teacher = model.target(x).softmax(dim=1)
+    logits = model(x)
+    return F.cross_entropy(logits, y) + F.cross_entropy(logits, teacher)
+
+
+@pytest.mark.parametrize("every", [1, 10])
+@pytest.mark.parametrize("whole_model_to_optimizer", [False, True])
+def test_a_momentum_target_network_is_not_a_frozen_layer_that_moved(
+    every, whole_model_to_optimizer
+):
+    # the target's parameters have requires_grad off and move at every step, by the user's
+    # own update: frozen_moved warned at every sample (MoCo hands the optimizer the whole
+    # model, target included, which it skips: no gradient)
+    model = WithTarget()
+    params = model.parameters() if whole_model_to_optimizer else model.online.parameters()
+    opt = torch.optim.SGD(params, lr=0.05, momentum=0.9)
+    w = train(model, opt, steps=120, loss_fn=momentum_target_loss, every=every)
+    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+
+
+def test_a_target_network_declared_frozen_is_held_to_it():
+    model = WithTarget()
+    opt = torch.optim.SGD(model.online.parameters(), lr=0.05, momentum=0.9)
+    w = train(model, opt, steps=20, loss_fn=momentum_target_loss, every=1, expect_frozen="target")
+    # the target follows the online network from the first step that moved it
+    assert {a.kind for a in w.alerts} == {"frozen_moved"} and w.alerts[0].step == 1
+    assert w.alerts[0].severity == "fail" and w.alerts[0].subject.startswith("target.")

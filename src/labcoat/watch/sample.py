@@ -76,11 +76,18 @@ class Sample:
     #: each group's base rate as an LR scheduler keeps it (``initial_lr``; None without one)
     base_lrs: Sequence[float | None] | None = None
     grad_norms: Mapping[str, float] | None = None
+    #: parameters without a gradient whose ``requires_grad`` was False when the optimizer
+    #: stepped (frozen on purpose, perhaps mid-run)
+    grad_disabled: Sequence[str] = ()
     param_norms: Mapping[str, float] | None = None
     param_versions: Mapping[str, int] | None = None
     #: names of the parameters in the watched optimizer's groups when the norms were read
     optimizer_params: frozenset[str] | None = None
     frozen_norms: Mapping[str, float] | None = None
+    #: parameters frozen by ``requires_grad=False`` whose version counter this sample's
+    #: optimizer step moved (all of them when the step moved no counter at all, as optimizers
+    #: that write through ``.data`` do); None: no step was watched
+    frozen_stepped: frozenset[str] | None = None
     cross_rank: CrossRank | None = None
     #: ``||update|| / ||weights||`` of this step's optimizer step over all trained parameters,
     #: estimated on a strided sample of each tensor (None: no step, or not measured)

@@ -151,6 +151,8 @@ class Sampler:
             return
         if self._carry:
             self._carry, self._carried = False, True
+        if self._flag_frozen and "frozen_norms" in self.needs:
+            self._versions_at_step = [p._version for p in self.params]
         # everything read below is detached first, so no autograd graph is recorded
         # torch passes step()'s own arguments, the optimizer first: the closure is the second
         closure = args[1] if len(args) > 1 else kwargs.get("closure")
@@ -179,6 +181,9 @@ class Sampler:
         if self._grads_after_step:
             self._grads_after_step = False
             self._measure(params=False, grads=True)
+        if self._versions_at_step is not None:
+            self._pending_frozen_stepped = self._frozen_written(self._versions_at_step)
+            self._versions_at_step = None
         if self._update_before is not None and self._update_copy is not None:
             scales, views = self._update_before
             now = self._update_views()[1]
@@ -203,10 +208,16 @@ class Sampler:
             found = [p.grad for p in params_now]
             if any(g is None for g in found):  # (`None in found` would compare tensors)
                 names = [n for n, g in zip(self.names, found) if g is not None]
+                self._pending_grad_disabled = tuple(
+                    n
+                    for n, p, g in zip(self.names, params_now, found)
+                    if g is None and not p.requires_grad
+                )
                 found = [g for g in found if g is not None]
                 self._pending_grad_names = tuple(names)
             else:
                 self._pending_grad_names = self.names
+                self._pending_grad_disabled = ()
             self._pending_grads = norms(found)
         if not params:
             return
@@ -241,6 +252,14 @@ class Sampler:
             picked = []
         self._pending_param_names = tuple([self.names[i] for i in picked])
         self._pending_params = norms([params_now[i] for i in picked])
+
+    def _frozen_written(self, before: list[int]) -> frozenset[str]:
+        """The parameters frozen by ``requires_grad=False`` whose version counter the optimizer
+        step moved; all of them if it moved none at all (an optimizer that writes through
+        ``.data`` leaves counters alone, and then the step cannot be told apart)."""
+        written = {n for n, p, v in zip(self.names, self.params, before) if p._version != v}
+        flagged = frozenset(n for n, _ in self._flag_frozen)
+        return flagged & written if written else flagged
 
     def _members(self) -> frozenset[str]:
         """Names of the model's parameters in the optimizer's groups now (recomputed only when
@@ -278,12 +297,15 @@ class Sampler:
         self._pending_applied = 0
         self._pending_grads: torch.Tensor | list[float] | None = None
         self._pending_grad_names: tuple[str, ...] = ()
+        self._pending_grad_disabled: tuple[str, ...] = ()
         self._pending_lrs: list[float | None] | None = None
         self._pending_base_lrs: list[float | None] | None = None
         self._pending_update: tuple[list[float], torch.Tensor | list[float]] | None = None
         self._update_before: tuple[list[float], list[torch.Tensor]] | None = None
         self._update_copy: list[torch.Tensor] | None = None
         self._grads_after_step = False
+        self._versions_at_step: list[int] | None = None
+        self._pending_frozen_stepped: frozenset[str] | None = None
 
     # -- the user's side -------------------------------------------------------------------
     def add_loss(self, step: int, loss: torch.Tensor | float) -> None:
@@ -363,6 +385,7 @@ class Sampler:
             lrs=self._pending_lrs if sampled else None,
             base_lrs=self._pending_base_lrs if sampled else None,
             grad_norms=dict(zip(self._pending_grad_names, grads)) if grads is not None else None,
+            grad_disabled=self._pending_grad_disabled if grads is not None else (),
             param_norms=(
                 dict(zip(self._pending_param_names, params)) if params is not None else None
             ),
@@ -373,6 +396,7 @@ class Sampler:
             frozen_norms=(
                 dict(zip(self.frozen_tensors, host["frozen"])) if "frozen" in host else None
             ),
+            frozen_stepped=self._pending_frozen_stepped,
             cross_rank=cross,
             update_ratio=_update_ratio(self._pending_update, host.get("update")),
             observes=self._observes,

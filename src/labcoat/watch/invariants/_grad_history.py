@@ -13,7 +13,8 @@ exact medians. Above it the ring is numpy and the screens use bounds: each param
 recent value and the smallest recent total, recomputed from the window once per ``window``
 samples and in between only widened, so they may send a sample on needlessly but never wave a
 violation through. Either way the sample at which each parameter last lacked a finite norm is
-kept exactly, for a gradient that goes missing.
+kept exactly, for a gradient that goes missing (a sample with no finite norm at all is no gap
+of any one parameter).
 
 grad_explode and grad_vanish judge the same rows over windows of the same length, so by
 a judge gives them one history (:func:`share_histories`): each judges a sample against the
@@ -97,13 +98,14 @@ class GradHistory:
         # zero norms (log -inf) are kept out of the history: they carry no scale to judge against
         if self._small:
             stored = [v if -math.inf < v < math.inf else math.nan for v in row]
+            empty = all(v != v for v in stored)  # no gradient at all: a gap of none in particular
             for j, (old, new) in enumerate(zip(self._rows[slot], stored)):
                 column = self._columns[j]
                 if old == old:  # not NaN: it leaves the window
                     del column[bisect_left(column, old)]
                 if new == new:
                     insort(column, new)
-                else:
+                elif not empty:
                     self._last_gap[j] = self.count
             self._rows[slot] = stored
             old = self._totals[slot]
@@ -116,7 +118,8 @@ class GradHistory:
             kept = np.where(np.isfinite(row), row, np.nan)
             self.logs[slot] = kept
             np.fmax(self._ceiling, kept, out=self._ceiling)
-            self._last_gap[np.isnan(kept)] = self.count
+            if not np.isnan(kept).all():
+                self._last_gap[np.isnan(kept)] = self.count
             self.total[slot] = total
             if total < self._floor:
                 self._floor = total
@@ -154,7 +157,8 @@ class GradHistory:
         # the sample each slot holds: the latest one before `count` that maps to it
         slots = np.arange(filled)
         held = slots + (self.count - 1 - slots) // self.window * self.window
-        last_gap = np.where(np.isnan(logs[:filled]), held[:, None], -1).max(axis=0, initial=-1)
+        gaps = np.isnan(logs[:filled]) & ~np.isnan(logs[:filled]).all(axis=1, keepdims=True)
+        last_gap = np.where(gaps, held[:, None], -1).max(axis=0, initial=-1)
         if self._small:
             self._rows = logs.tolist()
             self._totals = total.tolist()
@@ -205,6 +209,13 @@ class GradHistory:
 
     def past_total(self) -> np.ndarray:
         return self._arrays()[1][: self.filled]
+
+    def recent_totals(self) -> list[float]:
+        """The window's finite totals, oldest first."""
+        total = self._arrays()[1]
+        start = self.count % self.window if self.count >= self.window else 0
+        ordered = [*total[start : self.filled].tolist(), *total[:start].tolist()]
+        return [v for v in ordered if math.isfinite(v)]
 
 
 def share_histories(invariants: Sequence[Invariant]) -> None:

@@ -3,6 +3,14 @@
 Covers parameters with ``requires_grad=False`` and everything passed in ``expect_frozen``;
 for a declared module that includes its floating-point buffers, so BatchNorm running
 statistics drifting in a "frozen" backbone left in train mode are caught too.
+
+A declared tensor must not move at all. A parameter frozen by ``requires_grad=False`` alone is
+reported once the optimizer's step has written to it (its version counter moved inside
+``step()``): the frozen layer that keeps a zero gradient, which weight decay or momentum then
+moves. One the user's own code writes is left alone: that is how a target network is kept (a
+momentum encoder as in MoCo and BYOL, a mean teacher, an EMA copy inside the model), updated
+under ``no_grad`` with its ``requires_grad`` off, and every one of them warned at every sample
+before. Declare such a tensor in ``expect_frozen`` to have any change reported.
 """
 
 from __future__ import annotations
@@ -29,15 +37,25 @@ class FrozenMoved(Invariant):
     def setup(self, context: WatchContext) -> None:
         super().setup(context)
         self.add_state("moved", {})  # name -> (baseline norm, current norm)
+        self.add_state("stepped", set())  # undeclared ones an optimizer step has written to
+
+    def load_state_dict(self, state) -> None:
+        # checkpoints from before it was kept: any step may have written then
+        super().load_state_dict(
+            {"stepped": set(self.context.frozen if self.context else ()), **state}
+        )
 
     def update(self, sample: Sample) -> None:
+        if sample.frozen_stepped:
+            self.stepped |= sample.frozen_stepped
         if sample.frozen_norms is None or self.context is None:
             return
-        baseline = self.context.frozen_baseline
+        baseline, reasons = self.context.frozen_baseline, self.context.frozen
         self.moved = {
             name: (baseline[name], now)
             for name, now in sample.frozen_norms.items()
-            if _changed(baseline[name], now, self.rtol)
+            if (reasons[name] == "declared" or name in self.stepped)
+            and _changed(baseline[name], now, self.rtol)
         }
 
     def compute(self) -> list[Violation]:

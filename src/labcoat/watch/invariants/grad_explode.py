@@ -17,6 +17,13 @@ is reported at once. Healthy training has one-step bursts: a deep LayerNorm MLP 
 fitting random labels (a memorisation control) rose 12-36x for a single step, five times in
 600 steps, and was back at its median the step after. A corrupted batch (inputs scaled by
 1e4) gives a rise of thousands, at once; a run that is blowing up stays up.
+
+A rise is no explosion if the window already holds a *precedent* from before it: a total that
+stood out of its own stretch of samples at least half as far, and by at least half the ratio
+(see _robust.precedented). Multi-task training that draws a task per batch gives a rarer task
+with a larger loss gradients 100-300x the others' (an unweighted regression beside a
+classifier, 1 batch in 7), each time it comes back. A run blowing up has no precedent: the
+samples of the rise itself are left out.
 """
 
 from __future__ import annotations
@@ -27,7 +34,12 @@ import warnings
 import numpy as np
 
 from labcoat.watch.invariants._grad_history import GradWindowInvariant, window_options
-from labcoat.watch.invariants._robust import center_scale
+from labcoat.watch.invariants._robust import (
+    NEIGHBOURS,
+    center_scale,
+    local_deviations,
+    precedented,
+)
 from labcoat.watch.invariants.base import INVARIANTS, Violation
 from labcoat.watch.sample import Sample
 
@@ -42,16 +54,19 @@ class GradExplode(GradWindowInvariant):
     def setup(self, context) -> None:
         super().setup(context)
         self.add_state("rising", None)  # the first step of the rise the last sample was part of
+        self.add_state("risen", 0)  # the samples of that rise so far
 
     def load_state_dict(self, state) -> None:
-        super().load_state_dict({"rising": None, **state})  # checkpoints from before it
+        # checkpoints from before these were kept
+        super().load_state_dict({"rising": None, "risen": 0, **state})
 
     def update(self, sample: Sample) -> None:
         if sample.grad_norms is None:
             return  # no optimizer step at this sample (e.g. skipped by a GradScaler)
         row, total = self.history.row(sample.grad_norms)
-        if math.isnan(total):
-            return
+        if math.isnan(total) and sample.grad_norms:
+            return  # non-finite gradients: the nonfinite invariant's business
+        # (a sample with no gradient at all joins the window, as in grad_vanish, which needs it)
         self.found = None
         rise = None
         if self.history.filled >= self.min_history and math.isfinite(total):
@@ -61,6 +76,7 @@ class GradExplode(GradWindowInvariant):
         if rise is not None and (lasting or rise.evidence["ratio"] >= self.factor**2):
             self.found = rise
         self.rising = None if rise is None else self.rising if lasting else sample.step
+        self.risen = 0 if rise is None else self.risen + 1
         self.history.push(row, total)
 
     def _judge(
@@ -75,7 +91,7 @@ class GradExplode(GradWindowInvariant):
             return None
         rise = total - c  # log10 units
         z = rise / s
-        if rise < math.log10(self.factor) or z < self.z:
+        if rise < math.log10(self.factor) or z < self.z or self._precedented(rise):
             return None
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a column without any gradient
@@ -104,3 +120,11 @@ class GradExplode(GradWindowInvariant):
                 "history": self.history.filled,
             },
         )
+
+    def _precedented(self, rise: float) -> bool:
+        """Whether the window, before this rise began, holds a total that stood out as far."""
+        totals = self.history.recent_totals()
+        before = totals[: len(totals) - self.risen]
+        if len(before) < 2 * NEIGHBOURS + 1:
+            return False
+        return precedented(rise, local_deviations(before)[-1], math.log10(2))

@@ -17,6 +17,14 @@ at most :data:`TAIL_WIDENS` times the MAD's spread, so a batch hundreds of times
 corrupted one) still stands out. A window of nearly normal losses keeps its MAD, so a 1.5x
 spike of a language model's loss, averaged over many tokens, still does too. Tuned on the
 ResNet above and the synthetic windows of tests/watch/test_false_alarm_classes.py.
+
+A loss that still stands out is no spike if the window already holds a *precedent*: a loss at
+least half as far above its own neighbours, and at least half the ratio (a loss 300x the
+median needs one 150x its neighbours; see _robust.precedented). Multi-task training that draws
+a task per batch mixes losses of different scales: each batch of a rarer task with a larger
+loss (1 in 7, 17x the others') stood 60 robust SDs out, at every one of them. A corrupted batch
+has no precedent the first time; a task that comes back within the window has one. A task
+rarer than one batch per window is still reported at each return.
 """
 
 from __future__ import annotations
@@ -25,10 +33,17 @@ import math
 from collections import deque
 from statistics import NormalDist
 
-from labcoat.watch.invariants._robust import median_of, robust_scale
+from labcoat.watch.invariants._robust import (
+    local_deviations,
+    median_of,
+    precedented,
+    robust_scale,
+)
 from labcoat.watch.invariants.base import INVARIANTS, Bound, Invariant, Violation
 from labcoat.watch.sample import Sample, WatchContext
 
+#: the log of 2: a precedent stood out by at least half the ratio (see _robust.precedented)
+_HALF = math.log(2)
 #: the upper tail may widen the spread a spike is judged against at most this many times
 TAIL_WIDENS = 2.0
 
@@ -77,29 +92,31 @@ class Spike(Invariant):
             c = median = median_of(past)
             sigma = robust_scale(past, c)
         out = []
-        tail = None
+        deviations: list[float] | None = None
+        tail = sigma
         for step, loss in candidates:
             if loss <= median + self.rel * abs(median):
                 continue
-            z = ((math.log(loss) if log else loss) - c) / sigma
-            if z >= self.z:  # (rare: the tail's spread is worked out only then)
-                if tail is None:
-                    tail = min(max(sigma, self._tail_scale(log)), TAIL_WIDENS * sigma)
-                z = ((math.log(loss) if log else loss) - c) / tail
-            if z >= self.z:
-                out.append((step, loss, median, z, "log" if log else "linear"))
+            deviation = (math.log(loss) if log else loss) - c
+            if deviation / sigma < self.z:
+                continue
+            # rare from here on: the window's own tail is worked out only now
+            if deviations is None:
+                deviations = self._local_deviations(log)
+                tail = min(max(sigma, _tail_scale(deviations)), TAIL_WIDENS * sigma)
+            z = deviation / tail
+            if z < self.z:
+                continue
+            if deviations and precedented(deviation, deviations[-1], _HALF if log else None):
+                continue
+            out.append((step, loss, median, z, "log" if log else "linear"))
         return out
 
-    def _tail_scale(self, log: bool) -> float:
-        """The spread the window's upper tail implies (see the module docstring)."""
+    def _local_deviations(self, log: bool) -> list[float]:
+        """The window's local deviations (see _robust), on the scale the losses are judged on;
+        none for a window under 9."""
         values = [math.log(v) for v in self.history] if log else list(self.history)
-        n = len(values)
-        if n < 9:
-            return 0.0
-        deviations = sorted(
-            v - median_of(sorted(values[max(0, i - 4) : i + 5])) for i, v in enumerate(values)
-        )
-        return deviations[-2] / NormalDist().inv_cdf(1 - 2 / (n + 1))
+        return local_deviations(values) if len(values) >= 9 else []
 
     def compute(self) -> list[Violation]:
         if not self.spikes:
@@ -123,3 +140,10 @@ class Spike(Invariant):
                 },
             )
         ]
+
+
+def _tail_scale(deviations: list[float]) -> float:
+    """The spread the window's upper tail implies: its second-largest local deviation, read
+    as where the second largest of as many normal draws sits (see the module docstring)."""
+    n = len(deviations)
+    return deviations[-2] / NormalDist().inv_cdf(1 - 2 / (n + 1)) if n >= 9 else 0.0
