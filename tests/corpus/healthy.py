@@ -20,12 +20,15 @@ from tests.doctor.helpers import (
     Accumulate,
     AuxiliaryHead,
     DistillStep,
+    NoisyExperts,
     SchedulerStep,
+    WithTarget,
     auxiliary_loss_step,
     diabetes,
     lbfgs_step,
     scheduler_in_closure,
     standard_step,
+    target_step,
 )
 
 
@@ -1426,6 +1429,27 @@ def distillation_frozen_teacher():
     model = small_mlp(hidden=16)
     step = DistillStep(teacher)
     return doctor_verdict(model, (x, y), nn.CrossEntropyLoss(), adam(model, 3e-3), step=step)
+
+
+@healthy(
+    "momentum_target_network",
+    source="a target network (momentum encoder as in MoCo and BYOL, mean teacher) inside the "
+    "model, requires_grad off, moved toward the online network by the train step",
+)
+def momentum_target_network():
+    model = WithTarget()
+    opt = torch.optim.SGD(model.online.parameters(), lr=0.05, momentum=0.9)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt, step=target_step)
+
+
+@healthy(
+    "mixture_of_experts_noisy_router",
+    source="a mixture-of-experts layer with noisy top-1 gating over 32 experts (Shazeer et al. "
+    "2017): the probe batch reaches some experts only",
+)
+def mixture_of_experts_noisy_router():
+    model = NoisyExperts()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
 
 
 class MixupStep:

@@ -243,3 +243,65 @@ class DistillStep:
         loss.backward()
         optimizer.step()
         return loss
+
+
+class NoisyExperts(nn.Module):
+    """A mixture-of-experts classifier: a router sends each example to one of ``experts`` MLPs,
+    with Gaussian noise on its logits while training (noisy top-1 gating, as in Shazeer et al.
+    2017), so that every expert gets examples; an expert that no example of a batch was sent
+    to gets no gradient from it. ``unreachable`` experts are built but never routed to (an
+    unused branch)."""
+
+    def __init__(self, experts=32, width=32, unreachable=0, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.inp = nn.Linear(64, width)
+        self.router = nn.Linear(width, experts)
+        self.experts = nn.ModuleList(
+            nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width))
+            for _ in range(experts + unreachable)
+        )
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.inp(x))
+        logits = self.router(h)
+        if self.training:
+            logits = logits + torch.randn_like(logits)
+        gates = torch.softmax(logits, dim=-1)
+        chosen = gates.argmax(dim=-1)
+        mixed = torch.zeros_like(h)
+        for e, expert in enumerate(self.experts[: gates.shape[1]]):
+            routed = chosen == e
+            if routed.any():
+                mixed[routed] = expert(h[routed]) * gates[routed, e : e + 1]
+        return self.head(h + mixed)
+
+
+class WithTarget(nn.Module):
+    """An online MLP and a target copy of it with requires_grad off, which :class:`TargetStep`
+    moves toward the online one (a momentum encoder as in MoCo and BYOL, a mean teacher)."""
+
+    def __init__(self, seed=0):
+        super().__init__()
+        self.online = mlp(seed=seed)
+        self.target = mlp(seed=seed).requires_grad_(False)
+
+    def forward(self, x):
+        return self.online(x)
+
+
+def target_step(model, batch, optimizer, loss_fn, set_to_none=True):
+    """Move the target 1% of the way to the online network under no_grad, then train the online
+    one on the labels and on the target's predictions."""
+    x, y = batch
+    with torch.no_grad():
+        for target, online in zip(model.target.parameters(), model.online.parameters()):
+            target.lerp_(online, 0.01)
+        teacher = model.target(x).softmax(dim=1)
+    optimizer.zero_grad(set_to_none=set_to_none)
+    out = model(x)
+    loss = loss_fn(out, y) + nn.functional.cross_entropy(out, teacher)
+    loss.backward()
+    optimizer.step()
+    return loss

@@ -26,6 +26,7 @@ from labcoat.doctor.setup import (
     UserState,
     dense_grad,
     device_of,
+    has_nonzero_grad,
     named_tensors,
 )
 from labcoat.params import name_matches
@@ -35,6 +36,10 @@ TASKS = ("classification", "regression", "sequence")
 #: calls a train step may take before its first optimizer.step(): one that accumulates gradients
 #: over several calls (``if calls % k == 0: optimizer.step()``) updates every k calls
 MAX_CALLS_PER_UPDATE = 32
+
+
+#: batches of the training data, besides the probe batch, tried for a parameter it left out
+OTHER_BATCHES = 16
 
 
 class ProbeFailed(Exception):
@@ -334,6 +339,39 @@ class Case:
 
         return self._probe("backward", run)
 
+    @cached_property
+    def reached_elsewhere(self) -> frozenset[str]:
+        """Trainable parameters the probe batch gives no gradient (or an all-zero one) that
+        some other batch of the training data gives a finite non-zero one: conditional
+        computation (a mixture-of-experts router that sent no example of the probe batch to an
+        expert, a branch some inputs take) reaches a parameter on some batches only, while a
+        detached or unused one is reached by none. Up to :data:`OTHER_BATCHES` batches are
+        tried, only when the probe batch left a parameter out."""
+        grads = self.backward.grads
+        left = [n for n, g in grads.items() if g is None or not bool(g.any())]
+        size = len(self.probe_batch)
+        starts = range(size, len(self.train), size)[:OTHER_BATCHES]
+        # a router and the layers before it are reached by every batch: with nothing reached,
+        # the graph is cut (as in the self-test's mutants), not conditional
+        if not left or len(left) == len(grads) or not starts:
+            return frozenset()
+        setup = self.blueprint.fresh()
+        setup.model.train()
+        params = dict(setup.model.named_parameters())
+        reached: set[str] = set()
+        torch.manual_seed(self.seed)
+        try:
+            for start in starts:
+                x, y = self.on_device(self.train.take(slice(start, start + size)).batch())
+                setup.model.zero_grad(set_to_none=True)
+                self.loss_fn(setup.model(x), y).backward()
+                reached.update(n for n in left if has_nonzero_grad(params[n]))
+                if len(reached) == len(left):
+                    break
+        except Exception:  # noqa: BLE001 - a batch the model cannot take excuses nothing
+            return frozenset()
+        return frozenset(reached)
+
     def is_declared_frozen(self, name: str) -> bool:
         return name_matches(name, self.expect_frozen)
 
@@ -547,6 +585,9 @@ class StepProbe:
     optimizer_steps: list[int]  # optimizer.step() calls seen during each of them
     grads_at_step: list[dict[str, torch.Tensor | None]]  # gradients when optimizer.step() ran
     calls: int = 0  # calls of the step in all, those that did not update included
+    #: parameters whose version counter optimizer.step() itself moved, over all calls (None:
+    #: it moved no counter at all, as an optimizer writing through ``.data``: unknown)
+    written_by_optimizer: frozenset[str] | None = None
 
     @property
     def calls_per_update(self) -> int:
@@ -586,7 +627,8 @@ def run_steps(
                     else torch.zeros_like(group["lr"])
                 )
     names = {id(p): n for n, p in setup.model.named_parameters()}
-    counter = {"steps": 0, "grads": {}}
+    named = list(setup.model.named_parameters())
+    counter: dict[str, Any] = {"steps": 0, "grads": {}, "versions": [], "written": set()}
 
     def pre_hook(optimizer, _args, _kwargs):
         counter["steps"] += 1
@@ -595,8 +637,17 @@ def run_steps(
             for g, group in enumerate(optimizer.param_groups)
             for i, p in enumerate(group["params"])
         }
+        counter["versions"] = [p._version for _, p in named]
 
-    handle = setup.optimizer.register_step_pre_hook(pre_hook)
+    def post_hook(optimizer, _args, _kwargs):
+        counter["written"].update(
+            n for (n, p), v in zip(named, counter["versions"]) if p._version != v
+        )
+
+    handles = [
+        setup.optimizer.register_step_pre_hook(pre_hook),
+        setup.optimizer.register_step_post_hook(post_hook),
+    ]
     setup.model.train()
     before = setup.snapshot()
     afters, losses, steps, grads = [], [], [], []
@@ -621,5 +672,7 @@ def run_steps(
                 record(loss)
             idle = 0 if counter["steps"] else idle + 1
     finally:
-        handle.remove()
-    return StepProbe(setup, before, afters, losses, steps, grads, calls)
+        for handle in handles:
+            handle.remove()
+    written = frozenset(counter["written"]) if counter["written"] else None
+    return StepProbe(setup, before, afters, losses, steps, grads, calls, written)

@@ -440,12 +440,16 @@ def grad_coverage(case: Case) -> Outcome:
     by_step = _reached_by_step(case, missing + zero)
     missing = [n for n in missing if n not in by_step]
     zero = [n for n in zero if n not in by_step]
+    sometimes = [n for n in missing + zero if n in case.reached_elsewhere]
+    missing = [n for n in missing if n not in sometimes]
+    zero = [n for n in zero if n not in sometimes]
     evidence = {
         "trainable": len(grads),
         "no_grad": missing,
         "nonfinite": nonfinite,
         "zero_grad": zero,
         "only_through_step": by_step[:20],
+        "only_on_some_batches": sometimes[:20],
     }
     if nonfinite:
         return failed(
@@ -483,6 +487,11 @@ def grad_coverage(case: Case) -> Outcome:
         if by_step
         else ""
     )
+    if sometimes:
+        through += (
+            f" ({len(sometimes)} only on some batches: conditional computation, as experts a "
+            "router skips)"
+        )
     return passed(
         f"all {len(grads)} trainable parameters get finite non-zero gradients{through}", **evidence
     )
@@ -848,6 +857,10 @@ def causality(case: Case) -> Outcome:
     return passed(f"positions 0..{t} ignore tokens after {t}", split_position=t)
 
 
+#: values of a unit (examples, times positions) a layer must show for its units to be judged
+DEAD_UNIT_ROWS = 8
+
+
 @check(
     "model.dead_units",
     layer="model",
@@ -861,6 +874,7 @@ def dead_units(case: Case) -> Outcome:
     if not layers:
         return skipped("no nn.ReLU modules to observe (functional relu calls are invisible)")
     dead: dict[str, float] = {}
+    seen: dict[str, int] = {}  # the most values of one unit a call showed
 
     def hook(name):
         def record(_module, _inp, out):
@@ -872,6 +886,7 @@ def dead_units(case: Case) -> Outcome:
                 else float((o <= 0).all())
             )
             dead[name] = max(frac, dead.get(name, 0.0))
+            seen[name] = max(unit.shape[-1] if o.ndim > 1 else o.numel(), seen.get(name, 0))
 
         return record
 
@@ -881,9 +896,13 @@ def dead_units(case: Case) -> Outcome:
     finally:
         for h in handles:
             h.remove()
-    all_dead = [n for n, f in dead.items() if f == 1.0]
-    mostly = {n: f for n, f in dead.items() if 0.5 < f < 1.0}
-    evidence = {"dead_fraction": dead}
+    # a unit a layer shows for a handful of examples only (an expert a router sent few to)
+    # may be zero on all of them by chance: half of healthy ReLU units are, on any one
+    few = sorted(n for n, rows in seen.items() if rows < DEAD_UNIT_ROWS)
+    judged = {n: f for n, f in dead.items() if n not in few}
+    all_dead = [n for n, f in judged.items() if f == 1.0]
+    mostly = {n: f for n, f in judged.items() if 0.5 < f < 1.0}
+    evidence = {"dead_fraction": dead, "too_few_values": few[:50]}
     if all_dead:
         return failed(
             f"every unit of {', '.join(all_dead[:3])} is zero for every example: no "
@@ -892,7 +911,11 @@ def dead_units(case: Case) -> Outcome:
         )
     if mostly:
         return warned(f"over half the units are dead in {', '.join(mostly)}", **evidence)
-    return passed(f"{len(dead)} ReLU layers, at most {max(dead.values()):.0%} dead", **evidence)
+    if not judged:
+        return skipped(
+            f"every ReLU layer showed each unit fewer than {DEAD_UNIT_ROWS} times", **evidence
+        )
+    return passed(f"{len(judged)} ReLU layers, at most {max(judged.values()):.0%} dead", **evidence)
 
 
 @check(

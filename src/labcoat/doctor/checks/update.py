@@ -190,9 +190,12 @@ def params_moved(case: Case) -> Outcome:
     ]
     zero_grads = [n for n in empty if all(g.get(n) is not None for g in probe.grads_at_step)]
     inert = _without_effect(case, zero_grads)
+    # conditional computation: other batches reach them (see Case.reached_elsewhere)
+    elsewhere = [n for n in empty if n not in inert and n in case.reached_elsewhere]
     evidence["without_effect"] = inert
-    still = [n for n in still if n not in inert]
-    empty = [n for n in empty if n not in inert]
+    evidence["reached_by_other_batches"] = elsewhere[:50]
+    still = [n for n in still if n not in inert and n not in elsewhere]
+    empty = [n for n in empty if n not in inert and n not in elsewhere]
     if still:
         # with no gradient at optimizer.step() there is nothing to apply: the gradients were
         # cleared after backward() (zero_grad() between backward() and step())
@@ -222,6 +225,13 @@ def params_moved(case: Case) -> Outcome:
         if late
         else ""
     )
+    if elsewhere:
+        return passed(
+            f"{len(expected) - len(elsewhere)} of {len(expected)} parameters moved; the other "
+            f"{len(elsewhere)} had no gradient on the probe batch but do on other batches "
+            "(conditional computation, as experts a router skipped)",
+            **evidence,
+        )
     return passed(f"all {len(expected)} parameters moved{note}", **evidence)
 
 
@@ -281,6 +291,10 @@ def _without_effect(case: Case, names: list[str]) -> list[str]:
     predicts="declared-frozen and requires_grad=False parameters are bit-identical after steps",
 )
 def frozen_moved(case: Case) -> Outcome:
+    """A declared-frozen parameter must not move at all; one frozen by ``requires_grad=False``
+    alone must not be moved by ``optimizer.step()`` (a zero gradient left behind, then weight
+    decay or momentum). One the step's own code moves under ``no_grad`` is a target network (a
+    momentum encoder, a mean teacher, an EMA copy), as the watch's frozen_moved judges too."""
     probe = case.stepped
     fixed = [
         n
@@ -289,12 +303,27 @@ def frozen_moved(case: Case) -> Outcome:
     ]
     if not fixed:
         return skipped("no parameter is frozen or declared frozen")
-    moved = [n for n in fixed if any(probe.moved(c)[n] for c in range(len(probe.after)))]
-    evidence = {"fixed": len(fixed), "moved": moved[:50]}
+    changed = [n for n in fixed if any(probe.moved(c)[n] for c in range(len(probe.after)))]
+    by_optimizer = probe.written_by_optimizer
+    moved = [
+        n
+        for n in changed
+        if case.is_declared_frozen(n) or by_optimizer is None or n in by_optimizer
+    ]
+    by_step = [n for n in changed if n not in moved]
+    evidence = {"fixed": len(fixed), "moved": moved[:50], "moved_by_your_step": by_step[:50]}
     if moved:
         return failed(
             f"{len(moved)} frozen parameters moved: {', '.join(moved[:5])} (weight decay or a "
             "stray param group?)",
+            **evidence,
+        )
+    if by_step:
+        return passed(
+            f"your step's own code, not optimizer.step(), moved {len(by_step)} of the "
+            f"{len(fixed)} parameters with requires_grad=False ({', '.join(by_step[:3])}), as a "
+            "target network or an EMA copy is kept; declare them in expect_frozen to hold them "
+            "fixed",
             **evidence,
         )
     return passed(f"{len(fixed)} frozen parameters stayed fixed", **evidence)
