@@ -1432,6 +1432,20 @@ def distillation_frozen_teacher():
 
 
 @healthy(
+    "rare_positive_class",
+    source="binary classification with 1% positives (8 of 800, a subtle minority of one digit), "
+    "as fraud or a rare diagnosis is, under BCEWithLogitsLoss with pos_weight",
+)
+def rare_positive_class():
+    seed()
+    x, y = digits(800)
+    target = ((y == 0) & (x[:, 20] > 0.5)).float()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
+    loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(20.0))
+    return doctor_verdict(model, (x, target), loss_fn, adam(model))
+
+
+@healthy(
     "momentum_target_network",
     source="a target network (momentum encoder as in MoCo and BYOL, mean teacher) inside the "
     "model, requires_grad off, moved toward the online network by the train step",

@@ -162,6 +162,38 @@ def test_misaligned_labels_fail_baseline():
     assert f.status == "fail" and f.evidence["pvalue"] > 0.05
 
 
+class OneLogit(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp(d_out=1)
+
+    def forward(self, x):
+        return self.net(x).squeeze(-1)
+
+
+def rare_positives():
+    """1% positives: zeros drawn with ink at pixel 20, a subtle minority of one class (8 of 800;
+    one or two land in the held-out fifth), as fraud or a rare diagnosis is."""
+    x, y = digits()
+    return x, ((y == 0) & (x[:, 20] > 0.5)).float()
+
+
+def test_a_rare_positive_class_with_signal_is_not_called_chance():
+    # a vote of 5 neighbours never names a positive: the votes alone said p=1 and failed
+    x, y = rare_positives()
+    assert int(y.sum()) == 8
+    f = data_report(OneLogit(), (x, y), loss_fn=nn.BCEWithLogitsLoss())["data.signal.baseline"]
+    assert f.status != "fail", f.message
+    assert f.evidence["baselines"]["linear"]["auc"] > 0.9
+
+
+def test_a_rare_positive_class_misaligned_still_fails():
+    x, y = rare_positives()
+    y = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(1))]
+    f = data_report(OneLogit(), (x, y), loss_fn=nn.BCEWithLogitsLoss())["data.signal.baseline"]
+    assert f.status == "fail", f.message
+
+
 def test_regression_baseline_passes_and_fails_when_shuffled():
     x, y = diabetes()
     assert (
