@@ -24,6 +24,7 @@ from tests.doctor.helpers import (
     SchedulerStep,
     WithTarget,
     auxiliary_loss_step,
+    contrastive_step,
     diabetes,
     lbfgs_step,
     scheduler_in_closure,
@@ -1443,6 +1444,19 @@ def rare_positive_class():
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1), Squeeze())
     loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(20.0))
     return doctor_verdict(model, (x, target), loss_fn, adam(model))
+
+
+@healthy(
+    "contrastive_self_supervised_step",
+    source="SimCLR-style contrastive pretraining: two noisy views, InfoNCE over the batch, in a "
+    "train step that does not use the labels it is given",
+)
+def contrastive_self_supervised_step():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32))
+    return doctor_verdict(
+        model, digits(), nn.CrossEntropyLoss(), adam(model), step=contrastive_step
+    )
 
 
 @healthy(

@@ -305,3 +305,16 @@ def target_step(model, batch, optimizer, loss_fn, set_to_none=True):
     loss.backward()
     optimizer.step()
     return loss
+
+
+def contrastive_step(model, batch, optimizer, loss_fn, temperature=0.2):
+    """SimCLR-style self-supervised step: two noisy views of each input, InfoNCE over the
+    batch; the targets it is given are not used."""
+    x, _ = batch
+    views = [nn.functional.normalize(model(x + 0.1 * torch.randn_like(x)), dim=1) for _ in "ab"]
+    logits = views[0] @ views[1].T / temperature
+    loss = nn.functional.cross_entropy(logits, torch.arange(len(x), device=x.device))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss

@@ -340,6 +340,38 @@ class Case:
         return self._probe("backward", run)
 
     @cached_property
+    def targets_ignored(self) -> bool:
+        """Whether the user's own train step computes the same loss and the same update when
+        every target is moved to the next example: a self-supervised objective (contrastive,
+        masked, a reconstruction of its own) trains on targets of its own making. False for
+        the standard step, which always compares the outputs with the targets, and whenever it
+        cannot be told (equal targets, a step that fails or returns nothing to compare)."""
+        if self.step is None:
+            return False
+        x, y = self.on_device(self.probe_batch.batch())
+        moved = torch.roll(y, 1, dims=0)
+        if torch.equal(moved, y):
+            return False
+        results = []
+        try:
+            for targets in (y, moved):
+                setup = self.blueprint.fresh()
+                setup.model.train()
+                torch.manual_seed(self.seed)
+                loss = self.fresh_step(setup)(
+                    setup.model, (x, targets), setup.optimizer, self.loss_fn
+                )
+                if not isinstance(loss, torch.Tensor):
+                    return False
+                results.append((loss.detach().clone(), setup.snapshot()))
+        except Exception:  # noqa: BLE001 - a step that fails is reported by update.step.runs
+            return False
+        (loss_a, after_a), (loss_b, after_b) = results
+        return torch.equal(loss_a, loss_b) and all(
+            torch.equal(after_a[n], after_b[n]) for n in after_a
+        )
+
+    @cached_property
     def reached_elsewhere(self) -> frozenset[str]:
         """Trainable parameters the probe batch gives no gradient (or an all-zero one) that
         some other batch of the training data gives a finite non-zero one: conditional

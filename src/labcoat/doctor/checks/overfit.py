@@ -28,7 +28,7 @@ from labcoat.doctor.targets import (
     valid_targets,
 )
 from labcoat.doctor.training import Curve, fit_batch, predict
-from labcoat.findings import Outcome, failed, passed, warned
+from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 #: examples in the fixed batch (classification takes two per class, up to MAX_EXAMPLES)
 BATCH_EXAMPLES = {"fast": 16, "full": 32}
@@ -258,9 +258,20 @@ def overfit_batch(case: Case) -> Outcome:
     evidence = m.evidence()
     if m.succeeded:
         return passed(f"memorised {len(batch)} examples: {_describe(m)}", **evidence)
+    if case.targets_ignored:
+        return skipped(f"{UNUSED_TARGETS} ({_describe(m)})", **evidence)
     return failed(
         f"could not memorise {len(batch)} examples ({_describe(m)}): {_why(m)}", **evidence
     )
+
+
+#: why a control that fits the targets says nothing of a step that does not train on them; one
+#: that ignores the targets it is given but still fits them (labels fetched another way) is
+#: judged as usual, and the shuffle control then finds the other path
+UNUSED_TARGETS = (
+    "your train step does not use the targets it is given (see update.step.targets) and its "
+    "copy did not come to fit them: a self-supervised objective has nothing here to memorise"
+)
 
 
 def _why(m: Memorisation) -> str:
@@ -312,6 +323,8 @@ def overfit_random_labels(case: Case) -> Outcome:
     evidence = m.evidence()
     if m.succeeded:
         return passed(f"memorised {len(batch)} random labels: {_describe(m)}", **evidence)
+    if case.targets_ignored:
+        return skipped(f"{UNUSED_TARGETS} ({_describe(m)})", **evidence)
     if not math.isfinite(m.curve.losses[-1]) or m.last_excess > 0.9:
         return failed(
             f"learned nothing about {len(batch)} random labels ({_describe(m)}): {_why(m)}",

@@ -558,6 +558,12 @@ def real_pvalue(case: Case) -> Outcome:
             "shuffle.labels)",
             **evidence,
         )
+    if case.targets_ignored:
+        return skipped(
+            f"{tie}: your train step does not use the targets it is given (see "
+            "update.step.targets), so its copies have nothing of them to learn",
+            **evidence,
+        )
     return warned(
         f"{tie}: no sign it learns what carries over to held-out data in {r.steps} steps",
         **evidence,

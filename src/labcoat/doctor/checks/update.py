@@ -154,6 +154,29 @@ def step_runs(case: Case) -> Outcome:
 
 
 @check(
+    "update.step.targets",
+    layer="update",
+    falsifies="your train step ignores the targets it is given (it trains on the wrong thing)",
+    predicts="moving every target to the next example changes the step's loss or its update",
+    applies=lambda case: None if case.step is not None else "the standard step uses the targets",
+)
+def step_uses_targets(case: Case) -> Outcome:
+    """A step that ignores the targets is either self-supervised by design (contrastive,
+    masked or reconstruction objectives make their own targets) or a bug (a loss on the wrong
+    tensor); the doctor cannot tell which, so it warns. A control that fits the targets then
+    skips rather than fails when the copy does not come to fit them; one that still fits
+    them (labels fetched by another path) is judged as usual."""
+    if case.targets_ignored:
+        return warned(
+            "your train step computes the same loss and update when every target is moved to "
+            "the next example: it does not use the targets. Fine for a self-supervised objective "
+            "(the controls that fit the targets then skip); otherwise the loss reads the wrong "
+            "tensor"
+        )
+    return passed("moving the targets changes the step's loss or update")
+
+
+@check(
     "update.params.moved",
     layer="update",
     falsifies="parameters in the optimizer do not change when it steps",
