@@ -610,3 +610,41 @@ def test_a_target_network_declared_frozen_is_held_to_it():
     # the target follows the online network from the first step that moved it
     assert {a.kind for a in w.alerts} == {"frozen_moved"} and w.alerts[0].step == 1
     assert w.alerts[0].severity == "fail" and w.alerts[0].subject.startswith("target.")
+
+
+class Policy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, 32), torch.nn.Tanh(), torch.nn.Linear(32, 2)
+        )
+
+    def forward(self, state):
+        return self.net(state)
+
+
+def bandit_reinforce_loss(model, x, y, step):
+    """REINFORCE on a contextual bandit (the right arm is the sign of the first feature of a
+    state made of four of the digits' pixels), with the batch's mean reward as baseline: once
+    the policy is sure, every reward in a batch is equal and every gradient exactly zero."""
+    state = x[:, 20:24] - 0.5
+    dist = torch.distributions.Categorical(logits=model(state))
+    action = dist.sample()
+    reward = (action == (state[:, 0] > 0).long()).float()
+    return -(dist.log_prob(action) * (reward - reward.mean())).mean()
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_batches_with_no_learning_signal_at_all_are_no_vanished_gradient(every):
+    model = Policy()
+    w = train(
+        model,
+        torch.optim.Adam(model.parameters(), lr=1e-2),
+        steps=400,
+        batch=64,
+        loss_fn=bandit_reinforce_loss,
+        every=every,
+        invariants=["grad_vanish"],
+    )
+    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
