@@ -1472,11 +1472,12 @@ def momentum_target_network():
 
 @healthy(
     "mixture_of_experts_noisy_router",
-    source="a mixture-of-experts layer with noisy top-1 gating over 32 experts (Shazeer et al. "
-    "2017): the probe batch reaches some experts only",
+    source="a mixture-of-experts layer with noisy top-1 gating over 8 experts (Shazeer et al. "
+    "2017); tests/doctor/test_conditional_computation_and_targets.py has one with 32, whose "
+    "probe batch reaches some experts only",
 )
 def mixture_of_experts_noisy_router():
-    model = NoisyExperts()
+    model = NoisyExperts(experts=8)
     return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
 
 
