@@ -151,8 +151,6 @@ class Sampler:
             return
         if self._carry:
             self._carry, self._carried = False, True
-        if self._flag_frozen and "frozen_norms" in self.needs:
-            self._versions_at_step = [p._version for p in self.params]
         # everything read below is detached first, so no autograd graph is recorded
         # torch passes step()'s own arguments, the optimizer first: the closure is the second
         closure = args[1] if len(args) > 1 else kwargs.get("closure")
@@ -162,6 +160,9 @@ class Sampler:
             self._measure(params="param_norms" in self.needs, grads=False)
         else:
             self._measure("param_norms" in self.needs, "grad_norms" in self.needs)
+        if self._flag_frozen and "frozen_norms" in self.needs:
+            # the counters _measure just read, when it read them (it does not for every setup)
+            self._versions_at_step = self._pending_versions or [p._version for p in self.params]
         if "update_ratio" in self.needs:
             self._update_before = self._update_views()
             self._update_copy = torch._foreach_mul(self._update_before[1], 1.0)

@@ -648,12 +648,10 @@ def _agreement_pvalue(pred: np.ndarray, y: np.ndarray) -> float:
 
 
 def _positive_scores(fitted: Any, x: np.ndarray) -> np.ndarray:
-    """A fitted binary classifier's score for its second class, higher meaning likelier."""
+    """A fitted binary classifier's score for its second class, higher meaning likelier (a
+    pipeline has decision_function only where its last step does)."""
     if hasattr(fitted, "decision_function"):
-        try:
-            return np.asarray(fitted.decision_function(x), dtype=float).reshape(len(x))
-        except AttributeError:  # a pipeline whose last step lacks it
-            pass
+        return np.asarray(fitted.decision_function(x), dtype=float).reshape(len(x))
     return np.asarray(fitted.predict_proba(x), dtype=float)[:, 1]
 
 

@@ -111,7 +111,10 @@ class GradVanish(GradWindowInvariant):
         missing = np.isnan(row)
         seen = np.isfinite(past).sum(axis=0)
         now = row.copy()
-        lost = self._count_gone(missing, seen, step, disabled)
+        # samples of the window that had any gradient: a parameter missing from none of them
+        # that is missing now starts a gap
+        informative = int(np.isfinite(past).any(axis=1).sum())
+        lost = self._count_gone(missing, seen == informative, informative, step, disabled)
         now[lost] = -np.inf
         possible |= lost
         enough = ((seen >= self.min_history) & possible) | lost
@@ -151,15 +154,19 @@ class GradVanish(GradWindowInvariant):
         )
 
     def _count_gone(
-        self, missing: np.ndarray, seen: np.ndarray, step: int, disabled: Sequence[str]
+        self,
+        missing: np.ndarray,
+        clean: np.ndarray,
+        informative: int,
+        step: int,
+        disabled: Sequence[str],
     ) -> np.ndarray:
-        """Carry :attr:`gone` to this sample; True for the parameters gone long enough."""
+        """Carry :attr:`gone` to this sample; True for the parameters gone long enough.
+        ``clean``: the parameters that had a gradient at each of the window's ``informative``
+        samples."""
         names = self.history.names
         off = set(disabled)
-        # it had a gradient at every sample of the window that had any: a first one without
-        past = self.history.past_logs()
-        informative = int(np.isfinite(past).any(axis=1).sum())
-        starts = missing & (seen == informative)
+        starts = missing & clean
         gone = {}
         for i in np.flatnonzero(missing).tolist():
             name = names[i]
