@@ -15,9 +15,12 @@ The loop is the one the targets are stated for: a ~2.5 ms step on one idle core 
 first. The watch's cost per step is nearly fixed, so a smaller step is the harder case (each
 row also prints that cost in microseconds per step: watched/bare - 1 times the bare step); the
 old, larger loop (784-512-256-10, batch 128, ~10 ms) adds two rows for comparison (leave them
-out with ``--no-large``).
+out with ``--no-large``). ``--parts`` adds two ``every=1`` rows that split its cost, through
+the public ``invariants`` option: no invariant at all (the hooks and the samples, no tensor
+read) and ``nonfinite`` alone (adds the gradient and loss reads, with almost no judging); the
+rest of the full row is the other invariants' judging.
 
-    python bench/watch.py [--steps 600] [--block 20] [--load 3] [--no-large]
+    python bench/watch.py [--steps 600] [--block 20] [--load 3] [--no-large] [--parts]
 """
 
 from __future__ import annotations
@@ -83,9 +86,15 @@ class _Unwatched:
 
 
 def measure(
-    loop: Loop, every: int | None, steps: int, block: int, events: str | None
+    loop: Loop,
+    every: int | None,
+    steps: int,
+    block: int,
+    events: str | None,
+    invariants: list[str] | None = None,
 ) -> list[float]:
-    """Per-block watched/bare time ratios for one configuration (``every=None``: both bare)."""
+    """Per-block watched/bare time ratios for one configuration (``every=None``: both bare;
+    ``invariants``: the kinds to run, all by default)."""
     x = torch.randn(DATA, loop.widths[0])
     y = torch.randint(0, loop.widths[-1], (DATA,))
     bare_model, bare_opt = make_loop(loop)
@@ -104,7 +113,9 @@ def measure(
     watch = (
         _Unwatched()
         if every is None
-        else labcoat.watch(model, opt, every=every, events=events, ledger=False)
+        else labcoat.watch(
+            model, opt, every=every, events=events, ledger=False, invariants=invariants
+        )
     )
     with watch as w:
         for i in range(30):  # warm up allocator, autograd and the watch
@@ -156,14 +167,19 @@ def table(args, label: str) -> None:
             (f"every={DEFAULT_EVERY} (default)", SMALL, DEFAULT_EVERY, None),
             (f"every={DEFAULT_EVERY} + events file", SMALL, DEFAULT_EVERY, f"{tmp}/events.jsonl"),
         ]
+        if args.parts:  # what every=1 spends its time on, each part measured in this run
+            rows += [
+                ("every=1, no invariant (hooks)", SMALL, 1, None, []),
+                ("every=1, nonfinite (+ reads)", SMALL, 1, None, ["nonfinite"]),
+            ]
         if not args.no_large:
             rows += [
                 ("large loop, every=1", LARGE, 1, None),
                 (f"large loop, every={DEFAULT_EVERY}", LARGE, DEFAULT_EVERY, None),
             ]
-        for name, loop, every, events in rows:
+        for name, loop, every, events, *kinds in rows:
             block = max(args.block, every or 1)
-            r = measure(loop, every, args.steps, block, events)
+            r = measure(loop, every, args.steps, block, events, *kinds)
             q = statistics.quantiles(r, n=4)
             ratio = statistics.median(r)
             print(
@@ -179,6 +195,12 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=20, help="step pairs per ratio")
     parser.add_argument("--load", type=int, default=3, help="CPU-bound processes for the busy run")
     parser.add_argument("--no-large", action="store_true", help="only the ~2.5 ms loop")
+    parser.add_argument(
+        "--parts",
+        action="store_true",
+        help="also every=1 with no invariant (hooks and samples) and with nonfinite alone "
+        "(+ the gradient and loss reads); the rest of every=1's cost is the other invariants",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"labcoat.watch overhead: {SMALL.name}, Adam, 1 thread, steps interleaved")
