@@ -161,11 +161,13 @@ def table(args, label: str) -> None:
     steps = ", ".join(f"{loop.name}: {ms:.2f} ms" for loop, ms in bare.items())
     print(f"{label}: bare step (median) {steps}")
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [
-            ("bare vs bare (noise floor)", SMALL, None, None),
-            ("every=1", SMALL, 1, None),
-            (f"every={DEFAULT_EVERY} (default)", SMALL, DEFAULT_EVERY, None),
-            (f"every={DEFAULT_EVERY} + events file", SMALL, DEFAULT_EVERY, f"{tmp}/events.jsonl"),
+        events_file = f"{tmp}/events.jsonl"
+        # (name, loop, every, events file, invariants: None runs them all)
+        rows: list[tuple[str, Loop, int | None, str | None, list[str] | None]] = [
+            ("bare vs bare (noise floor)", SMALL, None, None, None),
+            ("every=1", SMALL, 1, None, None),
+            (f"every={DEFAULT_EVERY} (default)", SMALL, DEFAULT_EVERY, None, None),
+            (f"every={DEFAULT_EVERY} + events file", SMALL, DEFAULT_EVERY, events_file, None),
         ]
         if args.parts:  # what every=1 spends its time on, each part measured in this run
             rows += [
@@ -174,12 +176,12 @@ def table(args, label: str) -> None:
             ]
         if not args.no_large:
             rows += [
-                ("large loop, every=1", LARGE, 1, None),
-                (f"large loop, every={DEFAULT_EVERY}", LARGE, DEFAULT_EVERY, None),
+                ("large loop, every=1", LARGE, 1, None, None),
+                (f"large loop, every={DEFAULT_EVERY}", LARGE, DEFAULT_EVERY, None, None),
             ]
-        for name, loop, every, events, *kinds in rows:
+        for name, loop, every, events, kinds in rows:
             block = max(args.block, every or 1)
-            r = measure(loop, every, args.steps, block, events, *kinds)
+            r = measure(loop, every, args.steps, block, events, kinds)
             q = statistics.quantiles(r, n=4)
             ratio = statistics.median(r)
             print(
