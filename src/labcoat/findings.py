@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Literal, Mapping
 
@@ -146,9 +148,46 @@ class Check:
         )
 
     def evaluate(self, target: Any, **context: Any) -> Finding:
-        """Run a function check on ``target``: a skip when it does not apply, else its outcome."""
-        reason = self.applies(target) if self.applies else None
-        return self.finding(skipped(reason) if reason else self.run(target), **context)
+        """Run this function check on ``target`` through :func:`run_check`."""
+        return run_check(self, target, **context)
+
+
+#: how many distinct warnings a finding's evidence keeps
+WARNINGS_KEPT = 5
+
+
+def run_check(
+    check: Check,
+    target: Any,
+    *,
+    explain: Callable[[Exception], Outcome | None] | None = None,
+    **context: Any,
+) -> Finding:
+    """The one runner: every engine runs every function check through here.
+
+    It owns the policy the engines share: a check that does not apply is a skip; a check that
+    raises yields a ``fail`` finding ("check crashed: …"), never an exception, unless the
+    engine's ``explain`` maps the exception to an outcome of its own (the doctor's failed
+    probes); warnings raised while it ran are evidence (the first few, by message); and the
+    finding carries how long the check took. ``context`` fills the finding's step, rank and
+    duration_s (an explicit ``duration_s`` wins over the measured one).
+    """
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            reason = check.applies(target) if check.applies else None
+            outcome = skipped(reason) if reason else check.run(target)
+        except Exception as exc:  # noqa: BLE001 - a check yields a finding, whatever happens
+            outcome = explain(exc) if explain is not None else None
+            if outcome is None:
+                outcome = failed(f"check crashed: {type(exc).__name__}: {exc}", error=repr(exc))
+    context.setdefault("duration_s", time.perf_counter() - start)
+    finding = check.finding(outcome, **context)
+    messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    if messages:
+        finding.evidence["warnings"] = messages[:WARNINGS_KEPT]
+    return finding
 
 
 class CheckRegistry:

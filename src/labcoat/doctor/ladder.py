@@ -3,45 +3,36 @@
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Callable, Iterable
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.registry import LAYERS, REGISTRY
-from labcoat.findings import Check, Finding, failed, skipped
+from labcoat.findings import Check, Finding, Outcome, failed, skipped
+from labcoat.findings import run_check as run
 
 
 def run_check(check: Check, case: Case) -> Finding:
-    """Run one check; map what it raises to a finding, never to an exception."""
-    start = time.perf_counter()
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:  # the user's code warning is evidence
-            warnings.simplefilter("always")
-            reason = check.applies(case) if check.applies else None
-            outcome = skipped(reason) if reason else check.run(case)
-    except ProbeFailed as exc:
+    """Run one check through the shared runner; a failed probe is explained, not a crash."""
+    return run(check, case, explain=lambda exc: _probe_outcome(case, exc))
+
+
+def _probe_outcome(case: Case, exc: Exception) -> Outcome | None:
+    """A failed probe fails the first check that needs it and skips the rest; any other error
+    after a probe failed is most likely that failure again."""
+    if isinstance(exc, ProbeFailed):
         earlier = case.earlier_report(exc)
         if earlier is None:
-            outcome = failed(str(exc), probe=exc.probe, error=exc.signature)
-        elif earlier == exc.probe:
-            outcome = skipped(f"needs the {exc.probe}, which failed")
-        else:
-            outcome = skipped(
-                f"needs the {exc.probe}, which fails with the error already reported for the "
-                f"{earlier} ({exc.signature})"
-            )
-    except Exception as exc:  # noqa: BLE001 - a check must yield a finding, whatever happens
-        if case._failed_probes:
-            probe = next(iter(case._failed_probes))
-            outcome = skipped(f"needs the {probe}, which failed ({type(exc).__name__})")
-        else:
-            outcome = failed(f"check crashed: {type(exc).__name__}: {exc}", error=repr(exc))
-    finding = check.finding(outcome, duration_s=time.perf_counter() - start)
-    messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    if messages:
-        finding.evidence["warnings"] = messages[:5]
-    return finding
+            return failed(str(exc), probe=exc.probe, error=exc.signature)
+        if earlier == exc.probe:
+            return skipped(f"needs the {exc.probe}, which failed")
+        return skipped(
+            f"needs the {exc.probe}, which fails with the error already reported for the "
+            f"{earlier} ({exc.signature})"
+        )
+    if case._failed_probes:
+        probe = next(iter(case._failed_probes))
+        return skipped(f"needs the {probe}, which failed ({type(exc).__name__})")
+    return None
 
 
 def run_ladder(

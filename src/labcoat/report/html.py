@@ -37,7 +37,14 @@ TITLES = {
 
 
 def section_for(result: Any, **options: Any):
-    """The page section that draws ``result``."""
+    """The page section that draws ``result``: the one its type declares
+    (:attr:`labcoat.result.Result.section`)."""
+    declared = getattr(type(result), "section", None)
+    if isinstance(declared, str):
+        from labcoat.result import load
+
+        options.setdefault("title", getattr(type(result), "title", "") or type(result).__name__)
+        return load(declared)(result, **options)
     name = type(result).__name__
     if name not in SECTION_FOR:
         raise TypeError(f"no report section draws a {name}; expected one of {sorted(SECTION_FOR)}")

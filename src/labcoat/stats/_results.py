@@ -10,29 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from labcoat.interval import ConfidenceInterval
 from labcoat.stats._validation import check_probability
-
-
-class ConfidenceInterval(NamedTuple):
-    """A two-sided interval ``(low, high)``; the one interval type across ``labcoat.stats``."""
-
-    low: float
-    high: float
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
-    def excludes(self, value: float) -> bool:
-        """True when ``value`` lies outside the interval."""
-        return value < self.low or value > self.high
 
 
 class IntervalResult(ABC):
