@@ -130,7 +130,9 @@ def _bounds(value: Any, name: str) -> tuple[float, float]:
         and value[0] < value[1]
     )
     if not ok:
-        raise InputError(f"`{name}` must be two numbers [low, high] with low < high; got {value!r}.")
+        raise InputError(
+            f"`{name}` must be two numbers [low, high] with low < high; got {value!r}."
+        )
     return (float(value[0]), float(value[1]))
 
 
@@ -205,7 +207,7 @@ class Plan:
         if self.stopping == "fixed" and self.looks != 1:
             raise InputError(
                 f"`plan.looks` must be 1 under a fixed-n plan; got {self.looks}. Use "
-                "stopping = \"sequential\" to look more than once."
+                'stopping = "sequential" to look more than once.'
             )
         if self.stopping == "sequential" and self.test not in ("auto", "sequential"):
             raise InputError(
@@ -220,7 +222,7 @@ class Plan:
         if self.resolved_test() == "bootstrap" and self.metric not in BOOTSTRAP_METRICS:
             raise InputError(
                 f"`plan.metric` must be one of {', '.join(BOOTSTRAP_METRICS)} for a bootstrap "
-                f"test; got {self.metric!r}. Use test = \"paired\" for a mean of per-item scores."
+                f'test; got {self.metric!r}. Use test = "paired" for a mean of per-item scores.'
             )
         if self.resolved_test() == "bootstrap" and self.label is None:
             raise InputError(
@@ -232,14 +234,14 @@ class Plan:
         ):
             raise InputError(
                 "`plan.test` = 'mcnemar' tests equal accuracy: it needs comparison = "
-                f"\"superiority\" with margin 0; got {self.comparison} with margin "
-                f"{self.margin:g}. Use test = \"paired\" for a margin."
+                f'"superiority" with margin 0; got {self.comparison} with margin '
+                f'{self.margin:g}. Use test = "paired" for a margin.'
             )
         if self.resolved_test() in ("mcnemar", "bootstrap") and self.seeds != 1:
             raise InputError(
                 f"`plan.test` = {self.resolved_test()!r} needs one answer per item (seeds = 1); "
                 "got seeds = "
-                f"{self.seeds}. Use test = \"paired\" for several seeds."
+                f'{self.seeds}. Use test = "paired" for several seeds.'
             )
 
     def resolved_test(self) -> str:
@@ -269,12 +271,13 @@ class Plan:
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "plan") -> "Plan":
         """A plan from a mapping; a missing or unknown field is one line naming ``source``."""
         if not isinstance(data, Mapping):
-            raise InputError(f"{source}: expected a table of plan fields; got {type(data).__name__}")
+            raise InputError(
+                f"{source}: expected a table of plan fields; got {type(data).__name__}"
+            )
         unknown = sorted(set(data) - set(FIELDS))
         if unknown:
             raise InputError(
-                f"{source}: unknown field {unknown[0]!r}; a plan's fields are "
-                f"{', '.join(FIELDS)}"
+                f"{source}: unknown field {unknown[0]!r}; a plan's fields are {', '.join(FIELDS)}"
             )
         missing = [n for n, (d, _, _) in FIELDS.items() if d is REQUIRED and n not in data]
         if missing:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from labcoat.findings import Finding, failed, passed, run_check, skipped, warned
+from labcoat.findings import Finding, failed, passed, run_check, warned
 from labcoat.result import Result
 from labcoat.verdicts.plan import Plan, coerce_plan
 from labcoat.verdicts.registry import REGISTRY
@@ -89,7 +89,9 @@ def power_check(d: Design):
             needed=needed,
             **evidence,
         )
-    return passed(f"MDE {_points(mde)} ≤ {what} {_points(target)} at {plan.items:,} items", **evidence)
+    return passed(
+        f"MDE {_points(mde)} ≤ {what} {_points(target)} at {plan.items:,} items", **evidence
+    )
 
 
 def _points(x: float) -> str:
@@ -101,9 +103,11 @@ def _points(x: float) -> str:
     layer="design",
     falsifies="a difference between the arms can be told apart from a difference between seeds",
     predicts="both arms run with the same seeds",
-    applies=lambda d: None
-    if d.plan.seeds_a and d.plan.seeds_b
-    else "the plan does not list the seeds of each arm (seeds_a, seeds_b)",
+    applies=lambda d: (
+        None
+        if d.plan.seeds_a and d.plan.seeds_b
+        else "the plan does not list the seeds of each arm (seeds_a, seeds_b)"
+    ),
 )
 def seeds_check(d: Design):
     a, b = set(d.plan.seeds_a), set(d.plan.seeds_b)
@@ -116,7 +120,8 @@ def seeds_check(d: Design):
         )
     if a != b:
         return warned(
-            f"the arms share only seeds {', '.join(sorted(a & b))}; run both arms on the same seeds",
+            f"the arms share only seeds {', '.join(sorted(a & b))}; run both arms on the same "
+            "seeds",
             seeds_a=sorted(a),
             seeds_b=sorted(b),
         )
@@ -128,9 +133,11 @@ def seeds_check(d: Design):
     layer="design",
     falsifies="the arms are evaluated on the same items",
     predicts="both arms name the same item set (and a pilot scores the same ids)",
-    applies=lambda d: None
-    if (d.plan.dataset_a and d.plan.dataset_b) or d.pilot_ids_a is not None
-    else "neither dataset_a/dataset_b nor a pilot says which items each arm sees",
+    applies=lambda d: (
+        None
+        if (d.plan.dataset_a and d.plan.dataset_b) or d.pilot_ids_a is not None
+        else "neither dataset_a/dataset_b nor a pilot says which items each arm sees"
+    ),
 )
 def item_sets_check(d: Design):
     plan = d.plan

@@ -187,7 +187,11 @@ class Estimate:
 def level(plan: Plan, alpha: float | None = None) -> float:
     """The interval's level: ``1 − α`` two-sided, ``1 − 2α`` one-sided or equivalence."""
     alpha = plan.alpha if alpha is None else alpha
-    return 1 - alpha if plan.sides == "two-sided" and plan.comparison != "equivalence" else 1 - 2 * alpha
+    return (
+        1 - alpha
+        if plan.sides == "two-sided" and plan.comparison != "equivalence"
+        else 1 - 2 * alpha
+    )
 
 
 def threshold(plan: Plan) -> float:
@@ -223,9 +227,7 @@ def t_pvalue(plan: Plan, diff: float, se: float, df: float | None) -> float:
 def _paired(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
     from labcoat.stats.compare import compare, detectable_effect
 
-    result = compare(
-        a.scores, b.scores, a.cluster, level(plan), ids_a=a.ids, ids_b=b.ids
-    )
+    result = compare(a.scores, b.scores, a.cluster, level(plan), ids_a=a.ids, ids_b=b.ids)
     return Estimate(
         result.diff,
         result.ci,
@@ -243,7 +245,7 @@ def _mcnemar(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
     if (pairs.counts_a > 1).any() or (pairs.counts_b > 1).any():
         raise InputError(
             "McNemar's test needs one 0/1 answer per item in each arm; some items have several "
-            "rows: plan test = \"paired\" for several seeds"
+            'rows: plan test = "paired" for several seeds'
         )
     test = mcnemar(pairs.a, pairs.b)
     result = compare(pairs.a, pairs.b, None, level(plan))

@@ -27,15 +27,26 @@ def verdict_view(result: Any) -> RenderableType:
     grid.add_column(overflow="fold")
     plan = result.plan
     rows = [
-        ("test", f"{result.test}; {plan.comparison}, margin {plan.margin:g}, α {plan.alpha:g} "
-         f"({plan.sides})"),
+        (
+            "test",
+            f"{result.test}; {plan.comparison}, margin {plan.margin:g}, α {plan.alpha:g} "
+            f"({plan.sides})",
+        ),
         ("metric", f"{plan.metric} ({plan.column})"),
-        ("estimate", f"A − B = {result.estimate:+.4g}  [{result.ci.low:+.4g}, {result.ci.high:+.4g}]"),
-        ("p-value", f"{_num(result.pvalue)} (adjusted within the family: "
-         f"{_num(result.pvalue_adjusted)})"),
+        (
+            "estimate",
+            f"A − B = {result.estimate:+.4g}  [{result.ci.low:+.4g}, {result.ci.high:+.4g}]",
+        ),
+        (
+            "p-value",
+            f"{_num(result.pvalue)} (adjusted within the family: {_num(result.pvalue_adjusted)})",
+        ),
         ("MDE", _num(result.mde)),
-        ("n", f"A {result.n['a']}, B {result.n['b']}, paired {result.n['paired']} "
-         f"(planned {plan.items})"),
+        (
+            "n",
+            f"A {result.n['a']}, B {result.n['b']}, paired {result.n['paired']} "
+            f"(planned {plan.items})",
+        ),
         ("data", "  ".join(f"{k}: {v}" for k, v in result.fingerprints.items())),
     ]
     for label, value in rows:
@@ -54,13 +65,18 @@ def review_view(result: Any) -> RenderableType:
 def verdict_section(result: Any, *, title: str = "Verdict", id: str = "verdict"):
     from labcoat.report.page import Section, esc
 
-    css = "fail" if result.deviations else {"confirmed": "pass", "refuted": "fail"}.get(
-        result.verdict, "warn"
+    css = (
+        "fail"
+        if result.deviations
+        else {"confirmed": "pass", "refuted": "fail"}.get(result.verdict, "warn")
     )
     rows = "".join(
         f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>"
         for k, v in (
-            ("estimate (A − B)", f"{result.estimate:+.4g} [{result.ci.low:+.4g}, {result.ci.high:+.4g}]"),
+            (
+                "estimate (A − B)",
+                f"{result.estimate:+.4g} [{result.ci.low:+.4g}, {result.ci.high:+.4g}]",
+            ),
             ("p-value (adjusted)", f"{_num(result.pvalue)} ({_num(result.pvalue_adjusted)})"),
             ("MDE", _num(result.mde)),
             ("n paired / planned", f"{result.n['paired']} / {result.plan.items}"),
