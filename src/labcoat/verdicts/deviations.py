@@ -127,6 +127,8 @@ def column_check(o: Observation):
 )
 def items_check(o: Observation):
     planned = o.registered.items
+    if o.registered.stopping == "sequential" and o.n_paired <= planned:
+        return passed(f"{o.n_paired} of at most {planned} items (sequential)")
     if o.n_paired != planned:
         what = "fewer" if o.n_paired < planned else "more"
         return _deviation(
@@ -197,7 +199,11 @@ def seeds_check(o: Observation):
     layer="deviation",
     falsifies=_FALSIFIES + " (one set of results, judged once)",
     predicts="no results file is produced after a verdict on the same hypothesis",
-    applies=lambda o: None if o.previous else "no earlier verdict on this hypothesis",
+    applies=lambda o: "no earlier verdict on this hypothesis"
+    if not o.previous
+    else "a sequential plan judges new results at each look"
+    if o.registered.stopping == "sequential"
+    else None,
 )
 def after_verdict_check(o: Observation):
     seen = [p for p in o.previous if p.fingerprints == o.fingerprints]
