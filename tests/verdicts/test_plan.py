@@ -77,7 +77,8 @@ def test_toml_round_trip_and_exclude_file(tmp_path):
     [
         ('metric = "accuracy"\n', "missing field 'column'"),
         (
-            'metric = "a"\ncolumn = "c"\nid = "q"\ncomparison = "superiority"\nitems = 5\nwho = 1\n',
+            'metric = "a"\ncolumn = "c"\nid = "q"\ncomparison = "superiority"\nitems = 5\n'
+            "who = 1\n",
             "unknown field 'who'",
         ),
         ("metric = \n", "is not valid TOML"),

@@ -199,11 +199,13 @@ def seeds_check(o: Observation):
     layer="deviation",
     falsifies=_FALSIFIES + " (one set of results, judged once)",
     predicts="no results file is produced after a verdict on the same hypothesis",
-    applies=lambda o: "no earlier verdict on this hypothesis"
-    if not o.previous
-    else "a sequential plan judges new results at each look"
-    if o.registered.stopping == "sequential"
-    else None,
+    applies=lambda o: (
+        "no earlier verdict on this hypothesis"
+        if not o.previous
+        else "a sequential plan judges new results at each look"
+        if o.registered.stopping == "sequential"
+        else None
+    ),
 )
 def after_verdict_check(o: Observation):
     seen = [p for p in o.previous if p.fingerprints == o.fingerprints]
