@@ -128,3 +128,13 @@ def test_ledger_plan_shows_and_revises(cli, tmp_path):
     assert data["revision"] == 2 and data["plan"]["margin"] == 0.02
     text = cli("ledger", "plan", "1", "--ledger", ledger)
     assert text.code == 0 and "margin = 0.02" in text.out
+
+
+def test_ledger_show_carries_the_plan_and_the_computed_verdicts(book, cli):
+    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    a, b = arms()
+    book.verdict(entry, a=a, b=b)
+    data = json.loads(cli("ledger", "show", entry.id, "--ledger", book.location, "--json").out)
+    assert data["plan"] == PLAN.to_dict()
+    [verdict] = data["verdicts"]
+    assert verdict["verdict"] == "confirmed" and set(verdict["fingerprints"]) == {"a", "b"}

@@ -174,3 +174,19 @@ def test_cli_bad_input_is_exit_2_and_a_deviation_is_the_first_line(cli, tmp_path
         "verdict", 1, "--a", fa, "--b", _csv(tmp_path / "b2.csv", b_short), "--ledger", ledger
     )
     assert "DEVIATING FROM ITS PLAN" in got.out.splitlines()[0]
+
+
+def test_results_render_as_html_and_rich_and_b_may_lack_the_cluster_column():
+    from rich.console import Console
+
+    from labcoat.verdicts import review
+
+    a, b = arms(100, 0.8, 0.5)
+    del b["topic"]
+    plan = Plan(**BASE, items=100, cluster="topic")
+    result = analyse(plan, a, b)
+    assert "by the registered plan" in result.to_html()
+    assert "design.control" in review(plan).to_html()
+    console = Console(record=True, width=100)
+    console.print(result)
+    assert console.export_text().startswith("confirmed, by the registered plan")

@@ -338,10 +338,14 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         found = book.findings(entry=entry_id)
         from labcoat.ledger.views import entry_view
 
+        plan = book.plan(entry_id)
+        computed = book.verdicts(entry_id)
         data = {
             "entry": _entry_json(entry),
             "history": [_entry_json(h) for h in history],
             "findings": [f.to_dict() for f in found],
+            "plan": None if plan is None else plan.to_dict(),
+            "verdicts": [v.result for v in computed],
         }
         respond(as_json, data, lambda: entry_view(entry, history, found))
 

@@ -219,6 +219,7 @@ class ReviewResult(Result):
 
     engine: ClassVar[str] = "verdicts"
     view: ClassVar[str | None] = "labcoat.verdicts.view:review_view"
+    section: ClassVar[str | None] = "labcoat.verdicts.view:review_section"
     title: ClassVar[str] = "Design review"
 
     plan: Plan

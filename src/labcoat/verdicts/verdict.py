@@ -110,7 +110,9 @@ def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
     scores = None if bootstrap else table.scores(column)
     truth = table.labels(plan.label) if bootstrap else None
     predicted = table.labels(column) if bootstrap else None
-    cluster = None if plan.cluster is None else table.labels(plan.cluster)
+    # the clusters are arm A's (as `labcoat stats compare` reads them); B may lack the column
+    optional = name.endswith("b") and plan.cluster not in table.columns
+    cluster = None if plan.cluster is None or optional else table.labels(plan.cluster)
     seeds = None if plan.seed_column is None else table.labels(plan.seed_column)
     keep = ~np.isin(ids, np.array(plan.exclude, dtype=object)) if plan.exclude else None
     if keep is not None:

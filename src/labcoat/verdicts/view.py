@@ -91,3 +91,14 @@ def verdict_section(result: Any, *, title: str = "Verdict", id: str = "verdict")
         + (f"<h3>Deviations</h3><ul>{devs}</ul>" if devs else "")
     )
     return Section(title, body, id=id)
+
+
+def review_section(result: Any, *, title: str = "Design review", id: str = "review"):
+    from labcoat.report.page import Section, esc
+
+    rows = "".join(
+        f'<tr><td class="{esc(f.status)}">{esc(f.status)}</td><td>{esc(f.check)}</td>'
+        f"<td>{esc(f.message)}</td></tr>"
+        for f in result.findings
+    )
+    return Section(title, f'<table class="evidence">{rows}</table>', id=id)
