@@ -3,6 +3,7 @@ that kind, and a by-the-plan twin that must not be flagged at all."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -140,3 +141,23 @@ def test_margin_or_alpha_changed_after_results_and_its_twin(tmp_path, field, val
         assert kinds(result) == {field}
         found = next(d for d in result.deviations if d["kind"] == field)
         assert (found["planned"], found["observed"]) == (value, value * 2)
+
+
+def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
+    a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
+    old = time.time() - 3600
+    os.utime(a, (old, old))
+    os.utime(b, (old, old))
+    book, entry = _ledger_entry(tmp_path)
+    with book:
+        late = book.verdict(entry, a=a, b=b)
+        assert [f.check for f in late.warnings] == ["deviation.registered-late"]
+        assert late.deviations == []  # a warning, not a deviation: copied files keep old times
+        fresh = _ledger_entry_again(book)
+        time.sleep(0.01)
+        a2, b2 = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
+        assert book.verdict(fresh, a=a2, b=b2).warnings == []
+
+
+def _ledger_entry_again(book: Ledger) -> int:
+    return book.hypothesis("again", predict="A > B", plan=PLAN).id

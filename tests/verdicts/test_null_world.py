@@ -84,25 +84,27 @@ def one_sided_p(diff, se, df):
     return sps.t.sf(diff / se, df)
 
 
-def _items(rng):
-    """One study drawn item by item (rows per item and seed), for the real pipeline."""
+def _items(rng, seeds=PLANNED_SEEDS, clusters=CLUSTERS):
+    """One study drawn item by item (rows per item and seed, the first ``seeds`` seeds and
+    ``clusters`` clusters), for the real pipeline; with the per-cluster sums the fast path uses."""
     cluster = np.repeat(np.arange(CLUSTERS), PER_CLUSTER)
     c = TAU * _correlated(rng, (1, 1, METRICS, 1, CLUSTERS))[0, 0, :, 0][:, cluster]
     v = SIGMA_ITEM * _correlated(rng, (1, 1, METRICS, 1, ITEMS))[0, 0, :, 0]
     e = SIGMA_SEED * _correlated(rng, (1, 1, METRICS, SEEDS, ITEMS))[0, 0]
     d = (c + v)[:, None, :] + e  # (metrics, seeds, items)
     q = rng.random(ITEMS)  # item difficulty: shared by both arms, cancels in the pairs
+    n = clusters * PER_CLUSTER
     rows = {"item": [], "cluster": [], "seed": []}
     a = {f"m{m}": [] for m in range(METRICS)}
     b = {f"m{m}": [] for m in range(METRICS)}
-    for s in range(PLANNED_SEEDS):
-        rows["item"] += [str(i) for i in range(ITEMS)]
-        rows["cluster"] += [str(g) for g in cluster]
-        rows["seed"] += [str(s)] * ITEMS
+    for s in range(seeds):
+        rows["item"] += [str(i) for i in range(n)]
+        rows["cluster"] += [str(g) for g in cluster[:n]]
+        rows["seed"] += [str(s)] * n
         for m in range(METRICS):
-            a[f"m{m}"] += list(q + d[m, s] / 2)
-            b[f"m{m}"] += list(q - d[m, s] / 2)
-    sums = d[:, :PLANNED_SEEDS].mean(axis=1).reshape(METRICS, CLUSTERS, PER_CLUSTER).sum(-1)
+            a[f"m{m}"] += list(q[:n] + d[m, s, :n] / 2)
+            b[f"m{m}"] += list(q[:n] - d[m, s, :n] / 2)
+    sums = d[:, :seeds, :n].mean(axis=1).reshape(METRICS, clusters, PER_CLUSTER).sum(-1)
     return {**rows, **a}, {**rows, **b}, sums
 
 
@@ -116,6 +118,23 @@ def test_the_vectorised_statistics_are_the_pipelines():
         assert result.pvalue == pytest.approx(one_sided_p(diff, se, df), rel=1e-6, abs=1e-12)
         assert result.pvalue == pytest.approx(t_pvalue(PLAN, diff, se, df), rel=1e-9)
         assert result.deviations == []  # the registered analysis deviates from nothing
+
+
+def test_a_forking_analysis_is_seen_by_the_pipeline_as_the_fast_path_sees_it():
+    """One garden analysis (first look, 4 seeds, metric m2) run by :func:`analyse` on real
+    rows: the same p-value as the vectorised path and the same deviation kinds as the
+    :class:`Observation` the simulation builds for it."""
+    look, k, m = 0, 3, 2
+    a, b, sums = _items(np.random.default_rng(11), seeds=k + 1, clusters=LOOKS[look])
+    result = analyse(PLAN, a, b, column=f"m{m}", metric=f"m{m}")
+    diff, se, df = cr1(sums[m], LOOKS[look])
+    assert result.pvalue == pytest.approx(one_sided_p(diff, se, df), rel=1e-6, abs=1e-12)
+    simulated = find_deviations(_observation(look, k, m, earlier_looks=0))
+    assert (
+        {d["kind"] for d in result.deviations}
+        == {f.evidence["kind"] for f in simulated if f.status == "fail"}
+        == {"metric", "column", "items", "seeds"}
+    )
 
 
 def _garden(p):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from labcoat.findings import Finding, failed, passed, run_check, skipped
+from labcoat.findings import Finding, failed, passed, run_check, skipped, warned
 from labcoat.verdicts.plan import Plan
 from labcoat.verdicts.registry import REGISTRY
 
@@ -273,6 +273,31 @@ for _name in ("margin", "alpha"):
         falsifies=_FALSIFIES + f" (its {_name})",
         predicts=f"the {_name} is not revised once results exist",
     )(_changed_after_results(_name))
+
+
+@REGISTRY.check(
+    "deviation.registered-late",
+    layer="deviation",
+    severity="warn",
+    falsifies="the plan was written before the results it judges existed",
+    predicts="the results files were produced after the plan was sealed",
+    applies=lambda o: (
+        None
+        if o.produced_at and o.revisions
+        else "the results' production time or the plan's revisions are unknown"
+    ),
+)
+def registered_late_check(o: Observation):
+    sealed = o.revisions[0].recorded_at
+    if o.produced_at < sealed:
+        return warned(
+            f"the results files ({o.produced_at}) are older than the plan ({sealed}): a plan "
+            "written after the results is no pre-registration (fine for copied files)",
+            kind="registered-late",
+            planned=sealed,
+            observed=o.produced_at,
+        )
+    return passed("the results were produced after the plan was sealed")
 
 
 def find_deviations(observation: Observation) -> list[Finding]:

@@ -55,6 +55,8 @@ def verdict_view(result: Any) -> RenderableType:
     bad = [f for f in result.findings if f.status == "fail"]
     if bad:
         parts.append(findings_table(bad, title="deviations from the plan"))
+    if result.warnings:
+        parts.append(findings_table(result.warnings, title="worth a look"))
     return Group(*parts)
 
 
