@@ -161,3 +161,18 @@ def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
 
 def _ledger_entry_again(book: Ledger) -> int:
     return book.hypothesis("again", predict="A > B", plan=PLAN).id
+
+
+def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
+    book, _ = _ledger_entry(tmp_path, PLAN.revised(family="tasks", family_size=2))
+    with book:
+        second = book.hypothesis(
+            "t2", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
+        ).id
+        assert book.verdict(second, a=A, b=B).deviations == []
+        third = book.hypothesis(
+            "t3", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
+        ).id
+        result = book.verdict(third, a=A, b=B)
+        assert kinds(result) == {"family"}
+        assert result.deviations[0]["planned"] == 2 and result.deviations[0]["observed"] == 3

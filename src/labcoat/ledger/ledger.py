@@ -361,6 +361,7 @@ class Ledger:
         with self._store.read() as tx:
             prior = _plans.verdicts(tx, entry_id)
             others = _plans.family_pvalues(tx, plan.family, entry_id) if plan.family else []
+            members = _plans.family_members(tx, plan.family) if plan.family else 0
         result = analyse(
             plan,
             a,
@@ -371,6 +372,7 @@ class Ledger:
             previous=[PriorVerdict(v.recorded_at, v.fingerprints, v.n_paired) for v in prior],
             revisions=revisions,
             family_pvalues=others,
+            family_members=members,
         )
         with self._store.write() as tx:
             resolved = _entries.resolve(

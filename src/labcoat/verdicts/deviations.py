@@ -63,6 +63,8 @@ class Observation:
     produced_at: str | None = None
     previous: Sequence[PriorVerdict] = ()
     revisions: Sequence[PlanRevision] = ()
+    #: hypotheses registered in the plan's family so far, this one included (0: unknown)
+    family_members: int = 0
 
     @property
     def results_first(self) -> str | None:
@@ -273,6 +275,30 @@ for _name in ("margin", "alpha"):
         falsifies=_FALSIFIES + f" (its {_name})",
         predicts=f"the {_name} is not revised once results exist",
     )(_changed_after_results(_name))
+
+
+@REGISTRY.check(
+    "deviation.family",
+    layer="deviation",
+    falsifies=_FALSIFIES + " (the family it is corrected within)",
+    predicts="the family holds no more hypotheses than the plan declared",
+    applies=lambda o: (
+        None
+        if o.registered.family and o.family_members
+        else "not part of a family, or its members are unknown"
+    ),
+)
+def family_check(o: Observation):
+    declared = o.registered.family_size
+    if o.family_members > declared:
+        return _deviation(
+            "family",
+            declared,
+            o.family_members,
+            f"{o.family_members} hypotheses registered in family {o.registered.family!r}, "
+            f"declared as {declared}: the correction assumed a smaller family",
+        )
+    return passed(f"{o.family_members} of {declared} hypotheses in the family")
 
 
 @REGISTRY.check(

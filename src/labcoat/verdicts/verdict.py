@@ -458,13 +458,14 @@ def analyse(
     previous: Sequence[PriorVerdict] = (),
     revisions: Sequence[PlanRevision] = (),
     family_pvalues: Sequence[float] = (),
+    family_members: int = 0,
 ) -> VerdictResult:
     """Judge ``plan`` on the results of arm ``a`` and arm ``b`` (files, tables or dicts).
 
     ``column``/``metric``: score another column or call the metric otherwise (a deviation the
     verdict reports). ``previous``, ``revisions`` and ``family_pvalues`` are what the ledger
     knows: earlier verdicts on this hypothesis, the plan's sealed revisions and the latest
-    p-values of the other hypotheses in its family.
+    p-values of the other hypotheses in its family, and how many it holds.
     """
     plan = coerce_plan(plan)
     used = plan.revised(
@@ -513,6 +514,7 @@ def analyse(
         produced_at=min(produced) if produced else None,
         previous=tuple(previous),
         revisions=tuple(revisions),
+        family_members=family_members,
     )
     return VerdictResult(
         id=entry_id,

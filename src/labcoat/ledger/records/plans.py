@@ -188,6 +188,14 @@ def family_pvalues(tx: Tx, family: str, other_than: int) -> list[float]:
     return list(latest.values())
 
 
+def family_members(tx: Tx, family: str) -> int:
+    """How many entries' current plans name ``family``."""
+    latest: dict[int, str | None] = {}
+    for entry_id, plan in tx.all("SELECT entry_id, plan FROM entry_plans ORDER BY id"):
+        latest[int(entry_id)] = json.loads(plan).get("family")
+    return sum(name == family for name in latest.values())
+
+
 #: how an entry's verdict came about, as ``ledger list`` and the report show it
 PLANNED, DEVIATING, UNPLANNED, REGISTERED = "planned", "deviating", "unplanned", "registered"
 
