@@ -138,3 +138,12 @@ def test_ledger_show_carries_the_plan_and_the_computed_verdicts(book, cli):
     assert data["plan"] == PLAN.to_dict()
     [verdict] = data["verdicts"]
     assert verdict["verdict"] == "confirmed" and set(verdict["fingerprints"]) == {"a", "b"}
+
+
+def test_the_json_export_carries_plans_and_verdicts(book):
+    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    a, b = arms()
+    book.verdict(entry, a=a, b=b)
+    [exported] = json.loads(book.export("json"))["entries"]
+    assert exported["plans"][0]["revision"] == 1 and exported["plans"][0]["items"] == 200
+    assert exported["verdicts"][0]["verdict"] == "confirmed"
