@@ -128,19 +128,31 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
         assert kinds(book.verdict(entry, a=third[0], b=third[1])) == {"look"}
 
 
-@pytest.mark.parametrize("field, value", [("margin", 0.05), ("alpha", 0.1)])
-def test_margin_or_alpha_changed_after_results_and_its_twin(tmp_path, field, value):
+@pytest.mark.parametrize(
+    "field, first, then, kind",
+    [
+        ("margin", 0.05, 0.1, "margin"),
+        ("alpha", 0.1, 0.2, "alpha"),
+        ("sides", "two-sided", "one-sided", "revised"),
+        ("comparison", "non-inferiority", "equivalence", "revised"),
+    ],
+)
+def test_the_plan_changed_after_results_and_its_twin(tmp_path, field, first, then, kind):
     book, entry = _ledger_entry(tmp_path)
     with book:
-        book.revise_plan(entry, **{field: value})  # before any result: a legitimate revision
+        changes = {field: first, **({"margin": 0.05} if field == "comparison" else {})}
+        book.revise_plan(entry, **changes)  # before any result: a legitimate revision
         time.sleep(0.01)
         a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
         assert book.verdict(entry, a=a, b=b).deviations == []
-        book.revise_plan(entry, **{field: value * 2})  # after the results existed
+        book.revise_plan(entry, **{field: then})  # after the results existed
         result = book.verdict(entry, a=a, b=b)
-        assert kinds(result) == {field}
-        found = next(d for d in result.deviations if d["kind"] == field)
-        assert (found["planned"], found["observed"]) == (value, value * 2)
+        assert kinds(result) == {kind}
+        found = next(d for d in result.deviations if d["kind"] == kind)
+        if kind == "revised":
+            assert (found["planned"], found["observed"]) == ({field: first}, {field: then})
+        else:
+            assert (found["planned"], found["observed"]) == (first, then)
 
 
 def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):

@@ -326,6 +326,49 @@ def registered_late_check(o: Observation):
     return passed("the results were produced after the plan was sealed")
 
 
+#: analysis fields whose change after the results is a deviation of kind "revised" (margin
+#: and alpha have kinds of their own; column, metric, items and seeds are checked on the data)
+REVISABLE = (
+    "comparison",
+    "sides",
+    "test",
+    "better",
+    "cluster",
+    "exclude",
+    "stopping",
+    "looks",
+    "family",
+    "family_size",
+    "correction",
+    "bounds",
+)
+
+
+@REGISTRY.check(
+    "deviation.revised",
+    layer="deviation",
+    falsifies=_FALSIFIES + " (its comparison, test, sides, clusters, exclusions, family)",
+    predicts="the analysis is not revised once results exist",
+)
+def revised_check(o: Observation):
+    if o.results_first is None:
+        return skipped("no results recorded before this verdict")
+    before, now = o.registered, o.plan
+    changed = [f for f in REVISABLE if getattr(before, f) != getattr(now, f)]
+    if changed:
+        return _deviation(
+            "revised",
+            {f: _plain(getattr(before, f)) for f in changed},
+            {f: _plain(getattr(now, f)) for f in changed},
+            f"{', '.join(changed)} revised after results were first recorded ({o.results_first})",
+        )
+    return passed("the analysis is unchanged since results were first recorded")
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
 def find_deviations(observation: Observation) -> list[Finding]:
     """Every deviation check on ``observation``, in declaration order."""
     return [run_check(c, observation) for c in REGISTRY.in_layer("deviation")]
