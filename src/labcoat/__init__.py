@@ -25,6 +25,8 @@ _LAZY: dict[str, str] = {
     "Alert": "labcoat.watch:Alert",
     "scale": "labcoat.scale",
     "audit": "labcoat.audit",  # the package: label_issues, duplicates, contamination, groups
+    "Plan": "labcoat.verdicts.plan:Plan",
+    "verdicts": "labcoat.verdicts",  # the package: review, analyse, VerdictResult
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

@@ -26,7 +26,13 @@ def test_a_new_ledger_has_every_migration_recorded(ledger):
     assert (
         names
         == LEDGER_MIGRATIONS.names()
-        == ["m001_tables", "m002_indexes", "m003_sealed_on_close", "m004_findings_by_entry"]
+        == [
+            "m001_tables",
+            "m002_indexes",
+            "m003_sealed_on_close",
+            "m004_findings_by_entry",
+            "m005_plans_and_verdicts",
+        ]
     )
     assert LEDGER_MIGRATIONS.pending(ledger.storage) == []
     assert LEDGER_MIGRATIONS.apply(ledger.storage) == []  # applying again does nothing

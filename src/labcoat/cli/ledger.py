@@ -43,6 +43,67 @@ def ledger() -> None:
     """A lab notebook: hypotheses, predictions, results, runs and their provenance."""
 
 
+def _plan_fields(fields: tuple[str, ...]) -> dict:
+    """``KEY=VALUE`` plan fields from the command line, each VALUE read as a TOML value (a bare
+    word is text: ``metric=accuracy``)."""
+    import tomllib
+
+    out = {}
+    for item in fields:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--plan-field: expected KEY=VALUE (e.g. margin=0.02); got {item!r}")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _plan_from(plan_file: str | None, fields: tuple[str, ...]):
+    """The plan the options describe: a TOML file, flags, or a file with flags on top."""
+    if plan_file is None and not fields:
+        return None
+    from labcoat.verdicts.plan import Plan
+
+    if plan_file is None:
+        return Plan.from_toml_dict(_plan_fields(fields), source="--plan-field")
+    plan = Plan.read(plan_file)
+    return plan.revised(**_plan_fields(fields)) if fields else plan
+
+
+plan_options = [
+    click.option(
+        "--plan",
+        "plan_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="The analysis registered with the hypothesis: a TOML plan file (labcoat.Plan).",
+    ),
+    click.option(
+        "--plan-field",
+        "plan_fields",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A plan field instead of (or on top of) --plan, e.g. margin=0.02 (repeatable).",
+    ),
+    click.option("--pilot-a", default=None, help="Pilot results of arm A: variance, item set."),
+    click.option("--pilot-b", default=None, help="Pilot results of arm B."),
+]
+
+
+def with_plan_options(command):
+    for option in reversed(plan_options):
+        command = option(command)
+    return command
+
+
+def _review_view(entry_id: int, location: str, review):
+    from rich.console import Group
+
+    return Group(f"recorded entry #{entry_id} in {location}", review)
+
+
 @ledger.command("add")
 @click.argument("title")
 @click.option(
@@ -63,16 +124,84 @@ def ledger() -> None:
 @click.option(
     "--run", "runs", type=int, multiple=True, help="Id of a run this entry is about (repeatable)."
 )
+@with_plan_options
 @ledger_option
 @json_option
-def add_command(title, prediction, experiment, tags, parents, runs, location, as_json):
-    """Record a hypothesis TITLE and its prediction now."""
+def add_command(
+    title,
+    prediction,
+    experiment,
+    tags,
+    parents,
+    runs,
+    plan_file,
+    plan_fields,
+    pilot_a,
+    pilot_b,
+    location,
+    as_json,
+):
+    """Record a hypothesis TITLE and its prediction now (with --plan: its registered analysis,
+    reviewed and sealed; `labcoat verdict ID` judges it later)."""
+    plan = _plan_from(plan_file, plan_fields)
     with _open(location, create=True) as book:
         entry = book.hypothesis(
-            title, predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs
+            title,
+            predict=prediction,
+            experiment=experiment,
+            tags=tags,
+            parents=parents,
+            runs=runs,
+            plan=plan,
+            pilot_a=pilot_a,
+            pilot_b=pilot_b,
         )
         data = {"id": entry.id, "entry": _entry_json(entry), "ledger": book.location}
-        respond(as_json, data, lambda: f"recorded entry #{entry.id} in {book.location}")
+        if plan is None:
+            respond(as_json, data, lambda: f"recorded entry #{entry.id} in {book.location}")
+            return
+        review = book.plan_review(entry)
+        data.update(plan=review.plan.to_dict(), review=[f.to_dict() for f in review.findings])
+        respond(as_json, data, lambda: _review_view(entry.id, book.location, review))
+
+
+@ledger.command("plan")
+@click.argument("entry_id", type=int)
+@with_plan_options
+@ledger_option
+@json_option
+def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, as_json):
+    """Show entry ENTRY_ID's registered plan, or seal a new revision of it (--plan or
+    --plan-field). A revision made after results exist is reported by the verdict."""
+    with _open(location) as book:
+        if plan_file is not None:
+            plan = _plan_from(plan_file, plan_fields)
+            book.revise_plan(entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
+        elif plan_fields:
+            book.revise_plan(
+                entry_id, pilot_a=pilot_a, pilot_b=pilot_b, **_plan_fields(plan_fields)
+            )
+        history = book.plan_history(entry_id)
+        if not history:
+            raise InputError(
+                f"entry {entry_id}: has no plan; give --plan FILE or --plan-field KEY=VALUE"
+            )
+        review = book.plan_review(entry_id)
+        data = {
+            "id": entry_id,
+            "revision": history[-1].revision,
+            "recorded_at": history[-1].recorded_at,
+            "plan": history[-1].plan.to_dict(),
+            "review": [f.to_dict() for f in review.findings],
+        }
+        if as_json:
+            emit_json(data)
+            return
+        click.echo(
+            f"# entry {entry_id}, plan revision {history[-1].revision} ({history[-1].recorded_at})"
+        )
+        click.echo(history[-1].plan.to_toml(), nl=False)
+        console().print(review)
 
 
 @ledger.command("resolve")
@@ -164,8 +293,16 @@ def list_command(
         )
         from labcoat.ledger.views import entries_table
 
-        data = {"count": len(found), "entries": [_entry_json(e) for e in found]}
-        respond(as_json, data, lambda: entries_table(found, title=f"{len(found)} entries"))
+        status = book.plan_status(found)
+        data = {
+            "count": len(found),
+            "entries": [{**_entry_json(e), "plan": status.get(e.id, "")} for e in found],
+        }
+        respond(
+            as_json,
+            data,
+            lambda: entries_table(found, title=f"{len(found)} entries", plan_status=status),
+        )
 
 
 @ledger.command("show")
@@ -201,10 +338,14 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         found = book.findings(entry=entry_id)
         from labcoat.ledger.views import entry_view
 
+        plan = book.plan(entry_id)
+        computed = book.verdicts(entry_id)
         data = {
             "entry": _entry_json(entry),
             "history": [_entry_json(h) for h in history],
             "findings": [f.to_dict() for f in found],
+            "plan": None if plan is None else plan.to_dict(),
+            "verdicts": [v.result for v in computed],
         }
         respond(as_json, data, lambda: entry_view(entry, history, found))
 

@@ -156,7 +156,15 @@ def everything(ledger: "Ledger", *, since: Any = None, until: Any = None) -> dic
             "location": ledger.location,
             "exported_at": now(),
             "entries": [
-                {**e.to_dict(), "history": [h.to_dict() for h in ledger.history(e.id)]}
+                {
+                    **e.to_dict(),
+                    "history": [h.to_dict() for h in ledger.history(e.id)],
+                    "plans": [
+                        {"revision": p.revision, "recorded_at": p.recorded_at, **p.plan.to_dict()}
+                        for p in ledger.plan_history(e.id)
+                    ],
+                    "verdicts": [v.result for v in ledger.verdicts(e.id)],
+                }
                 for e in found
             ],
             "runs": [r.to_dict() for r in runs],

@@ -22,6 +22,7 @@ from labcoat.findings import Finding
 from labcoat.ledger.records import entries as _entries
 from labcoat.ledger.records import events as _events
 from labcoat.ledger.records import findings as _findings
+from labcoat.ledger.records import plans as _plans
 from labcoat.ledger.records import runs as _runs
 from labcoat.ledger.records.entries import Entry
 from labcoat.ledger.records.events import Event
@@ -217,10 +218,26 @@ class Ledger:
         experiment: str | None = None,
         parents: Iterable[int | Entry] = (),
         runs: Iterable[int | Run | ActiveRun] = (),
+        plan: Any = None,
+        pilot_a: Any = None,
+        pilot_b: Any = None,
     ) -> Entry:
-        """Record a suspected cause and its prediction now, before the experiment."""
+        """Record a suspected cause and its prediction now, before the experiment.
+
+        ``plan`` (a :class:`labcoat.Plan`, a dict of its fields or a TOML file) is the analysis
+        registered with it: its design is reviewed (``pilot_a``/``pilot_b``: a pilot run of each
+        arm gives the variance and item sets; see :meth:`plan_review`) and it is sealed into the
+        hash chain in the same transaction as the entry, so :meth:`verdict` can judge it later.
+        """
+        reviewed = None
+        if plan is not None:
+            from labcoat.verdicts.review import review
+
+            reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
+        elif pilot_a is not None or pilot_b is not None:
+            raise InputError("pilot_a/pilot_b: a pilot is reviewed with a plan; give plan= too")
         with self._store.write() as tx:
-            return _entries.create(
+            entry = _entries.create(
                 tx,
                 title=title,
                 prediction=predict,
@@ -229,6 +246,160 @@ class Ledger:
                 parents=parents,
                 runs=runs,
             )
+            if reviewed is not None:
+                _plans.seal_plan(
+                    tx,
+                    entry.id,
+                    reviewed.plan.to_dict(),
+                    [f.to_dict() for f in reviewed.findings],
+                    entry.hash,
+                    entry.author,
+                )
+            return entry
+
+    # ---- plans and verdicts ------------------------------------------------------------
+
+    def plan_history(self, entry_id: int | Entry) -> list[Any]:
+        """Every sealed revision of an entry's plan, oldest first, as
+        :class:`labcoat.verdicts.PlanRevision` (empty when it has no plan)."""
+        from labcoat.verdicts.deviations import PlanRevision
+        from labcoat.verdicts.plan import Plan
+
+        entry_id = int(getattr(entry_id, "id", entry_id))
+        with self._store.read() as tx:
+            _entries.current(tx, entry_id)
+            stored = _plans.plans(tx, entry_id)
+        return [
+            PlanRevision(s.revision, s.recorded_at, Plan.from_dict(s.plan, source="sealed plan"))
+            for s in stored
+        ]
+
+    def plan(self, entry_id: int | Entry) -> Any:
+        """The entry's current :class:`labcoat.Plan`, or None when it has none."""
+        history = self.plan_history(entry_id)
+        return history[-1].plan if history else None
+
+    def plan_review(self, entry_id: int | Entry) -> Any:
+        """The design review sealed with the entry's current plan (a
+        :class:`labcoat.verdicts.ReviewResult`)."""
+        from labcoat.verdicts.plan import Plan
+        from labcoat.verdicts.review import ReviewResult
+
+        entry_id = int(getattr(entry_id, "id", entry_id))
+        with self._store.read() as tx:
+            stored = _plans.plans(tx, entry_id)
+        if not stored:
+            raise InputError(
+                f"entry {entry_id}: has no plan; `labcoat ledger add --plan` registers one"
+            )
+        last = stored[-1]
+        return ReviewResult(
+            Plan.from_dict(last.plan), tuple(Finding.from_dict(f) for f in last.review)
+        )
+
+    def revise_plan(
+        self,
+        entry_id: int | Entry,
+        plan: Any = None,
+        *,
+        pilot_a: Any = None,
+        pilot_b: Any = None,
+        **changes: Any,
+    ) -> Any:
+        """Seal a new revision of the entry's plan (``plan``, or the current one with
+        ``changes``) and a matching entry revision; the earlier revisions are kept, and a
+        verdict compares the plan in force when results first existed with the current one."""
+        from labcoat.verdicts.plan import coerce_plan
+        from labcoat.verdicts.review import review
+
+        entry_id = int(getattr(entry_id, "id", entry_id))
+        if plan is None:
+            current = self.plan(entry_id)
+            if current is None:
+                raise InputError(f"entry {entry_id}: has no plan to revise; give plan=")
+            plan = current.revised(**changes)
+        elif changes:
+            plan = coerce_plan(plan).revised(**changes)
+        reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
+        with self._store.write() as tx:
+            entry = _entries.revise(tx, entry_id, "plan revised")
+            _plans.seal_plan(
+                tx,
+                entry_id,
+                reviewed.plan.to_dict(),
+                [f.to_dict() for f in reviewed.findings],
+                entry.hash,
+                entry.author,
+            )
+        return reviewed.plan
+
+    def verdict(
+        self,
+        entry_id: int | Entry,
+        *,
+        a: Any,
+        b: Any,
+        column: str | None = None,
+        metric: str | None = None,
+    ) -> Any:
+        """Judge the entry by its registered plan on the results of arm ``a`` and arm ``b``
+        (files, :class:`labcoat.stats.Table` s or dicts of columns) and record the verdict: a
+        sealed verdict row and the entry's next revision (its result and verdict). Returns the
+        :class:`labcoat.verdicts.VerdictResult`, deviations included; ``column``/``metric``
+        analyse another column or metric, which the verdict reports as a deviation."""
+        from labcoat.verdicts.deviations import PriorVerdict
+        from labcoat.verdicts.verdict import analyse
+
+        entry_id = int(getattr(entry_id, "id", entry_id))
+        revisions = self.plan_history(entry_id)
+        if not revisions:
+            raise InputError(
+                f"entry {entry_id}: has no registered plan, so there is no analysis to run; "
+                "register one (`labcoat ledger add ... --plan plan.toml`) or resolve it by hand"
+            )
+        plan = revisions[-1].plan
+        with self._store.read() as tx:
+            prior = _plans.verdicts(tx, entry_id)
+            others = _plans.family_pvalues(tx, plan.family, entry_id) if plan.family else []
+            members = _plans.family_members(tx, plan.family) if plan.family else 0
+        result = analyse(
+            plan,
+            a,
+            b,
+            entry_id=entry_id,
+            column=column,
+            metric=metric,
+            previous=[PriorVerdict(v.recorded_at, v.fingerprints, v.n_paired) for v in prior],
+            revisions=revisions,
+            family_pvalues=others,
+            family_members=members,
+        )
+        with self._store.write() as tx:
+            resolved = _entries.resolve(
+                tx, entry_id, result=result.summary(), verdict=result.verdict
+            )
+            _plans.record_verdict(
+                tx,
+                entry_id=entry_id,
+                plan_revision=revisions[-1].revision,
+                result=result.record_dict(),
+                family=plan.family,
+                entry_hash=resolved.hash,
+            )
+        return result
+
+    def verdicts(self, entry_id: int | Entry | None = None) -> list[Any]:
+        """The verdicts the ledger computed (of one entry, or all), oldest first, as stored."""
+        with self._store.read() as tx:
+            return _plans.verdicts(
+                tx, None if entry_id is None else int(getattr(entry_id, "id", entry_id))
+            )
+
+    def plan_status(self, entries: Iterable[Entry]) -> dict[int, str]:
+        """Per entry: ``planned``, ``deviating``, ``unplanned``, ``registered`` or ``""`` (see
+        :func:`labcoat.ledger.records.plans.plan_status`)."""
+        with self._store.read() as tx:
+            return _plans.plan_status(tx, entries)
 
     def entry(self, entry_id: int | Entry) -> Entry:
         with self._store.read() as tx:

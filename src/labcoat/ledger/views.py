@@ -44,19 +44,40 @@ def _short(text: str | None, width: int = 60) -> str:
     return first if len(first) <= width else first[: width - 1] + "…"
 
 
-def entries_table(entries: Iterable["Entry"], *, title: str | None = None) -> Table:
+#: how an entry's verdict came about (``Ledger.plan_status``), as ``ledger list`` shows it
+PLAN_STYLE = {
+    "planned": "green",
+    "deviating": "bold red",
+    "unplanned": "yellow",
+    "registered": "cyan",
+}
+
+
+def entries_table(
+    entries: Iterable["Entry"],
+    *,
+    title: str | None = None,
+    plan_status: dict[int, str] | None = None,
+) -> Table:
     table = Table(title=title)
-    for name in ("id", "created", "verdict", "title", "prediction", "tags"):
+    names = ["id", "created", "verdict", "title", "prediction", "tags"]
+    if plan_status is not None:
+        names.insert(3, "plan")
+    for name in names:
         table.add_column(name, overflow="fold")
     for e in entries:
-        table.add_row(
+        cells = [
             str(e.id),
             e.created_at[:16].replace("T", " "),
             verdict_text(e.verdict),
             _short(e.title),
             _short(e.prediction, 40),
             ", ".join(e.tags),
-        )
+        ]
+        if plan_status is not None:
+            status = plan_status.get(e.id, "")
+            cells.insert(3, Text(status, style=PLAN_STYLE.get(status, "")))
+        table.add_row(*cells)
     return table
 
 

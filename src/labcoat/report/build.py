@@ -97,7 +97,8 @@ def from_ledger(
                 build = SECTIONS.get(source) or _findings(source)
                 page.add(build(run, found, events))
     entries = ledger.entries(since=since) if since else ledger.entries()
-    page.add(ledger_section(entries, chosen))
+    status = ledger.plan_status(entries) if hasattr(ledger, "plan_status") else None
+    page.add(ledger_section(entries, chosen, plan_status=status))
     return page
 
 

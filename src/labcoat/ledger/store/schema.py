@@ -101,7 +101,44 @@ EVENTS = ChainSpec.of(
     message=str,
     data=str,
 )
-CHAINS: tuple[ChainSpec, ...] = (ENTRY_REVISIONS, RUNS, RUN_ENDS, FINDINGS, EVENTS)
+#: a hypothesis' pre-registered plan, one row per revision, sealed with the entry revision
+#: it was written beside (``entry_hash``)
+ENTRY_PLANS = ChainSpec.of(
+    "entry_plans",
+    id=int,
+    entry_id=int,
+    revision=int,
+    recorded_at=str,
+    plan=str,
+    review=str,
+    entry_hash=str,
+    author=str,
+)
+#: a verdict the ledger computed from a plan, sealed with the entry revision it resolved
+ENTRY_VERDICTS = ChainSpec.of(
+    "entry_verdicts",
+    id=int,
+    entry_id=int,
+    plan_revision=int,
+    recorded_at=str,
+    verdict=str,
+    family=str,
+    pvalue=float,
+    n_paired=int,
+    deviations=int,
+    fingerprints=str,
+    result=str,
+    entry_hash=str,
+)
+CHAINS: tuple[ChainSpec, ...] = (
+    ENTRY_REVISIONS,
+    RUNS,
+    RUN_ENDS,
+    FINDINGS,
+    EVENTS,
+    ENTRY_PLANS,
+    ENTRY_VERDICTS,
+)
 
 LEDGER_MIGRATIONS = Migrations("ledger")
 
@@ -175,7 +212,7 @@ def m001_tables(tx: Tx) -> None:
             severity TEXT, value {real}, message TEXT, data TEXT,
             prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""")
     )
-    for spec in CHAINS:
+    for spec in (ENTRY_REVISIONS, RUNS, RUN_ENDS, FINDINGS, EVENTS):  # the chains of 0.1
         tx.execute(
             "INSERT INTO chain_heads (name, last_id, hash) VALUES (?, 0, ?)", (spec.table, GENESIS)
         )
@@ -211,3 +248,33 @@ def m004_findings_by_entry(tx: Tx) -> None:
     """``ledger list`` leaves out the entries labcoat 0.1 wrote per doctor check: those that a
     finding points to."""
     tx.execute("CREATE INDEX ix_findings_entry ON findings (entry_id)")
+
+
+@LEDGER_MIGRATIONS()
+def m005_plans_and_verdicts(tx: Tx) -> None:
+    """Pre-registered plans and the verdicts computed from them (:mod:`labcoat.verdicts`), two
+    more hash chains beside the entries'."""
+    ddl = tx.dialect.ddl
+    tx.execute(
+        ddl("""
+        CREATE TABLE entry_plans (
+            id {int} PRIMARY KEY, entry_id {int} NOT NULL, revision {int} NOT NULL,
+            recorded_at TEXT NOT NULL, plan TEXT NOT NULL, review TEXT, entry_hash TEXT NOT NULL,
+            author TEXT, prev_hash TEXT NOT NULL, hash TEXT NOT NULL,
+            UNIQUE (entry_id, revision))""")
+    )
+    tx.execute(
+        ddl("""
+        CREATE TABLE entry_verdicts (
+            id {int} PRIMARY KEY, entry_id {int} NOT NULL, plan_revision {int} NOT NULL,
+            recorded_at TEXT NOT NULL, verdict TEXT NOT NULL, family TEXT, pvalue {real},
+            n_paired {int} NOT NULL, deviations {int} NOT NULL, fingerprints TEXT NOT NULL,
+            result TEXT NOT NULL, entry_hash TEXT NOT NULL,
+            prev_hash TEXT NOT NULL, hash TEXT NOT NULL)""")
+    )
+    tx.execute("CREATE INDEX ix_entry_verdicts_entry ON entry_verdicts (entry_id, id)")
+    tx.execute("CREATE INDEX ix_entry_verdicts_family ON entry_verdicts (family, entry_id)")
+    for spec in (ENTRY_PLANS, ENTRY_VERDICTS):
+        tx.execute(
+            "INSERT INTO chain_heads (name, last_id, hash) VALUES (?, 0, ?)", (spec.table, GENESIS)
+        )

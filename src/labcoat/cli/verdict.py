@@ -1,0 +1,47 @@
+"""``labcoat verdict ID --a A --b B``: judge a hypothesis by the plan registered with it.
+
+Runs exactly the registered analysis (through :meth:`labcoat.Ledger.verdict`), records the
+verdict in the ledger and prints it; the first line says when the analysis deviated from its
+plan. Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import click
+
+from labcoat.cli.output import json_option, respond
+
+
+@click.command("verdict")
+@click.argument("entry_id", type=int)
+@click.option(
+    "--a", "file_a", required=True, help="Results of arm A (jsonl/CSV, lm-eval, Inspect)."
+)
+@click.option("--b", "file_b", required=True, help="Results of arm B, the baseline or control.")
+@click.option(
+    "--score",
+    "column",
+    default=None,
+    help="Score another column than the plan's (reported as a deviation).",
+)
+@click.option(
+    "--metric", default=None, help="Call the metric otherwise than the plan (a deviation)."
+)
+@click.option(
+    "--ledger",
+    "location",
+    metavar="PATH_OR_URL",
+    default=None,
+    help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db).",
+)
+@json_option
+def verdict(entry_id, file_a, file_b, column, metric, location, as_json) -> None:
+    """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.
+
+    Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
+    from labcoat.ledger import Ledger
+
+    with Ledger(location, create=False) as book:
+        result = book.verdict(entry_id, a=file_a, b=file_b, column=column, metric=metric)
+    respond(as_json, result, lambda: result)
+    raise click.exceptions.Exit(result.exit_code)

@@ -1,0 +1,533 @@
+"""The verdict: run exactly the registered analysis and say confirmed, refuted or inconclusive.
+
+The analysis is the plan's, through :mod:`labcoat.stats`: the paired difference with CR1
+clustered standard errors (:func:`labcoat.stats.compare`, what ``labcoat stats compare``
+runs), McNemar's test (:func:`labcoat.stats.mcnemar`), a paired bootstrap for F1-like metrics
+(:func:`labcoat.stats.bootstrap_difference`), or an anytime-valid confidence sequence under a
+sequential plan (:class:`labcoat.stats.ConfidenceSequence`). The choice of test is made when
+the plan is written (:meth:`Plan.resolved_test`), never from the data.
+
+With ``d`` the difference A − B (oriented by ``better``) and ``t`` the threshold (``+margin``
+for superiority, ``-margin`` for non-inferiority):
+
+* **confirmed**: the p-value of ``H0: d ≤ t`` (TOST ``|d| ≥ margin`` for equivalence), adjusted
+  within the family (Holm or BH, the family's unrecorded members counted as p = 1), is ≤ α;
+* **refuted**: the interval at the plan's level lies entirely on the wrong side of ``t``
+  (outside ``±margin`` for equivalence);
+* **inconclusive**: neither.
+
+The interval is two-sided at ``1 − α`` for a two-sided plan and at ``1 − 2α`` for a one-sided
+plan or an equivalence (its bound on each side is the one-sided ``1 − α`` bound).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.interval import ConfidenceInterval
+from labcoat.result import Result
+from labcoat.verdicts.deviations import (
+    Observation,
+    PlanRevision,
+    PriorVerdict,
+    deviations_of,
+    find_deviations,
+)
+from labcoat.verdicts.plan import Plan, coerce_plan
+
+#: exit codes of ``labcoat verdict``
+EXIT_CODES = {"confirmed": 0, "refuted": 1, "inconclusive": 4}
+
+
+# ---- the data of one arm ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    """The rows of one arm the plan uses, after its planned exclusions."""
+
+    source: str
+    ids: np.ndarray
+    scores: np.ndarray | None
+    cluster: np.ndarray | None
+    seeds: np.ndarray | None
+    truth: np.ndarray | None
+    fingerprint: str
+    produced_at: str | None
+    excluded: int
+
+
+def _table(data: Any, name: str):
+    from labcoat.stats.readers import Table, read_table
+
+    if isinstance(data, Table):
+        return data, None
+    if isinstance(data, Mapping):
+        return Table(name, {k: np.asarray(v, dtype=object) for k, v in data.items()}), None
+    if isinstance(data, (str, os.PathLike)):
+        return read_table(data), Path(data)
+    raise InputError(
+        f"{name}: expected a results file, a labcoat.stats.Table or a dict of columns; got "
+        f"{type(data).__name__}"
+    )
+
+
+def _produced_at(path: Path | None) -> str | None:
+    if path is None or not path.exists():
+        return None
+    files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
+    if not files:
+        return None
+    mtime = max(p.stat().st_mtime for p in files)
+    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="microseconds")
+
+
+def _digest(*columns: np.ndarray | None) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for col in columns:
+        h.update(b"\x1e")
+        if col is not None:
+            h.update("\x1f".join(map(str, col.tolist())).encode())
+    return f"blake2b:{h.hexdigest()}"
+
+
+def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
+    """One arm's rows (a results file, a :class:`labcoat.stats.Table` or a dict of columns)
+    as the plan reads them, without the items the plan excludes."""
+    table, path = _table(data, name)
+    ids = table.labels(plan.id)
+    bootstrap = plan.resolved_test() == "bootstrap"
+    scores = None if bootstrap else table.scores(column)
+    truth = table.labels(plan.label) if bootstrap else None
+    predicted = table.labels(column) if bootstrap else None
+    # the clusters are arm A's (as `labcoat stats compare` reads them); B may lack the column
+    optional = name.endswith("b") and plan.cluster not in table.columns
+    cluster = None if plan.cluster is None or optional else table.labels(plan.cluster)
+    seeds = None if plan.seed_column is None else table.labels(plan.seed_column)
+    keep = ~np.isin(ids, np.array(plan.exclude, dtype=object)) if plan.exclude else None
+    if keep is not None:
+        ids, cluster, seeds, truth, predicted = (
+            None if x is None else x[keep] for x in (ids, cluster, seeds, truth, predicted)
+        )
+        scores = None if scores is None else scores[keep]
+    if ids.size == 0:
+        raise InputError(f"{table.source}: no rows left after the plan's exclusions")
+    return Arm(
+        source=table.source,
+        ids=ids,
+        scores=predicted if bootstrap else scores,
+        cluster=cluster,
+        seeds=seeds,
+        truth=truth,
+        fingerprint=_digest(ids, predicted if bootstrap else scores, seeds, truth),
+        produced_at=_produced_at(path),
+        excluded=0 if keep is None else int((~keep).sum()),
+    )
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Per-item means of both arms on the items they share, in A's order."""
+
+    ids: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    cluster: np.ndarray | None
+    counts_a: np.ndarray
+    counts_b: np.ndarray
+    only_a: list[str]
+    only_b: list[str]
+
+
+def paired_means(a: Arm, b: Arm) -> Pairs:
+    """The items both arms scored (answers averaged per item) and those one arm lacks."""
+    from labcoat.stats._questions import per_question, question_scores, shared_ids
+
+    qa = question_scores(a.scores, a.ids, name=a.source)
+    qb = question_scores(b.scores, b.ids, name=b.source)
+    match = shared_ids(qa.ids, qb.ids)
+    cluster = None
+    if a.cluster is not None:
+        cluster = per_question(a.cluster, qa, "cluster")[match.index_a]
+    return Pairs(
+        qa.ids[match.index_a],
+        qa.means[match.index_a],
+        qb.means[match.index_b],
+        cluster,
+        qa.counts[match.index_a],
+        qb.counts[match.index_b],
+        [str(v) for v in match.only_a],
+        [str(v) for v in match.only_b],
+    )
+
+
+# ---- tests ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a test says about ``d`` = A − B: the estimate, its interval, the p-value of the
+    plan's null (None for a confidence sequence), the MDE and the n the test used."""
+
+    estimate: float
+    ci: ConfidenceInterval
+    pvalue: float | None
+    mde: float | None
+    n_paired: int
+
+
+def level(plan: Plan, alpha: float | None = None) -> float:
+    """The interval's level: ``1 − α`` two-sided, ``1 − 2α`` one-sided or equivalence."""
+    alpha = plan.alpha if alpha is None else alpha
+    return (
+        1 - alpha
+        if plan.sides == "two-sided" and plan.comparison != "equivalence"
+        else 1 - 2 * alpha
+    )
+
+
+def threshold(plan: Plan) -> float:
+    """The oriented value ``d`` must exceed: +margin (superiority), −margin (non-inferiority)."""
+    return -plan.margin if plan.comparison == "non-inferiority" else plan.margin
+
+
+def sign(plan: Plan) -> float:
+    return 1.0 if plan.better == "higher" else -1.0
+
+
+def t_pvalue(plan: Plan, diff: float, se: float, df: float | None) -> float:
+    """p-value of the plan's null for a t (or z) statistic: one-sided, two-sided or TOST."""
+    from labcoat.stats._distributions import two_sided_pvalue, upper_tail
+
+    e = sign(plan) * diff
+
+    def tail(x: float) -> float:  # P(T >= x / se)
+        if se == 0:
+            return 0.0 if x > 0 else 1.0
+        return upper_tail(x / se, df)
+
+    if plan.comparison == "equivalence":
+        return max(tail(e + plan.margin), tail(plan.margin - e))
+    t = threshold(plan)
+    if plan.sides == "two-sided":
+        if se == 0:
+            return 0.0 if e != t else 1.0
+        return two_sided_pvalue((e - t) / se, df)
+    return tail(e - t)
+
+
+def _paired(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
+    from labcoat.stats.compare import compare, detectable_effect
+
+    result = compare(a.scores, b.scores, a.cluster, level(plan), ids_a=a.ids, ids_b=b.ids)
+    return Estimate(
+        result.diff,
+        result.ci,
+        t_pvalue(plan, result.diff, result.se, result.df),
+        detectable_effect(result.se, level(plan, alpha_mde), result.df, plan.power),
+        result.n,
+    )
+
+
+def _mcnemar(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
+    from labcoat.stats.compare import compare, detectable_effect
+    from labcoat.stats.proportions import mcnemar
+
+    pairs = paired_means(a, b)
+    if (pairs.counts_a > 1).any() or (pairs.counts_b > 1).any():
+        raise InputError(
+            "McNemar's test needs one 0/1 answer per item in each arm; some items have several "
+            'rows: plan test = "paired" for several seeds'
+        )
+    test = mcnemar(pairs.a, pairs.b)
+    result = compare(pairs.a, pairs.b, None, level(plan))
+    e = sign(plan) * result.diff
+    if plan.sides == "two-sided":
+        p = test.pvalue
+    else:
+        p = test.pvalue / 2 if e > 0 else 1 - test.pvalue / 2
+    return Estimate(
+        result.diff,
+        result.ci,
+        float(p),
+        detectable_effect(result.se, level(plan, alpha_mde), result.df, plan.power),
+        result.n,
+    )
+
+
+def _bootstrap(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
+    from labcoat.stats._questions import shared_ids
+    from labcoat.stats.bootstrap import bootstrap_difference, classification_statistics
+
+    match = shared_ids(a.ids, b.ids)
+    ia, ib = match.index_a, match.index_b
+    if len(set(a.ids.tolist())) != a.ids.size or len(set(b.ids.tolist())) != b.ids.size:
+        raise InputError("a bootstrap of F1-like metrics needs one row per item in each arm")
+    positive = "1"
+    stats_a = classification_statistics(a.truth[ia], a.scores[ia], pos_label=positive)
+    stats_b = classification_statistics(b.truth[ib], b.scores[ib], pos_label=positive)
+    boot = bootstrap_difference(
+        stats_a,
+        stats_b,
+        plan.metric,
+        n_resamples=plan.resamples,
+        confidence=level(plan),
+        random_state=plan.seed,
+    )
+    values = sign(plan) * boot.bootstrap_distribution
+    count = values.size + 1
+
+    def above(x: float) -> float:  # bootstrap p of "d <= x": the share of resamples at or below
+        return float(((values <= x).sum() + 1) / count)
+
+    def below(x: float) -> float:
+        return float(((values >= x).sum() + 1) / count)
+
+    t = threshold(plan)
+    if plan.comparison == "equivalence":
+        p = max(above(-plan.margin), below(plan.margin))
+    elif plan.sides == "two-sided":
+        p = min(1.0, 2 * min(above(t), below(t)))
+    else:
+        p = above(t)
+    from labcoat.stats._distributions import quantile
+
+    z = quantile(1 - (1 - level(plan, alpha_mde)) / 2) + quantile(plan.power)
+    return Estimate(boot.statistic, boot.ci, p, z * boot.se, int(ia.size))
+
+
+def _sequential(plan: Plan, a: Arm, b: Arm, alpha: float) -> Estimate:
+    from labcoat.stats.sequential import ConfidenceSequence
+
+    pairs = paired_means(a, b)
+    lo, hi = plan.bounds
+    cs = ConfidenceSequence(lo - hi, hi - lo, level(plan, alpha)).update(pairs.a - pairs.b)
+    return Estimate(cs.mean, cs.interval, None, None, int(pairs.ids.size))
+
+
+TESTS = {"paired": _paired, "mcnemar": _mcnemar, "bootstrap": _bootstrap, "sequential": _sequential}
+
+
+def family_alpha(plan: Plan) -> float:
+    """α per hypothesis when a p-value is not adjusted (Bonferroni over the family)."""
+    return plan.alpha / plan.family_size if plan.correction != "none" else plan.alpha
+
+
+def adjust(plan: Plan, p: float | None, others: Sequence[float] = ()) -> float | None:
+    """``p`` adjusted within the family: the other members' latest p-values, and p = 1 for
+    the members not judged yet (which never makes the adjustment less strict)."""
+    if p is None:
+        return None
+    if plan.correction == "none" or plan.family_size == 1 and not others:
+        return p
+    from labcoat.stats.multiple import adjust_pvalues
+
+    padding = [1.0] * max(0, plan.family_size - 1 - len(others))
+    return float(adjust_pvalues([p, *others, *padding], plan.correction, plan.alpha).adjusted[0])
+
+
+def decide(plan: Plan, ci: ConfidenceInterval, p_adjusted: float | None, estimate: float) -> str:
+    """confirmed / refuted / inconclusive from the adjusted p-value and the interval."""
+    s, t, m = sign(plan), threshold(plan), plan.margin
+    low, high = sorted((s * ci.low, s * ci.high))
+    if plan.comparison == "equivalence":
+        inside = -m < low and high < m if p_adjusted is None else p_adjusted <= plan.alpha
+        if inside:
+            return "confirmed"
+        return "refuted" if low > m or high < -m else "inconclusive"
+    if p_adjusted is None:
+        confirmed = low > t
+    else:
+        confirmed = p_adjusted <= plan.alpha and s * estimate > t
+    if confirmed:
+        return "confirmed"
+    return "refuted" if high < t else "inconclusive"
+
+
+# ---- the result -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerdictResult(Result):
+    """A hypothesis judged by its registered plan, with every deviation the data shows."""
+
+    engine: ClassVar[str] = "verdicts"
+    view: ClassVar[str | None] = "labcoat.verdicts.view:verdict_view"
+    section: ClassVar[str | None] = "labcoat.verdicts.view:verdict_section"
+    title: ClassVar[str] = "Verdict"
+
+    id: int | None
+    verdict: str
+    estimate: float
+    ci: ConfidenceInterval
+    pvalue: float | None
+    pvalue_adjusted: float | None
+    mde: float | None
+    n: dict[str, int]
+    plan: Plan
+    test: str
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    checks: tuple[Finding, ...] = ()
+    sources: tuple[str, str] = ("", "")
+
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.checks)
+
+    @property
+    def deviations(self) -> list[dict[str, Any]]:
+        return deviations_of(self.checks)
+
+    @property
+    def planned(self) -> bool:
+        """True when the analysis went by the plan (no deviation found)."""
+        return not self.deviations
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def headline(self) -> str:
+        """The first line: the verdict, and whether the analysis deviated from its plan."""
+        who = f"#{self.id} " if self.id is not None else ""
+        line = f"{who}{self.verdict}"
+        if self.deviations:
+            kinds = ", ".join(dict.fromkeys(d["kind"] for d in self.deviations))
+            return f"{line}, DEVIATING FROM ITS PLAN ({len(self.deviations)}: {kinds})"
+        return f"{line}, by the registered plan"
+
+    def summary(self) -> str:
+        """One line for the entry's result."""
+        p = "" if self.pvalue_adjusted is None else f", p_adj = {self.pvalue_adjusted:.3g}"
+        return (
+            f"{self.headline}: {self.plan.metric} A − B = {self.estimate:+.4g} "
+            f"[{self.ci.low:+.4g}, {self.ci.high:+.4g}]{p}, n = {self.n['paired']} ({self.test})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "verdict": self.verdict,
+            "estimate": self.estimate,
+            "ci": [self.ci.low, self.ci.high],
+            "pvalue": self.pvalue,
+            "pvalue_adjusted": self.pvalue_adjusted,
+            "mde": self.mde,
+            "n": dict(self.n),
+            "deviations": self.deviations,
+            "plan": self.plan.to_dict(),
+        }
+
+    def record_dict(self) -> dict[str, Any]:
+        """What the ledger seals: :meth:`to_dict` plus the test, fingerprints and findings."""
+        return {
+            **self.to_dict(),
+            "test": self.test,
+            "fingerprints": dict(self.fingerprints),
+            "sources": list(self.sources),
+            "findings": [f.to_dict() for f in self.checks],
+        }
+
+
+def _observed_seeds(arm: Arm, counts: np.ndarray) -> tuple[tuple[str, ...], bool]:
+    if arm.seeds is not None:
+        return tuple(sorted(set(arm.seeds.tolist()))), True
+    k = int(counts.max()) if counts.size else 0
+    return tuple(str(i + 1) for i in range(k)), False
+
+
+def analyse(
+    plan: Any,
+    a: Any,
+    b: Any,
+    *,
+    entry_id: int | None = None,
+    column: str | None = None,
+    metric: str | None = None,
+    previous: Sequence[PriorVerdict] = (),
+    revisions: Sequence[PlanRevision] = (),
+    family_pvalues: Sequence[float] = (),
+    family_members: int = 0,
+) -> VerdictResult:
+    """Judge ``plan`` on the results of arm ``a`` and arm ``b`` (files, tables or dicts).
+
+    ``column``/``metric``: score another column or call the metric otherwise (a deviation the
+    verdict reports). ``previous``, ``revisions`` and ``family_pvalues`` are what the ledger
+    knows: earlier verdicts on this hypothesis, the plan's sealed revisions and the latest
+    p-values of the other hypotheses in its family, and how many it holds.
+    """
+    plan = coerce_plan(plan)
+    used = plan.revised(
+        column=column if column is not None else plan.column,
+        metric=metric if metric is not None else plan.metric,
+    )
+    arm_a = load_arm(a, used, used.column, "a")
+    arm_b = load_arm(b, used, used.column, "b")
+    test = used.resolved_test()
+    alpha = family_alpha(used)
+    if test != "bootstrap":
+        pairs = paired_means(arm_a, arm_b)
+        if pairs.ids.size < 2:
+            raise InputError(
+                f"a and b share {pairs.ids.size} item(s) on {used.id!r}; a paired verdict needs at "
+                "least 2: check that both files name the same item ids"
+            )
+        only_a, only_b = pairs.only_a, pairs.only_b
+        (seeds_a, named), (seeds_b, _) = (
+            _observed_seeds(arm_a, pairs.counts_a),
+            _observed_seeds(arm_b, pairs.counts_b),
+        )
+    else:
+        ids_a, ids_b = set(arm_a.ids.tolist()), set(arm_b.ids.tolist())
+        only_a, only_b = sorted(ids_a - ids_b), sorted(ids_b - ids_a)
+        seeds_a = seeds_b = None
+        named = True
+    est = TESTS[test](used, arm_a, arm_b, alpha)
+    p_adj = adjust(used, est.pvalue, family_pvalues)
+    verdict = decide(used, est.ci, p_adj, est.estimate)
+    fingerprints = {"a": arm_a.fingerprint, "b": arm_b.fingerprint}
+    produced = [t for t in (arm_a.produced_at, arm_b.produced_at) if t]
+    observation = Observation(
+        plan=plan,
+        column=used.column,
+        metric=used.metric,
+        n_a=len(set(arm_a.ids.tolist())),
+        n_b=len(set(arm_b.ids.tolist())),
+        n_paired=est.n_paired,
+        only_a=only_a,
+        only_b=only_b,
+        seeds_a=seeds_a,
+        seeds_b=seeds_b,
+        seeds_named=named,
+        fingerprints=fingerprints,
+        produced_at=min(produced) if produced else None,
+        previous=tuple(previous),
+        revisions=tuple(revisions),
+        family_members=family_members,
+    )
+    return VerdictResult(
+        id=entry_id,
+        verdict=verdict,
+        estimate=float(est.estimate),
+        ci=ConfidenceInterval(float(est.ci.low), float(est.ci.high)),
+        pvalue=est.pvalue,
+        pvalue_adjusted=p_adj,
+        mde=None if est.mde is None or not math.isfinite(est.mde) else float(est.mde),
+        n={"a": observation.n_a, "b": observation.n_b, "paired": est.n_paired},
+        plan=plan,
+        test=test,
+        fingerprints=fingerprints,
+        checks=tuple(find_deviations(observation)),
+        sources=(arm_a.source, arm_b.source),
+    )

@@ -1,0 +1,190 @@
+"""Deviations are found, not confessed: each kind has a planted case that must be flagged with
+that kind, and a by-the-plan twin that must not be flagged at all."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from labcoat.ledger import Ledger
+from labcoat.verdicts import Plan, analyse
+
+N, CLUSTER, SEEDS = 60, 6, 2
+PLAN = Plan(
+    metric="accuracy",
+    column="correct",
+    id="qid",
+    comparison="superiority",
+    items=N,
+    cluster="topic",
+    seeds=SEEDS,
+    seed_column="seed",
+)
+
+
+def arm(seed: int, *, p: float, items=range(N), seeds=range(SEEDS)) -> dict[str, list]:
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list] = {"qid": [], "topic": [], "seed": [], "correct": [], "other": []}
+    for s in seeds:
+        for i in items:
+            rows["qid"].append(f"q{i}")
+            rows["topic"].append(f"t{i % CLUSTER}")
+            rows["seed"].append(str(s))
+            rows["correct"].append(int(rng.random() < p))
+            rows["other"].append(float(rng.random()))
+    return rows
+
+
+A, B = arm(1, p=0.7), arm(2, p=0.5)
+
+
+def kinds(result) -> set[str]:
+    return {d["kind"] for d in result.deviations}
+
+
+def test_the_by_the_plan_analysis_deviates_from_nothing():
+    result = analyse(PLAN, A, B)
+    assert result.deviations == [] and result.planned
+    assert result.headline.endswith("by the registered plan")
+
+
+@pytest.mark.parametrize(
+    "kind, a, b, options, plan_changes",
+    [
+        ("metric", A, B, dict(metric="exact_match"), {}),
+        ("column", A, B, dict(column="other"), {}),
+        ("items", arm(1, p=0.7, items=range(50)), arm(2, p=0.5, items=range(50)), {}, {}),
+        ("items", A, B, {}, dict(items=50)),  # more items than planned
+        ("dropped", A, arm(2, p=0.5, items=range(5, N)), {}, {}),
+        ("seeds", arm(1, p=0.7, seeds=range(3)), arm(2, p=0.5, seeds=range(3)), {}, {}),
+        ("seeds", arm(1, p=0.7, seeds=range(1)), arm(2, p=0.5, seeds=range(1)), {}, {}),
+        (
+            "seeds",
+            arm(1, p=0.7, seeds=(0, 2)),
+            arm(2, p=0.5, seeds=(0, 2)),
+            {},
+            dict(seeds_a=["0", "1"], seeds_b=["0", "1"]),
+        ),
+    ],
+)
+def test_a_planted_deviation_is_found_in_the_data(kind, a, b, options, plan_changes):
+    result = analyse(PLAN.revised(**plan_changes), a, b, **options)
+    assert kind in kinds(result)
+    found = next(d for d in result.deviations if d["kind"] == kind)
+    assert found["planned"] != found["observed"]
+    assert result.headline.split(", ", 1)[1].startswith("DEVIATING FROM ITS PLAN")
+    assert result.to_dict()["deviations"] == result.deviations
+
+
+def test_items_the_plan_excluded_are_no_deviation():
+    b = arm(2, p=0.5, items=range(5, N))
+    planned = PLAN.revised(exclude=[f"q{i}" for i in range(5)], items=N - 5)
+    result = analyse(planned, A, b)
+    assert result.deviations == [] and result.n == {"a": 55, "b": 55, "paired": 55}
+
+
+def _ledger_entry(tmp_path, plan=PLAN) -> tuple[Ledger, int]:
+    book = Ledger(tmp_path / "ledger.db")
+    return book, book.hypothesis("A beats B", predict="A > B", plan=plan).id
+
+
+def _write(tmp_path, name: str, rows: dict[str, list]) -> str:
+    import csv
+
+    path = tmp_path / name
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(rows)
+        w.writerows(zip(*rows.values()))
+    return str(path)
+
+
+def test_results_produced_after_a_verdict_and_its_twin(tmp_path):
+    book, entry = _ledger_entry(tmp_path)
+    with book:
+        a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
+        assert book.verdict(entry, a=a, b=b).deviations == []
+        assert book.verdict(entry, a=a, b=b).deviations == []  # the same results judged again
+        b2 = _write(tmp_path, "b2.csv", arm(3, p=0.5))
+        assert kinds(book.verdict(entry, a=a, b=b2)) == {"after-verdict"}
+
+
+def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_path):
+    half_a, half_b = arm(1, p=0.7, items=range(30)), arm(2, p=0.5, items=range(30))
+    book, entry = _ledger_entry(tmp_path)
+    with book:
+        assert "items" in kinds(book.verdict(entry, a=half_a, b=half_b))  # the interim look
+        assert {"look", "after-verdict"} <= kinds(book.verdict(entry, a=A, b=B))
+    sequential = PLAN.revised(stopping="sequential", looks=2, test="sequential")
+    (tmp_path / "s").mkdir()
+    book, entry = _ledger_entry(tmp_path / "s", sequential)
+    with book:
+        assert book.verdict(entry, a=half_a, b=half_b).deviations == []
+        assert book.verdict(entry, a=A, b=B).deviations == []
+        third = arm(1, p=0.7, items=range(45)), arm(2, p=0.5, items=range(45))
+        assert kinds(book.verdict(entry, a=third[0], b=third[1])) == {"look"}
+
+
+@pytest.mark.parametrize(
+    "field, first, then, kind",
+    [
+        ("margin", 0.05, 0.1, "margin"),
+        ("alpha", 0.1, 0.2, "alpha"),
+        ("sides", "two-sided", "one-sided", "revised"),
+        ("comparison", "non-inferiority", "equivalence", "revised"),
+    ],
+)
+def test_the_plan_changed_after_results_and_its_twin(tmp_path, field, first, then, kind):
+    book, entry = _ledger_entry(tmp_path)
+    with book:
+        changes = {field: first, **({"margin": 0.05} if field == "comparison" else {})}
+        book.revise_plan(entry, **changes)  # before any result: a legitimate revision
+        time.sleep(0.01)
+        a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
+        assert book.verdict(entry, a=a, b=b).deviations == []
+        book.revise_plan(entry, **{field: then})  # after the results existed
+        result = book.verdict(entry, a=a, b=b)
+        assert kinds(result) == {kind}
+        found = next(d for d in result.deviations if d["kind"] == kind)
+        if kind == "revised":
+            assert (found["planned"], found["observed"]) == ({field: first}, {field: then})
+        else:
+            assert (found["planned"], found["observed"]) == (first, then)
+
+
+def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
+    a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
+    old = time.time() - 3600
+    os.utime(a, (old, old))
+    os.utime(b, (old, old))
+    book, entry = _ledger_entry(tmp_path)
+    with book:
+        late = book.verdict(entry, a=a, b=b)
+        assert [f.check for f in late.warnings] == ["deviation.registered-late"]
+        assert late.deviations == []  # a warning, not a deviation: copied files keep old times
+        fresh = _ledger_entry_again(book)
+        time.sleep(0.01)
+        a2, b2 = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
+        assert book.verdict(fresh, a=a2, b=b2).warnings == []
+
+
+def _ledger_entry_again(book: Ledger) -> int:
+    return book.hypothesis("again", predict="A > B", plan=PLAN).id
+
+
+def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
+    book, _ = _ledger_entry(tmp_path, PLAN.revised(family="tasks", family_size=2))
+    with book:
+        second = book.hypothesis(
+            "t2", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
+        ).id
+        assert book.verdict(second, a=A, b=B).deviations == []
+        third = book.hypothesis(
+            "t3", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
+        ).id
+        result = book.verdict(third, a=A, b=B)
+        assert kinds(result) == {"family"}
+        assert result.deviations[0]["planned"] == 2 and result.deviations[0]["observed"] == 3
