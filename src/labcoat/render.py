@@ -84,17 +84,23 @@ def _indent(text: Text, n: int) -> Text:
 
 
 def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> Table:
-    """A table with one row per finding; used for watch alerts and stored findings."""
+    """A table with one row per finding; used for watch alerts and stored findings. The step and
+    rank columns appear only when some finding has one, and the layer only when they differ, so
+    the message keeps the width of an 80-column terminal."""
+    findings = list(findings)
+    columns: list[tuple[str, Any]] = [("status", lambda f: status_text(f.status))]
+    if len({f.layer for f in findings}) > 1:
+        columns.append(("layer", lambda f: f.layer))
+    columns.append(("check", lambda f: f.check))
+    for name in ("step", "rank"):
+        if any(getattr(f, name) is not None for f in findings):
+            columns.append(
+                (name, lambda f, n=name: "" if getattr(f, n) is None else str(getattr(f, n)))
+            )
+    columns.append(("message", lambda f: f.message))
     table = Table(title=title, show_lines=False, expand=False)
-    for col in ("status", "layer", "check", "step", "rank", "message"):
-        table.add_column(col, overflow="fold")
+    for name, _ in columns:
+        table.add_column(name, overflow="fold", no_wrap=name in ("status", "step", "rank"))
     for f in findings:
-        table.add_row(
-            status_text(f.status),
-            f.layer,
-            f.check,
-            "" if f.step is None else str(f.step),
-            "" if f.rank is None else str(f.rank),
-            f.message,
-        )
+        table.add_row(*(cell(f) for _, cell in columns))
     return table
