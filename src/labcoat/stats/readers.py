@@ -318,14 +318,10 @@ def _inspect_model(header: Any) -> str | None:
 
 
 def _read_parquet(path: Path) -> Table:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(
-            f"{path}: reading Parquet needs pyarrow; install it with `pip install "
-            "'labcoat[parquet]'`."
-        ) from None
+    from labcoat.extras import import_module
+
+    pa = import_module("pyarrow", "parquet", f"{path}: reading Parquet")
+    pq = import_module("pyarrow.parquet", "parquet", f"{path}: reading Parquet")
     try:
         return Table(str(path), pq.read_table(path).to_pydict())
     except pa.ArrowException as exc:

@@ -530,14 +530,9 @@ def redact_url(url: str) -> str:
 
 
 def _psycopg():
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise InputError(
-            "ledger: a postgresql:// ledger needs psycopg 3, which is not installed; install it "
-            "with `pip install 'labcoat[postgres]'`"
-        ) from exc
-    return psycopg
+    from labcoat.extras import import_module
+
+    return import_module("psycopg", "postgres", "ledger: a postgresql:// ledger")
 
 
 def _read_only_refused(exc: BaseException) -> ReadOnlyError:

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from transformers import TrainerCallback
-
+from labcoat.extras import import_module
 from labcoat.watch.watcher import Watcher, watch
+
+TrainerCallback = import_module(
+    "transformers", "huggingface", "labcoat.watch.integrations.huggingface"
+).TrainerCallback
 
 
 class LabcoatWatchCallback(TrainerCallback):

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-try:
-    from lightning.pytorch.callbacks import Callback
-except ImportError:  # the older package name
-    from pytorch_lightning.callbacks import Callback
-
 from labcoat.errors import InputError
+from labcoat.extras import available, import_module
 from labcoat.watch.watcher import Watcher, watch
+
+if not available("lightning") and available("pytorch_lightning"):  # the older package name
+    from pytorch_lightning.callbacks import Callback
+else:
+    Callback = import_module(
+        "lightning.pytorch.callbacks", "lightning", "labcoat.watch.integrations.lightning"
+    ).Callback
 
 
 class LabcoatWatch(Callback):
