@@ -216,8 +216,8 @@ def duplicates_cmd(
 ) -> None:
     """Copies and near-copies of TRAIN rows in OTHER, and inside each file.
 
-    Files: CSV, TSV, JSONL, Parquet (with --text-column for text, else every column as
-    numbers), .npy or .pt (one example per row).
+    Files: CSV, TSV, JSONL, Parquet (with --text-column for text, else every column but
+    the id as numbers), .npy or .pt (one example per row).
 
     \b
     Example:
@@ -320,7 +320,7 @@ def contamination_cmd(
 
     table = read_table(eval_file)
     texts = [str(v) if v is not None else "" for v in table.column(text_column)]
-    ids = None if id_column is None else table.labels(id_column).tolist()
+    ids = None if id_column is None else table.ids(id_column).tolist()  # one row per id
     scores = None if score_column is None else table.scores(score_column)
     result = contamination(
         [*corpus, *more_corpus],

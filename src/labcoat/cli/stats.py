@@ -95,9 +95,10 @@ def stats() -> None:
 
 
 def _read(path: str):
+    from labcoat.cli.ids import reading
     from labcoat.stats.readers import read_table
 
-    return read_table(path)
+    return read_table(path, **reading())  # ids checked (--duplicates, the --on/--id column)
 
 
 def _name(path: str, table: Any) -> str:
@@ -902,3 +903,8 @@ def intervals_cmd(file, score, successes, n, confidence, as_json) -> None:
     else:
         raise InputError("give FILE with --score, or --successes and --n.")
     respond(as_json, result, lambda: _render("intervals_view", result))
+
+
+from labcoat.cli.ids import add_duplicates_option  # noqa: E402
+
+add_duplicates_option(stats)  # --duplicates error|mean on every stats command
