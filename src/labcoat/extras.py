@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from types import ModuleType
 
 from labcoat.errors import LabcoatError
@@ -57,6 +58,8 @@ def install_hint(extra: str) -> str:
 def available(module: str) -> bool:
     """Whether ``module`` (a top-level name) can be imported, without importing it."""
     top = module.partition(".")[0]
+    if top in sys.modules:  # imported already (or set to None: made unimportable)
+        return sys.modules[top] is not None
     try:
         return importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):  # a broken parent, or a module whose __spec__ is None
