@@ -3,6 +3,7 @@ work starts (issue 24, items 3 and 4)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -186,11 +187,24 @@ def test_audit_commands_check_their_extras_first(cli, monkeypatch, tmp_path):
     )
 
 
-def test_the_lightning_callback_without_lightning(monkeypatch):
-    block(monkeypatch, "lightning", "pytorch_lightning", "lightning.pytorch.callbacks")
-    monkeypatch.delitem(sys.modules, "labcoat.watch.integrations.lightning", raising=False)
-    with pytest.raises(MissingExtraError, match=r'pip install "labcoat\[lightning\]"'):
-        import labcoat.watch.integrations.lightning  # noqa: F401
+@pytest.mark.parametrize(
+    "module, blocked, extra",
+    [
+        (
+            "lightning",
+            ("lightning", "pytorch_lightning", "lightning.pytorch.callbacks"),
+            "lightning",
+        ),
+        ("huggingface", ("transformers",), "huggingface"),
+    ],
+)
+def test_the_trainer_callbacks_without_their_framework(monkeypatch, module, blocked, extra):
+    name = f"labcoat.watch.integrations.{module}"
+    block(monkeypatch, *blocked)
+    monkeypatch.setitem(sys.modules, name, None)  # restored as it was after the test
+    del sys.modules[name]
+    with pytest.raises(MissingExtraError, match=rf'pip install "labcoat\[{extra}\]"'):
+        importlib.import_module(name)
 
 
 def test_parquet_without_pyarrow(monkeypatch, tmp_path):

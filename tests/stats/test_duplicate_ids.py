@@ -137,3 +137,11 @@ def test_words_read_as_numbers_are_said(cli, tmp_path):
     res = cli("stats", "mean", words, "--score", "acc", "--no-ledger", "--json")
     assert res.code == 0 and "labcoat: note:" in res.err and "'yes' as 1" in res.err, res.err
     assert "labcoat: note" not in cli("stats", "mean", numbers, "--score", "acc", "--json").err
+
+
+def test_an_unnamed_id_column_with_empty_cells_is_not_in_the_way(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("id,acc\nq1,1\n,0\n,1\n")  # ids missing on some rows: no item named twice
+    assert len(read_table(path)) == 3
+    with pytest.raises(InputError, match="empty"):  # named, it must be whole
+        read_table(path, id_column="id")

@@ -15,6 +15,7 @@ import click
 import numpy as np
 
 from labcoat.cli.group import Group
+from labcoat.cli.ids import add_duplicates_option
 from labcoat.cli.output import (
     html_option,
     json_option,
@@ -904,7 +905,5 @@ def intervals_cmd(file, score, successes, n, confidence, as_json) -> None:
         raise InputError("give FILE with --score, or --successes and --n.")
     respond(as_json, result, lambda: _render("intervals_view", result))
 
-
-from labcoat.cli.ids import add_duplicates_option  # noqa: E402
 
 add_duplicates_option(stats)  # --duplicates error|mean on every stats command

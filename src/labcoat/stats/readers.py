@@ -178,7 +178,12 @@ def check_ids(table: Table, id_column: str | None = None, duplicates: str = "err
         column = next((c for c in ID_COLUMNS if c in table.columns), None)
         if column is None:
             return table
-    ids = table.labels(column)
+        # a column no one named is checked where it holds ids; its empty cells are no one's
+        ids = np.array([_label(v) for v in table.columns[column]], dtype=object)
+        if (ids == "").any():
+            return table if duplicates == "error" else check_ids(table, column, duplicates)
+    else:
+        ids = table.labels(column)
     context = [c for c in CONTEXT_COLUMNS if c in table.columns and c != column]
     keys = ids
     if context:

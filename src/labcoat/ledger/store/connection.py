@@ -395,7 +395,7 @@ class SQLiteStore(Store):
         except sqlite3.Error:
             return  # not migrated yet: nothing chained
         try:
-            tmp = self.heads.with_name(f"{self.heads.name}.{os.getpid()}.tmp")
+            tmp = self.heads.with_name(f"{self.heads.name}.{os.getpid()}.{id(self):x}.tmp")
             tmp.write_text(json.dumps({n: int(i) for n, i in rows}), encoding="utf-8")
             os.replace(tmp, self.heads)
         except OSError:
