@@ -14,6 +14,11 @@ class LabcoatError(Exception):
     exit_code = 2
 
 
+class LabcoatNote(UserWarning):
+    """Something labcoat did with the input that the user should hear about (a word read as a
+    number); the CLI shows it as one ``labcoat: note:`` line on stderr."""
+
+
 class InputError(LabcoatError, ValueError):
     """An argument or input file is not in a form labcoat can use.
 

@@ -114,3 +114,19 @@ def test_a_loss_that_rises_with_size_warns_at_the_exponent_bound():
     assert rising.status == "warn" and rising.evidence["at_bound"] == ["alpha"]
     assert "rises with x" in rising.message
     assert falling.status == "pass"
+
+
+def test_flat_says_what_it_pinned_beside_a_wide_coefficient_interval():
+    """The pass message measured the law's level at the runs' mean size, not A: where A's own
+    bootstrap interval is wide it must say so, never "every parameter pinned" beside it."""
+    x, L = curve_runs(x=np.logspace(3, 4.5, 40), noise=0.02)
+    fit = scale.fit(x, None, L, form="curve", bootstrap=200, ledger=False)
+    found = _finding(fit, "scale.flat")
+    ci = fit.ci(0.95)["A"]
+    assert found.status == "pass" and ci.high / ci.low > 2
+    assert "every parameter" not in found.message and "level at their mean size" in found.message
+    assert f"A's own 95% interval spans a factor {ci.high / ci.low:.3g}" in found.message
+    # the healthy twin: a wide range pins A too, and no caveat is added
+    x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01)
+    twin = _finding(scale.fit(x, None, L, form="curve", bootstrap=200, ledger=False), "scale.flat")
+    assert twin.status == "pass" and "spans a factor" not in twin.message

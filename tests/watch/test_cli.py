@@ -45,10 +45,23 @@ def write_run(tmp_path):
 
 def test_report_shows_one_row_per_event_with_the_ranks_that_saw_it(cli, tmp_path):
     res = cli("watch", "report", *write_run(tmp_path))
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err  # the desync failed: exit 1, like the doctor
     assert "2 alerts from 2 ranks" in res.out
     assert res.out.count("desync") == 1 and "seen by ranks 0, 1" in res.out
     assert "step 30: eval: accuracy 0.91" in res.out
+
+
+def test_a_failed_alert_exits_1_and_warnings_alone_exit_0(cli, tmp_path):
+    failed = cli("watch", "report", "--json", *write_run(tmp_path))
+    assert failed.code == 1 and json.loads(failed.out)["ok"] is False
+    log = EventLog(tmp_path / "warned.jsonl")  # the healthy twin: a warning, no failure
+    log.write(
+        Alert("spike", 7, 0, "warn", "loss 9 at step 7", subject="loss", value=9.0).to_event()
+    )
+    log.close()
+    warned = cli("watch", "report", "--json", log.path)
+    assert warned.code == 0 and json.loads(warned.out)["ok"] is True
+    assert cli("watch", "report", log.path).code == 0
 
 
 def test_report_json_is_one_object(cli, tmp_path):
@@ -131,8 +144,9 @@ def test_non_finite_values_as_the_watch_writes_them_are_read_back(cli, tmp_path)
     )
     log.close()
     res = cli("watch", "report", "--json", log.path)
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err  # a failed alert
     data = json.loads(res.out)
+    assert data["ok"] is False
     assert data["alerts"][0]["value"] == "nan" and data["other_events"][0]["value"] == "inf"
 
 

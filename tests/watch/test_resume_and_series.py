@@ -180,7 +180,7 @@ def test_watch_report_reads_files_with_the_series(cli, tmp_path):
             opt.step()
             w.observe(step=step, loss=loss)
     res = cli("watch", "report", path)
-    assert res.code == 0, res.err
+    assert res.code == 1, res.err  # the NaN is a failed alert
     assert "nonfinite" in res.out and "series: 5 sampled steps (0-4)" in res.out
     data = json.loads(cli("watch", "report", "--json", path).out)
     assert data["series"]["records"] == 5 and data["other_events"] == []

@@ -172,6 +172,10 @@ def contamination(
     """
     check_choice(method, "method", METHODS)
     check_int(n, "n", minimum=1)
+    if engine == "ray":  # before any work
+        from labcoat.extras import require
+
+        require("ray", "engine='ray'")
     if max_docs == "default":
         max_docs = GPT3_MAX_DOCS if method == "gpt3" else None
     if dirty_above is None:

@@ -186,10 +186,6 @@ def _parquet_groups(path: str, groups: tuple[int, ...], column: str) -> Iterator
 
 
 def _pyarrow_parquet(path: Path):
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(
-            f"{path}: reading Parquet needs pyarrow; `pip install 'labcoat[parquet]'`"
-        ) from None
-    return pq
+    from labcoat.extras import import_module
+
+    return import_module("pyarrow.parquet", "parquet", f"{path}: reading Parquet")

@@ -45,9 +45,9 @@ class RayEngine:
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None):
-        from labcoat.audit.requires import require
+        from labcoat.extras import import_module
 
-        ray = require("ray", "ray", "engine='ray'")
+        ray = import_module("ray", "ray", "engine='ray'")
         self._ray = ray
         if not ray.is_initialized():
             src = str(Path(__file__).resolve().parents[2])  # so workers import this labcoat

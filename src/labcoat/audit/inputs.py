@@ -66,7 +66,7 @@ def read_labels(
             f"--labels {path}: column {column!r} holds non-integer values; labels must be class "
             "indices 0..K-1"
         )
-    ids = None if id_column is None else table.labels(id_column).tolist()
+    ids = None if id_column is None else table.ids(id_column).tolist()  # one row per id
     return labels.astype(np.int64), ids
 
 
@@ -85,4 +85,19 @@ def read_rows(path: str, text_column: str | None) -> Any:
         if missing:
             raise InputError(f"{path}: column {text_column!r} row {missing[0] + 1} is not text")
         return list(values)
-    return np.stack([table.scores(name) for name in table.names], axis=1)
+    from labcoat.stats.readers import ID_COLUMNS, _as_number
+
+    # the numbers of each row, without the row's id (ids differ, so rows would never match)
+    names = [n for n in table.names if n not in ID_COLUMNS] or table.names
+    texts = [
+        n
+        for n in names
+        if any(isinstance(v, str) and _as_number(v) is None for v in list(table.column(n))[:1000])
+    ]
+    if texts:
+        shown = ", ".join(repr(n) for n in texts[:5])
+        raise InputError(
+            f"{path}: column(s) {shown} hold text, and without --text-column every column is "
+            f"compared as numbers; pass --text-column {texts[0]} to find duplicate texts"
+        )
+    return np.stack([table.scores(name) for name in names], axis=1)

@@ -101,6 +101,9 @@ def label_issues(
     predicts the fold it did not see. With a setup, ``labels`` may be None (the setup's own
     targets are audited). ``ledger`` as for :func:`labcoat.diagnose`.
     """
+    from labcoat.extras import import_module, require
+
+    require("audit", "auditing labels", modules=("cleanlab",))  # before any copy is trained
     source = "pred_probs"
     rows = None
     extras: dict[str, Any] = {}
@@ -127,10 +130,10 @@ def label_issues(
     if ids is not None and len(ids) != len(y):
         raise InputError(f"ids: got {len(ids)} ids for {len(y)} labels; pass one id per row")
 
-    from labcoat.audit.requires import require
-
-    find_label_issues = require("cleanlab.filter", "audit", "auditing labels").find_label_issues
-    get_label_quality_scores = require(
+    find_label_issues = import_module(
+        "cleanlab.filter", "audit", "auditing labels"
+    ).find_label_issues
+    get_label_quality_scores = import_module(
         "cleanlab.rank", "audit", "auditing labels"
     ).get_label_quality_scores
     ranked = np.asarray(

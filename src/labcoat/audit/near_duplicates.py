@@ -175,9 +175,15 @@ def duplicates(
     canonicalising dtype and layout). ``engine`` (``"local"`` or ``"ray"``) runs the text
     pipeline's stages; arrays are always compared on this machine.
     """
+    from labcoat.extras import require
+
     check_choice(kind, "kind", KINDS)
     if kind == "auto":
         kind = "text" if _is_texts(train) else "tensor"
+    if kind == "text":  # before any work
+        require("audit", "finding duplicate texts", modules=("datasketch",))
+        if engine == "ray":
+            require("ray", "engine='ray'")
     if threshold is None:
         threshold = TEXT_THRESHOLD if kind == "text" else TENSOR_THRESHOLD
     if (
@@ -212,9 +218,9 @@ def duplicates(
 def _text_duplicates(
     a, b, threshold, num_perm, shingle_words, engine, workers, address, workdir
 ) -> Duplicates:
-    from labcoat.audit.requires import require
+    from labcoat.extras import import_module
 
-    MinHashLSH = require("datasketch", "audit", "finding duplicate texts").MinHashLSH
+    MinHashLSH = import_module("datasketch", "audit", "finding duplicate texts").MinHashLSH
 
     check_int(num_perm, "num_perm", minimum=16)
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)  # picks bands x rows for the threshold

@@ -14,12 +14,24 @@ from labcoat.cli.output import json_option, ledger_target, recording_options, re
 from labcoat.errors import InputError
 
 recorded = recording_options()
+
+
+def _engine_needs(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--engine ray`` needs Ray: checked before any file is read."""
+    if value == "ray":
+        from labcoat.extras import require
+
+        require("ray", "--engine ray")
+    return value
+
+
 engine_option = click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
     default="local",
     show_default=True,
     help="Run the pipeline's tasks on this machine or on Ray.",
+    callback=_engine_needs,
 )
 workers_option = click.option(
     "--workers",
@@ -114,6 +126,9 @@ def labels_cmd(
     """
     from labcoat.audit.inputs import read_array, read_labels
     from labcoat.audit.label_errors import label_issues
+    from labcoat.extras import require
+
+    require("audit", "audit labels", modules=("cleanlab",))  # before any file is read
 
     progress = False if (quiet or as_json or not sys.stdout.isatty()) else None
     ids = None
@@ -201,8 +216,8 @@ def duplicates_cmd(
 ) -> None:
     """Copies and near-copies of TRAIN rows in OTHER, and inside each file.
 
-    Files: CSV, TSV, JSONL, Parquet (with --text-column for text, else every column as
-    numbers), .npy or .pt (one example per row).
+    Files: CSV, TSV, JSONL, Parquet (with --text-column for text, else every column but
+    the id as numbers), .npy or .pt (one example per row).
 
     \b
     Example:
@@ -210,6 +225,10 @@ def duplicates_cmd(
     """
     from labcoat.audit.inputs import read_rows
     from labcoat.audit.near_duplicates import duplicates
+    from labcoat.extras import require
+
+    if kind == "text" or (kind == "auto" and text_column is not None):  # before any file is read
+        require("audit", "audit duplicates of texts", modules=("datasketch",))
 
     a = read_rows(train, text_column)
     b = None if other is None else read_rows(other, text_column)
@@ -301,7 +320,7 @@ def contamination_cmd(
 
     table = read_table(eval_file)
     texts = [str(v) if v is not None else "" for v in table.column(text_column)]
-    ids = None if id_column is None else table.labels(id_column).tolist()
+    ids = None if id_column is None else table.ids(id_column).tolist()  # one row per id
     scores = None if score_column is None else table.scores(score_column)
     result = contamination(
         [*corpus, *more_corpus],

@@ -7,7 +7,14 @@ import sys
 
 import click
 
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
+from labcoat.cli.output import (
+    html_option,
+    json_option,
+    ledger_target,
+    recording_options,
+    respond,
+    titled,
+)
 from labcoat.findings import ENGINES
 
 
@@ -29,9 +36,7 @@ from labcoat.findings import ENGINES
 )
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @recording_options()
-@click.option(
-    "--html", "html", default=None, metavar="PATH", help="Also write the ladder as an HTML page."
-)
+@html_option("Also write the ladder as an HTML page.")
 def doctor(
     target: str,
     as_json: bool,
@@ -60,10 +65,10 @@ def doctor(
         report = _diagnose(
             load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger
         )
-    if html is not None:
-        report.to_html(html, title=f"Doctor · {target}")
     data = {"target": target, **report.to_dict()}
     respond(as_json, data, lambda: titled(f"labcoat doctor · {target}", report))
+    if html is not None:  # checked before the ladder ran (html_option), written after the answer
+        report.to_html(html, title=f"Doctor · {target}")
     raise click.exceptions.Exit(0 if report.ok else 1)
 
 

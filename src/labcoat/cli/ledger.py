@@ -15,7 +15,7 @@ from typing import Any, Callable
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import console, emit_json, json_option, respond
+from labcoat.cli.output import checked_output, console, emit_json, json_option, respond
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
 from labcoat.ledger.records.entries import CLOSING_VERDICTS, VERDICTS
@@ -469,6 +469,7 @@ def verify_command(ctx, location, as_json):
     type=click.Path(dir_okay=False, writable=True),
     default=None,
     help="Write to this file instead of stdout.",
+    callback=checked_output(),
 )
 @click.option("--since", default=None, help="Only entries created on or after this date.")
 @click.option("--until", default=None, help="Only entries created on or before this date.")

@@ -11,12 +11,13 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
 from typing import Sequence
 
 import click
 
 from labcoat.cli.group import Group
-from labcoat.errors import LabcoatError
+from labcoat.errors import LabcoatError, LabcoatNote
 
 #: command name -> "module:attribute" of its click command; a new command is one line here.
 COMMANDS: dict[str, str] = {
@@ -67,9 +68,27 @@ def _split_debug(args: list[str]) -> tuple[list[str], bool]:
     return [a for a in head if a != "--debug"] + tail, debug
 
 
+def _show_note(message, category, filename, lineno, file=None, line=None) -> None:
+    """labcoat's notes (:class:`labcoat.errors.LabcoatNote`) as one line on stderr; other
+    warnings as Python shows them."""
+    if issubclass(category, LabcoatNote):
+        click.echo(f"labcoat: note: {message}", err=True)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     debug = debug or os.environ.get("LABCOAT_DEBUG", "") not in ("", "0")
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_note
+        return _main(args, debug)
+
+
+def _main(args: list[str], debug: bool) -> int:
     try:
         code = cli.main(args=args, prog_name="labcoat", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -31,6 +31,39 @@ def recording_options(what: str = "the findings") -> Callable[[Any], Any]:
     return lambda command: ledger(no_ledger(command))
 
 
+def checked_output(*, extra: str | None = None, purpose: str | None = None):
+    """A click callback for an option naming a file to write: before any work starts, the
+    path must be writable (:func:`labcoat.outputs.check_writable`) and the optional
+    dependency that writes it (``extra``) installed (:func:`labcoat.extras.require`)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return value
+        if extra is not None:
+            from labcoat.extras import require
+
+            require(extra, purpose)
+        from labcoat.outputs import check_writable
+
+        check_writable(value, param.opts[-1] if param.opts else param.name or "output")
+        return value
+
+    return callback
+
+
+def html_option(help: str = "Also write the result as an HTML page.") -> Callable[[Any], Any]:
+    """``--html PATH``: checked (matplotlib installed, PATH writable) before the command runs;
+    the command writes the page after printing its result."""
+    return click.option(
+        "--html",
+        "html",
+        default=None,
+        metavar="PATH",
+        help=help,
+        callback=checked_output(extra="report", purpose="--html"),
+    )
+
+
 def ledger_target(ledger: str | None, no_ledger: bool) -> Any:
     """The ``ledger=`` argument of labcoat's functions: False records nowhere, None the
     project's ledger if it exists, else the given path or URL."""

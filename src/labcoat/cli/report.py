@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import checked_output, json_option, respond
 
 
 @click.command("report")
@@ -18,6 +18,7 @@ from labcoat.cli.output import json_option, respond
     default=Path("report.html"),
     show_default=True,
     help="The HTML file to write.",
+    callback=checked_output(extra="report", purpose="labcoat report"),
 )
 @click.option(
     "--ledger",

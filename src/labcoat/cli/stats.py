@@ -15,7 +15,14 @@ import click
 import numpy as np
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond
+from labcoat.cli.ids import add_duplicates_option
+from labcoat.cli.output import (
+    html_option,
+    json_option,
+    ledger_target,
+    recording_options,
+    respond,
+)
 from labcoat.errors import InputError
 
 confidence_option = click.option(
@@ -89,9 +96,10 @@ def stats() -> None:
 
 
 def _read(path: str):
+    from labcoat.cli.ids import reading
     from labcoat.stats.readers import read_table
 
-    return read_table(path)
+    return read_table(path, **reading())  # ids checked (--duplicates, the --on/--id column)
 
 
 def _name(path: str, table: Any) -> str:
@@ -102,21 +110,17 @@ def _name(path: str, table: Any) -> str:
 def kept(command):
     """``--html`` and ``--ledger``/``--no-ledger`` for a command whose result can be kept."""
     command = recording_options("the result")(command)
-    return click.option(
-        "--html",
-        "html",
-        default=None,
-        metavar="PATH",
-        help="Also write the result as an HTML page.",
-    )(command)
+    return html_option("Also write the result as an HTML page.")(command)
 
 
 def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, name: str) -> None:
     """Write the page and record the result, as the options say."""
     from labcoat.stats.record import record
 
-    if html is not None:
-        result.to_html(html, name=name or "result")
+    if html is not None:  # checked before the work (html_option); written after the answer
+        click.get_current_context().call_on_close(
+            lambda: result.to_html(html, name=name or "result")
+        )
     record(result, ledger=ledger_target(ledger, no_ledger), name=name)
 
 
@@ -900,3 +904,6 @@ def intervals_cmd(file, score, successes, n, confidence, as_json) -> None:
     else:
         raise InputError("give FILE with --score, or --successes and --n.")
     respond(as_json, result, lambda: _render("intervals_view", result))
+
+
+add_duplicates_option(stats)  # --duplicates error|mean on every stats command

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import html_option, json_option, respond
 
 
 @click.group("watch", cls=Group)
@@ -18,15 +18,10 @@ def watch_group() -> None:
 @watch_group.command("report")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @json_option
-@click.option(
-    "--html",
-    "html",
-    default=None,
-    metavar="PATH",
-    help="Also write the curves, with every alert marked, as an HTML page.",
-)
+@html_option("Also write the curves, with every alert marked, as an HTML page.")
 def report(paths: tuple[Path, ...], as_json: bool, html: str | None) -> None:
     """Alerts from the JSON-lines event files of a run (one per rank), one row per event.
+    Exit status: 0 no alert failed (warnings allowed), 1 an alert failed, 2 bad input.
 
     The same desync seen by every rank is shown once, with the ranks that saw it. The
     sampled series (loss, gradient norm, update/weight ratio) is summarised, not listed.
@@ -38,6 +33,8 @@ def report(paths: tuple[Path, ...], as_json: bool, html: str | None) -> None:
     from labcoat.watch.report import report as read_report
 
     result = read_report(paths)
-    if html is not None:
-        result.to_html(html)
     respond(as_json, result, lambda: result)
+    if html is not None:  # checked before the files were read (html_option)
+        result.to_html(html)
+    # like the doctor: 0 nothing failed (warnings allowed), 1 an alert failed
+    raise click.exceptions.Exit(0 if result.ok else 1)

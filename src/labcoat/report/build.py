@@ -126,8 +126,12 @@ def write(
 ) -> Written:
     """Write the page of the ledger at ``location`` (default: the project's) to ``output``."""
     from labcoat.errors import InputError
+    from labcoat.extras import require
     from labcoat.ledger import Ledger
+    from labcoat.outputs import check_writable
 
+    require("report", "labcoat report")
+    check_writable(output, "-o/--output")
     if since is not None:
         import datetime as _dt
 

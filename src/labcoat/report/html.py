@@ -62,7 +62,13 @@ def to_html(
     **options: Any,
 ) -> str:
     """One self-contained page drawing ``result``; written to ``path`` when given."""
+    from labcoat.extras import require
+    from labcoat.outputs import check_writable
     from labcoat.report.page import Page
+
+    require("report", "an HTML page")
+    if path is not None:
+        check_writable(path, "path")
 
     page = Page(title).add(section_for(result, **options))
     if path is not None:

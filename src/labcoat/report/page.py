@@ -116,13 +116,9 @@ class Page:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the page; returns the path written."""
-        out = Path(path)
-        if out.parent and not out.parent.exists():
-            from labcoat.errors import InputError
+        from labcoat.outputs import check_writable
 
-            raise InputError(
-                f"-o/--html: the folder {str(out.parent)!r} does not exist; create it first"
-            )
+        out = check_writable(path, "-o/--html")
         out.write_text(self.to_html(), encoding="utf-8")
         return out
 

@@ -141,7 +141,8 @@ def _bound(fit) -> Outcome:
     falsifies="a flat objective: some combination of parameters is not determined by the data",
     predicts=(
         f"the noise-scaled Hessian pins every parameter to within {MAX_RELATIVE_SE:.0%} "
-        "(exponents relative to their value, coefficients and E as a factor)"
+        "(exponents relative to their value, coefficients as the law's level at the runs' mean "
+        "size and E as a factor)"
     ),
 )
 def _flat(fit) -> Outcome:
@@ -171,8 +172,9 @@ def _flat(fit) -> Outcome:
         noise=float(noise),
     )
     loose = [names[i] for i in np.flatnonzero(~(relative <= MAX_RELATIVE_SE))]
+    said = _said(fit)
     if loose or eigenvalues[0] <= 0:
-        shown = ", ".join(f"{n} ±{evidence['relative_errors'][n]:.0%}" for n in loose)
+        shown = ", ".join(f"{said.get(n, n)} ±{evidence['relative_errors'][n]:.0%}" for n in loose)
         return warned(
             f"the objective is nearly flat (curvature condition number {condition:.2g}): the runs "
             f"pin {shown} only; the data cannot tell those parameters apart, so widen the range "
@@ -180,10 +182,57 @@ def _flat(fit) -> Outcome:
             **evidence,
         )
     worst = names[int(np.argmax(relative))]
+    if isinstance(fit.form, CustomForm):
+        pinned = f"every parameter pinned to within ±{relative.max():.1%} ({worst})"
+    else:  # what was measured: the coefficients as the law's level at the runs' mean size
+        k = len(fit.form.variables)
+        levels, exps = relative[: k + 1], relative[k + 1 :]
+        pinned = (
+            f"the runs pin the law's level at their mean size (coefficients and E) to within "
+            f"±{levels.max():.1%} and the exponents to within ±{exps.max():.1%}"
+        )
     return passed(
-        f"every parameter pinned to within {relative.max():.1%} ({worst}); curvature condition "
-        f"number {condition:.2g}",
+        f"{pinned} (1 SE, from the objective's curvature; loosest: {said.get(worst, worst)}); "
+        f"curvature condition number {condition:.2g}" + _coupled(fit),
         **evidence,
+    )
+
+
+def _said(fit) -> dict[str, str]:
+    """How the check names a power law's internal parameters: a log coefficient is measured
+    as the law's level at the runs' mean size (its column is centred there)."""
+    if isinstance(fit.form, CustomForm):
+        return {}
+    names, internal = fit.form.names, fit.form.internal_names
+    k = len(fit.form.variables)
+    return {internal[j]: f"{names[j]} at the runs' mean size" for j in range(k)}
+
+
+#: a coefficient whose 95% bootstrap interval spans more than this factor is named in the pass
+COUPLED_FACTOR = 1.5
+
+
+def _coupled(fit) -> str:
+    """The coefficients whose own interval is wide although the level is pinned: each is the
+    law's value at size 1, far outside the runs, and moves with its exponent."""
+    if isinstance(fit.form, CustomForm) or len(fit.bootstrap_theta) < 20:
+        return ""
+    k = len(fit.form.variables)
+    names = fit.form.names
+    ci = fit.ci(0.95)
+    wide = []
+    for j in range(k):
+        low, high = ci[names[j]]
+        if low > 0 and high / low > COUPLED_FACTOR:
+            wide.append(
+                f"{names[j]}'s own 95% interval spans a factor {high / low:.3g} (it moves with "
+                f"{names[k + 1 + j]})"
+            )
+    if not wide:
+        return ""
+    return (
+        f"; {'; '.join(wide)}: a coefficient is the law at size 1, outside the runs, so read "
+        "predictions within the runs' range, not the coefficient"
     )
 
 

@@ -19,7 +19,7 @@ import math
 import re
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ class Table:
     source: str
     columns: dict[str, Sequence[Any]]
     model: str | None = None
+    #: columns left out, with why (``duplicates="mean"``: text that differs within an id)
+    dropped: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(next(iter(self.columns.values()), []))
@@ -50,6 +52,8 @@ class Table:
         return list(self.columns)
 
     def column(self, name: str) -> Sequence[Any]:
+        if name in self.dropped:
+            raise InputError(f"{self.source}: column {name!r} {self.dropped[name]}.")
         if name not in self.columns:
             shown = ", ".join(self.names[:20]) + (", ..." if len(self.names) > 20 else "")
             hint = ""
@@ -70,6 +74,7 @@ class Table:
             out = np.asarray(raw, dtype=float)
         except (TypeError, ValueError):
             out = np.array([_as_number_or_nan(v) for v in raw], dtype=float)
+            _say_words(self.source, name, raw, out)
         bad = np.flatnonzero(~np.isfinite(out))
         if bad.size:
             i = int(bad[0])
@@ -80,6 +85,12 @@ class Table:
                 "drop or score that item first."
             )
         return out
+
+    def ids(self, name: str) -> np.ndarray:
+        """Column ``name`` as item ids (strings), each on one row only (else an
+        :class:`InputError` naming the first few repeated ids)."""
+        check_ids(Table(self.source, {name: self.column(name)}), name)
+        return self.labels(name)
 
     def labels(self, name: str) -> np.ndarray:
         """Column ``name`` as strings (ids, clusters), so ``1`` in JSON matches ``"1"`` in CSV."""
@@ -97,17 +108,145 @@ class Table:
         return labels
 
 
+def _say_words(source: str, name: str, raw: Sequence[Any], out: np.ndarray) -> None:
+    """A word read as a number ("yes" as 1) is said, never done silently: one
+    :class:`~labcoat.errors.LabcoatNote` per column naming each word and what it became."""
+    read: dict[str, tuple[float, int]] = {}
+    for value, number in zip(raw, out.tolist()):
+        if isinstance(value, str) and not _is_numeral(value) and math.isfinite(number):
+            word = value.strip()
+            read[word] = (number, read.get(word, (number, 0))[1] + 1)
+    if read:
+        import warnings
+
+        from labcoat.errors import LabcoatNote
+
+        shown = ", ".join(f"{w!r} as {n:g} ({k} rows)" for w, (n, k) in list(read.items())[:6])
+        warnings.warn(f"{source}: column {name!r}: read {shown}", LabcoatNote, stacklevel=3)
+
+
+def _is_numeral(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _all_text(values: np.ndarray) -> bool:
     return all(type(v) is str for v in values.tolist())
 
 
-def read_table(path: str | Path) -> Table:
+def read_table(
+    path: str | Path, *, id_column: str | None = None, duplicates: str = "error"
+) -> Table:
     """Read ``path`` by its suffix: .csv, .tsv, .jsonl/.ndjson, .json, .parquet, .eval.
 
     A directory reads every lm-eval ``samples_*.jsonl`` under it, and a glob pattern
     (``out/samples_mmlu_*.jsonl``) every file it matches, as one table with ``task`` (the
     task from the file name) and ``task_doc_id`` (unique across tasks) columns.
+
+    Ids are checked (:func:`check_ids`): an id (``id_column``, else the first of
+    :data:`ID_COLUMNS` the table has) that appears on more than one row of the same task,
+    epoch, seed or model is an error naming the first few, unless ``duplicates="mean"``:
+    then the rows of each id are averaged into one.
     """
+    table = _read_path(path)
+    return check_ids(table, id_column, duplicates)
+
+
+#: columns naming an item, checked for repeats when the caller names no id column
+ID_COLUMNS = ("id", "question_id", "item_id", "sample_id", "doc_id")
+#: columns under which one item is rightly found on several rows (once per task, epoch, ...)
+CONTEXT_COLUMNS = ("task", "epoch", "seed", "model", "run", "attempt")
+#: what to do with an id found on more than one row
+DUPLICATES = ("error", "mean")
+
+
+def check_ids(table: Table, id_column: str | None = None, duplicates: str = "error") -> Table:
+    """``table`` if no id repeats within its context (task, epoch, seed, model, run); else an
+    :class:`InputError` naming the first few repeated ids, or with ``duplicates="mean"`` the
+    table with the rows of each id averaged (numeric columns; a column that differs between
+    the rows of one id and is not a number is an error). ``id_column`` None: the first of
+    :data:`ID_COLUMNS` the table has, if any."""
+    if duplicates not in DUPLICATES:
+        raise InputError(
+            f"`duplicates` must be one of {', '.join(map(repr, DUPLICATES))}; got {duplicates!r}."
+        )
+    column = id_column
+    if column is None:
+        column = next((c for c in ID_COLUMNS if c in table.columns), None)
+        if column is None:
+            return table
+        # a column no one named is checked where it holds ids; its empty cells are no one's
+        ids = np.array([_label(v) for v in table.columns[column]], dtype=object)
+        if (ids == "").any():
+            return table if duplicates == "error" else check_ids(table, column, duplicates)
+    else:
+        ids = table.labels(column)
+    context = [c for c in CONTEXT_COLUMNS if c in table.columns and c != column]
+    keys = ids
+    if context:
+        parts = [ids] + [
+            np.array([_label(v) for v in table.columns[c]], dtype=object) for c in context
+        ]
+        keys = np.array(["\x1f".join(row) for row in zip(*parts)], dtype=object)
+    uniq, first, inverse, counts = np.unique(
+        keys.astype(str), return_index=True, return_inverse=True, return_counts=True
+    )
+    if uniq.size == keys.size:
+        return table
+    repeated = np.flatnonzero(counts > 1)
+    if duplicates == "error":
+        order = repeated[np.argsort(first[repeated])]
+        shown = ", ".join(f"{ids[first[i]]!r} x{counts[i]}" for i in order[:5])
+        more = ", ..." if order.size > 5 else ""
+        within = f" within the same {'/'.join(context)}" if context else ""
+        raise InputError(
+            f"{table.source}: {order.size} id(s) in column {column!r} appear on more than one "
+            f"row{within} ({shown}{more}); each row must be one item. Remove the repeated rows, "
+            "or pass --duplicates mean to average the rows of each id (duplicates='mean' in "
+            "Python)."
+        )
+    return _mean_per_id(table, column, ids, first, inverse.reshape(-1))
+
+
+def _mean_per_id(table: Table, column: str, ids, first, inverse) -> Table:
+    """One row per id (in the order ids first appear): numbers averaged over the id's rows,
+    other values kept where the rows agree; text that differs within an id (the answers
+    themselves) is left out, and naming that column later says why."""
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    group = rank[inverse]
+    heads = first[order]
+    counts = np.bincount(group)
+    columns: dict[str, Sequence[Any]] = {}
+    dropped = dict(table.dropped)
+    for name, raw in table.columns.items():
+        values = np.asarray(raw, dtype=object)
+        kept = values[heads]
+        if name == column or all(_same(v, kept[g]) for v, g in zip(values.tolist(), group)):
+            columns[name] = kept
+            continue
+        numbers = np.array([_as_number_or_nan(v) for v in values.tolist()], dtype=float)
+        if not np.all(np.isfinite(numbers)):
+            g = next(g for v, g in zip(values.tolist(), group) if not _same(v, kept[g]))
+            dropped[name] = (
+                f"differs between the rows of id {ids[heads[g]]!r} and is not a number, so "
+                "--duplicates mean (averaging each id's rows) left it out; give one row per id "
+                "to use it"
+            )
+            continue
+        columns[name] = np.bincount(group, weights=numbers) / counts
+    return replace(table, columns=columns, dropped=dropped)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b
+
+
+def _read_path(path: str | Path) -> Table:
     text = str(path)
     p = Path(path)
     if p.is_dir():
@@ -318,14 +457,10 @@ def _inspect_model(header: Any) -> str | None:
 
 
 def _read_parquet(path: Path) -> Table:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(
-            f"{path}: reading Parquet needs pyarrow; install it with `pip install "
-            "'labcoat[parquet]'`."
-        ) from None
+    from labcoat.extras import import_module
+
+    pa = import_module("pyarrow", "parquet", f"{path}: reading Parquet")
+    pq = import_module("pyarrow.parquet", "parquet", f"{path}: reading Parquet")
     try:
         return Table(str(path), pq.read_table(path).to_pydict())
     except pa.ArrowException as exc:

@@ -1,12 +1,17 @@
 """Rich views of :mod:`labcoat.stats` results, in Miller's reporting format: ``score (SE)``,
 number of questions and clusters; for comparisons the difference, its SE, the interval and the
-correlation. Result objects stay free of formatting; the CLI renders them here."""
+correlation. Result objects stay free of formatting; the CLI renders them here.
+
+No number is ever cut: a one-row table that does not fit the terminal is drawn as one
+``name  value`` line per column instead (:class:`OneRow`), and every column folds a long value
+onto a second line rather than ending it in "…" (:func:`_uncut`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -40,6 +45,37 @@ def _with_warnings(table: Table, warnings: Iterable[str]) -> RenderableType:
     return Group(table, *notes) if notes else table
 
 
+def _uncut(table: Table) -> Table:
+    """Long values fold onto a second line instead of ending in "…"."""
+    for column in table.columns:
+        column.overflow = "fold"
+    return table
+
+
+class OneRow:
+    """A one-row table; where it is wider than the terminal, the same cells as one
+    ``header  value`` line each, so the numbers people read first are never cut."""
+
+    def __init__(self, table: Table):
+        self.table = _uncut(table)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        natural = options.update(width=10_000, max_width=10_000)  # its width if uncramped
+        width = Measurement.get(console, natural, self.table).maximum
+        if width <= options.max_width or not self.table.rows:
+            yield self.table
+            return
+        if self.table.title:  # on its own line: the narrow table would wrap it
+            yield Text(str(self.table.title))
+        tall = Table(show_header=False)
+        tall.add_column(style="bold")
+        tall.add_column(justify="right", overflow="fold")
+        for column in self.table.columns:
+            cells = list(column.cells)
+            tall.add_row(str(column.header) or "", cells[0] if cells else "")
+        yield tall
+
+
 def _interval_name(df: float | None, method: str = "") -> str:
     if method == "wilson":
         return "Wilson"
@@ -60,7 +96,7 @@ def mean_view(result: MeanResult, label: str = "score") -> RenderableType:
         "–" if result.n_clusters is None else str(result.n_clusters),
         f"{result.k:g}",
     )
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [OneRow(table)]
     if result.n_clusters is not None and result.se_clt > 0:
         ratio = result.se / result.se_clt
         parts.append(
@@ -106,12 +142,11 @@ def compare_view(
         str(result.n),
         "–" if result.n_clusters is None else str(result.n_clusters),
     )
-    df = "" if result.df is None else f", df {result.df:.4g}"
     parts: list[RenderableType] = [
-        table,
+        OneRow(table),
         Text(
             f"means: {labels[0]} {result.mean_a:.4g}, {labels[1]} {result.mean_b:.4g}; "
-            f"{result.formula}{df}; MDE at 80% power; d: Cohen's "
+            f"{_how_se(result)}; MDE at 80% power; d: Cohen's "
             f"{'d_z' if result.paired else 'd'}",
             style="dim",
         ),
@@ -137,6 +172,17 @@ def compare_view(
         )
     parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
     return Group(*parts)
+
+
+def _how_se(result: CompareResult) -> str:
+    """What the SE and the interval were computed from, in words (no formula code where no
+    clusters were given: a CR1 over one question per cluster is the plain SE)."""
+    test = "z" if result.df is None else f"t, df {result.df:.4g}"
+    if result.n_clusters is None:
+        unit = "paired differences" if result.paired else "questions"
+        return f"SE over {result.n} independent {unit} ({test})"
+    what = "CR1 cluster-robust" if result.formula == "cr1" else f"{result.formula} clustered"
+    return f"{what} SE over {result.n_clusters} clusters ({test})"
 
 
 def exclusion_view(result: ExclusionResult, labels: tuple[str, str] = ("A", "B")) -> RenderableType:
@@ -178,7 +224,7 @@ def power_view(result: PowerResult) -> RenderableType:
         f"{result.design_effect:.3g}",
         f"{result.alpha:g}",
     )
-    return table
+    return OneRow(table)
 
 
 def leaderboard_view(result: LeaderboardResult) -> RenderableType:
@@ -209,8 +255,8 @@ def leaderboard_view(result: LeaderboardResult) -> RenderableType:
         )
     groups = "; ".join("{" + ", ".join(g) + "}" for g in result.groups)
     parts: list[RenderableType] = [
-        table,
-        pairs,
+        _uncut(table),
+        _uncut(pairs),
         Text(f"cannot be told apart at α = {result.alpha:g}: {groups}", style="dim"),
     ]
     parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
@@ -231,13 +277,14 @@ def gate_view(result: GateResult) -> RenderableType:
 
 
 def adjust_view(result: AdjustedPValues, labels: list[str] | None = None) -> RenderableType:
-    table = Table(title=f"{result.description}, α = {result.alpha:g}", title_justify="left")
+    table = Table()
     for col in ("", "p", "adjusted", "reject"):
         table.add_column(col, justify="left" if not col else "right")
     names = labels or [str(i + 1) for i in range(result.pvalues.size)]
     for name, p, q, r in zip(names, result.pvalues, result.adjusted, result.reject):
         table.add_row(name, f"{p:.4g}", f"{q:.4g}", "yes" if r else "no")
-    return table
+    # the title on its own line: a narrow table would wrap it
+    return Group(Text(f"{result.description}, α = {result.alpha:g}"), _uncut(table))
 
 
 def bootstrap_view(result: BootstrapResult) -> RenderableType:
@@ -251,7 +298,7 @@ def bootstrap_view(result: BootstrapResult) -> RenderableType:
         str(result.n),
         str(result.bootstrap_distribution.size),
     )
-    return table
+    return OneRow(table)
 
 
 def seeds_view(result: MethodsSummary) -> RenderableType:
@@ -268,7 +315,7 @@ def seeds_view(result: MethodsSummary) -> RenderableType:
     for method, summary in summaries.items():
         cells = [f"{r.statistic:.3g} {_ci(*r.ci, digits=3)}" for r in summary.aggregates.values()]
         table.add_row(method, *cells, f"{summary.n_runs} x {summary.n_tasks}")
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [_uncut(table)]
     for (x, y), r in improvements.items():
         parts.append(Text(f"P({x} > {y}) = {r.statistic:.3f} {_ci(*r.ci, digits=3)}"))
     return Group(*parts)
@@ -289,7 +336,7 @@ def sequential_view(result: SequentialResult) -> RenderableType:
         str(result.n_total),
         "yes" if result.stopped else "no",
     )
-    parts: list[RenderableType] = [table, Text(result.reason, style="dim")]
+    parts: list[RenderableType] = [OneRow(table), Text(result.reason, style="dim")]
     parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
     return Group(*parts)
 
@@ -307,4 +354,4 @@ def intervals_view(result: ProportionResult) -> RenderableType:
         ci = result.confidence_interval(result.confidence, method)
         name = "normal (CLT)" if method == "normal" else method
         table.add_row(name, f"{ci.low:.4g}", f"{ci.high:.4g}", f"{ci.width:.4g}")
-    return table
+    return _uncut(table)

@@ -34,6 +34,7 @@ class WatchReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "ok": self.ok,
             "alerts": [a.to_event() for a in self.alerts],
             "other_events": self.other_events,
             "events": self.events,
@@ -43,11 +44,22 @@ class WatchReport:
 
     def to_html(self, path: str | os.PathLike[str]) -> None:
         """Write the curves, with every alert marked, as a self-contained HTML page."""
+        from labcoat.extras import require
+        from labcoat.outputs import check_writable
         from labcoat.report import Page
+
+        require("report", "an HTML page")
+        check_writable(path, "path")
         from labcoat.report.sections.watch import watch_section
 
         page = Page("labcoat watch", subtitle=", ".join(self.sources))
         page.add(watch_section(self.raw)).save(path)
+
+    @property
+    def ok(self) -> bool:
+        """True when no alert failed (warnings still need a look); ``labcoat watch report``
+        exits 1 otherwise, like the doctor."""
+        return not any(a.severity == "fail" for a in self.alerts)
 
     def findings(self) -> list[Finding]:
         """One finding per merged alert; the message names the ranks that saw it."""

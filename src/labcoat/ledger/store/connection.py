@@ -13,11 +13,20 @@ goes through two doors:
 A SQLite ledger is in WAL mode only while a writer has it open. :meth:`Store.close` (called on
 exit too) checkpoints the WAL into the file and, as the last connection, turns WAL mode off, so
 the file alone is the whole ledger: it can be copied, and it can be read from read-only media.
+
+While a writer has it open, the ledger's chain heads after each commit are also kept beside it,
+in ``ledger.db-heads`` (removed when the file is sealed). A writer killed before it sealed
+leaves the file in WAL mode with it; if the ``-wal`` file is then gone, the heads tell a WAL
+that another SQLite client checkpointed into the file (every head is in it: nothing lost) from
+one that was lost (rows the writer committed are missing). Readers never create files: a
+WAL-mode file with no ``-wal`` beside it is read as ``immutable`` (no writer is in it then),
+so reading, and ``verify``, leave the disk as they found it.
 Storage failures become :class:`LedgerError`, which the CLI prints as one line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -288,11 +297,21 @@ class SQLiteStore(Store):
                 ".labcoat/ledger.db"
             )
         self.wal = self.path.with_name(self.path.name + "-wal")
+        #: the chain heads after the last commit, kept while the file is in WAL mode
+        self.heads = self.path.with_name(self.path.name + "-heads")
         self.read_only = self.path.exists() and not (
             _writable(self.path) and _writable(self.path.parent)
         )
-        # seen before any connection of ours can make a new, empty -wal file beside it
-        self._cut_from_wal = _says_wal_mode(self.path) and not self.wal.exists()
+        # seen before any writer of ours can make a new -wal file beside it; an empty -wal
+        # (left by an older labcoat's reader) holds no commits either
+        self._cut_from_wal = _says_wal_mode(self.path) and not self._wal_bytes()
+        self._immutable: set[int] = set()  # ids of readers opened with immutable=1
+
+    def _wal_bytes(self) -> int:
+        try:
+            return self.wal.stat().st_size
+        except OSError:
+            return 0
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -301,7 +320,10 @@ class SQLiteStore(Store):
         """The database file and the journal files SQLite keeps beside it."""
         return (
             self.path,
-            *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm", "-journal")),
+            *(
+                self.path.with_name(self.path.name + end)
+                for end in ("-wal", "-shm", "-journal", "-heads")
+            ),
         )
 
     @contextmanager
@@ -356,11 +378,38 @@ class SQLiteStore(Store):
         try:
             conn.execute("PRAGMA busy_timeout = 0")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.execute("PRAGMA journal_mode = DELETE")
-        except sqlite3.Error:
+            mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+            if str(mode).lower() == "delete":  # sealed: the file alone is the whole ledger
+                self.heads.unlink(missing_ok=True)
+        except (sqlite3.Error, OSError):
             pass  # busy: another connection is open, and the last one to close seals the file
         finally:
             conn.close()
+
+    def _keep_heads(self, conn: sqlite3.Connection) -> None:
+        """After a commit: the chain heads, beside the file (see the module's docstring). Best
+        effort and never ahead of the file: written after the commit, so a writer killed in
+        between leaves heads that the file already holds."""
+        try:
+            rows = conn.execute("SELECT name, last_id FROM chain_heads").fetchall()
+        except sqlite3.Error:
+            return  # not migrated yet: nothing chained
+        try:
+            tmp = self.heads.with_name(f"{self.heads.name}.{os.getpid()}.{id(self):x}.tmp")
+            tmp.write_text(json.dumps({n: int(i) for n, i in rows}), encoding="utf-8")
+            os.replace(tmp, self.heads)
+        except OSError:
+            pass
+
+    def _heads_kept(self) -> dict[str, int] | None:
+        """The chain heads the last writer committed, or None when no writer left them."""
+        try:
+            data = json.loads(self.heads.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        return {str(k): int(v) for k, v in data.items() if isinstance(v, int)}
 
     @contextmanager
     def write(self) -> Iterator[Tx]:
@@ -397,13 +446,17 @@ class SQLiteStore(Store):
                 raise
             finally:
                 self._depth = 0
+            self._keep_heads(conn)
 
     def _connect_reader(self) -> sqlite3.Connection:
         if not self.path.exists():
             raise LedgerError(f"ledger {self.location}: no such file")
-        # on read-only media SQLite cannot make the -shm file a WAL reader needs; with no WAL
-        # beside the file there is nothing but the file to read, so it is opened as immutable
-        how = "immutable=1" if self.read_only and not self.wal.exists() else "mode=ro"
+        # With no -wal beside the file there is nothing but the file to read. A reader opened
+        # with mode=ro on a WAL-mode file would create an empty -wal and -shm (changing the disk
+        # it reads, and hiding a lost WAL from the next verify), and on read-only media it
+        # cannot make them at all: such a file is opened as immutable, until a -wal appears.
+        immutable = not self.wal.exists() and (self.read_only or _says_wal_mode(self.path))
+        how = "immutable=1" if immutable else "mode=ro"
         with self._errors():
             conn = sqlite3.connect(
                 f"{self.path.as_uri()}?{how}",
@@ -414,7 +467,20 @@ class SQLiteStore(Store):
             )
             conn.execute("PRAGMA query_only = ON")
             conn.set_authorizer(_deny_attach)
+        if immutable:
+            self._immutable.add(id(conn))
         return conn
+
+    def _usable(self, conn: Any) -> bool:
+        """An immutable reader sees no writer: once a -wal appears (a writer started), reopen."""
+        if id(conn) in self._immutable and self.wal.exists():
+            self._immutable.discard(id(conn))
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+            return False
+        return True
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -485,12 +551,7 @@ class SQLiteStore(Store):
         the file alone is not the whole ledger yet (a writer is open, or one died)."""
         wal_bytes = self.wal.stat().st_size if self.wal.exists() else None
         if self._cut_from_wal and not self._written_by_an_older_labcoat():
-            return [
-                f"{self.path.name}: the file says a writer had it open, but its -wal file is "
-                "missing: commits made since its last checkpoint are not in it (was it copied "
-                "while labcoat was writing? copy its -wal file with it, or copy after every "
-                "labcoat process ended)"
-            ], []
+            return self._without_wal()
         if wal_bytes and wal_bytes > 32 and self.wal.stat().st_mtime >= self.path.stat().st_mtime:
             return [], [
                 f"{self.wal.name} holds {wal_bytes:,} bytes of commits not yet in {self.path.name} "
@@ -498,6 +559,32 @@ class SQLiteStore(Store):
                 "ends"
             ]
         return [], []
+
+    def _without_wal(self) -> tuple[list[str], list[str]]:
+        """A WAL-mode file with no -wal: checkpointed by another client, or cut from its WAL."""
+        kept = self._heads_kept()
+        if kept is None:  # no heads beside it: copied alone, or the heads went with the WAL
+            return [
+                f"{self.path.name}: the file says a writer had it open, but its -wal file is "
+                "missing: commits made since its last checkpoint are not in it (was it copied "
+                "while labcoat was writing? copy its -wal file with it, or copy after every "
+                "labcoat process ended)"
+            ], []
+        with self.read() as tx:
+            in_file = {str(n): int(i) for n, i in tx.all("SELECT name, last_id FROM chain_heads")}
+        lost = {t: (in_file.get(t, 0), n) for t, n in kept.items() if n > in_file.get(t, 0)}
+        if lost:
+            rows = ", ".join(f"{t} {a + 1}-{b}" for t, (a, b) in sorted(lost.items()))
+            return [
+                f"{self.path.name}: its -wal file is missing, and with it rows the last writer "
+                f"committed ({rows}; {self.heads.name} lists them): restore "
+                f"{self.wal.name} beside the file if you have it"
+            ], []
+        return [], [
+            f"{self.path.name}: a writer stopped without sealing the file (killed?), and its WAL "
+            f"was checkpointed into the file by another SQLite client: every row it committed "
+            f"is in the file ({self.heads.name} agrees); nothing was lost"
+        ]
 
     def _written_by_an_older_labcoat(self) -> bool:
         """Ledgers from before the seal-on-close migration were left in WAL mode when closed."""
@@ -530,14 +617,9 @@ def redact_url(url: str) -> str:
 
 
 def _psycopg():
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise InputError(
-            "ledger: a postgresql:// ledger needs psycopg 3, which is not installed; install it "
-            "with `pip install 'labcoat[postgres]'`"
-        ) from exc
-    return psycopg
+    from labcoat.extras import import_module
+
+    return import_module("psycopg", "postgres", "ledger: a postgresql:// ledger")
 
 
 def _read_only_refused(exc: BaseException) -> ReadOnlyError:
