@@ -114,6 +114,11 @@ def _is_labels(obj: Any, x: Any) -> bool:
 
 def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
     if isinstance(obj, torch.Tensor):
+        if obj.is_meta:
+            raise InputError(
+                f"{name}: {what} is on the meta device: it has a shape {tuple(obj.shape)} but no "
+                "values; pass tensors that hold the data (on the CPU or your accelerator)"
+            )
         return obj.detach().cpu()
     if isinstance(obj, (str, bytes)) or _holds_strings(obj):
         raise InputError(_string_labels_message(obj, name, what))
