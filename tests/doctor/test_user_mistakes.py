@@ -1,7 +1,8 @@
 """Inputs that are the user's mistake are one line with the fix and exit 2, before any work
 (issue 24, item 5): a class for an instance, arguments out of order, a scheduler for its
-optimizer, tensors on the meta device, a loss on another device than the model. Twins: the same
-arguments given correctly (an instance, a factory, a custom loss module) are accepted."""
+optimizer, tensors on the meta device, a loss on another device than the model, a callable whose
+signature cannot take what labcoat passes it. Twins: the same arguments given correctly (an
+instance, a factory, a custom loss module, a step with extra defaults) are accepted."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from torch import nn
 
 import labcoat
 from labcoat.errors import InputError
-from tests.doctor.helpers import digits, mlp
+from tests.doctor.helpers import digits, mlp, standard_step
 
 
 class WeightedLoss(nn.Module):
@@ -113,6 +114,23 @@ PLANTED = {
         "data: X is on the meta device: it has a shape (800, 64) but no values",
     ),
     "on_finding not callable": (dict(on_finding="print"), "`on_finding` must be a callable"),
+    "step of two arguments": (
+        dict(step=lambda model, batch: None),
+        "step: <lambda>(model, batch) cannot be called as labcoat calls it, step(model, batch, "
+        "optimizer, loss_fn) (too many positional arguments); give it that signature",
+    ),
+    "loss of one argument": (
+        dict(loss_fn=lambda out: out.sum()),
+        "loss_fn: <lambda>(out) cannot be called as labcoat calls it, loss_fn(output, target)",
+    ),
+    "metric of three arguments": (
+        dict(metric=lambda out, y, mask: 1.0),
+        "metric: <lambda>(out, y, mask) cannot be called as labcoat calls it",
+    ),
+    "optimizer factory of no argument": (
+        dict(optimizer=lambda: torch.optim.SGD(mlp().parameters(), 0.1)),
+        "optimizer: <lambda>() cannot be called as labcoat calls it, optimizer(params)",
+    ),
 }
 
 
@@ -142,6 +160,15 @@ HEALTHY = {
     "optimizer factory": dict(optimizer=functools.partial(torch.optim.Adam, lr=1e-3)),
     "optimizer lambda": dict(optimizer=lambda params: torch.optim.SGD(params, lr=0.1)),
     "metric function": dict(metric=lambda out, y: float((out.argmax(1) == y).float().mean())),
+    "step with extra defaults": dict(
+        step=lambda model, batch, optimizer, loss_fn, scaler=None: standard_step(
+            model, batch, optimizer, loss_fn
+        )
+    ),
+    "step taking *args": dict(step=lambda *args: standard_step(*args)),
+    "loss with keyword options": dict(
+        loss_fn=lambda out, y, *, smoothing=0.0: nn.functional.cross_entropy(out, y)
+    ),
     "model materialised from meta": dict(
         model=M(lambda a: _materialised()),
         optimizer=M(lambda a: torch.optim.Adam(a["model"].parameters(), 1e-3)),

@@ -11,7 +11,10 @@ Each check here is a mistake of what was passed, not of how it trains, so it is 
 * the model, loss and optimizer in each other's places, or a learning-rate scheduler given for
   its optimizer;
 * a model, data or a loss holding tensors on the ``meta`` device (shapes with no values), or a
-  loss or metric module holding tensors on another device than the model's.
+  loss or metric module holding tensors on another device than the model's;
+* a callable whose signature cannot take the arguments labcoat calls it with (a train step
+  ``step(model, batch)``, a loss of one argument): today's traceback inside a check would read
+  as the setup being broken.
 
 A real training bug stays a check's finding: an optimizer built on another instance of the model
 is a setup that would train wrongly, and ``update.optimizer.coverage`` names it.
@@ -141,6 +144,39 @@ def on_devices(model: Any, loss_fn: Any, metric: Any) -> None:
                 )
 
 
+#: how labcoat calls each callable argument: the call, as the message shows it, and its
+#: positional arguments
+CALLS = {
+    "loss_fn": ("loss_fn(output, target)", 2),
+    "metric": ("metric(output, target)", 2),
+    "step": ("step(model, batch, optimizer, loss_fn)", 4),
+    "optimizer": ("optimizer(params) (a factory building the optimizer)", 1),
+    "on_finding": ("on_finding(finding)", 1),
+}
+
+
+def callable_as_called(value: Any, name: str) -> None:
+    """``value`` accepts the positional arguments labcoat passes it; its signature says so when
+    it has one (builtins and C functions may not: they are taken on trust)."""
+    if value is None or inspect.isclass(value) or not callable(value):
+        return
+    if name == "optimizer" and isinstance(value, torch.optim.Optimizer):
+        return
+    call, n = CALLS[name]
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*range(n))
+    except TypeError as exc:
+        shown = getattr(value, "__qualname__", type(value).__name__)
+        raise InputError(
+            f"{name}: {shown}{signature} cannot be called as labcoat calls it, {call} ({exc}); "
+            f"give it that signature"
+        ) from None
+
+
 def check_objects(
     *,
     model: Any,
@@ -166,4 +202,12 @@ def check_objects(
     ):
         not_a_class(value, name)
     in_place(model, loss_fn, optimizer)
+    for name, value in (
+        ("loss_fn", loss_fn),
+        ("metric", metric),
+        ("step", step),
+        ("optimizer", optimizer),
+        ("on_finding", on_finding),
+    ):
+        callable_as_called(value, name)
     on_devices(model, loss_fn, metric)
