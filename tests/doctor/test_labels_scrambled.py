@@ -125,3 +125,21 @@ def test_order_alone_carries_the_label_and_tokens_at_positions_find_it():
     )
     finding = report["data.signal.baseline"]
     assert finding.status == "pass", finding.message
+
+
+def test_each_input_field_of_a_dict_batch_is_coded_apart_and_alike_in_both_splits():
+    from types import SimpleNamespace
+
+    from labcoat.doctor.checks.data import token_ids
+    from labcoat.doctor.inputs import DictInputs
+
+    fields = DictInputs("labels", ("input_ids", "attention_mask"), ((3,), (3,)), (torch.long,) * 2)
+    train = torch.tensor([[5, 6, 7, 1, 1, 1]])
+    val = torch.tensor([[7, 8, 9, 1, 1, 0]])
+    case = SimpleNamespace(
+        train=SimpleNamespace(x=train, fields=fields), val=SimpleNamespace(x=val, fields=fields)
+    )
+    coded_train, coded_val = token_ids(case, train), token_ids(case, val)
+    assert coded_train[0, 2] == coded_val[0, 0]  # token 7 of input_ids, in both splits
+    assert coded_train[0, 3] != coded_train[0, 0] - 4  # mask value 1 is not token 1
+    assert set(coded_train[0, :3]).isdisjoint(coded_train[0, 3:])

@@ -766,11 +766,13 @@ def token_ids(case: Case, x: torch.Tensor) -> np.ndarray:
     a bag of them counts each field's tokens apart."""
     rows = x.reshape(len(x), -1).long().numpy()
     fields = case.train.fields
-    if fields is None or len(fields.names) == 1:
+    if fields is None or len(fields.names) == 1 or not rows.size:
         return rows
     offsets = np.concatenate([np.full(w, i, dtype=np.int64) for i, w in enumerate(fields.widths)])
-    span = int(rows.max()) - int(rows.min()) + 1 if rows.size else 1
-    return (rows - int(rows.min()) if rows.size else rows) + offsets * span
+    # one range for training and held-out rows alike, so that both code a token the same way
+    low = min(int(case.train.x.min()), int(case.val.x.min()))
+    high = max(int(case.train.x.max()), int(case.val.x.max()))
+    return (rows - low) + offsets * (high - low + 1)
 
 
 class BagOfTokens:
