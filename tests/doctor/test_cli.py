@@ -297,6 +297,12 @@ def test_the_file_runs_with_an_argv_of_its_own(cli, tmp_path):
     res = cli("doctor", path, "--quiet")
     assert repr(([str(path)], [str(path)])) in res.err, res.err
     assert sys.argv == before
+    # an option labcoat does not know, given before --, is named with where it belongs
+    res = cli("doctor", path, "--lr", "3e-4")
+    assert (
+        res.code == 2
+        and "the file's own arguments go after --: labcoat doctor FILE.py -- --lr" in res.err
+    )
 
 
 # -- warnings reach the verdict, the JSON and the exit code (issue 24, item 2) ------------------

@@ -11,7 +11,22 @@ from labcoat.cli.output import json_option, ledger_target, recording_options, re
 from labcoat.findings import ENGINES
 
 
-@click.command()
+class DoctorCommand(click.Command):
+    """An option labcoat does not know is most likely one of the file's own: say where those go."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            exc.possibilities = None
+            exc.message = (
+                f"no such option {exc.option_name!r}; the file's own arguments go after --: "
+                f"labcoat doctor FILE.py -- {exc.option_name}"
+            )
+            raise
+
+
+@click.command(cls=DoctorCommand)
 @click.argument("target", metavar="FILE.py[:NAME]")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS]...")
 @json_option
