@@ -104,7 +104,7 @@ def timed_cli() -> float:
 
 
 def timed_import() -> float:
-    command = [sys.executable, "-c", "import labcoat.doctor"]
+    command = [sys.executable, "-c", "from labcoat.doctor import diagnose"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     start = time.perf_counter()
     subprocess.run(command, cwd=ROOT, env=env, check=True)
@@ -205,7 +205,7 @@ ROWS: dict[str, tuple[Callable[[], float], float | None]] = {
     "shuffle layer alone, digits MLP, copies in workers": (timed_shuffle(0.0), None),
     "one worker: fork, one copy's result back": (timed_worker_start, None),
     "`labcoat doctor examples/digits.py`": (timed_cli, None),
-    "`import labcoat.doctor` (torch, scipy, scikit-learn)": (timed_import, None),
+    "`from labcoat.doctor import diagnose` (torch, scipy, scikit-learn)": (timed_import, None),
 }
 
 

@@ -78,7 +78,10 @@ def _one_error_line(res) -> str:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("no-such-command",), "no such command 'no-such-command'; see 'labcoat --help'"),
+        (
+            ("no-such-command",),
+            "no such command 'no-such-command'; choose one of: audit, checks, doctor",
+        ),
         (("stats", "mean"), "stats mean: missing argument 'FILE'; see 'labcoat stats mean --help'"),
         (("stats", "mean", "x.csv"), "stats mean: missing option '--score'"),
         (
@@ -91,6 +94,24 @@ def _one_error_line(res) -> str:
 )
 def test_usage_errors_are_one_line_naming_the_command(cli, args, says):
     assert says in _one_error_line(cli(*args))
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("doctr",), "no such command 'doctr' (did you mean 'doctor'?); see 'labcoat --help'"),
+        (("stats", "compre"), "stats: no such command 'compre' (did you mean 'compare'?)"),
+        (("watch", "reprot"), "watch: no such command 'reprot' (did you mean 'report'?)"),
+    ],
+)
+def test_a_mistyped_command_names_the_closest_one(cli, args, says):
+    assert says in _one_error_line(cli(*args))
+
+
+def test_a_command_nothing_like_any_suggests_none_and_a_real_one_still_runs(cli):
+    line = _one_error_line(cli("frobnicate"))
+    assert "did you mean" not in line and "choose one of: audit, checks, doctor" in line
+    assert cli("checks", "--json", "--engine", "doctor").code == 0
 
 
 def test_a_directory_given_for_a_file_is_a_one_line_error(cli, tmp_path):

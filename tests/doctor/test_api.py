@@ -122,6 +122,54 @@ def test_unsupported_data_is_a_clear_input_error(data, message):
         diagnose(mlp(), data)
 
 
+def _rows(n):
+    x, y = digits()
+    return TensorDataset(x[:n], y[:n])
+
+
+def _read_once():
+    batches = iter([(torch.zeros(8, 64), torch.zeros(8, dtype=torch.long))])
+    list(batches)
+    return batches
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: DataLoader(_rows(20), batch_size=32, drop_last=True),
+            "its dataset has 20 rows, fewer than batch_size=32, and drop_last=True drops that "
+            "partial batch; pass drop_last=False or a batch_size of at most 20",
+        ),
+        (lambda: DataLoader(_rows(0), batch_size=32), "the DataLoader's dataset is empty"),
+        (
+            lambda: DataLoader(
+                _rows(50), batch_size=8, sampler=torch.utils.data.SubsetRandomSampler([])
+            ),
+            "its sampler (SubsetRandomSampler) draws no rows from a dataset of 50 rows",
+        ),
+        (_read_once, "an iterator or generator can be read only once"),
+    ],
+)
+def test_data_that_yields_no_batch_says_why(make, message):
+    with pytest.raises(labcoat.InputError) as caught:
+        diagnose(mlp(), make(), layers=("data",))
+    assert message in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DataLoader(_rows(100), batch_size=32, drop_last=True),  # 3 full batches
+        lambda: DataLoader(_rows(20), batch_size=32),  # one partial batch, kept
+        lambda: iter([(torch.rand(8, 64), torch.arange(8) % 10) for _ in range(4)]),
+    ],
+)
+def test_the_same_forms_with_a_batch_to_give_are_read(make):
+    report = diagnose(mlp(), make(), layers=("data",))
+    assert report.layers_run == ["data"]
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

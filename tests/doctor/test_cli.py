@@ -118,7 +118,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, exp_file, target, message):
     "source, message",
     [
         (
-            "import sys\nsys.exit(0)\n",
+            "import sys\nsys.exit(0)\n\ndef experiment():\n    pass\n",
             "importing it called sys.exit(0); put the script's top-level code under",
         ),
         (
@@ -204,3 +204,157 @@ def test_ledger_option_records_findings(cli, exp_file, tmp_path):
     assert res.code == 1
     assert json.loads(res.out)["ledger"]["findings"]
     assert labcoat.Ledger(path).findings(status="fail")[0].check == "update.optimizer.coverage"
+
+
+# -- the experiment file is looked over before it runs (issue 24, item 7) ----------------------
+
+
+@pytest.mark.slow
+def test_a_missing_file_is_named_before_torch_is_imported(subprocess_env, tmp_path):
+    """Planted: a missing file and a file without the function; both are said without torch.
+    Twin: a file that has the function is imported (torch with it)."""
+    good = tmp_path / "good.py"
+    good.write_text("import torch\n\ndef experiment():\n    return 42\n")
+    lacking = tmp_path / "lacking.py"
+    lacking.write_text("import torch\n\ndef other():\n    return 42\n")
+    code = (
+        "import sys\nfrom labcoat.cli.main import main\n"
+        "rc = main(['doctor', sys.argv[1]])\nprint(rc, 'torch' in sys.modules)\n"
+    )
+    seen = {}
+    for target in ("nope.py", lacking, good):
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(target)],
+            capture_output=True,
+            text=True,
+            env=subprocess_env,
+            timeout=120,
+        )
+        seen[str(target)] = (out.stdout.split(), out.stderr)
+    assert seen["nope.py"][0] == ["2", "False"] and "no such file" in seen["nope.py"][1]
+    assert seen[str(lacking)][0] == ["2", "False"]
+    assert "no function 'experiment'; functions defined there: other" in seen[str(lacking)][1]
+    assert seen[str(good)][0] == ["2", "True"] and "returned int" in seen[str(good)][1]
+
+
+def test_a_file_without_the_function_does_not_run_its_top_level_code(cli, tmp_path):
+    marker = tmp_path / "ran"
+    body = f"open({str(marker)!r}, 'w').write('x')\n\ndef {{name}}():\n    return 42\n"
+    path = tmp_path / "script.py"
+    path.write_text(body.format(name="train"))
+    res = cli("doctor", path)
+    assert res.code == 2 and "no function 'experiment'; functions defined there: train" in res.err
+    assert not marker.exists()
+    # twin: with the function there, the file is imported (its top-level code runs) and called
+    path.write_text(body.format(name="experiment"))
+    res = cli("doctor", path)
+    assert res.code == 2 and "returned int" in res.err and marker.exists()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from helper import *\n",  # a star import: the tree cannot tell, so the file is run
+        "globals()['experiment'] = lambda: 42\n",
+        "import helper\nexperiment = helper.experiment\n",
+        "if True:\n    from helper import experiment\n",
+    ],
+)
+def test_a_function_bound_another_way_than_def_is_still_found(cli, tmp_path, source):
+    (tmp_path / "helper.py").write_text("def experiment():\n    return 42\n")
+    path = tmp_path / "exp_indirect.py"
+    path.write_text(source)
+    res = cli("doctor", path)
+    assert res.code == 2 and "returned int" in res.err, res.err
+
+
+def test_a_name_bound_to_something_else_is_named_as_such(cli, tmp_path):
+    path = tmp_path / "exp_value.py"
+    path.write_text("experiment = 3\n\ndef build():\n    return 1\n")
+    res = cli("doctor", path)
+    assert res.code == 2 and "'experiment' is a int, not a function" in res.err, res.err
+
+
+ARGV_FILE = """
+import sys
+AT_IMPORT = list(sys.argv)
+
+def experiment():
+    raise RuntimeError(repr((AT_IMPORT, sys.argv)))
+"""
+
+
+def test_the_file_runs_with_an_argv_of_its_own(cli, tmp_path):
+    path = tmp_path / "argv_exp.py"
+    path.write_text(ARGV_FILE)
+    before = list(sys.argv)
+    res = cli("doctor", path, "--quiet", "--", "--lr", "3e-4", "--debug")
+    assert res.code == 2
+    expected = [str(path), "--lr", "3e-4", "--debug"]
+    assert repr((expected, expected)) in res.err, res.err
+    assert "Traceback" not in res.err  # a --debug after -- is the file's, not labcoat's
+    # twin: without -- the file sees only its own name, never labcoat's `doctor` and options
+    res = cli("doctor", path, "--quiet")
+    assert repr(([str(path)], [str(path)])) in res.err, res.err
+    assert sys.argv == before
+    # an option labcoat does not know, given before --, is named with where it belongs
+    res = cli("doctor", path, "--lr", "3e-4")
+    assert (
+        res.code == 2
+        and "the file's own arguments go after --: labcoat doctor FILE.py -- --lr" in res.err
+    )
+
+
+# -- warnings reach the verdict, the JSON and the exit code (issue 24, item 2) ------------------
+
+EVAL_MODE = """
+import torch
+from torch import nn
+import labcoat
+from sklearn.datasets import load_digits
+
+def _data():
+    x, y = load_digits(return_X_y=True)
+    x, y = x[:400], y[:400]
+    x = x[:, (x > 0).mean(0) > 0.1]  # no constant pixel: data.features.constant warns of them
+    return torch.tensor(x / 16, dtype=torch.float32), torch.tensor(y)
+
+def _model(dropout):
+    torch.manual_seed(0)
+    layers = [nn.Linear(_data()[0].shape[1], 32), nn.ReLU()]
+    layers += [nn.Dropout(0.3)] if dropout else []
+    return nn.Sequential(*layers, nn.Linear(32, 10)).eval()
+
+def _experiment(dropout):
+    m = _model(dropout)
+    return labcoat.Experiment(m, _data(), nn.CrossEntropyLoss(), \
+torch.optim.Adam(m.parameters(), 1e-3))
+
+def left_in_eval():
+    return _experiment(dropout=True)
+
+def eval_without_dropout():
+    return _experiment(dropout=False)
+"""
+
+
+@pytest.mark.slow
+def test_a_warning_is_named_in_the_verdict_the_json_and_strict_exit(cli, tmp_path):
+    path = tmp_path / "eval_mode.py"
+    path.write_text(EVAL_MODE)
+    opts = ("--json", "--no-ledger", "--all")
+    # planted: dropout left in eval mode warns; the verdict names it, --strict fails on it
+    res = cli("doctor", f"{path}:left_in_eval", *opts, "--", "--layers")
+    body = json.loads(res.out)
+    assert res.code == 0 and body["ok"], res.err
+    warned = [w["check"] for w in body["warnings"]]
+    assert "update.mode.as_given" in warned
+    assert body["verdict"].startswith(f"healthy, with {len(warned)} warning")
+    assert "update.mode.as_given" in body["verdict"]
+    assert list(body)[:4] == ["target", "ok", "verdict", "warnings"]
+    assert cli("doctor", f"{path}:left_in_eval", *opts, "--strict").code == 1
+    # twin: the same model in eval mode without dropout warns of nothing and passes --strict
+    res = cli("doctor", f"{path}:eval_without_dropout", *opts, "--strict")
+    body = json.loads(res.out)
+    assert res.code == 0 and body["warnings"] == [], body["warnings"]
+    assert body["verdict"].startswith("healthy: no check failed")

@@ -4,6 +4,7 @@ twins."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -179,6 +180,8 @@ def test_a_trained_start_is_not_a_leak_but_a_metric_that_cannot_fail_still_is(mo
     finding = fine_tuning["shuffle.labels"]
     assert finding.status == "skip" and "trained start" in finding.message, finding.message
     assert finding.evidence["untrained_score"] > 0.8 and finding.evidence["shuffled_mean"] > 0.8
+    # far beyond every re-initialised copy of the same model: a trained start, not luck
+    assert max(finding.evidence["reinitialised_above_chance"]) < 0.3
 
     broken = s.diagnose(start, s.digits(), CE, metric=self_comparing_metric, layers=("shuffle",))
     assert broken["shuffle.labels"].status == "fail"
@@ -288,3 +291,50 @@ def test_distilling_from_a_teacher_warns_and_a_leak_beside_a_held_module_still_f
     broken = s.diagnose(s.mlp(), s.digits(), CE, step=LookupWithEMA())
     assert broken.failed_layer == "shuffle"
     assert broken["shuffle.labels"].status == "fail", broken["shuffle.labels"].message
+
+
+def _memorising(labels: torch.Tensor, X: torch.Tensor):
+    """A two-class MLP big and fast enough to fit 190 training rows in the shuffle budget."""
+    return s.diagnose(s.mlp(classes=2, hidden=128), (X, labels), CE, lr=1e-2, layers=("shuffle",))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3])
+def test_labels_it_fits_but_nothing_of_which_carries_over_fail_the_pvalue(seed):
+    """Issue 24, item 1: labels unrelated to their inputs (scrambled, misaligned) that the real
+    copy still learns by heart: the real score is at the shuffled copies' level and at chance,
+    which is the negative control failing, not a warning. Twin: the true labels pass."""
+    X, y = s.digits(240)
+    y = y % 2
+    noise = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))]
+    finding = _memorising(noise, X)["shuffle.pvalue"]
+    assert finding.status == "fail", finding.message
+    assert "nothing of them carries over" in finding.message
+    assert finding.evidence["real_train_score"] > 0.75
+    assert finding.evidence["real_above_chance_pvalue"] > shuffle.NO_CARRY_OVER
+
+    healthy = _memorising(y, X)
+    assert healthy["shuffle.pvalue"].status == "pass", healthy["shuffle.pvalue"].message
+    assert healthy.ok, healthy.summary()
+
+
+def _lucky_start() -> nn.Module:
+    """A freshly initialised MLP that, by the luck of seed 42, scores 0.69 on a linear
+    two-class task before any training (chance 0.5)."""
+    torch.manual_seed(42)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+
+@pytest.mark.slow
+def test_a_lucky_fresh_initialisation_is_no_trained_start():
+    """Issue 24, item 10: a start is trained only beyond what re-initialised copies of the model
+    score; the fine-tuning twin above (fitted_mlp) is still one."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(400, 8, generator=g)
+    y = (X[:, 0] + X[:, 1] > 0).long()
+    report = s.diagnose(_lucky_start(), (X, y), CE, layers=("shuffle",))
+    finding = report["shuffle.labels"]
+    assert finding.evidence["untrained_above_chance"] >= 0.15  # "trained" by the old rule
+    assert finding.status == "pass", finding.message
+    fresh = finding.evidence["reinitialised_above_chance"]
+    assert len(fresh) == shuffle.REINIT_DRAWS and max(fresh) > 0.1

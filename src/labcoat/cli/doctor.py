@@ -18,8 +18,24 @@ from labcoat.cli.output import (
 from labcoat.findings import ENGINES
 
 
-@click.command()
+class DoctorCommand(click.Command):
+    """An option labcoat does not know is most likely one of the file's own: say where those go."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            exc.possibilities = None
+            exc.message = (
+                f"no such option {exc.option_name!r}; the file's own arguments go after --: "
+                f"labcoat doctor FILE.py -- {exc.option_name}"
+            )
+            raise
+
+
+@click.command(cls=DoctorCommand)
 @click.argument("target", metavar="FILE.py[:NAME]")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS]...")
 @json_option
 @click.option(
     "--budget",
@@ -35,15 +51,20 @@ from labcoat.findings import ENGINES
     help="Seed for splits, copies and controls (default: the experiment's).",
 )
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option(
+    "--strict", is_flag=True, help="Exit 1 on any warning too, not only on a failed check (CI)."
+)
 @recording_options()
 @html_option("Also write the ladder as an HTML page.")
 def doctor(
     target: str,
+    args: tuple[str, ...],
     as_json: bool,
     budget: str | None,
     run_all: bool,
     seed: int | None,
     quiet: bool,
+    strict: bool,
     ledger: str | None,
     no_ledger: bool,
     html: str | None,
@@ -51,25 +72,29 @@ def doctor(
     """Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.
 
     NAME returns labcoat.Experiment(model, data, loss_fn, optimizer, ...), with the
-    fields of labcoat.diagnose. Exit status: 0 healthy, 1 a check failed, 2 bad input.
+    fields of labcoat.diagnose. The file runs with sys.argv = [FILE.py, ARGS...]: what follows
+    -- is its own. Exit status: 0 healthy, 1 a check failed (with --strict: or warned), 2 bad
+    input.
 
     \b
     Examples:
       labcoat doctor examples/digits.py
       labcoat doctor examples/digits_bugs.py:head_not_in_optimizer --json
+      labcoat doctor train.py --strict -- --lr 3e-4
     """
-    from labcoat.doctor.loader import load_experiment
+    from labcoat.doctor.loader import check_file, load_experiment
 
+    check_file(target)  # missing, unparsable or without the function: said before torch loads
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
         report = _diagnose(
-            load_experiment(target), as_json, budget, run_all, seed, quiet, ledger, no_ledger
+            load_experiment(target, args), as_json, budget, run_all, seed, quiet, ledger, no_ledger
         )
     data = {"target": target, **report.to_dict()}
     respond(as_json, data, lambda: titled(f"labcoat doctor · {target}", report))
     if html is not None:  # checked before the ladder ran (html_option), written after the answer
         report.to_html(html, title=f"Doctor · {target}")
-    raise click.exceptions.Exit(0 if report.ok else 1)
+    raise click.exceptions.Exit(0 if report.ok and not (strict and report.warnings) else 1)
 
 
 def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledger):

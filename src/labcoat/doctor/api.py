@@ -10,6 +10,7 @@ from torch import nn
 
 from labcoat._validation import IsCallable, OneOf, Seed
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
+from labcoat.doctor.arguments import check_objects
 from labcoat.doctor.case import TASKS, Case
 from labcoat.doctor.cpu import one_thread
 from labcoat.doctor.inputs import Examples, split_off, to_examples
@@ -66,13 +67,24 @@ def diagnose(
     Every run also proves its gradient and update checks on mutants of your setup (see
     :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
     """
+    check_objects(
+        model=model,
+        data=data,
+        loss_fn=loss_fn,
+        optimizer=optimizer,
+        val_data=val_data,
+        step=step,
+        metric=metric,
+        on_finding=on_finding,
+    )
     _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
+    IsCallable(none=True).check(on_finding, "on_finding")
     _validate_groups(groups, val_groups, val_data)
     patterns = as_names(
         model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen"
     )
     leaky = _feature_indices(expect_leaky)
-    chosen = LAYERS if layers is None else tuple(layers)
+    chosen = LAYERS if layers is None else (layers,) if isinstance(layers, str) else tuple(layers)
     unknown = [layer for layer in chosen if layer not in LAYERS]
     if unknown:
         raise InputError(f"layers: unknown layer(s) {unknown}; choose from {list(LAYERS)}")
@@ -242,6 +254,19 @@ class Experiment:
     budget: str = "fast"
     ledger: Any = None
     name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        # a class for an instance, arguments out of order, tensors on the meta device: said
+        # where the experiment is built, before anything runs
+        check_objects(
+            model=self.model,
+            data=self.data,
+            loss_fn=self.loss_fn,
+            optimizer=self.optimizer,
+            val_data=self.val_data,
+            step=self.step,
+            metric=self.metric,
+        )
 
     def diagnose(self, **overrides: Any) -> Report:
         """Run :func:`diagnose` on this setup; keyword arguments override its fields."""

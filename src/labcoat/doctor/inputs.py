@@ -93,7 +93,7 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
             f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of (x, "
             f"y) batches; got {type(data).__name__}"
         )
-    return _from_batches(data, name, limit)
+    return _from_batches(data, name, limit, source=data)
 
 
 def _is_array(obj: Any) -> bool:
@@ -114,6 +114,11 @@ def _is_labels(obj: Any, x: Any) -> bool:
 
 def _as_tensor(obj: Any, name: str, what: str) -> torch.Tensor:
     if isinstance(obj, torch.Tensor):
+        if obj.is_meta:
+            raise InputError(
+                f"{name}: {what} is on the meta device: it has a shape {tuple(obj.shape)} but no "
+                "values; pass tensors that hold the data (on the CPU or your accelerator)"
+            )
         return obj.detach().cpu()
     if isinstance(obj, (str, bytes)) or _holds_strings(obj):
         raise InputError(_string_labels_message(obj, name, what))
@@ -226,7 +231,7 @@ def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
         or not hasattr(dataset, "__getitem__")
         or isinstance(dataset, torch.utils.data.IterableDataset)
     ):
-        return _from_batches(loader, name, limit)
+        return _from_batches(loader, name, limit, source=loader)
     fetch = getattr(dataset, "__getitems__", None) or (lambda rows: [dataset[i] for i in rows])
     indices: list[int] = []
 
@@ -236,12 +241,12 @@ def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
             indices.extend(int(i) for i in rows)
             yield loader.collate_fn(fetch(rows))
 
-    examples = _from_batches(batches(), name, limit)
+    examples = _from_batches(batches(), name, limit, source=loader)
     index = torch.tensor(indices[: len(examples)], dtype=torch.long)
     return Examples(examples.x, examples.y, index, examples.fields, examples.batch_ends)
 
 
-def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
+def _from_batches(batches: Iterable[Any], name: str, limit: int, source: Any = None) -> Examples:
     xs, ys, n = [], [], 0
     fields: DictInputs | None = None
     for b, item in enumerate(batches):
@@ -261,10 +266,51 @@ def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
         if n >= limit:
             break
     if not xs:
-        raise InputError(f"{name}: the iterable yielded no batches")
+        raise InputError(f"{name}: {why_no_batches(batches if source is None else source)}")
     x, y = _cat(xs, name, "x")[:limit], _cat(ys, name, "y")[:limit]
     ends = tuple(min(int(e), len(y)) for e in np.cumsum([len(t) for t in ys]))
     return Examples(x, y, torch.arange(len(y)), fields, ends)
+
+
+def why_no_batches(data: Any) -> str:
+    """Why ``data`` yielded no batch at all, with the fix: a loader whose one partial batch
+    ``drop_last`` drops, an empty dataset or sampler, an iterator already read to its end."""
+    if isinstance(data, DataLoader):
+        rows = _length(data.dataset)
+        size = data.batch_size
+        if rows == 0:
+            return "the DataLoader's dataset is empty"
+        if data.drop_last and size is not None and rows is not None and rows < size:
+            return (
+                f"the DataLoader yields no batches: its dataset has {rows} rows, fewer than "
+                f"batch_size={size}, and drop_last=True drops that partial batch; pass "
+                f"drop_last=False or a batch_size of at most {rows}"
+            )
+        sampled = _length(data.sampler) if data.batch_sampler is not None else None
+        if sampled == 0:
+            return (
+                f"the DataLoader yields no batches: its sampler ({type(data.sampler).__name__}) "
+                f"draws no rows from a dataset of {rows if rows is not None else 'unknown'} rows"
+            )
+        if data.drop_last and size is not None:
+            return (
+                f"the DataLoader yields no batches (batch_size={size}, drop_last=True drops a "
+                "partial batch: does its dataset hold fewer rows than a batch?)"
+            )
+        return "the DataLoader yields no batches"
+    if iter(data) is data:  # an iterator or generator: read once, then empty
+        return (
+            f"the {type(data).__name__} yielded no batches; an iterator or generator can be read "
+            "only once (was it read before?): pass the DataLoader itself or a list of batches"
+        )
+    return f"the {type(data).__name__} yielded no batches; pass at least one (x, y) batch"
+
+
+def _length(obj: Any) -> int | None:
+    try:
+        return len(obj)
+    except TypeError:  # an IterableDataset or a sampler without a length
+        return None
 
 
 def _stack(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:

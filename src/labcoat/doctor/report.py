@@ -36,6 +36,11 @@ class Report(HtmlMixin):
         return not any(f.failed for f in self.findings) and not self.selftest_failed
 
     @property
+    def warnings(self) -> list[Finding]:
+        """The findings that warned: suspicious, not proof; the verdict names each of them."""
+        return [f for f in self.findings if f.status == "warn"]
+
+    @property
     def selftest_failed(self) -> bool:
         """True when a mutant of the setup got past the checks: a failure of labcoat itself."""
         return self.extras.get("selftest", {}).get("ok") is False
@@ -86,6 +91,8 @@ class Report(HtmlMixin):
         return jsonable(
             {
                 "ok": self.ok,
+                "verdict": self.summary(),
+                "warnings": [{"check": f.check, "message": f.message} for f in self.warnings],
                 "failed_layer": self.failed_layer,
                 "task": self.task,
                 "seed": self.seed,
@@ -102,7 +109,14 @@ class Report(HtmlMixin):
 
     def summary(self) -> str:
         if self.ok:
-            return f"healthy: no check failed in {', '.join(self.layers_run)}"
+            warned = self.warnings
+            if not warned:
+                return f"healthy: no check failed in {', '.join(self.layers_run)}"
+            count = f"{len(warned)} warning{'s' if len(warned) > 1 else ''}"
+            return (
+                f"healthy, with {count}: {', '.join(f.check for f in warned)} (no check failed "
+                f"in {', '.join(self.layers_run)})"
+            )
         f = self.first_failure
         if f is None:
             return (

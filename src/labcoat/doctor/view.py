@@ -38,7 +38,7 @@ def ladder_view(report) -> RenderableType:
     note_style = "bold red" if report.selftest_failed else "cyan"
     for note in report.extras.get("notes", []):
         parts.append(Text(note, style=note_style))
-    style = "bold green" if report.ok else "bold red"
+    style = ("bold yellow" if report.warnings else "bold green") if report.ok else "bold red"
     parts.append(Text(report.summary(), style=style))
     return Group(*parts)
 

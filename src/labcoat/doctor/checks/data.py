@@ -9,7 +9,7 @@ import torch
 from scipy import stats
 
 from labcoat.doctor.case import Case, ProbeFailed
-from labcoat.doctor.features import flat, not_features, row_hashes
+from labcoat.doctor.features import flat, inputs_are_ids, not_features, row_hashes
 from labcoat.doctor.losses import ignore_index, skipped_labels
 from labcoat.doctor.registry import check
 from labcoat.findings import Outcome, failed, passed, skipped, warned
@@ -532,19 +532,33 @@ def _majority_rate(y: np.ndarray) -> float:
     return float(counts.max() / counts.sum())
 
 
+def _baseline_applies(case: Case) -> str | None:
+    if case.inferred_task == "sequence":
+        if inputs_are_ids(case):
+            return "token ids predicting token sequences: shuffle.random_tokens is their control"
+        return "sequence targets"
+    if inputs_are_ids(case) and case.train.y.reshape(len(case.train), -1).shape[1] > 1:
+        return "token ids with a target per position (a tagger): a bag of tokens cannot place a tag"
+    return None
+
+
 @check(
     "data.signal.baseline",
     layer="data",
-    falsifies="inputs carry no information about the labels (misaligned examples, wrong label "
-    "file)",
-    predicts="a simple baseline (kNN or linear) beats chance on held-out data",
-    applies=lambda case: (
-        not_features(case) or (None if case.inferred_task != "sequence" else "sequence targets")
-    ),
+    falsifies="inputs carry no information about the labels (misaligned examples, labels "
+    "scrambled within batches, wrong label file)",
+    predicts="a simple baseline beats chance on held-out data (kNN or linear on numeric features; "
+    "a linear model on token counts or kNN on token positions for token ids)",
+    applies=_baseline_applies,
 )
 def signal_baseline(case: Case) -> Outcome:
     limit = 2000 if case.budget == "fast" else 10000
-    xtr, xva = flat(case.train.x[:limit]), flat(case.val.x[: limit // 2])
+    tokens = inputs_are_ids(case)
+    train_x, val_x = case.train.x[:limit], case.val.x[: limit // 2]
+    if tokens:
+        xtr, xva = token_ids(case, train_x), token_ids(case, val_x)
+    else:
+        xtr, xva = flat(train_x), flat(val_x)
     ytr = case.train.y[:limit].reshape(len(xtr), -1).numpy()
     yva = case.val.y[: limit // 2].reshape(len(xva), -1).numpy()
     if len(yva) < 20:
@@ -564,7 +578,8 @@ def signal_baseline(case: Case) -> Outcome:
                 "a single training class leaves nothing to predict (see data.labels.degenerate)"
             )
         return skipped("every target column is constant (see data.labels.degenerate)")
-    per_column = {c: _baselines(xtr, ytr[:, c], xva, yva[:, c], classification) for c in columns}
+    fit = _token_baselines if tokens else _baselines
+    per_column = {c: fit(xtr, ytr[:, c], xva, yva[:, c], classification) for c in columns}
     trials = sum(len(r) for r in per_column.values())
     column, best = min(
         ((c, name) for c, r in per_column.items() for name in r),
@@ -578,6 +593,8 @@ def signal_baseline(case: Case) -> Outcome:
     if classification:
         summary += f" vs chance {result['chance']:.3f}"
     evidence = {"baselines": per_column[column], "pvalue": p_best, "val_examples": len(yva)}
+    if tokens:
+        evidence["inputs"] = "token ids (bags of tokens, one-hot tokens per position, kNN)"
     if ytr.shape[1] > 1:
         evidence.update(
             target_columns=ytr.shape[1], judged_columns=columns[:20], best_column=column
@@ -697,9 +714,24 @@ def _baselines(
             "knn": KNeighborsRegressor(n_neighbors=min(5, len(xtr))),
             "linear": Ridge(alpha=1.0),
         }
+    pipelines = {name: make_pipeline(StandardScaler(), est) for name, est in models.items()}
+    return _scored(pipelines, xtr, ytr, xva, yva, classification)
+
+
+def _scored(
+    pipelines: dict[str, Any],
+    xtr: Any,
+    ytr: np.ndarray,
+    xva: Any,
+    yva: np.ndarray,
+    classification: bool,
+) -> dict:
+    """Each baseline fitted on one target column, scored on held-out data with a one-sided
+    p-value against chance. ``xtr``/``xva`` are whatever the pipelines take (a float array, a
+    (train, val) pair of token views)."""
     results = {}
-    for name, est in models.items():
-        fitted = make_pipeline(StandardScaler(), est).fit(xtr, ytr)
+    for name, fitted in pipelines.items():
+        fitted = fitted.fit(xtr, ytr)
         pred = fitted.predict(xva)
         if classification:
             results[name] = {
@@ -725,4 +757,102 @@ def _baselines(
             )
             r2 = 1 - float(((pred - yva) ** 2).mean() / max(yva.var(), 1e-300))
             results[name] = {"r2": r2, "correlation": r, "pvalue": p}
+    return results
+
+
+def token_ids(case: Case, x: torch.Tensor) -> np.ndarray:
+    """Token-id inputs as (rows, positions) int64, each value offset by its input field's
+    number (``input_ids`` and ``attention_mask`` of a dict batch never share a token), so that
+    a bag of them counts each field's tokens apart."""
+    rows = x.reshape(len(x), -1).long().numpy()
+    fields = case.train.fields
+    if fields is None or len(fields.names) == 1 or not rows.size:
+        return rows
+    offsets = np.concatenate([np.full(w, i, dtype=np.int64) for i, w in enumerate(fields.widths)])
+    # one range for training and held-out rows alike, so that both code a token the same way
+    low = min(int(case.train.x.min()), int(case.val.x.min()))
+    high = max(int(case.train.x.max()), int(case.val.x.max()))
+    return (rows - low) + offsets * (high - low + 1)
+
+
+#: positions whose tokens the positional baseline codes one by one (longer inputs: the first
+#: ones), which keeps its features, and its time, bounded on long sequences
+POSITIONS_MAX = 64
+
+
+class BagOfTokens:
+    """Token counts per example as a sparse matrix over the tokens seen in training (a token
+    met only in held-out rows counts nowhere), scaled to unit length. ``positional``: count
+    each (position, token) pair apart instead, a one-hot code of which token stands where."""
+
+    def __init__(self, positional: bool = False):
+        self.positional = positional
+
+    def fit(self, x: np.ndarray, y: Any = None) -> "BagOfTokens":
+        self.low = int(x.min()) if x.size else 0
+        self.span = int(x.max()) - self.low + 1 if x.size else 1
+        self.vocabulary = np.unique(self._encode(x))
+        return self
+
+    def _encode(self, x: np.ndarray) -> np.ndarray:
+        if not self.positional:
+            return x
+        # one code per (position, token); tokens outside the training range share none
+        clipped = np.clip(x - self.low, -1, self.span)
+        return clipped + 1 + np.arange(x.shape[1], dtype=np.int64) * (self.span + 2)
+
+    def transform(self, x: np.ndarray) -> Any:
+        from scipy.sparse import csr_matrix
+        from sklearn.preprocessing import normalize
+
+        x = self._encode(x)
+        col = np.searchsorted(self.vocabulary, x.reshape(-1))
+        col = np.minimum(col, len(self.vocabulary) - 1)
+        known = self.vocabulary[col] == x.reshape(-1)
+        row = np.repeat(np.arange(len(x)), x.shape[1])
+        counts = csr_matrix((known.astype(float), (row, col)), shape=(len(x), len(self.vocabulary)))
+        return normalize(counts)
+
+    def fit_transform(self, x: np.ndarray, y: Any = None) -> Any:
+        return self.fit(x).transform(x)
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"positional": self.positional}
+
+    def set_params(self, **params: Any) -> "BagOfTokens":
+        return self
+
+
+def _token_baselines(
+    xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, classification: bool
+) -> dict:
+    """Baselines for token ids: linear models on a bag of tokens (which tokens occur) and on
+    one-hot tokens per position over the first :data:`POSITIONS_MAX` positions (which token
+    stands where), and kNN under the Hamming distance between sequences, each scored as the
+    feature baselines are."""
+    from sklearn.linear_model import Ridge, RidgeClassifier
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+    from sklearn.pipeline import make_pipeline
+
+    def linear() -> Any:
+        return RidgeClassifier(alpha=1.0) if classification else Ridge(alpha=1.0)
+
+    k = min(5, len(xtr))
+    if classification:
+        knn: Any = KNeighborsClassifier(n_neighbors=k, metric="hamming", algorithm="brute")
+    else:
+        knn = KNeighborsRegressor(n_neighbors=k, metric="hamming", algorithm="brute")
+    head = slice(0, POSITIONS_MAX)
+    pipelines = {
+        "bag_of_tokens": (make_pipeline(BagOfTokens(), linear()), xtr, xva),
+        "tokens_at_positions": (
+            make_pipeline(BagOfTokens(positional=True), linear()),
+            xtr[:, head],
+            xva[:, head],
+        ),
+        "knn_positions": (knn, xtr, xva),
+    }
+    results = {}
+    for name, (pipeline, train, val) in pipelines.items():
+        results.update(_scored({name: pipeline}, train, ytr, val, yva, classification))
     return results

@@ -73,6 +73,21 @@ REAL_ALPHA = 0.05
 #: (fine-tuning): copies on shuffled labels keep that skill and recalibrate it to the label
 #: frequencies, so their scoring above chance says nothing about a leak
 TRAINED_START = 0.25
+#: a start counts as trained only beyond what re-initialised copies of the model score: this
+#: many draws of the initialisation (a freshly initialised MLP can line up with simple labels by
+#: luck and score above chance; a fine-tuned start stands far above every fresh draw)
+REINIT_DRAWS = 8
+#: ... and beyond them by this many of their standard deviations
+REINIT_SDS = 4.0
+#: the real copy "learns its labels" when it fits the rows it trained on this share of the way
+#: from chance to a perfect score
+LEARNS_LABELS = 0.5
+#: ... and "nothing of them carries over" when its held-out score is not even suggestively above
+#: its own chance level (its predictions against the held-out targets in random order, this
+#: many draws): a p-value above this (a false alarm costs more than a miss: shuffled labels
+#: exceed it four times in five)
+CARRY_DRAWS = 99
+NO_CARRY_OVER = 0.2
 RANDOM_SEQUENCES = 256
 #: copy counts at which the run may stop early, and the level a verdict must reach there
 INTERIM_LOOKS = (4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -129,6 +144,14 @@ class ShuffleRuns:
     untrained_excess: float = 0.0
     #: copies the budget allows; fewer ran when the verdicts were settled early
     planned: int = 0
+    #: the real copy's score on the training rows it learned from, and their chance level
+    real_train: float = float("nan")
+    real_train_chance: float = float("nan")
+    #: the untrained scores' excess over chance of re-initialised copies of the model (empty
+    #: when the model has nothing to re-initialise)
+    reinit_excess: tuple[float, ...] = ()
+    #: one-sided p-value that the real copy's held-out score is above its own chance level
+    real_above_chance_pvalue: float = float("nan")
 
     @property
     def stopped_early(self) -> bool:
@@ -136,9 +159,27 @@ class ShuffleRuns:
 
     @property
     def trained_start(self) -> bool:
-        """True when the untrained model is already a good part of the way to a perfect score."""
+        """True when the untrained model is already a good part of the way to a perfect score,
+        beyond every re-initialised copy of it: a random initialisation that lines up with
+        simple labels by luck is no trained start."""
         span = self.perfect - float(np.mean(self.chance))
-        return span > 0 and self.untrained_excess >= TRAINED_START * span
+        if not (span > 0 and self.untrained_excess >= TRAINED_START * span):
+            return False
+        fresh = np.array(self.reinit_excess, dtype=float)
+        if len(fresh) < 2:
+            return True
+        sd = float(np.std(fresh, ddof=1))
+        beyond = self.untrained_excess - float(np.mean(fresh))
+        return self.untrained_excess > float(fresh.max()) and beyond > REINIT_SDS * sd
+
+    @property
+    def learns_its_labels(self) -> bool:
+        """The real copy fitted the training rows it learned from a material way toward a
+        perfect score: the setup can learn, so a held-out score at the shuffled copies' level
+        says its labels carry nothing over to new inputs."""
+        span = self.perfect - self.real_train_chance
+        fitted = self.real_train - self.real_train_chance
+        return bool(span > 0 and fitted >= LEARNS_LABELS * span)
 
     @property
     def _carried(self) -> float:
@@ -241,6 +282,9 @@ class ShuffleRuns:
             "untrained_score": self.untrained,
             "untrained_above_chance": self.untrained_excess,
             **first,
+            "reinitialised_above_chance": list(self.reinit_excess),
+            "real_train_score": self.real_train,
+            "real_train_chance": self.real_train_chance,
             "score": self.scorer,
             "perfect_score": self.perfect,
             "real_score": self.real,
@@ -292,13 +336,16 @@ class Shuffling:
         val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
         return cls(case, scorer(case, layout_of(case)), val, order, permuted)
 
-    def chance_of(self, out: torch.Tensor, draws: torch.Generator) -> float:
-        """The mean score of ``out`` against held-out targets in random order."""
-        val = self.val
+    def chance_of(
+        self, out: torch.Tensor, draws: torch.Generator, y: torch.Tensor | None = None
+    ) -> float:
+        """The mean score of ``out`` against targets ``y`` (default: the held-out ones) in random
+        order."""
+        y = self.val.y if y is None else y
         return float(
             np.mean(
                 [
-                    self.score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
+                    self.score.fn(out, y[torch.randperm(len(y), generator=draws)])
                     for _ in range(CHANCE_DRAWS)
                 ]
             )
@@ -338,11 +385,29 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         out = predict(case, run.setup.model, val.x)
         real = score.fn(out, val.y)
         perfect, blind = _references(case, layout, val, out, score)
+        draws = torch.Generator().manual_seed(case.seed + 6)
+        own_chance = np.array(
+            [
+                score.fn(out, val.y[torch.randperm(len(val), generator=draws)])
+                for _ in range(CARRY_DRAWS)
+            ]
+        )
+        real_above_chance = float((1 + np.sum(own_chance >= real)) / (CARRY_DRAWS + 1))
+        fit_rows = train.take(slice(0, VAL_LIMIT[case.budget]))
+        fit_out = predict(case, run.setup.model, fit_rows.x)
+        real_train = score.fn(fit_out, fit_rows.y)
+        real_train_chance = shuffling.chance_of(
+            fit_out, torch.Generator().manual_seed(case.seed + 5), fit_rows.y
+        )
         untrained = predict(case, case.eval_model, val.x)
         untrained_score = score.fn(untrained, val.y)
-        untrained_excess = untrained_score - shuffling.chance_of(
+        untrained_chance = shuffling.chance_of(
             untrained, torch.Generator().manual_seed(case.seed + 4)
         )
+        untrained_excess = untrained_score - untrained_chance
+        # re-initialised copies only where the start may read as trained (see trained_start)
+        maybe_trained = untrained_excess >= TRAINED_START * (perfect - untrained_chance) > 0
+        reinit = reinitialised_excess(case, shuffling) if maybe_trained else ()
 
         def runs(copies: list[tuple[float, float, bool]]) -> ShuffleRuns:
             null, chance, diverged = zip(*copies) if copies else ((), (), ())
@@ -361,6 +426,10 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
                 untrained_score,
                 untrained_excess,
                 planned=n,
+                real_train=real_train,
+                real_train_chance=real_train_chance,
+                reinit_excess=reinit,
+                real_above_chance_pvalue=real_above_chance,
             )
 
         copies = map_copies(
@@ -374,6 +443,29 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
         )
         advance((n - len(copies)) * calls)  # the copies a settled verdict made unnecessary
     return runs(copies)
+
+
+def reinitialised_excess(case: Case, shuffling: Shuffling) -> tuple[float, ...]:
+    """How far above chance untrained copies of the model score on held-out data when their
+    layers are drawn again (each module's own ``reset_parameters``, as at construction), one
+    per seed: the range a random initialisation reaches by luck. Empty when no module can be
+    re-initialised."""
+    out = []
+    for i in range(REINIT_DRAWS):
+        model = case.blueprint.fresh().model
+        torch.manual_seed(case.seed + 7919 * (i + 1))
+        reset = 0
+        with torch.no_grad():
+            for module in model.modules():
+                if callable(getattr(module, "reset_parameters", None)):
+                    module.reset_parameters()
+                    reset += 1
+        if not reset:
+            return ()
+        pred = predict(case, model, shuffling.val.x)
+        draws = torch.Generator().manual_seed(case.seed + 6 + i)
+        out.append(shuffling.score.fn(pred, shuffling.val.y) - shuffling.chance_of(pred, draws))
+    return tuple(out)
 
 
 #: shuffled copies trained again with the step's own modules re-initialised
@@ -505,7 +597,9 @@ def _early(r: ShuffleRuns) -> str:
     "shuffle.pvalue",
     layer="shuffle",
     falsifies="the real setup learns nothing that carries over to held-out data",
-    predicts=f"the real setup outscores its shuffled-label copies (permutation p <= {REAL_ALPHA})",
+    predicts=f"the real setup outscores its shuffled-label copies (permutation p <= {REAL_ALPHA}); "
+    "one that fits its training labels yet scores no better than they do on held-out data has "
+    "labels unrelated to its inputs",
     applies=_enough_val,
 )
 def real_pvalue(case: Case) -> Outcome:
@@ -562,6 +656,20 @@ def real_pvalue(case: Case) -> Outcome:
         return skipped(
             f"{tie}: your train step does not use the targets it is given (see "
             "update.step.targets), so its copies have nothing of them to learn",
+            **evidence,
+        )
+    evidence.update(
+        real_train_score=r.real_train,
+        real_train_chance=r.real_train_chance,
+        real_above_chance_pvalue=r.real_above_chance_pvalue,
+    )
+    if r.learns_its_labels and r.real_above_chance_pvalue > NO_CARRY_OVER:
+        return failed(
+            f"{tie}, and no better than chance (p = {r.real_above_chance_pvalue:.2g}), though it "
+            f"fits the rows it trained on ({r.scorer} {r.real_train:.3g}, chance "
+            f"{r.real_train_chance:.3g}): it learns its labels and nothing of them carries over "
+            "to new inputs, as if they were shuffled: are labels aligned with their inputs (a "
+            "collate_fn or sampler that reorders one of them, a wrong label file)?",
             **evidence,
         )
     return warned(
