@@ -113,11 +113,9 @@ def kept(command):
 
 def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, name: str) -> None:
     """Write the page and record the result, as the options say."""
-    from labcoat.stats.record import record
-
     if html is not None:
         result.to_html(html, name=name or "result")
-    record(result, ledger=ledger_target(ledger, no_ledger), name=name)
+    result.record(ledger_target(ledger, no_ledger), name=name)
 
 
 @stats.command("mean")
@@ -876,7 +874,7 @@ def sequential_cmd(
         batch=batch,
         confidence=confidence,
     )
-    result = replace(result, warnings=result.warnings + notes)
+    result = replace(result, notes=result.notes + notes)
     respond(as_json, result, lambda: _render("sequential_view", result))
 
 

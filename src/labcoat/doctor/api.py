@@ -141,7 +141,7 @@ def diagnose(
         extras={"selftest": selftest.to_dict(), "notes": [selftest.note()]},
     )
     if notebook is not None:  # each check becomes a resolved hypothesis with its evidence
-        ids = notebook.record_findings(report.findings, source="doctor")
+        ids = report.record(notebook)
         report.extras["ledger"] = {"location": notebook.location, "findings": ids}
     return report
 

@@ -9,16 +9,21 @@ from typing import Any
 from labcoat.doctor.registry import LAYERS, REGISTRY
 from labcoat.findings import Finding, worst
 from labcoat.render import STATUS_MARK
-from labcoat.report.html import HtmlMixin
+from labcoat.result import Result
 
 
 @dataclass
-class Report(HtmlMixin):
+class Report(Result):
     """What :func:`labcoat.diagnose` found.
 
     ``findings`` are in the order the checks ran; ``failed_layer`` is the first layer with a
     failing check; layers after it are listed in ``layers_not_run`` unless ``run_all`` was set.
     """
+
+    engine = "doctor"
+    view = "labcoat.doctor.view:ladder_view"
+    section = "labcoat.report.sections.doctor:doctor_section"
+    title = "Doctor"
 
     findings: list[Finding]
     layers_run: list[str]
@@ -131,11 +136,6 @@ class Report(HtmlMixin):
             lines.append(line)
         lines.append(self.summary())
         return "\n".join(lines)
-
-    def __rich_console__(self, console, options):
-        from labcoat.doctor.view import ladder_view
-
-        yield ladder_view(self)
 
 
 def _explains(check: str) -> tuple[str, ...]:

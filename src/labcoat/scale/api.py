@@ -64,7 +64,5 @@ def fit(
         _loss=loss,
     )
     result.findings = diagnose(result)
-    from labcoat.scale.record import record_fit
-
-    record_fit(result, ledger)
+    result.record(ledger)
     return result

@@ -15,7 +15,8 @@ import numpy as np
 from labcoat._jsonable import jsonable
 from labcoat._validation import fail
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.scale.data import as_losses, as_points
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit
@@ -24,8 +25,14 @@ HOLDOUTS = ("n", "compute")
 
 
 @dataclass
-class BacktestResult(HtmlMixin):
-    """Each held-out run's prediction and error; overall ``mape`` and interval ``coverage``."""
+class BacktestResult(Result):
+    """Each held-out run's prediction and error; overall ``mape`` and interval ``coverage``;
+    ``findings`` are the diagnostics of the fit on the smaller runs."""
+
+    engine = "scale"
+    view = "labcoat.scale.render:backtest_view"
+    section = "labcoat.report.sections.scale:scale_section"
+    title = "Backtest"
 
     holdout: str
     points: list[dict[str, Any]]
@@ -53,10 +60,9 @@ class BacktestResult(HtmlMixin):
             }
         )
 
-    def __rich__(self):
-        from labcoat.scale.render import backtest_view
-
-        return backtest_view(self)
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.fit.findings)
 
 
 def backtest(

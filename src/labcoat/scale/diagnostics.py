@@ -302,6 +302,24 @@ def _runs(ordered: np.ndarray) -> dict[str, float]:
     return {"runs": runs, "runs_expected": expected, "runs_pvalue": float(stats.norm.cdf(z))}
 
 
+def _fit_summary(fit) -> Outcome:
+    from labcoat.scale.record import summary_outcome
+
+    return summary_outcome(fit)
+
+
+#: the fit itself, declared like its diagnostics: a later run outside its intervals falsifies
+#: it. It is stored with the fit (:meth:`ScalingFit.record`), not run among the diagnostics.
+CHECKS.check(
+    "scale.fit",
+    layer="scale",
+    severity="warn",
+    falsifies="the scaling law fitted to these runs",
+    predicts="later runs fall inside the fit's prediction intervals",
+)(_fit_summary)
+FIT = CHECKS["scale.fit"]
+
+
 def diagnose(fit) -> list[Finding]:
-    """Every check's finding for ``fit``, in declaration order."""
-    return [check.evaluate(fit) for check in CHECKS]
+    """Every diagnostic check's finding for ``fit``, in declaration order."""
+    return [check.evaluate(fit) for check in CHECKS if check is not FIT]

@@ -7,11 +7,12 @@ prediction becomes a hypothesis written before the run it predicts.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from labcoat.findings import Check, Finding, Outcome
+from labcoat.findings import Finding, Outcome
 
 
 def data_fingerprint(fit) -> dict[str, Any]:
@@ -22,7 +23,9 @@ def data_fingerprint(fit) -> dict[str, Any]:
     return fingerprint(table, name="scale.data").to_dict()
 
 
-def _summary(fit) -> Outcome:
+def summary_outcome(fit) -> Outcome:
+    """What the ``scale.fit`` check reports: the parameters, their intervals and the data's
+    fingerprint."""
     evidence: dict[str, Any] = {
         "form": fit.form.name,
         "params": fit.params,
@@ -40,30 +43,22 @@ def _summary(fit) -> Outcome:
     return Outcome("warn" if fit.warnings else "pass", message, evidence)
 
 
-#: the fit itself, declared like its diagnostics: a later run outside its intervals falsifies it
-FIT = Check(
-    "scale.fit",
-    "scale",
-    falsifies="the scaling law fitted to these runs",
-    predicts="later runs fall inside the fit's prediction intervals",
-    run=_summary,
-    severity="warn",
-)
-
-
 def summary_finding(fit) -> Finding:
+    """The fit itself as the finding of the registered check ``scale.fit``."""
+    from labcoat.scale.diagnostics import FIT
+
     return FIT.evaluate(fit)
 
 
 def record_fit(fit, ledger: Any) -> None:
-    """Store ``fit`` per the ``ledger=`` convention (None: the project's ledger if it exists)."""
-    from labcoat.ledger import Ledger
-
-    notebook = Ledger.for_recording(ledger)
-    if notebook is None:
-        return
-    ids = notebook.record_findings([summary_finding(fit), *fit.findings], source="scale")
-    fit.ledger = {"location": notebook.location, "findings": ids}
+    """Deprecated: use ``fit.record(ledger)``."""
+    warnings.warn(
+        "labcoat.scale.record.record_fit(fit, ledger) is deprecated; use fit.record(ledger) "
+        "(every labcoat result records the same way)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    fit.record(ledger)
 
 
 def record_prediction(fit, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):

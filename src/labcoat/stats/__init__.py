@@ -23,7 +23,7 @@ from labcoat.stats.bootstrap import (
     corpus_bleu,
     perplexity_statistics,
 )
-from labcoat.stats.compare import CompareResult, compare
+from labcoat.stats.compare import CompareResult, ExclusionResult, compare, compare_excluding
 from labcoat.stats.effects import PermutationResult, paired_permutation_test
 from labcoat.stats.gate import GateResult, gate
 from labcoat.stats.leaderboard import LeaderboardResult, leaderboard
@@ -68,6 +68,7 @@ __all__ = [
     "ConfidenceInterval",
     "ConfidenceSequence",
     "DesignEffect",
+    "ExclusionResult",
     "GateResult",
     "LeaderboardResult",
     "McNemarResult",
@@ -89,6 +90,7 @@ __all__ = [
     "bootstrap_metric",
     "classification_statistics",
     "compare",
+    "compare_excluding",
     "corpus_bleu",
     "design_effect",
     "estimate_design_effect",

@@ -10,12 +10,45 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
+from labcoat.result import Result
 from labcoat.stats._validation import check_probability
+
+
+class StatsResult(Result):
+    """A stats result the ledger keeps: one finding of the check ``stats.<kind>`` (declared in
+    :mod:`labcoat.stats.record`) whose evidence is the result's ``to_dict()``.
+
+    ``notes`` (a field of each subclass) are the plain-language reasons to read the numbers with
+    care; they make the finding warn, and :attr:`warnings` (the protocol's) lists that finding.
+    """
+
+    engine = "stats"
+    section = "labcoat.report.sections.stats:stats_section"
+    #: the check this result is stored as: ``stats.<kind>``
+    kind: ClassVar[str] = ""
+
+    @property
+    def findings(self) -> list[Finding]:
+        from labcoat.stats.record import as_finding
+
+        return [as_finding(self)]
+
+    def record(self, ledger: Any = None, *, name: str = "") -> list[int] | None:
+        """Store this result as one finding in ``ledger`` (``None``: the project's ledger if one
+        exists; ``False``: nowhere); ``name`` labels it (e.g. ``"model-a vs model-b"``)."""
+        from labcoat.ledger import Ledger
+        from labcoat.stats.record import as_finding
+
+        notebook = Ledger.for_recording(ledger)
+        if notebook is None:
+            return None
+        return notebook.record_findings([as_finding(self, name)], source=self.engine)
 
 
 class IntervalResult(ABC):

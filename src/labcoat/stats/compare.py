@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import quantile, two_sided_pvalue
 from labcoat.stats._questions import per_question, question_scores, shared_ids
-from labcoat.stats._results import ConfidenceInterval, IntervalResult
+from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
 from labcoat.stats._validation import check_choice, check_probability
 from labcoat.stats.mean import (
     FEW_ITEMS,
@@ -41,7 +40,7 @@ MDE_POWER = 0.8
 
 
 @dataclass(frozen=True)
-class CompareResult(HtmlMixin, IntervalResult):
+class CompareResult(StatsResult, IntervalResult):
     """Difference ``A - B`` of mean scores, its standard error and a two-sided test.
 
     ``statistic`` is t (``df`` set) or z (``df`` None). ``n`` is the number of matched
@@ -51,6 +50,10 @@ class CompareResult(HtmlMixin, IntervalResult):
     difference over the SD of the differences) when paired, the pooled-SD d otherwise. ``mde``
     is the smallest difference this design detects with 80 % power at level ``1 - confidence``.
     """
+
+    kind = "compare"
+    view = "labcoat.stats.render:compare_view"
+    title = "Comparison"
 
     diff: float
     se: float
@@ -69,7 +72,7 @@ class CompareResult(HtmlMixin, IntervalResult):
     effect_size: float
     n_dropped_a: int = 0
     n_dropped_b: int = 0
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def _interval(self, level: float) -> ConfidenceInterval:
         return symmetric_interval(self.diff, self.se, level, self.df)
@@ -94,7 +97,7 @@ class CompareResult(HtmlMixin, IntervalResult):
             "effect_size": self.effect_size,
             "n_dropped_a": self.n_dropped_a,
             "n_dropped_b": self.n_dropped_b,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
@@ -167,7 +170,7 @@ def compare(
         effect_size=_ratio(diff, sd),
         n_dropped_a=dropped[0],
         n_dropped_b=dropped[1],
-        warnings=tuple(notes),
+        notes=tuple(notes),
     )
 
 
@@ -234,8 +237,8 @@ def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> Co
         formula=formula,
         mde=detectable_effect(se, confidence, df),
         effect_size=_ratio(diff, pooled),
-        warnings=tuple(f"A: {w}" for w in ra.warnings if "Wilson" not in w)
-        + tuple(f"B: {w}" for w in rb.warnings if "Wilson" not in w),
+        notes=tuple(f"A: {w}" for w in ra.notes if "Wilson" not in w)
+        + tuple(f"B: {w}" for w in rb.notes if "Wilson" not in w),
     )
 
 
@@ -290,13 +293,17 @@ def _warnings(n: int, se: float, n_clusters: int | None, formula: str) -> tuple[
 
 
 @dataclass(frozen=True)
-class ExclusionResult:
+class ExclusionResult(StatsResult):
     """A paired comparison re-scored without some questions (e.g. flagged label errors).
 
     ``kept`` is the comparison without them, ``full`` the one with every question;
     ``decision_changed`` is True when one finds a significant difference (its interval
     excludes 0) and the other does not, or when the sign of a significant difference flips.
     """
+
+    kind = "compare.exclude"
+    view = "labcoat.stats.render:exclusion_view"
+    title = "Comparison without excluded questions"
 
     kept: CompareResult
     full: CompareResult

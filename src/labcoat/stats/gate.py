@@ -12,8 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat.report.html import HtmlMixin
-from labcoat.stats._results import ConfidenceInterval
+from labcoat.stats._results import ConfidenceInterval, StatsResult
 from labcoat.stats._validation import check_positive
 from labcoat.stats.compare import CompareResult, compare
 
@@ -22,7 +21,7 @@ EXIT_CODES = {"ALLOW": 0, "REJECT": 1, "INCONCLUSIVE": 4}
 
 
 @dataclass(frozen=True)
-class GateResult(HtmlMixin):
+class GateResult(StatsResult):
     """``decision`` (ALLOW, REJECT or INCONCLUSIVE) on ``diff = new - old`` and its ``ci``.
 
     ``more_items`` estimates the further questions that would shrink the interval enough to
@@ -30,13 +29,17 @@ class GateResult(HtmlMixin):
     exactly on ``-margin``).
     """
 
+    kind = "gate"
+    view = "labcoat.stats.render:gate_view"
+    title = "Release gate"
+
     decision: str
     diff: float
     ci: ConfidenceInterval
     margin: float
     more_items: int | None
     comparison: CompareResult
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def exit_code(self) -> int:
@@ -56,7 +59,7 @@ class GateResult(HtmlMixin):
             "mde": self.comparison.mde,
             "n_dropped_new": self.comparison.n_dropped_a,
             "n_dropped_old": self.comparison.n_dropped_b,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
@@ -85,8 +88,7 @@ def gate(
     else:
         decision, more = "INCONCLUSIVE", _more_items(res, ci, margin)
     notes = [
-        w.replace("only in A", "only in NEW").replace("only in B", "only in OLD")
-        for w in res.warnings
+        w.replace("only in A", "only in NEW").replace("only in B", "only in OLD") for w in res.notes
     ]
     if decision == "INCONCLUSIVE":
         if more is None:

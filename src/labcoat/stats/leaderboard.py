@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
 from labcoat.stats._questions import per_question, question_scores
-from labcoat.stats._results import ConfidenceInterval
+from labcoat.stats._results import ConfidenceInterval, StatsResult
 from labcoat.stats._validation import check_count, check_probability, check_random_state
 from labcoat.stats.compare import compare
 from labcoat.stats.mean import cluster_codes, mean
@@ -80,8 +79,12 @@ class PairEntry:
 
 
 @dataclass(frozen=True)
-class LeaderboardResult(HtmlMixin):
+class LeaderboardResult(StatsResult):
     """Models best first, every pair, and the groups that cannot be told apart at ``alpha``."""
+
+    kind = "leaderboard"
+    view = "labcoat.stats.render:leaderboard_view"
+    title = "Leaderboard"
 
     models: list[ModelEntry]
     pairs: list[PairEntry]
@@ -91,7 +94,7 @@ class LeaderboardResult(HtmlMixin):
     confidence: float
     alpha: float
     n_resamples: int
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,7 +106,7 @@ class LeaderboardResult(HtmlMixin):
             "confidence": self.confidence,
             "alpha": self.alpha,
             "n_resamples": self.n_resamples,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
@@ -182,7 +185,7 @@ def leaderboard(
         lost = ", ".join(f"{k}: {v}" for k, v in dropped.items() if v)
         notes.append(f"only the {n} questions every model answered are used (left out: {lost})")
     n_clusters = None if codes is None else int(codes.max()) + 1
-    notes.extend(w for w in fits[order[0]].warnings if "Wilson" not in w)
+    notes.extend(w for w in fits[order[0]].notes if "Wilson" not in w)
     return LeaderboardResult(
         models,
         pair_rows,

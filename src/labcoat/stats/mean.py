@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import critical_value
 from labcoat.stats._questions import Questions, per_question, question_scores
-from labcoat.stats._results import ConfidenceInterval, IntervalResult
+from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
 from labcoat.stats._validation import check_choice, check_probability
 
 #: below this many questions (or clusters) the normal approximation is not to be trusted
@@ -35,7 +34,7 @@ FORMULAS = ("cr1", "miller")
 
 
 @dataclass(frozen=True)
-class MeanResult(HtmlMixin, IntervalResult):
+class MeanResult(StatsResult, IntervalResult):
     """Mean score with its standard error and interval.
 
     ``se`` is the CR1 clustered standard error when clusters were given (Eq 4 with
@@ -44,6 +43,10 @@ class MeanResult(HtmlMixin, IntervalResult):
     freedom of the t interval (None for z). ``interval`` names the method of :attr:`ci`:
     ``"t"``, ``"z"`` or ``"wilson"`` (0/1 scores at small n or near 0 or 1).
     """
+
+    kind = "mean"
+    view = "labcoat.stats.render:mean_view"
+    title = "Mean"
 
     mean: float
     se: float
@@ -55,7 +58,7 @@ class MeanResult(HtmlMixin, IntervalResult):
     confidence: float
     formula: str
     interval: str
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def _interval(self, level: float) -> ConfidenceInterval:
         """The interval of :attr:`interval`'s method at ``level``."""
@@ -76,7 +79,7 @@ class MeanResult(HtmlMixin, IntervalResult):
             "confidence": self.confidence,
             "formula": self.formula,
             "interval": self.interval,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
@@ -133,7 +136,7 @@ def mean(
         confidence=confidence,
         formula=formula,
         interval=interval,
-        warnings=tuple(notes),
+        notes=tuple(notes),
     )
 
 

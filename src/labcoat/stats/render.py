@@ -70,7 +70,7 @@ def mean_view(result: MeanResult, label: str = "score") -> RenderableType:
                 style="dim",
             )
         )
-    return _with_warnings(Group(*parts), result.warnings)
+    return _with_warnings(Group(*parts), result.notes)
 
 
 def compare_view(
@@ -135,7 +135,7 @@ def compare_view(
                 style="dim",
             )
         )
-    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.notes)
     return Group(*parts)
 
 
@@ -213,7 +213,7 @@ def leaderboard_view(result: LeaderboardResult) -> RenderableType:
         pairs,
         Text(f"cannot be told apart at α = {result.alpha:g}: {groups}", style="dim"),
     ]
-    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.notes)
     return Group(*parts)
 
 
@@ -226,7 +226,7 @@ def gate_view(result: GateResult) -> RenderableType:
         f"margin −{result.margin:g}, n = {result.comparison.n}"
     )
     parts: list[RenderableType] = [line, detail]
-    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.notes)
     return Group(*parts)
 
 
@@ -290,7 +290,7 @@ def sequential_view(result: SequentialResult) -> RenderableType:
         "yes" if result.stopped else "no",
     )
     parts: list[RenderableType] = [table, Text(result.reason, style="dim")]
-    parts.extend(Text(f"! {w}", style="yellow") for w in result.warnings)
+    parts.extend(Text(f"! {w}", style="yellow") for w in result.notes)
     return Group(*parts)
 
 

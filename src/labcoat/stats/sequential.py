@@ -242,7 +242,7 @@ class SequentialResult:
     reason: str
     confidence: float
     bounds: tuple[float, float]
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -254,7 +254,7 @@ class SequentialResult:
             "reason": self.reason,
             "confidence": self.confidence,
             "bounds": list(self.bounds),
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 

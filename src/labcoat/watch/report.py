@@ -13,15 +13,21 @@ from typing import Any, Iterable
 
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from labcoat.watch.alerts import Alert, merge_alerts
+from labcoat.result import Result
+from labcoat.watch.alerts import Alert, Findings, merge_alerts
 from labcoat.watch.events import SERIES_KIND, read_events
 
 SERIES_FIELDS = ("step", "rank", "loss", "grad_norm", "update_ratio")
 
 
 @dataclass
-class WatchReport:
+class WatchReport(Result):
     """The alerts, other events, ranks and series summary of a run's event files."""
+
+    engine = "watch"
+    view = "labcoat.watch.view:report_view"
+    section = "labcoat.report.sections.watch:result_section"
+    title = "Watch"
 
     alerts: list[Alert]
     other_events: list[dict[str, Any]]
@@ -41,47 +47,28 @@ class WatchReport:
             "series": self.series,
         }
 
-    def to_html(self, path: str | os.PathLike[str]) -> None:
-        """Write the curves, with every alert marked, as a self-contained HTML page."""
+    def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
+        """The curves, with every alert marked, as a self-contained HTML page (written to
+        ``path`` when given)."""
         from labcoat.report import Page
-        from labcoat.report.sections.watch import watch_section
+        from labcoat.report.html import section_for
 
         page = Page("labcoat watch", subtitle=", ".join(self.sources))
-        page.add(watch_section(self.raw)).save(path)
+        page.add(section_for(self, **options))
+        if path is not None:
+            page.save(path)
+        return page.to_html()
 
+    @property
     def findings(self) -> list[Finding]:
         """One finding per merged alert; the message names the ranks that saw it."""
-        out = []
+        out = Findings()
         for alert in self.alerts:
             finding = alert.to_finding()
             if len(alert.ranks) > 1:
                 finding.message += f" (seen by ranks {', '.join(map(str, alert.ranks))})"
             out.append(finding)
         return out
-
-    def __rich__(self):
-        from rich.console import Group
-
-        from labcoat.render import findings_table
-
-        where = f" from {len(self.ranks)} ranks" if len(self.ranks) > 1 else ""
-        n = len(self.alerts)
-        parts: list[Any] = [
-            findings_table(self.findings(), title=f"watch: {n} alert{'s' if n != 1 else ''}{where}")
-            if n
-            else f"watch: no alerts in {self.events} events{where}"
-        ]
-        parts += [
-            f"step {e['step']}: {e['kind']}: {e.get('message', '')}" for e in self.other_events
-        ]
-        if self.series["records"]:
-            s, last = self.series, self.series["last"]
-            parts.append(
-                f"series: {s['records']} sampled steps ({s['first_step']}-{s['last_step']}); last "
-                f"loss {_num(last['loss'])}, gradient norm {_num(last['grad_norm'])}, "
-                f"update/weight {_num(last['update_ratio'])}"
-            )
-        return Group(*parts)
 
 
 def report(paths: Iterable[str | os.PathLike[str]]) -> WatchReport:
@@ -113,7 +100,3 @@ def _series_summary(series: list[dict]) -> dict:
         "last_step": last["step"],
         "last": {k: last.get(k) for k in SERIES_FIELDS},
     }
-
-
-def _num(value) -> str:
-    return "-" if value is None else value if isinstance(value, str) else f"{value:.4g}"

@@ -20,8 +20,9 @@ from labcoat._validation import check_int
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import resolve
+from labcoat.result import Result
 from labcoat.watch._resolve import select_replicated
-from labcoat.watch.alerts import Alert
+from labcoat.watch.alerts import Alert, Findings
 from labcoat.watch.distributed import RankInfo
 from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
@@ -44,13 +45,17 @@ DEFAULT_JUDGE_EVERY = DEFAULT_EVERY
 STATE_VERSION = 1
 
 
-class Watcher:
+class Watcher(Result):
     """A running watch over one model and optimizer; made by :func:`watch`.
 
     Call :meth:`observe` once per training step, after ``optimizer.step()``. New alerts are
     returned, kept in :attr:`alerts`, logged to the ``labcoat.watch`` logger, passed to each
     ``on_alert`` callback and appended to the ``events`` file when one is given.
     """
+
+    engine = "watch"
+    section = "labcoat.report.sections.watch:result_section"
+    title = "Watch"
 
     def __init__(
         self,
@@ -171,9 +176,9 @@ class Watcher:
         self.judge.close()
         if self.ledger is not None:
             if self._run is None:
-                self.ledger.record_findings(self.findings(), source="watch")
+                self.ledger.record_findings(self.findings, source="watch")
             else:
-                self.ledger.record_findings(self.findings(), run=self._run, source="watch")
+                self.ledger.record_findings(self.findings, run=self._run, source="watch")
                 self.ledger.finish_run(
                     self._run, status="failed" if failed else "ok", exit_status=None
                 )
@@ -348,10 +353,19 @@ class Watcher:
         self.judge.drain()
         return list(self.judge.events)
 
+    @property
     def findings(self) -> list[Finding]:
         """One finding per alert, a pass per invariant that held, a skip per one that could not
         apply: what the ledger records for this run."""
-        return self.judge.findings(self.observed, self.samples, self._started)
+        return Findings(self.judge.findings(self.observed, self.samples, self._started))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "observed": self.observed,
+            "samples": self.samples,
+            "events": self.events,
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running" if self._started else "not started"
