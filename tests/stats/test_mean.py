@@ -155,8 +155,8 @@ def test_one_cluster_is_refused_under_cr1():
         ),
         (dict(scores=np.ones((3, 2)), ids=[0, 1, 2]), "2-D"),
         (
-            dict(scores=[1, 0, 1], confidence=95),
-            "`confidence` must be a number strictly between 0 and 1",
+            dict(scores=[1, 0, 1], level=95),
+            "`level` must be a number strictly between 0 and 1",
         ),
         (dict(scores=["a", "b"]), "`scores` must be numbers"),
         (dict(scores=[1, 0, 1], formula="hc3"), "`formula` must be one of"),

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from labcoat._validation import InstanceOf, Interval, Seed, validate_params
 from labcoat.audit.checks import AuditResult, check
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, passed, warned
@@ -82,6 +83,9 @@ def _labels_outcome(result: LabelIssues) -> Outcome:
     )
 
 
+@validate_params(
+    {"folds": Interval(int, 2), "seed": Seed(), "progress": InstanceOf((bool,), none=True)}
+)
 def label_issues(
     labels: Any,
     pred_probs: Any = None,

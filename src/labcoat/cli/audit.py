@@ -10,7 +10,14 @@ from typing import Any
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
+from labcoat.cli.output import (
+    json_option,
+    ledger_target,
+    recording_options,
+    renamed_option,
+    respond,
+    titled,
+)
 from labcoat.errors import InputError
 
 recorded = recording_options()
@@ -21,11 +28,14 @@ engine_option = click.option(
     show_default=True,
     help="Run the pipeline's tasks on this machine or on Ray.",
 )
-workers_option = click.option(
+jobs_option = renamed_option(
+    "--jobs",
     "--workers",
-    type=click.IntRange(min=1),
+    "n_jobs",
+    short="-j",
     default=None,
-    help="Parallel tasks (default: every core).",
+    type=int,
+    help="Parallel tasks; -1 or none: every core.",
 )
 address_option = click.option(
     "--address", default=None, help="Ray cluster address (default: a local Ray)."
@@ -181,7 +191,7 @@ def labels_cmd(
     help="MinHash permutations (text).",
 )
 @engine_option
-@workers_option
+@jobs_option
 @address_option
 @json_option
 @recorded
@@ -193,7 +203,7 @@ def duplicates_cmd(
     kind,
     num_perm,
     engine,
-    workers,
+    n_jobs,
     address,
     as_json,
     ledger,
@@ -220,7 +230,7 @@ def duplicates_cmd(
         threshold=threshold,
         num_perm=num_perm,
         engine=engine,
-        workers=workers,
+        n_jobs=n_jobs,
         address=address,
         ledger=ledger_target(ledger, no_ledger),
     )
@@ -269,7 +279,7 @@ def duplicates_cmd(
     help="gpt3: dirty on any shared n-gram; llama2: dirty above 80% of tokens in shared spans.",
 )
 @engine_option
-@workers_option
+@jobs_option
 @address_option
 @json_option
 @recorded
@@ -284,7 +294,7 @@ def contamination_cmd(
     n,
     method,
     engine,
-    workers,
+    n_jobs,
     address,
     as_json,
     ledger,
@@ -312,7 +322,7 @@ def contamination_cmd(
         scores=scores,
         corpus_column=corpus_column,
         engine=engine,
-        workers=workers,
+        n_jobs=n_jobs,
         address=address,
         ledger=ledger_target(ledger, no_ledger),
     )

@@ -15,16 +15,15 @@ import click
 import numpy as np
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond
+from labcoat.cli.output import (
+    json_option,
+    ledger_target,
+    level_option,
+    recording_options,
+    respond,
+)
 from labcoat.errors import InputError
 
-confidence_option = click.option(
-    "--confidence",
-    type=float,
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the interval.",
-)
 resamples_option = click.option(
     "--resamples",
     type=click.IntRange(min=2),
@@ -129,7 +128,7 @@ def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, na
     help="Question id column; rows sharing an id are K answers to one question.",
 )
 @formula_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def mean_cmd(
@@ -138,7 +137,7 @@ def mean_cmd(
     cluster: str | None,
     id_col: str | None,
     formula: str,
-    confidence: float,
+    level: float,
     as_json: bool,
     html: str | None,
     ledger: str | None,
@@ -151,7 +150,7 @@ def mean_cmd(
     result = mean(
         table.scores(score),
         None if cluster is None else table.labels(cluster),
-        confidence,
+        level,
         ids=None if id_col is None else table.labels(id_col),
         formula=formula,
     )
@@ -200,7 +199,7 @@ def _render(view: str, *args: Any, **kwargs: Any) -> Any:
 @strict_option
 @formula_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def compare_cmd(
@@ -216,7 +215,7 @@ def compare_cmd(
     strict: bool,
     formula: str,
     seed: int,
-    confidence: float,
+    level: float,
     as_json: bool,
     html: str | None,
     ledger: str | None,
@@ -244,7 +243,7 @@ def compare_cmd(
             b,
             read_id_list(exclude),
             clusters[0],
-            confidence,
+            level,
             ids_a=ids_a,
             ids_b=ids_b,
             **options,
@@ -255,7 +254,7 @@ def compare_cmd(
         a,
         b,
         clusters[0],
-        confidence,
+        level,
         paired=not unpaired,
         ids_a=ids_a,
         ids_b=ids_b,
@@ -270,9 +269,7 @@ def compare_cmd(
 
         if unpaired:
             raise InputError("--permutation is a paired test; drop --unpaired.")
-        perm = paired_permutation_test(
-            a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, random_state=seed
-        )
+        perm = paired_permutation_test(a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, seed=seed)
     _keep(result, html, ledger, no_ledger, " vs ".join(labels) if labels else "")
     out = result.to_dict()
     if test is not None:
@@ -352,12 +349,12 @@ def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
     "--alpha",
     type=float,
     default=None,
-    help="Level of the Holm-corrected pair tests [default: 1 - confidence].",
+    help="Level of the Holm-corrected pair tests [default: 1 - level].",
 )
 @formula_option
 @resamples_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def leaderboard_cmd(
@@ -369,7 +366,7 @@ def leaderboard_cmd(
     formula,
     resamples,
     seed,
-    confidence,
+    level,
     as_json,
     html,
     ledger,
@@ -400,10 +397,10 @@ def leaderboard_cmd(
         {n: t.scores(score) for n, t in zip(names, tables)},
         None if on is None else {n: t.labels(on) for n, t in zip(names, tables)},
         None if cluster is None else {names[0]: tables[0].labels(cluster)},
-        confidence=confidence,
+        level=level,
         alpha=alpha,
         n_resamples=resamples,
-        random_state=seed,
+        seed=seed,
         formula=formula,
     )
     _keep(result, html, ledger, no_ledger, score)
@@ -424,7 +421,7 @@ def leaderboard_cmd(
 @click.option("--cluster", default=None, help="Cluster column (read from NEW).")
 @strict_option
 @formula_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def gate_cmd(
@@ -436,7 +433,7 @@ def gate_cmd(
     cluster,
     strict,
     formula,
-    confidence,
+    level,
     as_json,
     html,
     ledger,
@@ -452,7 +449,7 @@ def gate_cmd(
         to.scores(score),
         margin,
         None if cluster is None else tn.labels(cluster),
-        confidence,
+        level,
         ids_new=tn.labels(on),
         ids_old=to.labels(on),
         formula=formula,
@@ -718,7 +715,7 @@ _METRIC_INPUTS = {
 @click.option("--ref", default=None, help="Reference text column (bleu).")
 @resamples_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
 def bootstrap_cmd(
     file: str,
@@ -733,7 +730,7 @@ def bootstrap_cmd(
     ref,
     resamples,
     seed,
-    confidence,
+    level,
     as_json,
 ) -> None:
     """Bootstrap SE and CI of a corpus metric by resampling per-item sufficient statistics."""
@@ -770,9 +767,7 @@ def bootstrap_cmd(
         data = bleu_statistics(
             [str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)]
         )
-    result = bootstrap_metric(
-        data, metric, n_resamples=resamples, confidence=confidence, random_state=seed
-    )
+    result = bootstrap_metric(data, metric, n_resamples=resamples, level=level, seed=seed)
     respond(as_json, result, lambda: _render("bootstrap_view", result))
 
 
@@ -794,9 +789,9 @@ def bootstrap_cmd(
 )
 @resamples_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
-def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence, as_json) -> None:
+def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, level, as_json) -> None:
     """IQM, mean, median, optimality gap (stratified bootstrap CIs) and P(X > Y) across runs."""
     from labcoat.stats.seeds import summarize_runs
 
@@ -808,8 +803,8 @@ def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence,
             None if method_col is None else table.labels(method_col),
             gamma=gamma,
             n_resamples=resamples,
-            confidence=confidence,
-            random_state=seed,
+            level=level,
+            seed=seed,
         )
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
@@ -835,10 +830,10 @@ def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence,
     "--batch", type=int, default=1, show_default=True, help="Items scored between checks."
 )
 @strict_option
-@confidence_option
+@level_option
 @json_option
 def sequential_cmd(
-    file, score, lower, upper, width, threshold, baseline, on, batch, strict, confidence, as_json
+    file, score, lower, upper, width, threshold, baseline, on, batch, strict, level, as_json
 ) -> None:
     """Replay an eval item by item and report when an anytime-valid interval lets it stop."""
     from dataclasses import replace
@@ -872,7 +867,7 @@ def sequential_cmd(
         width=width,
         threshold=threshold,
         batch=batch,
-        confidence=confidence,
+        level=level,
     )
     result = replace(result, notes=result.notes + notes)
     respond(as_json, result, lambda: _render("sequential_view", result))
@@ -883,18 +878,18 @@ def sequential_cmd(
 @click.option("--score", default=None, help="Column of 0/1 scores.")
 @click.option("--successes", type=int, default=None, help="Number correct (instead of FILE).")
 @click.option("--n", "n", type=int, default=None, help="Number of questions (instead of FILE).")
-@confidence_option
+@level_option
 @json_option
-def intervals_cmd(file, score, successes, n, confidence, as_json) -> None:
+def intervals_cmd(file, score, successes, n, level, as_json) -> None:
     """Wilson, Clopper-Pearson, Jeffreys and CLT intervals for a share of correct answers."""
     from labcoat.stats.proportions import proportion, proportion_from_scores
 
     if file is not None:
         if score is None:
             raise InputError("with FILE, give --score (the 0/1 score column).")
-        result = proportion_from_scores(_read(file).scores(score), confidence)
+        result = proportion_from_scores(_read(file).scores(score), level)
     elif successes is not None and n is not None:
-        result = proportion(successes, n, confidence)
+        result = proportion(successes, n, level)
     else:
         raise InputError("give FILE with --score, or --successes and --n.")
     respond(as_json, result, lambda: _render("intervals_view", result))

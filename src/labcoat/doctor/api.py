@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
-from labcoat._validation import IsCallable, OneOf, Seed
+from labcoat._validation import BOOL, InstanceOf, IsCallable, OneOf, Seed, validate_params
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
 from labcoat.doctor.cpu import one_thread
@@ -29,6 +29,19 @@ EXAMPLE_LIMIT = {"fast": 4096, "full": 16384}
 VAL_FRACTION = 0.2
 
 
+@validate_params(
+    {
+        "loss_fn": IsCallable("a callable(output, target) -> loss tensor"),
+        "step": IsCallable(none=True),
+        "metric": IsCallable(none=True),
+        "task": OneOf(TASKS, none=True),
+        "budget": OneOf(BUDGETS),
+        "seed": (Seed(), "numpy and scikit-learn refuse negative seeds."),
+        "run_all": BOOL,
+        "on_finding": IsCallable(none=True),
+        "progress": InstanceOf((bool,), none=True),
+    }
+)
 def diagnose(
     model: nn.Module,
     data: Any,
@@ -66,7 +79,6 @@ def diagnose(
     Every run also proves its gradient and update checks on mutants of your setup (see
     :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
     """
-    _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
     _validate_groups(groups, val_groups, val_data)
     patterns = as_names(
         model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen"
@@ -203,15 +215,6 @@ def _task_or_none(case: Case) -> str | None:
         return case.inferred_task
     except Exception:  # noqa: BLE001 - the task is informational only
         return case.task
-
-
-def _validate(*, loss_fn, step, metric, task, seed, budget) -> None:
-    IsCallable("a callable(output, target) -> loss tensor").check(loss_fn, "loss_fn")
-    IsCallable(none=True).check(step, "step")
-    IsCallable(none=True).check(metric, "metric")
-    OneOf(TASKS, none=True).check(task, "task")
-    OneOf(BUDGETS).check(budget, "budget")
-    Seed().check(seed, "seed", hint="numpy and scikit-learn refuse negative seeds.")
 
 
 #: diagnose's parameters that say how to run, not what to run: every other parameter is a field

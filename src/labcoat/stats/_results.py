@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from labcoat._validation import deprecated_alias, renamed
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
 from labcoat.result import Result
@@ -52,18 +53,21 @@ class StatsResult(Result):
 
 
 class IntervalResult(ABC):
-    """A result with an interval: :attr:`ci` at its own ``confidence``, any other level through
+    """A result with an interval: :attr:`ci` at its own ``level``, any other level through
     :meth:`confidence_interval`, the level checked in this one place."""
 
-    confidence: float
+    level: float
+    #: deprecated: the level is :attr:`level`
+    confidence = deprecated_alias("confidence", "level")
 
     @property
     def ci(self) -> ConfidenceInterval:
-        return self.confidence_interval(self.confidence)
+        return self.confidence_interval(self.level)
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """The two-sided interval at ``confidence_level``."""
-        return self._interval(check_probability(confidence_level, "confidence_level"))
+    @renamed(confidence_level="level")
+    def confidence_interval(self, level: float = 0.95) -> ConfidenceInterval:
+        """The two-sided interval at ``level``."""
+        return self._interval(check_probability(level, "level"))
 
     @abstractmethod
     def _interval(self, level: float) -> ConfidenceInterval:
@@ -84,7 +88,7 @@ class BootstrapResult(IntervalResult):
     bootstrap_distribution: np.ndarray
     metric: str
     n: int
-    confidence: float
+    level: float
 
     def _interval(self, level: float) -> ConfidenceInterval:
         """Percentile interval of the kept resamples."""
@@ -100,5 +104,5 @@ class BootstrapResult(IntervalResult):
             "ci": list(ci),
             "n": self.n,
             "n_resamples": int(self.bootstrap_distribution.size),
-            "confidence": self.confidence,
+            "level": self.level,
         }

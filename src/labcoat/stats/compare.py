@@ -8,7 +8,7 @@ the question sets differ.
 
 Standard errors, intervals and p-values follow :mod:`labcoat.stats.mean`: CR1 with t(G − 1)
 or t(n − 1) by default, the paper's Eq 7/8 with z under ``formula="miller"``. Every result
-carries the minimum detectable effect of its design (80 % power at ``1 - confidence``).
+carries the minimum detectable effect of its design (80 % power at ``1 - level``).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import BOOL, PROBABILITY, OneOf, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.stats._distributions import quantile, two_sided_pvalue
 from labcoat.stats._questions import per_question, question_scores, shared_ids
 from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
-from labcoat.stats._validation import check_choice, check_probability
 from labcoat.stats.mean import (
     FEW_ITEMS,
     FORMULAS,
@@ -48,7 +48,7 @@ class CompareResult(StatsResult, IntervalResult):
     questions found on one side only and left out. ``correlation`` (paired) is the Pearson
     correlation of the two models' question scores. ``effect_size`` is Cohen's d: d_z (mean
     difference over the SD of the differences) when paired, the pooled-SD d otherwise. ``mde``
-    is the smallest difference this design detects with 80 % power at level ``1 - confidence``.
+    is the smallest difference this design detects with 80 % power at level ``1 - level``.
     """
 
     kind = "compare"
@@ -66,7 +66,7 @@ class CompareResult(StatsResult, IntervalResult):
     mean_b: float
     correlation: float | None
     n_clusters: int | None
-    confidence: float
+    level: float
     formula: str
     mde: float
     effect_size: float
@@ -91,7 +91,7 @@ class CompareResult(StatsResult, IntervalResult):
             "mean_a": self.mean_a,
             "mean_b": self.mean_b,
             "n_clusters": self.n_clusters,
-            "confidence": self.confidence,
+            "level": self.level,
             "formula": self.formula,
             "mde": self.mde,
             "effect_size": self.effect_size,
@@ -101,11 +101,13 @@ class CompareResult(StatsResult, IntervalResult):
         }
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY, "formula": OneOf(FORMULAS), "paired": BOOL, "strict": BOOL})
 def compare(
     a: Any,
     b: Any,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     paired: bool = True,
     ids_a: Any = None,
@@ -130,10 +132,8 @@ def compare(
     formula
         ``"cr1"`` (default, t intervals) or ``"miller"`` (Eq 5-8 as printed, z intervals).
     """
-    confidence = check_probability(confidence, "confidence")
-    formula = check_choice(formula, "formula", FORMULAS)
     if not paired:
-        return _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula)
+        return _unpaired(a, b, cluster, cluster_b, level, ids_a, ids_b, formula)
     qa, qb, index_a, index_b, dropped = _paired_iv(a, b, ids_a, ids_b, strict)
     x, y = qa.means[index_a], qb.means[index_b]
     d = x - y
@@ -164,9 +164,9 @@ def compare(
         mean_b=float(y.mean()),
         correlation=_pearson(x, y),
         n_clusters=n_clusters,
-        confidence=confidence,
+        level=level,
         formula=formula,
-        mde=detectable_effect(se, confidence, df),
+        mde=detectable_effect(se, level, df),
         effect_size=_ratio(diff, sd),
         n_dropped_a=dropped[0],
         n_dropped_b=dropped[1],
@@ -206,10 +206,10 @@ def _paired_iv(a: Any, b: Any, ids_a: Any, ids_b: Any, strict: bool):
     return qa, qb, match.index_a, match.index_b, (len(match.only_a), len(match.only_b))
 
 
-def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> CompareResult:
+def _unpaired(a, b, cluster, cluster_b, level, ids_a, ids_b, formula) -> CompareResult:
     """Eq 5-6: independent samples, ``SE = sqrt(SE_A^2 + SE_B^2)``; Welch df under CR1."""
-    ra = mean(a, cluster, confidence, ids=ids_a, formula=formula)
-    rb = mean(b, cluster_b, confidence, ids=ids_b, formula=formula)
+    ra = mean(a, cluster, level, ids=ids_a, formula=formula)
+    rb = mean(b, cluster_b, level, ids=ids_b, formula=formula)
     diff = ra.mean - rb.mean
     se = float(np.hypot(ra.se, rb.se))
     df = _welch_df(ra.se**2, ra.df, rb.se**2, rb.df)
@@ -233,9 +233,9 @@ def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> Co
         mean_b=rb.mean,
         correlation=None,
         n_clusters=clusters,
-        confidence=confidence,
+        level=level,
         formula=formula,
-        mde=detectable_effect(se, confidence, df),
+        mde=detectable_effect(se, level, df),
         effect_size=_ratio(diff, pooled),
         notes=tuple(f"A: {w}" for w in ra.notes if "Wilson" not in w)
         + tuple(f"B: {w}" for w in rb.notes if "Wilson" not in w),
@@ -250,11 +250,9 @@ def _welch_df(var_a: float, df_a: float | None, var_b: float, df_b: float | None
     return float((var_a + var_b) ** 2 / den) if den > 0 else float(min(df_a, df_b))
 
 
-def detectable_effect(
-    se: float, confidence: float, df: float | None, power: float = MDE_POWER
-) -> float:
-    """Smallest true difference a two-sided test at ``1 - confidence`` detects with ``power``."""
-    return (quantile(0.5 + confidence / 2, df) + quantile(power, df)) * se
+def detectable_effect(se: float, level: float, df: float | None, power: float = MDE_POWER) -> float:
+    """Smallest true difference a two-sided test at ``1 - level`` detects with ``power``."""
+    return (quantile(0.5 + level / 2, df) + quantile(power, df)) * se
 
 
 def _test(diff: float, se: float, df: float | None) -> tuple[float, float]:
@@ -335,12 +333,14 @@ class ExclusionResult(StatsResult):
         return out
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY})
 def compare_excluding(
     a: Any,
     b: Any,
     exclude: Any,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     ids_a: Any,
     ids_b: Any,
@@ -358,12 +358,12 @@ def compare_excluding(
     lb = np.array([str(v) for v in np.asarray(ids_b, dtype=object)], dtype=object)
     keep_a = np.array([v not in drop for v in la], dtype=bool)
     keep_b = np.array([v not in drop for v in lb], dtype=bool)
-    full = compare(a, b, cluster, confidence, ids_a=la, ids_b=lb, **options)
+    full = compare(a, b, cluster, level, ids_a=la, ids_b=lb, **options)
     kept = compare(
         np.asarray(a)[keep_a],
         np.asarray(b)[keep_b],
         None if cluster is None else np.asarray(cluster, dtype=object)[keep_a],
-        confidence,
+        level,
         ids_a=la[keep_a],
         ids_b=lb[keep_b],
         **options,

@@ -12,9 +12,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from labcoat._validation import BOOL, PROBABILITY, Interval, OneOf, renamed, validate_params
 from labcoat.stats._results import ConfidenceInterval, StatsResult
-from labcoat.stats._validation import check_positive
 from labcoat.stats.compare import CompareResult, compare
+from labcoat.stats.mean import FORMULAS
 
 #: exit codes of ``labcoat stats gate`` (2 is bad input and 3 a labcoat bug, as everywhere)
 EXIT_CODES = {"ALLOW": 0, "REJECT": 1, "INCONCLUSIVE": 4}
@@ -55,7 +56,7 @@ class GateResult(StatsResult):
             "n": self.comparison.n,
             "se": self.comparison.se,
             "pvalue": self.comparison.pvalue,
-            "confidence": self.comparison.confidence,
+            "level": self.comparison.level,
             "mde": self.comparison.mde,
             "n_dropped_new": self.comparison.n_dropped_a,
             "n_dropped_old": self.comparison.n_dropped_b,
@@ -63,12 +64,21 @@ class GateResult(StatsResult):
         }
 
 
+@renamed(confidence="level")
+@validate_params(
+    {
+        "margin": Interval(float, 0.0),
+        "level": PROBABILITY,
+        "formula": OneOf(FORMULAS),
+        "strict": BOOL,
+    }
+)
 def gate(
     new: Any,
     old: Any,
     margin: float,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     ids_new: Any = None,
     ids_old: Any = None,
@@ -76,9 +86,8 @@ def gate(
     strict: bool = False,
 ) -> GateResult:
     """Decide whether ``new`` is not worse than ``old`` by more than ``margin`` (paired)."""
-    margin = check_positive(margin, "margin", allow_zero=True)
     res = compare(
-        new, old, cluster, confidence, ids_a=ids_new, ids_b=ids_old, formula=formula, strict=strict
+        new, old, cluster, level, ids_a=ids_new, ids_b=ids_old, formula=formula, strict=strict
     )
     ci = res.ci
     if ci.low > -margin:

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import PROBABILITY, OneOf, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.stats._distributions import critical_value
 from labcoat.stats._questions import Questions, per_question, question_scores
 from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
-from labcoat.stats._validation import check_choice, check_probability
 
 #: below this many questions (or clusters) the normal approximation is not to be trusted
 #: (Bowyer et al. 2025 show CLT intervals under-cover well into the low hundreds).
@@ -55,7 +55,7 @@ class MeanResult(StatsResult, IntervalResult):
     df: float | None
     se_clt: float
     k: float
-    confidence: float
+    level: float
     formula: str
     interval: str
     notes: tuple[str, ...] = field(default=())
@@ -76,17 +76,19 @@ class MeanResult(StatsResult, IntervalResult):
             "df": self.df,
             "se_clt": self.se_clt,
             "k": self.k,
-            "confidence": self.confidence,
+            "level": self.level,
             "formula": self.formula,
             "interval": self.interval,
             "warnings": list(self.notes),
         }
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY, "formula": OneOf(FORMULAS)})
 def mean(
     scores: Any,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     ids: Any = None,
     formula: str = "cr1",
@@ -100,7 +102,7 @@ def mean(
         answer per row with ``ids`` saying which question each row answers.
     cluster
         Optional cluster label per question (or per row with ``ids``).
-    confidence
+    level
         Level of :attr:`MeanResult.ci`; any other level via ``confidence_interval(level)``.
     ids
         Question id per row; rows that share an id are averaged into one question score.
@@ -109,8 +111,7 @@ def mean(
         0/1 scores without clusters get a Wilson interval under ``"cr1"`` when n < 30 or the
         t interval would leave [0, 1]; :attr:`MeanResult.warnings` says so.
     """
-    formula = check_choice(formula, "formula", FORMULAS)
-    questions, clusters, confidence = _mean_iv(scores, cluster, confidence, ids)
+    questions, clusters, level = _mean_iv(scores, cluster, level, ids)
     x = questions.means
     n = x.size
     centred = x - x.mean()
@@ -120,7 +121,7 @@ def mean(
     notes = list(trust_warnings(x, n_clusters, formula))
     interval = "z" if df is None else "t"
     if formula == "cr1" and clusters is None and _is_binary(x):
-        t_ci = symmetric_interval(estimate, se, confidence, df)
+        t_ci = symmetric_interval(estimate, se, level, df)
         if n < FEW_ITEMS or t_ci.low < 0 or t_ci.high > 1:
             interval = "wilson"
             why = f"only {n} questions" if n < FEW_ITEMS else "the t interval leaves [0, 1]"
@@ -133,7 +134,7 @@ def mean(
         df=df,
         se_clt=se_clt,
         k=questions.k,
-        confidence=confidence,
+        level=level,
         formula=formula,
         interval=interval,
         notes=tuple(notes),
@@ -141,9 +142,8 @@ def mean(
 
 
 def _mean_iv(
-    scores: Any, cluster: Any, confidence: Any, ids: Any
+    scores: Any, cluster: Any, level: Any, ids: Any
 ) -> tuple[Questions, np.ndarray | None, float]:
-    confidence = check_probability(confidence, "confidence")
     questions = question_scores(scores, ids)
     if questions.n < 2:
         raise InputError(
@@ -152,7 +152,7 @@ def _mean_iv(
     clusters = (
         None if cluster is None else cluster_codes(per_question(cluster, questions, "cluster"))
     )
-    return questions, clusters, confidence
+    return questions, clusters, level
 
 
 def _is_binary(x: np.ndarray) -> bool:
@@ -225,16 +225,16 @@ def eq8_se(centred: np.ndarray, codes: np.ndarray) -> float:
 
 
 def symmetric_interval(
-    estimate: float, se: float, confidence: float, df: float | None = None
+    estimate: float, se: float, level: float, df: float | None = None
 ) -> ConfidenceInterval:
     """``estimate ± q * se`` with ``q`` from t(df), or the normal when ``df`` is None."""
-    half = critical_value(confidence, df) * se
+    half = critical_value(level, df) * se
     return ConfidenceInterval(estimate - half, estimate + half)
 
 
-def wilson_interval(p: float, n: int, confidence: float) -> ConfidenceInterval:
+def wilson_interval(p: float, n: int, level: float) -> ConfidenceInterval:
     """Wilson's score interval for a share ``p`` of ``n`` 0/1 answers (scipy's ``wilson``)."""
-    z = critical_value(confidence)
+    z = critical_value(level)
     z2n = z * z / n
     centre = (p + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))

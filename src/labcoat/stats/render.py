@@ -31,8 +31,8 @@ def _ci(low: float, high: float, digits: int = 4) -> str:
     return f"[{low:.{digits}g}, {high:.{digits}g}]"
 
 
-def _level(confidence: float) -> str:
-    return f"{100 * confidence:g}% CI"
+def _level(level: float) -> str:
+    return f"{100 * level:g}% CI"
 
 
 def _with_warnings(table: Table, warnings: Iterable[str]) -> RenderableType:
@@ -48,7 +48,7 @@ def _interval_name(df: float | None, method: str = "") -> str:
 
 def mean_view(result: MeanResult, label: str = "score") -> RenderableType:
     table = Table(title="mean score", title_justify="left")
-    for col in ("", "score (SE)", _level(result.confidence), "interval", "n", "clusters", "K"):
+    for col in ("", "score (SE)", _level(result.level), "interval", "n", "clusters", "K"):
         table.add_column(col, justify="right" if col else "left")
     ci = result.ci
     table.add_row(
@@ -84,7 +84,7 @@ def compare_view(
     stat = "z" if result.df is None else "t"
     for col in (
         "diff (SE)",
-        _level(result.confidence),
+        _level(result.level),
         stat,
         "p",
         "MDE",
@@ -183,10 +183,10 @@ def power_view(result: PowerResult) -> RenderableType:
 
 def leaderboard_view(result: LeaderboardResult) -> RenderableType:
     table = Table(
-        title=f"leaderboard on {result.n} shared questions ({_level(result.confidence)})",
+        title=f"leaderboard on {result.n} shared questions ({_level(result.level)})",
         title_justify="left",
     )
-    for col in ("rank", "model", "mean (SE)", _level(result.confidence), "rank CI"):
+    for col in ("rank", "model", "mean (SE)", _level(result.level), "rank CI"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for m in result.models:
         table.add_row(
@@ -197,7 +197,7 @@ def leaderboard_view(result: LeaderboardResult) -> RenderableType:
             f"{m.rank_ci[0]}–{m.rank_ci[1]}",
         )
     pairs = Table(title=f"pairs (Holm-adjusted over {len(result.pairs)})", title_justify="left")
-    for col in ("a − b", "diff", _level(result.confidence), "p", "p (Holm)"):
+    for col in ("a − b", "diff", _level(result.level), "p", "p (Holm)"):
         pairs.add_column(col, justify="left" if col == "a − b" else "right")
     for p in result.pairs:
         pairs.add_row(
@@ -222,7 +222,7 @@ def gate_view(result: GateResult) -> RenderableType:
     line = Text(f"{result.decision}", style=f"bold {style}")
     detail = Text(
         f"new − old = {result.diff:+.4g} {_ci(*result.ci)} "
-        f"({_level(result.comparison.confidence)}), "
+        f"({_level(result.comparison.level)}), "
         f"margin −{result.margin:g}, n = {result.comparison.n}"
     )
     parts: list[RenderableType] = [line, detail]
@@ -242,7 +242,7 @@ def adjust_view(result: AdjustedPValues, labels: list[str] | None = None) -> Ren
 
 def bootstrap_view(result: BootstrapResult) -> RenderableType:
     table = Table(title=f"bootstrap: {result.metric}", title_justify="left")
-    for col in ("estimate (SE)", _level(result.confidence), "n", "resamples"):
+    for col in ("estimate (SE)", _level(result.level), "n", "resamples"):
         table.add_column(col, justify="right")
     ci = result.ci
     table.add_row(
@@ -258,7 +258,7 @@ def seeds_view(result: MethodsSummary) -> RenderableType:
     summaries, improvements = result.summaries, result.improvements
     first = next(iter(summaries.values()))
     table = Table(
-        title=f"runs x tasks ({_level(result.confidence)}, stratified bootstrap)",
+        title=f"runs x tasks ({_level(result.level)}, stratified bootstrap)",
         title_justify="left",
     )
     table.add_column("method")
@@ -276,7 +276,7 @@ def seeds_view(result: MethodsSummary) -> RenderableType:
 
 def sequential_view(result: SequentialResult) -> RenderableType:
     table = Table(
-        title=f"anytime-valid confidence sequence ({_level(result.confidence)})",
+        title=f"anytime-valid confidence sequence ({_level(result.level)})",
         title_justify="left",
     )
     for col in ("mean", "interval", "items used", "of", "stopped"):
@@ -296,15 +296,13 @@ def sequential_view(result: SequentialResult) -> RenderableType:
 
 def intervals_view(result: ProportionResult) -> RenderableType:
     table = Table(
-        title=(
-            f"{result.successes}/{result.n} = {result.proportion:.4g} ({_level(result.confidence)})"
-        ),
+        title=(f"{result.successes}/{result.n} = {result.proportion:.4g} ({_level(result.level)})"),
         title_justify="left",
     )
     for col in ("method", "low", "high", "width"):
         table.add_column(col, justify="left" if col == "method" else "right")
     for method in METHODS:
-        ci = result.confidence_interval(result.confidence, method)
+        ci = result.confidence_interval(result.level, method)
         name = "normal (CLT)" if method == "normal" else method
         table.add_row(name, f"{ci.low:.4g}", f"{ci.high:.4g}", f"{ci.width:.4g}")
     return table

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from labcoat._validation import check_int
+from labcoat._validation import POSITIVE_INT, validate_params
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import resolve
@@ -57,6 +57,13 @@ class Watcher(Result):
     section = "labcoat.report.sections.watch:result_section"
     title = "Watch"
 
+    @validate_params(
+        {
+            "every": POSITIVE_INT,
+            "sync_every": POSITIVE_INT,
+            "judge_every": POSITIVE_INT,
+        }
+    )
     def __init__(
         self,
         model: nn.Module,
@@ -77,9 +84,11 @@ class Watcher(Result):
     ):
         self.model = _check_model(model)
         self.optimizer = _check_optimizer(optimizer)
-        self.every = _check_count(every, "every")
-        self.sync_every = _check_count(sync_every, "sync_every")
-        self.judge_every = _check_count(judge_every, "judge_every")
+        self.every, self.sync_every, self.judge_every = (
+            int(every),
+            int(sync_every),
+            int(judge_every),
+        )
         from labcoat.ledger import Ledger
 
         self.ledger = Ledger.for_recording(ledger)
@@ -258,9 +267,9 @@ class Watcher(Result):
         """Evaluate the model now, stopping once the interval is tight; recorded as an event.
 
         ``settings`` are :func:`~labcoat.watch.evaluation.evaluate`'s (width, threshold, lower,
-        upper, confidence, name). ``score(batch)`` returns one score per item in
+        upper, level, name). ``score(batch)`` returns one score per item in
         ``[lower, upper]``; scores stream into an anytime-valid confidence sequence, so stopping
-        at ``width`` (or once ``threshold`` is excluded) keeps its ``confidence``.
+        at ``width`` (or once ``threshold`` is excluded) keeps its ``level``.
         """
         if self.sampler is not None:
             self.sampler.evaluating = True
@@ -451,7 +460,3 @@ def _check_optimizer(optimizer: Any) -> torch.optim.Optimizer:
             "the optimizer whose step() trains the model."
         )
     return optimizer
-
-
-def _check_count(value: Any, name: str) -> int:
-    return check_int(value, name, minimum=1)
