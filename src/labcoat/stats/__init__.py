@@ -58,8 +58,30 @@ from labcoat.stats.seeds import (
     summarize_runs,
 )
 from labcoat.stats.sequential import ConfidenceSequence, SequentialResult, replay
+from labcoat.stats.tables import (
+    FileComparison,
+    Sides,
+    align_baseline,
+    choose_design_effect,
+    compare_files,
+    mcnemar_applies,
+    paired_mcnemar,
+    pilot_components,
+    read_models,
+    read_sides,
+)
 
 __all__ = [
+    "read_sides",
+    "read_models",
+    "pilot_components",
+    "paired_mcnemar",
+    "mcnemar_applies",
+    "compare_files",
+    "choose_design_effect",
+    "align_baseline",
+    "Sides",
+    "FileComparison",
     "CONFUSION_METRICS",
     "METRICS",
     "AdjustedPValues",
