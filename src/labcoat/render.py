@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from labcoat.findings import Finding
+if TYPE_CHECKING:
+    from labcoat.findings import Finding
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 STATUS_MARK = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "–"}

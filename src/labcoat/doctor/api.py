@@ -251,3 +251,11 @@ class Experiment:
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
         kwargs.update(overrides)
         return diagnose(**kwargs)
+
+    def out_of_fold(self, **options: Any) -> Any:
+        """Held-out class probabilities of every row, from ``folds`` copies of this setup each
+        trained without its fold (:func:`labcoat.doctor.oof.out_of_fold`): what
+        ``labcoat.audit.label_issues(setup=...)`` audits the labels with."""
+        from labcoat.doctor.oof import out_of_fold
+
+        return out_of_fold(self, **options)

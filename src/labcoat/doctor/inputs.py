@@ -8,6 +8,7 @@ user's loader again.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -290,11 +291,11 @@ def _cat(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
 def with_groups(examples: Examples, groups: Any, data: Any, name: str) -> Examples:
     """``examples`` with the group id of each row, read from ``groups`` (one id per row of
     ``data``, the form the user passed) through each row's position in ``data``."""
-    from labcoat.audit.group_leakage import _ids
+    from labcoat._groups import group_ids
 
     if groups is None:
         return examples
-    ids = np.asarray(_ids(groups, name), dtype=object)
+    ids = np.asarray(group_ids(groups, name), dtype=object)
     rows = _row_count(data)
     data_name = "val_data" if name == "val_groups" else "data"
     if rows is not None and len(ids) != rows:
@@ -372,8 +373,6 @@ def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples,
 def _draw_groups(examples: Examples) -> np.ndarray:
     """A group number per row: rows with identical inputs, or with one user group id, share one
     (connected components when the two overlap)."""
-    from labcoat.doctor.features import row_hashes
-
     hash_of: dict[bytes, int] = {}
     by_input = np.array([hash_of.setdefault(h, len(hash_of)) for h in row_hashes(examples.x)])
     if examples.groups is None:
@@ -559,3 +558,9 @@ def _takes_a_mapping(param: inspect.Parameter) -> bool:
         or "mapping" in hint
         or param.name in ("batch", "inputs", "features", "sample", "data")
     )
+
+
+def row_hashes(x: torch.Tensor) -> list[bytes]:
+    """A digest per example, for exact-duplicate detection without pairwise comparison."""
+    arr = np.ascontiguousarray(x.reshape(len(x), -1).cpu().numpy())
+    return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in arr]

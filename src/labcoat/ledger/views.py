@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from labcoat.ledger.records.runs import Run
     from labcoat.ledger.store.sql import SqlResult
     from labcoat.ledger.store.verify import VerifyResult
-    from labcoat.provenance.diff import RunDiff
 
 VERDICT_STYLE = {
     "open": "cyan",
@@ -198,32 +197,6 @@ def verify_view(result: "VerifyResult") -> RenderableType:
         for p in result.predictions:
             if p.order != "before":
                 parts.append(Text(f"! entry #{p.entry_id}: {p.order}", style="yellow"))
-    return Group(*parts)
-
-
-def diff_view(diff: "RunDiff") -> RenderableType:
-    from labcoat.provenance.diff import SECTIONS
-
-    if diff.same:
-        return Text(
-            f"runs {diff.run_a} and {diff.run_b}: no differences in code, config, data, "
-            "environment or seeds"
-        )
-    table = Table(title=f"run {diff.run_a} → run {diff.run_b}")
-    for name in ("section", "key", "change", f"run {diff.run_a}", f"run {diff.run_b}"):
-        table.add_column(name, overflow="fold")
-    for section in SECTIONS:
-        for c in diff.section(section):
-            table.add_row(
-                section,
-                c.key,
-                c.kind,
-                "" if c.before is None else str(c.before),
-                "" if c.after is None else str(c.after),
-            )
-    parts: list[RenderableType] = [table]
-    if diff.commit_stat:
-        parts.append(Text("\n".join(diff.commit_stat), style="dim"))
     return Group(*parts)
 
 

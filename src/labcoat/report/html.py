@@ -7,6 +7,7 @@ names has to follow them.
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -20,10 +21,9 @@ def section_for(result: Any, **options: Any):
             f"no report section draws a {type(result).__name__}: its class declares no "
             "`section = 'module:function'` (see labcoat.result.Result)"
         )
-    from labcoat.result import load
-
+    module, _, attr = declared.partition(":")
     options.setdefault("title", getattr(type(result), "title", "") or type(result).__name__)
-    return load(declared)(result, **options)
+    return getattr(importlib.import_module(module), attr)(result, **options)
 
 
 def to_html(
@@ -31,12 +31,13 @@ def to_html(
     path: str | os.PathLike[str] | None = None,
     *,
     title: str = "labcoat report",
+    subtitle: str = "",
     **options: Any,
 ) -> str:
     """One self-contained page drawing ``result``; written to ``path`` when given."""
     from labcoat.report.page import Page
 
-    page = Page(title).add(section_for(result, **options))
+    page = Page(title, subtitle=subtitle).add(section_for(result, **options))
     if path is not None:
         page.save(path)
     return page.to_html()

@@ -10,43 +10,20 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
+from labcoat.findings import Finding
+from labcoat.scale.diagnostics import FIT, data_fingerprint, summary_outcome
 
-from labcoat.findings import Finding, Outcome
-
-
-def data_fingerprint(fit) -> dict[str, Any]:
-    """Content fingerprint of the runs a fit saw (inputs and losses, in order)."""
-    from labcoat.ledger import fingerprint
-
-    table = np.vstack([fit._x, fit._loss[None]]).T.copy()
-    return fingerprint(table, name="scale.data").to_dict()
-
-
-def summary_outcome(fit) -> Outcome:
-    """What the ``scale.fit`` check reports: the parameters, their intervals and the data's
-    fingerprint."""
-    evidence: dict[str, Any] = {
-        "form": fit.form.name,
-        "params": fit.params,
-        "objective": fit.objective,
-        "n_points": fit.n_points,
-        "huber_delta": fit.huber_delta,
-        "bootstrap": len(fit.bootstrap_theta),
-        "seed": fit.seed,
-        "data": data_fingerprint(fit),
-    }
-    if len(fit.bootstrap_theta) >= 2:
-        evidence["ci95"] = {k: list(v) for k, v in fit.ci(0.95).items()}
-    shown = ", ".join(f"{k}={v:.4g}" for k, v in fit.params.items())
-    message = f"{fit.form.name} fit on {fit.n_points} runs: {shown}"
-    return Outcome("warn" if fit.warnings else "pass", message, evidence)
+__all__ = [
+    "data_fingerprint",
+    "record_fit",
+    "record_prediction",
+    "summary_finding",
+    "summary_outcome",
+]
 
 
 def summary_finding(fit) -> Finding:
     """The fit itself as the finding of the registered check ``scale.fit``."""
-    from labcoat.scale.diagnostics import FIT
-
     return FIT.evaluate(fit)
 
 

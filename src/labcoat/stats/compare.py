@@ -23,7 +23,7 @@ import numpy as np
 from labcoat._validation import BOOL, PROBABILITY, OneOf, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.stats._distributions import quantile, two_sided_pvalue
-from labcoat.stats._questions import per_question, question_scores, shared_ids
+from labcoat.stats._questions import paired_questions, per_question
 from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
 from labcoat.stats.mean import (
     FEW_ITEMS,
@@ -134,7 +134,7 @@ def compare(
     """
     if not paired:
         return _unpaired(a, b, cluster, cluster_b, level, ids_a, ids_b, formula)
-    qa, qb, index_a, index_b, dropped = _paired_iv(a, b, ids_a, ids_b, strict)
+    qa, qb, index_a, index_b, dropped = paired_questions(a, b, ids_a, ids_b, strict)
     x, y = qa.means[index_a], qb.means[index_b]
     d = x - y
     n = d.size
@@ -172,38 +172,6 @@ def compare(
         n_dropped_b=dropped[1],
         notes=tuple(notes),
     )
-
-
-def _paired_iv(a: Any, b: Any, ids_a: Any, ids_b: Any, strict: bool):
-    """Questions of both sides, the positions that line them up, and the counts left out."""
-    if (ids_a is None) != (ids_b is None):
-        raise InputError(
-            "give both `ids_a` and `ids_b` to match questions by id, or neither to match by "
-            "position."
-        )
-    qa = question_scores(a, ids_a, name="a")
-    qb = question_scores(b, ids_b, name="b")
-    if ids_a is None:
-        if qa.n != qb.n:
-            raise InputError(
-                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} "
-                "and "
-                f"{qb.n} questions. Pass ids to match them, or compare unpaired (paired=False)."
-            )
-        index = np.arange(qa.n)
-        return qa, qb, index, index, (0, 0)
-    match = shared_ids(qa.ids, qb.ids)
-    if strict and (match.only_a or match.only_b):
-        raise InputError(
-            f"question ids differ between A and B: {match.describe()}; without strict the "
-            "comparison would use the shared questions only."
-        )
-    if match.index_a.size < 2:
-        raise InputError(
-            f"a paired comparison needs at least 2 questions on both sides; {match.index_a.size} "
-            f"shared ({match.describe()}). Check that --on names the same ids in both files."
-        )
-    return qa, qb, match.index_a, match.index_b, (len(match.only_a), len(match.only_b))
 
 
 def _unpaired(a, b, cluster, cluster_b, level, ids_a, ids_b, formula) -> CompareResult:

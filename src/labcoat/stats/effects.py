@@ -67,9 +67,9 @@ def paired_permutation_test(
     units (questions, or clusters when given); otherwise ``n_resamples`` random patterns and
     the p-value ``(hits + 1) / (n_resamples + 1)``, as :func:`scipy.stats.permutation_test`.
     """
-    from labcoat.stats.compare import _paired_iv
+    from labcoat.stats._questions import paired_questions
 
-    qa, qb, index_a, index_b, _ = _paired_iv(a, b, ids_a, ids_b, strict=False)
+    qa, qb, index_a, index_b, _ = paired_questions(a, b, ids_a, ids_b, strict=False)
     d = qa.means[index_a] - qb.means[index_b]
     n = d.size
     if cluster is None:

@@ -31,7 +31,7 @@ from labcoat.stats._results import ConfidenceInterval, StatsResult
 from labcoat.stats._validation import check_random_state
 from labcoat.stats.compare import compare
 from labcoat.stats.mean import FORMULAS, cluster_codes, mean
-from labcoat.stats.multiple import _holm
+from labcoat.stats.multiple import holm
 
 _CHUNK_CELLS = 1 << 22
 
@@ -178,8 +178,8 @@ def leaderboard(
             res = compare(matrix[:, a], matrix[:, b], codes, level, formula=formula)
             pairs.append((names[a], names[b], res))
             pvalues.append(res.pvalue)
-    holm = _holm(np.asarray(pvalues)) if pvalues else np.array([])
-    distinct = {frozenset((x, y)) for (x, y, _), p in zip(pairs, holm) if p <= alpha}
+    holm_p = holm(np.asarray(pvalues)) if pvalues else np.array([])
+    distinct = {frozenset((x, y)) for (x, y, _), p in zip(pairs, holm_p) if p <= alpha}
     models = [
         ModelEntry(
             names[j],
@@ -197,7 +197,7 @@ def leaderboard(
     ]
     pair_rows = [
         PairEntry(x, y, r.diff, r.se, r.ci, r.pvalue, float(p), r.mde)
-        for (x, y, r), p in zip(pairs, holm)
+        for (x, y, r), p in zip(pairs, holm_p)
     ]
     notes = []
     if any(dropped.values()):

@@ -50,14 +50,9 @@ class WatchReport(Result):
     def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
         """The curves, with every alert marked, as a self-contained HTML page (written to
         ``path`` when given)."""
-        from labcoat.report import Page
-        from labcoat.report.html import section_for
-
-        page = Page("labcoat watch", subtitle=", ".join(self.sources))
-        page.add(section_for(self, **options))
-        if path is not None:
-            page.save(path)
-        return page.to_html()
+        options.setdefault("title", "labcoat watch")
+        options.setdefault("subtitle", ", ".join(self.sources))
+        return super().to_html(path, **options)
 
     @property
     def findings(self) -> list[Finding]:
