@@ -23,10 +23,11 @@ LAYERS: list[tuple[str, ...]] = [
         "labcoat._jsonable",
         "labcoat._validation",
         "labcoat._groups",
+        "labcoat._moved",
         "labcoat.interval",
         "labcoat.findings",
         "labcoat.result",
-        "labcoat.render",
+        "labcoat.view",
         "labcoat.modes",
         "labcoat.optim",
         "labcoat.params",
@@ -197,3 +198,29 @@ def test_lazy_imports_count_and_type_checking_imports_do_not(tmp_path):
         n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and id(n) not in skip
     ]
     assert imports == ["typing", "labcoat.report"]
+
+
+MOVED = {
+    "labcoat.render": ("labcoat.view", "findings_table"),
+    "labcoat.stats.render": ("labcoat.stats.view", "mean_view"),
+    "labcoat.scale.render": ("labcoat.scale.view", "fit_view"),
+    "labcoat.ledger.views": ("labcoat.ledger.view", "entry_view"),
+    "labcoat.doctor.report": ("labcoat.doctor.result", "Report"),
+    "labcoat.watch.report": ("labcoat.watch.result", "WatchReport"),
+    "labcoat.doctor.setup": ("labcoat.doctor.copies", "Blueprint"),
+    "labcoat.doctor.loader": ("labcoat.doctor.experiment_file", "load_experiment"),
+    "labcoat.doctor.dataloader": ("labcoat.doctor.loader_batches", "uses_workers"),
+    "labcoat.doctor.checks.loader": ("labcoat.doctor.checks.dataloader", "Outcome"),
+}
+
+
+def test_a_moved_module_keeps_its_old_path_one_release_and_says_where_it_went():
+    import importlib
+
+    import pytest
+
+    for old, (new, name) in MOVED.items():
+        module = importlib.import_module(old)
+        with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+            found = getattr(module, name)
+        assert found is getattr(importlib.import_module(new), name)

@@ -17,7 +17,7 @@ from labcoat.result import Result, load
 
 #: every engine's result class, as "module:Class"
 RESULTS = [
-    "labcoat.doctor.report:Report",
+    "labcoat.doctor.result:Report",
     "labcoat.stats.mean:MeanResult",
     "labcoat.stats.compare:CompareResult",
     "labcoat.stats.compare:ExclusionResult",
@@ -29,7 +29,7 @@ RESULTS = [
     "labcoat.audit.near_duplicates:Duplicates",
     "labcoat.audit.benchmark_contamination:Contamination",
     "labcoat.audit.group_leakage:SharedGroups",
-    "labcoat.watch.report:WatchReport",
+    "labcoat.watch.result:WatchReport",
     "labcoat.watch.watcher:Watcher",
 ]
 

@@ -86,7 +86,7 @@ class Result(ABC):
 
     def __rich__(self) -> Any:  # rich's protocol
         if self.view is None:
-            from labcoat.render import findings_view
+            from labcoat.view import findings_view
 
             return findings_view(self.findings)
         return load(self.view)(self)

@@ -133,7 +133,7 @@ def labels_cmd(
     if setup is not None:
         if pred_probs is not None:
             raise InputError("audit labels: pass SETUP.py or --pred-probs, not both")
-        from labcoat.doctor.loader import load_experiment
+        from labcoat.doctor.experiment_file import load_experiment
 
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
             experiment = load_experiment(setup)

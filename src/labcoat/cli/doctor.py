@@ -53,7 +53,7 @@ def doctor(
       labcoat doctor examples/digits.py
       labcoat doctor examples/digits_bugs.py:head_not_in_optimizer --json
     """
-    from labcoat.doctor.loader import load_experiment
+    from labcoat.doctor.experiment_file import load_experiment
 
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():

@@ -159,7 +159,7 @@ def mean_cmd(
 
 
 def _render(view: str, *args: Any, **kwargs: Any) -> Any:
-    from labcoat.stats import render
+    from labcoat.stats import view as render
 
     return getattr(render, view)(*args, **kwargs)
 

@@ -7,6 +7,6 @@ the first failing layer and names the evidence. Checks are declared once in
 
 from labcoat.doctor.api import Experiment, diagnose
 from labcoat.doctor.registry import LAYERS, REGISTRY
-from labcoat.doctor.report import Report
+from labcoat.doctor.result import Report
 
 __all__ = ["Experiment", "LAYERS", "REGISTRY", "Report", "diagnose"]

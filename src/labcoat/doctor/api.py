@@ -11,14 +11,14 @@ from torch import nn
 from labcoat._validation import BOOL, InstanceOf, IsCallable, OneOf, Seed, validate_params
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.case import TASKS, Case
+from labcoat.doctor.copies import Blueprint, OptimizerLike, UserState
 from labcoat.doctor.cpu import one_thread
 from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
-from labcoat.doctor.report import Report
+from labcoat.doctor.result import Report
 from labcoat.doctor.selftest import run_selftest
-from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import as_names

@@ -60,9 +60,9 @@ def out_of_fold(
     from sklearn.model_selection import StratifiedKFold
 
     from labcoat.doctor.case import Case
+    from labcoat.doctor.copies import Blueprint
     from labcoat.doctor.inputs import split_off, to_examples
     from labcoat.doctor.progress import ControlProgress
-    from labcoat.doctor.setup import Blueprint
 
     if not all(hasattr(experiment, a) for a in ("model", "data", "loss_fn", "optimizer")):
         raise InputError(

@@ -30,7 +30,7 @@ class BacktestResult(Result):
     ``findings`` are the diagnostics of the fit on the smaller runs."""
 
     engine = "scale"
-    view = "labcoat.scale.render:backtest_view"
+    view = "labcoat.scale.view:backtest_view"
     section = "labcoat.report.sections.scale:scale_section"
     title = "Backtest"
 

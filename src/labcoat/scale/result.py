@@ -1,6 +1,6 @@
 """What a scaling fit returns: parameters with bootstrap intervals, predictions, allocations.
 
-Plain objects with named fields and ``to_dict()``; rendering lives in :mod:`labcoat.scale.render`.
+Plain objects with named fields and ``to_dict()``; rendering lives in :mod:`labcoat.scale.view`.
 Intervals come from the bootstrap refits kept on the fit, so the caller picks the level after
 fitting (``fit.ci(0.9)``) and nothing is refitted.
 """
@@ -108,7 +108,7 @@ class ScalingFit(Result):
     ``predict``, ``optimal`` (Chinchilla form) and diagnostics as ``findings``."""
 
     engine = "scale"
-    view = "labcoat.scale.render:fit_view"
+    view = "labcoat.scale.view:fit_view"
     section = "labcoat.report.sections.scale:scale_section"
     title = "Scaling law"
 

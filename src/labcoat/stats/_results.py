@@ -3,7 +3,7 @@
 Results are plain data with named fields, in the manner of ``scipy.stats``: the numbers a
 report needs are attributes, the level of an interval is chosen after the fact through
 ``confidence_interval(confidence_level)``, and resampling results keep their resamples.
-Rendering lives in :mod:`labcoat.stats.render`; ``to_dict`` gives the JSON shape.
+Rendering lives in :mod:`labcoat.stats.view`; ``to_dict`` gives the JSON shape.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class CompareResult(StatsResult, IntervalResult):
     """
 
     kind = "compare"
-    view = "labcoat.stats.render:compare_view"
+    view = "labcoat.stats.view:compare_view"
     title = "Comparison"
 
     diff: float
@@ -268,7 +268,7 @@ class ExclusionResult(StatsResult):
     """
 
     kind = "compare.exclude"
-    view = "labcoat.stats.render:exclusion_view"
+    view = "labcoat.stats.view:exclusion_view"
     title = "Comparison without excluded questions"
 
     kept: CompareResult

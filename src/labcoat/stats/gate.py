@@ -31,7 +31,7 @@ class GateResult(StatsResult):
     """
 
     kind = "gate"
-    view = "labcoat.stats.render:gate_view"
+    view = "labcoat.stats.view:gate_view"
     title = "Release gate"
 
     decision: str

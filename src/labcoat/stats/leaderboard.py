@@ -94,7 +94,7 @@ class LeaderboardResult(StatsResult):
     confidence = deprecated_alias("confidence", "level")
 
     kind = "leaderboard"
-    view = "labcoat.stats.render:leaderboard_view"
+    view = "labcoat.stats.view:leaderboard_view"
     title = "Leaderboard"
 
     models: list[ModelEntry]

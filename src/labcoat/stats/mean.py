@@ -45,7 +45,7 @@ class MeanResult(StatsResult, IntervalResult):
     """
 
     kind = "mean"
-    view = "labcoat.stats.render:mean_view"
+    view = "labcoat.stats.view:mean_view"
     title = "Mean"
 
     mean: float

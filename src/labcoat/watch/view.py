@@ -6,11 +6,11 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 
-from labcoat.render import findings_table
+from labcoat.view import findings_table
 
 
 def report_view(report: Any) -> RenderableType:
-    """A :class:`~labcoat.watch.report.WatchReport`: its alerts as a table, the other events
+    """A :class:`~labcoat.watch.result.WatchReport`: its alerts as a table, the other events
     and how much of the sampled series the files hold."""
     where = f" from {len(report.ranks)} ranks" if len(report.ranks) > 1 else ""
     n = len(report.alerts)

@@ -103,7 +103,7 @@ class VerifyResult:
         }
 
     def __rich__(self):
-        from labcoat.ledger.views import verify_view
+        from labcoat.ledger.view import verify_view
 
         return verify_view(self)
 

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from labcoat.render import findings_grid
+from labcoat.view import findings_grid
 
 
 def _g(x: float | None, digits: int = 4) -> str:

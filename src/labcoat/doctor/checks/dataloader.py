@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from labcoat.doctor.case import Case
-from labcoat.doctor.dataloader import (
+from labcoat.doctor.loader_batches import (
     batch_slices,
     deterministic_items,
     example_hashes,

@@ -8,8 +8,8 @@ from typing import Any
 
 from labcoat.doctor.registry import LAYERS, REGISTRY
 from labcoat.findings import Finding, worst
-from labcoat.render import STATUS_MARK
 from labcoat.result import Result
+from labcoat.view import STATUS_MARK
 
 
 @dataclass
