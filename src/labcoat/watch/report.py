@@ -1,0 +1,5 @@
+"""Deprecated: moved to :mod:`labcoat.watch.result` (this path is kept one release)."""
+
+from labcoat._moved import moved
+
+__getattr__ = moved(__name__, "labcoat.watch.result")
