@@ -285,3 +285,74 @@ def test_the_doctors_permutation_test_and_the_watchs_evaluation_take_the_new_nam
     with pytest.warns(DeprecationWarning, match="use `level`"):
         ev = Evaluation([], lambda b: b, every=5, confidence=0.9)
     assert ev.level == 0.9 and ev.settings()["level"] == 0.9
+
+
+# -- every public entry point declares its parameters (scikit-learn's check_param_validation) ----
+
+
+def _entry_points():
+    import labcoat
+    from labcoat import audit, scale, stats
+    from labcoat.watch.watcher import Watcher
+
+    names = {
+        stats: [
+            "mean",
+            "compare",
+            "compare_excluding",
+            "gate",
+            "leaderboard",
+            "bootstrap_metric",
+            "bootstrap_confusion",
+            "bootstrap_difference",
+            "aggregate",
+            "probability_of_improvement",
+            "summarize_runs",
+            "paired_permutation_test",
+            "replay",
+            "proportion",
+            "proportion_from_scores",
+            "compare_files",
+            "read_sides",
+            "choose_design_effect",
+        ],
+        audit: ["duplicates", "contamination", "label_issues"],
+        scale: ["fit", "backtest"],
+        labcoat: ["diagnose"],
+    }
+    out = [(f"{m.__name__}.{n}", getattr(m, n)) for m, ns in names.items() for n in ns]
+    return [*out, ("labcoat.watch.Watcher", Watcher.__init__)]
+
+
+def _invalid(constraint):
+    """A value ``constraint`` refuses (scikit-learn's generate_invalid_param_val)."""
+    for candidate in ("not valid", -3, 0, 1.5, -1, None, object()):
+        if not constraint.is_satisfied_by(candidate):
+            return candidate
+    raise AssertionError(f"found no value {constraint} refuses")
+
+
+def _valid(constraint):
+    for candidate in (0.5, 1, 2, True, None, "cr1", 0, lambda *a: 0.0):
+        if constraint.is_satisfied_by(candidate):
+            return candidate
+    options = getattr(constraint, "options", ())
+    return tuple(options)[0]
+
+
+@pytest.mark.parametrize(("name", "fn"), _entry_points(), ids=[n for n, _ in _entry_points()])
+def test_every_public_entry_point_refuses_a_bad_value_of_each_declared_parameter(name, fn):
+    constraints = getattr(fn, "parameter_constraints", None)
+    assert constraints, f"{name} declares no parameter constraints (use validate_params)"
+    params = inspect.signature(fn).parameters
+    for param, declared in constraints.items():
+        constraint = declared[0] if isinstance(declared, tuple) else declared
+        kwargs = {}
+        for p in params.values():  # every required argument, valid where it is constrained
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                other = constraints.get(p.name)
+                other = other[0] if isinstance(other, tuple) else other
+                kwargs[p.name] = _valid(other) if other is not None else None
+        kwargs[param] = _invalid(constraint)
+        with pytest.raises(InputError, match=f"`{param}` must be"):
+            fn(**kwargs)

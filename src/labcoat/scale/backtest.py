@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from labcoat._jsonable import jsonable
-from labcoat._validation import fail
+from labcoat._validation import PROBABILITY, Interval, Seed, fail, validate_params
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.result import Result
@@ -65,6 +65,15 @@ class BacktestResult(Result):
         return list(self.fit.findings)
 
 
+@validate_params(
+    {
+        "top": Interval(int, 1, none=True),
+        "above": Interval(float, none=True),
+        "level": PROBABILITY,
+        "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 200)."),
+        "seed": Seed(),
+    }
+)
 def backtest(
     N: Any,
     D: Any,
