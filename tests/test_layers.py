@@ -224,3 +224,34 @@ def test_a_moved_module_keeps_its_old_path_one_release_and_says_where_it_went():
         with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
             found = getattr(module, name)
         assert found is getattr(importlib.import_module(new), name)
+
+
+def private_imports(sources: dict[str, str]) -> list[str]:
+    """``from labcoat.x import _helper`` where ``x`` is not itself a private shared module: a
+    module reaching into another's private helpers (share them from one ``_module`` instead)."""
+    found = []
+    for name, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
+                "labcoat"
+            ):
+                continue
+            if node.module.rpartition(".")[2].startswith("_"):
+                continue
+            found += [
+                f"{name}:{node.lineno} imports {node.module}.{a.name}"
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
+    return found
+
+
+def test_no_module_imports_another_modules_private_helpers():
+    sources = {name: path.read_text() for name, path in _modules().items()}
+    assert private_imports(sources) == []
+    planted = {"labcoat.stats.effects": "from labcoat.stats.compare import _paired_iv\n"}
+    assert private_imports(planted) == [
+        "labcoat.stats.effects:1 imports labcoat.stats.compare._paired_iv"
+    ]
+    shared = {"labcoat.stats.effects": "from labcoat.stats._questions import paired_questions\n"}
+    assert private_imports(shared) == []

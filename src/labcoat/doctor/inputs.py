@@ -94,7 +94,7 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
             f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of (x, "
             f"y) batches; got {type(data).__name__}"
         )
-    return _from_batches(data, name, limit)
+    return from_batches(data, name, limit)
 
 
 def _is_array(obj: Any) -> bool:
@@ -227,7 +227,7 @@ def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
         or not hasattr(dataset, "__getitem__")
         or isinstance(dataset, torch.utils.data.IterableDataset)
     ):
-        return _from_batches(loader, name, limit)
+        return from_batches(loader, name, limit)
     fetch = getattr(dataset, "__getitems__", None) or (lambda rows: [dataset[i] for i in rows])
     indices: list[int] = []
 
@@ -237,12 +237,12 @@ def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
             indices.extend(int(i) for i in rows)
             yield loader.collate_fn(fetch(rows))
 
-    examples = _from_batches(batches(), name, limit)
+    examples = from_batches(batches(), name, limit)
     index = torch.tensor(indices[: len(examples)], dtype=torch.long)
     return Examples(examples.x, examples.y, index, examples.fields, examples.batch_ends)
 
 
-def _from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
+def from_batches(batches: Iterable[Any], name: str, limit: int) -> Examples:
     xs, ys, n = [], [], 0
     fields: DictInputs | None = None
     for b, item in enumerate(batches):

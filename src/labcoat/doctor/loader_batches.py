@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from labcoat.doctor.inputs import Examples, _from_batches, kept_generator
+from labcoat.doctor.inputs import Examples, from_batches, kept_generator
 
 
 def example_hashes(examples: Examples) -> list[bytes]:
@@ -81,7 +81,7 @@ def pull_through_workers(loader: DataLoader, limit: int) -> WorkerEpoch:
     with kept_generator(loader):
         batches = iter(loader)
         try:
-            examples = _from_batches(batches, "data", limit)
+            examples = from_batches(batches, "data", limit)
         finally:
             shutdown = getattr(batches, "_shutdown_workers", None)
             if shutdown is not None and not loader.persistent_workers:
@@ -97,7 +97,7 @@ def read_in_one_process(loader: DataLoader, limit: int) -> Examples:
         collate_fn=loader.collate_fn,
         drop_last=loader.drop_last,
     )
-    return _from_batches(iter(single), "data", limit)
+    return from_batches(iter(single), "data", limit)
 
 
 def is_iterable_dataset(loader: DataLoader) -> bool:
@@ -147,7 +147,7 @@ def same_rows_per_worker(loader: DataLoader, rows: int, seed: int) -> list[Examp
     )
     batches = iter(probe)
     try:
-        read = _from_batches(batches, "data", len(indices))
+        read = from_batches(batches, "data", len(indices))
     finally:
         shutdown = getattr(batches, "_shutdown_workers", None)
         if shutdown is not None:
