@@ -8,6 +8,7 @@ order below: a module may import its own layer or a lower one, never a higher on
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -69,7 +70,8 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skip
 
 
-def import_edges() -> list[tuple[str, str, int]]:
+@functools.cache
+def import_edges() -> tuple[tuple[str, str, int], ...]:
     """(importer, imported labcoat module, line) for every import that can run."""
     modules = _modules()
     edges = []
@@ -96,7 +98,7 @@ def import_edges() -> list[tuple[str, str, int]]:
                     target = target.rpartition(".")[0]
                 if target in modules and target != name and target.startswith("labcoat"):
                     edges.append((name, target, node.lineno))
-    return edges
+    return tuple(edges)
 
 
 def layer_of(module: str) -> int:
