@@ -12,6 +12,8 @@ import functools
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import labcoat
 
 SRC = Path(labcoat.__file__).parent
@@ -216,10 +218,9 @@ MOVED = {
 }
 
 
+@pytest.mark.slow  # imports the doctor (torch)
 def test_a_moved_module_keeps_its_old_path_one_release_and_says_where_it_went():
     import importlib
-
-    import pytest
 
     for old, (new, name) in MOVED.items():
         module = importlib.import_module(old)
