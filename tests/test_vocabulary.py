@@ -356,3 +356,21 @@ def test_every_public_entry_point_refuses_a_bad_value_of_each_declared_parameter
         kwargs[param] = _invalid(constraint)
         with pytest.raises(InputError, match=f"`{param}` must be"):
             fn(**kwargs)
+
+
+def test_every_interval_is_a_ci_property_holding_a_confidence_interval():
+    from labcoat import stats
+    from labcoat.interval import ConfidenceInterval
+    from labcoat.watch.evaluation import EvalResult
+
+    ev = EvalResult("eval", 3, 10, 0.5, 0.4, 0.6, 0.95, False, 1, 0.1)
+    for result in (
+        stats.mean(A),
+        stats.compare(A, B),
+        stats.gate(A, B, 0.05),
+        stats.proportion(7, 10),
+        stats.replay(A, width=0.5),
+        ev,
+    ):
+        assert isinstance(result.ci, ConfidenceInterval), type(result).__name__
+    assert ev.ci == (0.4, 0.6)

@@ -21,6 +21,7 @@ from torch import nn
 
 from labcoat._validation import POSITIVE_INT, deprecated_alias, renamed
 from labcoat.errors import InputError
+from labcoat.interval import ConfidenceInterval
 
 #: a score function takes one batch and returns one score per item (tensor, array or list)
 ScoreFn = Callable[[Any], Any]
@@ -89,6 +90,11 @@ class EvalResult:
     @property
     def width(self) -> float:
         return self.high - self.low
+
+    @property
+    def ci(self) -> ConfidenceInterval:
+        """The anytime-valid interval at :attr:`level`, as every engine's ``ci``."""
+        return ConfidenceInterval(self.low, self.high)
 
     def to_event(self, rank: int | None) -> dict[str, Any]:
         early = ", stopped early" if self.stopped_early else ""
