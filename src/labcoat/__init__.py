@@ -9,10 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from labcoat._version import __version__
 from labcoat.errors import InputError, LabcoatError
 from labcoat.findings import Check, Finding, Outcome
-
-__version__ = "0.1.0"
 
 #: public name -> "module:attribute" (or just "module"), imported on first access
 _LAZY: dict[str, str] = {

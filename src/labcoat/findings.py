@@ -5,7 +5,7 @@ A :class:`Check` states what it falsifies and what a healthy setup predicts. Run
 :class:`Finding`, which is plain data. Every engine (the doctor, the watch, the audit, the
 scaling fit) declares its checks in a :class:`CheckRegistry`; :func:`registries` lists them all.
 The ledger stores findings (:meth:`Finding.to_dict` / :meth:`Finding.from_dict`) and the CLI
-renders them (:mod:`labcoat.render`). Nothing here knows about any particular check.
+renders them (:mod:`labcoat.view`). Nothing here knows about any particular check.
 
 Two words, one vocabulary:
 
@@ -99,8 +99,8 @@ class Finding:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
-    def __rich__(self):  # rich's protocol; rendering lives in labcoat.render
-        from labcoat.render import finding_view
+    def __rich__(self):  # rich's protocol; rendering lives in labcoat.view
+        from labcoat.view import finding_view
 
         return finding_view(self)
 

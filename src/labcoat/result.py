@@ -45,10 +45,10 @@ class Result(ABC):
     #: the section's heading when the page draws one result
     title: ClassVar[str] = ""
 
-    @property
-    @abstractmethod
-    def findings(self) -> list[Finding]:
-        """The findings this result's checks produced, in the order they ran."""
+    #: the findings this result's checks produced, in the order they ran: a property or a
+    #: dataclass field of the subclass (a field cannot override an abstract property, so this is
+    #: declared, not enforced; ``tests/test_results_contract.py`` checks every engine's result)
+    findings: list[Finding]
 
     @property
     def ok(self) -> bool:
@@ -86,7 +86,7 @@ class Result(ABC):
 
     def __rich__(self) -> Any:  # rich's protocol
         if self.view is None:
-            from labcoat.render import findings_view
+            from labcoat.view import findings_view
 
             return findings_view(self.findings)
         return load(self.view)(self)

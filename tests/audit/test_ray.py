@@ -47,7 +47,7 @@ def test_ray_pipelines_match_local(local_ray, tmp_path, monkeypatch):
     assert by_ray.corpus["shards"] > 2 and by_ray.corpus["engine"] == "ray"
     assert by_ray.dirty_ids == [4, 20]
     local = contamination(
-        [tmp_path / "corpus.jsonl"], items, engine="local", workers=1, ledger=False
+        [tmp_path / "corpus.jsonl"], items, engine="local", n_jobs=1, ledger=False
     )
     assert [i.to_dict() for i in by_ray.items] == [i.to_dict() for i in local.items]
 
@@ -55,5 +55,5 @@ def test_ray_pipelines_match_local(local_ray, tmp_path, monkeypatch):
     test[3], test[9] = docs[0], edit_words(docs[1], 3, rng)
     on_ray = duplicates(docs, test, engine="ray", ledger=False)
     assert {(p.a, p.b) for p in on_ray.pairs} == {(0, 3), (1, 9)}
-    here = duplicates(docs, test, engine="local", workers=1, ledger=False)
+    here = duplicates(docs, test, engine="local", n_jobs=1, ledger=False)
     assert on_ray.to_dict()["pairs"] == here.to_dict()["pairs"]

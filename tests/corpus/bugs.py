@@ -1123,7 +1123,7 @@ def watch_verdict(
                 w.observe(step=i, loss=loss, batch=batch[0])
             else:
                 w.observe(step=i, loss=loss)
-    kinds = [a.kind for a in w.alerts]
+    kinds = [a.check for a in w.alerts]
     return Verdict(bool(kinds), kinds[0] if kinds else None, ", ".join(sorted(set(kinds))))
 
 

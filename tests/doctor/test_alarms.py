@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from labcoat.doctor.report import Report
+from labcoat.doctor.result import Report
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from tests.doctor.helpers import diabetes, diagnose, digits, lm_loss, no_zero_grad_step, status

@@ -9,7 +9,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 import labcoat
-from labcoat.doctor.setup import Blueprint
+from labcoat.doctor.copies import Blueprint
 from tests.doctor.helpers import diagnose, digits, mlp
 
 

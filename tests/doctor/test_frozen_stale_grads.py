@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from labcoat.doctor.setup import Blueprint
+from labcoat.doctor.copies import Blueprint
 from tests.doctor.helpers import diagnose, digits, mlp
 
 LAYERS = ("model", "update")

@@ -26,7 +26,7 @@ def test_matches_scikit_learn_exactly_on_an_estimator(iris):
     score, null, pvalue = permutation_test_score(
         estimator, X, y, cv=cv, n_permutations=30, random_state=7
     )
-    result = labcoat.permutation_test(estimator, X, y, cv=cv, n_permutations=30, random_state=7)
+    result = labcoat.permutation_test(estimator, X, y, cv=cv, n_permutations=30, seed=7)
     assert isinstance(result, PermutationTestResult)
     assert result.statistic == score
     np.testing.assert_array_equal(result.null_distribution, null)
@@ -41,7 +41,7 @@ def test_matches_scikit_learn_with_groups_and_parallel_jobs(iris):
         estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3
     )
     result = permutation_test(
-        estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3, n_jobs=2
+        estimator, X, y, groups=groups, cv=cv, n_permutations=12, seed=3, n_jobs=2
     )
     assert (result.statistic, result.pvalue) == (score, pvalue)
     np.testing.assert_array_equal(result.null_distribution, null)
@@ -49,7 +49,7 @@ def test_matches_scikit_learn_with_groups_and_parallel_jobs(iris):
 
 def test_within_group_permutations_never_move_a_label_across_groups():
     groups = np.repeat([0, 1, 2], 4)
-    for order in permutations(12, 5, random_state=0, groups=groups):
+    for order in permutations(12, 5, seed=0, groups=groups):
         np.testing.assert_array_equal(groups[order], groups)
 
 
@@ -66,12 +66,12 @@ def test_any_pipeline_as_a_function_finds_signal_and_its_absence(iris):
     X, y = iris
     order = np.random.default_rng(0).permutation(len(y))
     X, y = torch.tensor(X[order]), torch.tensor(y[order])
-    real = permutation_test(nearest_centroid_score, X, y, n_permutations=49, random_state=0)
+    real = permutation_test(nearest_centroid_score, X, y, n_permutations=49, seed=0)
     assert real.statistic > 0.8 and real.pvalue == 1 / 50
     assert real.n_permutations == 49 and np.all(real.null_distribution < 0.7)
 
     noise = y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))]
-    none = permutation_test(nearest_centroid_score, X, noise, n_permutations=49, random_state=0)
+    none = permutation_test(nearest_centroid_score, X, noise, n_permutations=49, seed=0)
     assert none.pvalue > 0.05
 
 
@@ -80,7 +80,7 @@ def test_any_pipeline_as_a_function_finds_signal_and_its_absence(iris):
     [
         ({"n_permutations": 0}, "n_permutations"),
         ({"cv": 5}, "cv"),
-        ({"random_state": "seed"}, "random_state"),
+        ({"seed": "seed"}, "seed"),
     ],
 )
 def test_bad_arguments_are_named(iris, kwargs, named):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from labcoat.doctor.report import Report
+from labcoat.doctor.result import Report
 from labcoat.findings import Finding
 
 

@@ -9,7 +9,6 @@ from torch import nn
 
 import labcoat
 from labcoat import stats
-from labcoat.stats.record import record
 from tests.doctor.helpers import digits, mlp
 
 
@@ -36,10 +35,8 @@ def test_doctor_watch_and_stats_all_reach_the_report(cli, tmp_path):
                 optimizer.step()
                 w.observe(step=step, loss=loss)
         rng = np.random.default_rng(0)
-        record(
-            stats.compare((rng.random(200) < 0.7) * 1.0, (rng.random(200) < 0.6) * 1.0),
-            ledger=ledger,
-            name="A vs B",
+        stats.compare((rng.random(200) < 0.7) * 1.0, (rng.random(200) < 0.6) * 1.0).record(
+            ledger, name="A vs B"
         )
         runs = ledger.runs()
         assert [r.name for r in runs] == ["doctor", "watch", "stats"]

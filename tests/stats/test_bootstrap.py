@@ -82,7 +82,7 @@ def test_f1_se_equals_the_naive_resample_and_recompute_loop():
         t, g = y[i] == 1, p[i] == 1
         return 2 * np.sum(t & g) / (2 * np.sum(t & g) + np.sum(~t & g) + np.sum(t & ~g))
 
-    fast = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=reps, random_state=4)
+    fast = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=reps, seed=4)
     naive = _naive_se(rng, y.size, f1_from_labels, reps)
     # SEs estimated from 1500 resamples each agree to a few percent (MC error ~ 1/sqrt(2 reps))
     assert fast.se == pytest.approx(naive, rel=0.1)
@@ -93,9 +93,7 @@ def test_bleu_se_equals_recomputing_from_the_texts():
     rng = np.random.default_rng(5)
     hyps, refs = _sentences(rng, n=100)
     reps = 300
-    fast = bootstrap_metric(
-        bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, random_state=6
-    )
+    fast = bootstrap_metric(bleu_statistics(hyps, refs), "bleu", n_resamples=reps * 4, seed=6)
     naive = _naive_se(
         rng, len(hyps), lambda i: corpus_bleu([hyps[j] for j in i], [refs[j] for j in i]), reps
     )
@@ -105,7 +103,7 @@ def test_bleu_se_equals_recomputing_from_the_texts():
 def test_resampling_is_the_bootstrap_not_a_permutation():
     """A planted bug (resampling without replacement) would give SE 0; the real one does not."""
     y, p = _labels(np.random.default_rng(7))
-    res = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=500, random_state=0)
+    res = bootstrap_metric(classification_statistics(y, p), "f1", n_resamples=500, seed=0)
     assert res.se > 0.005
     lo, hi = res.ci
     assert lo < res.statistic < hi
@@ -115,16 +113,16 @@ def test_resampling_is_the_bootstrap_not_a_permutation():
 
 def test_seed_makes_it_reproducible():
     stats = classification_statistics(*_labels(np.random.default_rng(8)))
-    a = bootstrap_metric(stats, "f1", n_resamples=200, random_state=1)
-    b = bootstrap_metric(stats, "f1", n_resamples=200, random_state=1)
+    a = bootstrap_metric(stats, "f1", n_resamples=200, seed=1)
+    b = bootstrap_metric(stats, "f1", n_resamples=200, seed=1)
     np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "seed", True])
 def test_a_bad_seed_is_an_input_error(bad):
     stats = classification_statistics(*_labels(np.random.default_rng(8)))
-    with pytest.raises(InputError, match="`random_state` must be an int seed >= 0"):
-        bootstrap_metric(stats, "f1", n_resamples=10, random_state=bad)
+    with pytest.raises(InputError, match="`seed` must be an int seed >= 0"):
+        bootstrap_metric(stats, "f1", n_resamples=10, seed=bad)
 
 
 def test_paired_difference_is_tighter_than_independent_errors():
@@ -134,10 +132,10 @@ def test_paired_difference_is_tighter_than_independent_errors():
     pa = np.where(hard, 1 - y, y)
     pb = np.where(hard | (rng.uniform(size=1000) < 0.05), 1 - y, y)
     sa, sb = classification_statistics(y, pa), classification_statistics(y, pb)
-    diff = bootstrap_difference(sa, sb, "f1", n_resamples=1000, random_state=0)
+    diff = bootstrap_difference(sa, sb, "f1", n_resamples=1000, seed=0)
     assert diff.statistic == pytest.approx(f1_score(y, pa) - f1_score(y, pb))
-    one = bootstrap_metric(sa, "f1", n_resamples=1000, random_state=1).se
-    two = bootstrap_metric(sb, "f1", n_resamples=1000, random_state=2).se
+    one = bootstrap_metric(sa, "f1", n_resamples=1000, seed=1).se
+    two = bootstrap_metric(sb, "f1", n_resamples=1000, seed=2).se
     assert diff.se < 0.5 * np.hypot(one, two)
     assert diff.ci.low > 0
 
@@ -177,7 +175,7 @@ def test_confusion_metrics_match_scikit_learn(metric, reference):
     from sklearn.metrics import confusion_matrix
 
     y, p = _multiclass(np.random.default_rng(3))
-    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=200, random_state=0)
+    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=200, seed=0)
     assert res.statistic == pytest.approx(reference(y, p), rel=1e-12) and res.n == y.size
 
 
@@ -195,12 +193,10 @@ def test_multinomial_resample_of_the_counts_has_the_item_resample_se(metric):
     cells = (cell[idx][..., None] == np.arange(4)).sum(axis=1).astype(float)
     naive = np.std(METRICS[metric].from_totals(cells), ddof=1)
     assert METRICS[metric].from_totals(cells[0]) == pytest.approx(reference(y[idx[0]], p[idx[0]]))
-    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=reps, random_state=1)
+    res = bootstrap_confusion(confusion_matrix(y, p), metric, n_resamples=reps, seed=1)
     # the SE of an SE estimated from B draws is about SE / sqrt(2 (B - 1)); two of them differ
     assert res.se == pytest.approx(naive, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
-    via_items = bootstrap_metric(
-        classification_statistics(y, p), metric, n_resamples=reps, random_state=1
-    )
+    via_items = bootstrap_metric(classification_statistics(y, p), metric, n_resamples=reps, seed=1)
     assert via_items.se == pytest.approx(res.se, rel=4 * np.sqrt(2) / np.sqrt(2 * (reps - 1)))
 
 

@@ -99,10 +99,10 @@ def test_partly_overlapping_ids_use_the_shared_questions_and_say_how_many_were_d
     res = compare([1, 0, 1, 1, 0.5], [1, 1, 0, 0], ids_a=ids_a, ids_b=ids_b)
     assert res.n == 3 and (res.n_dropped_a, res.n_dropped_b) == (2, 1)
     assert res.diff == pytest.approx(np.mean([1 - 1, 0 - 0, 0.5 - 1]))
-    assert any("2 question(s) only in A and 1 only in B" in w for w in res.warnings)
+    assert any("2 question(s) only in A and 1 only in B" in w for w in res.notes)
     full = compare([1, 0, 0.5], [1, 0, 1], ids_a=["q1", "q2", "q6"], ids_b=["q6", "q1", "q2"])
     assert full.n_dropped_a == full.n_dropped_b == 0 and not any(
-        "only in A" in w for w in full.warnings
+        "only in A" in w for w in full.notes
     )
     with pytest.raises(InputError, match=r"2 only in A \('q3', 'q4'\); 1 only in B \('q5'\)"):
         compare([1, 0, 1, 1, 0.5], [1, 1, 0, 0], ids_a=ids_a, ids_b=ids_b, strict=True)
@@ -120,7 +120,7 @@ def test_identical_models_are_not_different():
     x = np.random.default_rng(5).binomial(1, 0.5, size=50).astype(float)
     res = compare(x, x)
     assert res.se == 0 and res.pvalue == 1.0
-    assert res.warnings
+    assert res.notes
 
 
 def test_every_comparison_reports_its_mde_and_effect_size():

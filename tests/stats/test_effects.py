@@ -34,7 +34,7 @@ def test_sampled_p_value_agrees_with_scipys_within_monte_carlo_error():
     rng = np.random.default_rng(1)
     a = rng.binomial(1, 0.62, size=300).astype(float)
     b = rng.binomial(1, 0.55, size=300).astype(float)
-    res = paired_permutation_test(a, b, n_resamples=20000, random_state=3)
+    res = paired_permutation_test(a, b, n_resamples=20000, seed=3)
     ref = _scipy(a, b, 20000).pvalue
     assert not res.exact and abs(res.pvalue - ref) < 4 * np.sqrt(ref * (1 - ref) / 20000) + 1e-4
 
@@ -47,7 +47,7 @@ def test_clusters_flip_together():
     edge = rng.normal(0.0, 0.3, size=10)[cluster] + 0.1
     b = rng.normal(size=300)
     a = b + edge + rng.normal(size=300) * 0.05
-    by_question = paired_permutation_test(a, b, random_state=0)
-    by_cluster = paired_permutation_test(a, b, cluster, random_state=0)
+    by_question = paired_permutation_test(a, b, seed=0)
+    by_cluster = paired_permutation_test(a, b, cluster, seed=0)
     assert by_cluster.exact and by_cluster.n_units == 10
     assert by_question.pvalue < 0.001 < 0.05 < by_cluster.pvalue

@@ -81,7 +81,7 @@ def test_only_questions_every_model_answered_are_used():
         "m1": 10,
         "m2": 0,
     }
-    assert any("90 questions every model answered" in w for w in res.warnings)
+    assert any("90 questions every model answered" in w for w in res.notes)
     with pytest.raises(InputError, match="share 0 question"):
         leaderboard({"a": [1.0, 0.0], "b": [1.0, 1.0]}, {"a": ["x", "y"], "b": ["z", "w"]})
 

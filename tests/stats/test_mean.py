@@ -105,14 +105,14 @@ def test_other_levels_from_the_result():
     ],
 )
 def test_flags_untrustworthy_clt_intervals(scores, expect):
-    warnings = mean(scores, formula="miller").warnings
+    warnings = mean(scores, formula="miller").notes
     assert any(expect in w for w in warnings), warnings
 
 
 def test_healthy_eval_has_no_warnings():
     x = np.random.default_rng(8).binomial(1, 0.6, size=500)
-    assert mean(x).warnings == ()
-    assert any("4 clusters" in w for w in mean(x, cluster=np.arange(500) % 4).warnings)
+    assert mean(x).notes == ()
+    assert any("4 clusters" in w for w in mean(x, cluster=np.arange(500) % 4).notes)
 
 
 def test_binary_scores_at_small_n_get_wilson_and_say_so():
@@ -122,7 +122,7 @@ def test_binary_scores_at_small_n_get_wilson_and_say_so():
     ref = sps.binomtest(9, 10).proportion_ci(0.95, method="wilson")
     assert res.interval == "wilson" and res.ci == pytest.approx((ref.low, ref.high), abs=1e-12)
     assert 0 <= res.ci.low and res.ci.high <= 1
-    assert any("Wilson" in w for w in res.warnings)
+    assert any("Wilson" in w for w in res.notes)
     assert res.confidence_interval(0.99).width > res.ci.width
     assert mean(x, formula="miller").ci.high > 1  # the paper's formula, as asked
 
@@ -133,7 +133,7 @@ def test_binary_scores_leaving_the_unit_interval_get_wilson_at_any_n():
     healthy = (
         np.random.default_rng(9).binomial(1, 0.5, size=60).astype(float)
     )  # its twin, mid-range
-    assert mean(healthy).interval == "t" and not any("Wilson" in w for w in mean(healthy).warnings)
+    assert mean(healthy).interval == "t" and not any("Wilson" in w for w in mean(healthy).notes)
     graded = np.r_[np.full(9, 0.9), [1.0]]  # not 0/1: no Wilson
     assert mean(graded).interval == "t"
 
@@ -155,8 +155,8 @@ def test_one_cluster_is_refused_under_cr1():
         ),
         (dict(scores=np.ones((3, 2)), ids=[0, 1, 2]), "2-D"),
         (
-            dict(scores=[1, 0, 1], confidence=95),
-            "`confidence` must be a number strictly between 0 and 1",
+            dict(scores=[1, 0, 1], level=95),
+            "`level` must be a number strictly between 0 and 1",
         ),
         (dict(scores=["a", "b"]), "`scores` must be numbers"),
         (dict(scores=[1, 0, 1], formula="hc3"), "`formula` must be one of"),

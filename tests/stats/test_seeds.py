@@ -33,8 +33,8 @@ def test_stratified_resamples_keep_each_tasks_runs_in_that_task():
 
 def test_aggregate_intervals_contain_estimates_and_shrink_with_runs():
     rng = np.random.default_rng(1)
-    few = aggregate(rng.normal(0.5, 0.2, size=(3, 10)), random_state=0)
-    many = aggregate(rng.normal(0.5, 0.2, size=(30, 10)), random_state=0)
+    few = aggregate(rng.normal(0.5, 0.2, size=(3, 10)), seed=0)
+    many = aggregate(rng.normal(0.5, 0.2, size=(30, 10)), seed=0)
     for name in ("iqm", "mean", "median", "optimality_gap"):
         lo, hi = few[name].ci
         assert lo <= few[name].statistic <= hi
@@ -45,12 +45,12 @@ def test_aggregate_intervals_contain_estimates_and_shrink_with_runs():
 def test_probability_of_improvement_is_mann_whitney_per_task():
     rng = np.random.default_rng(2)
     x, y = rng.normal(1.0, 1, size=(5, 4)), rng.normal(0.0, 1, size=(6, 4))
-    res = probability_of_improvement(x, y, n_resamples=500, random_state=0)
+    res = probability_of_improvement(x, y, n_resamples=500, seed=0)
     expected = np.mean([sps.mannwhitneyu(x[:, t], y[:, t]).statistic / 30 for t in range(4)])
     assert res.statistic == pytest.approx(expected)
     lo, hi = res.ci
     assert 0 <= lo <= res.statistic <= hi <= 1
-    tied = probability_of_improvement(x, x, n_resamples=200, random_state=0)
+    tied = probability_of_improvement(x, x, n_resamples=200, seed=0)
     assert tied.statistic == pytest.approx(0.5)
 
 

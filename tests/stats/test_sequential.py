@@ -110,7 +110,7 @@ def test_higher_confidence_gives_wider_interval():
     [
         (lambda: ConfidenceSequence(1, 0), "`lower`"),
         (lambda: ConfidenceSequence(0, float("inf")), "`lower`"),
-        (lambda: ConfidenceSequence(0, 1, confidence=1.5), "`confidence`"),
+        (lambda: ConfidenceSequence(0, 1, level=1.5), "`level`"),
         (lambda: ConfidenceSequence(0, 1).update([0.5, 1.5]), r"`values` must lie in \[0, 1\]"),
         (lambda: ConfidenceSequence(0, 1).update([0.5, float("nan")]), "`values` has 1 non-finite"),
         (lambda: ConfidenceSequence(0, 1).done(), "neither"),

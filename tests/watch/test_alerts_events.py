@@ -5,18 +5,19 @@ import json
 import pytest
 
 from labcoat.errors import InputError
+from labcoat.findings import Finding
 from labcoat.watch import Alert, EventLog, merge_alerts, read_alerts, read_events
 from labcoat.watch.events import rank_path
 
 
 def desync(rank, step=20, subject="fc2.bias"):
     return Alert(
-        "desync",
-        step,
-        rank,
-        "fail",
-        f"replicated tensor {subject!r} differs",
-        {"culprit_ranks": [2]},
+        check="desync",
+        step=step,
+        rank=rank,
+        status="fail",
+        message=f"replicated tensor {subject!r} differs",
+        evidence={"culprit_ranks": [2]},
         subject=subject,
         value=0.1,
         time=1.0,
@@ -33,7 +34,36 @@ def test_to_finding_is_a_watch_finding_with_the_invariants_declaration():
 
 def test_an_alert_refuses_an_unknown_severity():
     with pytest.raises(ValueError, match="severity"):
-        Alert("spike", 1, None, "pass", "m")
+        Alert(check="spike", step=1, status="pass", message="m")
+
+
+def test_an_alert_is_a_finding_of_the_watch_layer():
+    alert = desync(1)
+    assert isinstance(alert, Finding) and alert.layer == "watch" and alert.check == "desync"
+    assert alert.status == "fail" and alert.failed
+
+
+def test_the_old_alert_names_warn_and_still_work():
+    with pytest.warns(DeprecationWarning, match="keywords"):
+        old = Alert("desync", 20, 1, "fail", "m", {"culprit_ranks": [2]}, subject="fc2.bias")
+    assert (old.check, old.step, old.rank, old.status, old.subject) == (
+        "desync",
+        20,
+        1,
+        "fail",
+        "fc2.bias",
+    )
+    with pytest.warns(DeprecationWarning, match="Alert.check"):
+        assert old.kind == "desync"
+    with pytest.warns(DeprecationWarning, match="Alert.status"):
+        assert old.severity == "fail"
+    with pytest.warns(DeprecationWarning, match="keywords"):
+        assert Alert(kind="spike", step=3, severity="warn", message="m").check == "spike"
+
+
+def test_an_unregistered_invariant_is_refused_when_stored():
+    with pytest.raises(InputError, match="no registered invariant"):
+        Alert(check="made_up", step=1, status="warn", message="m").to_finding()
 
 
 def test_merge_folds_one_event_seen_by_every_rank_into_one_alert():

@@ -13,19 +13,25 @@ def write_run(tmp_path):
         log = EventLog(tmp_path / f"events.rank{rank}.jsonl")
         log.write(
             Alert(
-                "desync",
-                20,
-                rank,
-                "fail",
-                "replicated tensor 'fc2.bias' differs across ranks",
-                {"culprit_ranks": [1]},
+                check="desync",
+                step=20,
+                rank=rank,
+                status="fail",
+                message="replicated tensor 'fc2.bias' differs across ranks",
+                evidence={"culprit_ranks": [1]},
                 subject="fc2.bias",
             ).to_event()
         )
         if rank == 0:
             log.write(
                 Alert(
-                    "spike", 7, 0, "warn", "loss 9 at step 7", subject="loss", value=9.0
+                    check="spike",
+                    step=7,
+                    rank=0,
+                    status="warn",
+                    message="loss 9 at step 7",
+                    subject="loss",
+                    value=9.0,
                 ).to_event()
             )
             log.write(
@@ -123,11 +129,11 @@ def test_non_finite_values_as_the_watch_writes_them_are_read_back(cli, tmp_path)
     log = EventLog(tmp_path / "events.jsonl")
     log.write(
         Alert(
-            "nonfinite",
-            30,
-            None,
-            "fail",
-            "the loss is NaN at step 30",
+            check="nonfinite",
+            step=30,
+            rank=None,
+            status="fail",
+            message="the loss is NaN at step 30",
             subject="loss",
             value=float("nan"),
         ).to_event()

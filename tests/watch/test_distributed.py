@@ -74,7 +74,7 @@ def test_nothing_fires_during_the_healthy_start(planted_run):
 
 
 def test_desync_is_one_alert_naming_the_culprit_rank_and_tensor(planted_run):
-    (alert,) = [a for a in read_alerts(planted_run) if a.kind == "desync"]
+    (alert,) = [a for a in read_alerts(planted_run) if a.check == "desync"]
     assert alert.step == dist_worker.DESYNC_STEP  # the first comparison after the plant
     assert alert.subject == "fc2.bias" and alert.evidence["culprit_ranks"] == [WORLD - 1]
     assert alert.evidence["differing"] == ["fc2.bias"]  # the rank's own shard is not compared
@@ -86,7 +86,7 @@ def test_straggler_names_the_slow_rank(planted_run):
     # the first alert naming the planted rank; three ranks sharing two busy cores may add
     # another (the plant's alert ending and starting again, or a rank the load itself slowed)
     alert = next(
-        a for a in read_alerts(planted_run) if a.kind == "straggler" and a.subject == "rank 1"
+        a for a in read_alerts(planted_run) if a.check == "straggler" and a.subject == "rank 1"
     )
     assert dist_worker.STRAGGLER_STEP <= alert.step <= dist_worker.STRAGGLER_STEP + 10
     assert alert.subject == "rank 1" and alert.evidence["straggler_rank"] == 1

@@ -100,7 +100,7 @@ def train(
 
 def test_validation_that_leaves_the_model_in_eval_mode_alerts():
     w = train(net(), restore=False)
-    kinds = [a.kind for a in w.alerts]
+    kinds = [a.check for a in w.alerts]
     assert kinds == ["eval_mode"], kinds
     assert w.alerts[0].value == 20  # the window's worth of eval-mode steps
 
@@ -116,4 +116,4 @@ def test_batch_norm_frozen_on_purpose_while_the_model_trains_is_clean():
 def test_a_model_without_dropout_or_batch_norm_is_not_judged():
     w = train(net(dropout=False), restore=False)
     assert w.alerts == []
-    assert [f.status for f in w.findings() if f.check == "eval_mode"] == ["skip"]
+    assert [f.status for f in w.findings if f.check == "eval_mode"] == ["skip"]

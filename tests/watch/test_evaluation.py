@@ -130,6 +130,6 @@ def test_evaluation_fields_and_evaluate_keywords_are_one_list():
         "threshold": 0.5,
         "lower": 0.0,
         "upper": 1.0,
-        "confidence": 0.95,
+        "level": 0.95,
         "name": "eval",
     }

@@ -63,20 +63,20 @@ def test_a_backbone_unfrozen_on_purpose_raises_nothing(every, at):
     # step, where the body gets its first gradient; grad_explode: the body's gradients join a
     # converged head's small ones (the total rose 10-20x at 200 and 300, before the fix)
     w = unfreeze_run(every, at=at)
-    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+    assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]
 
 
 @pytest.mark.parametrize("every", [1, 10])
 def test_a_requires_grad_false_parameter_the_optimizer_moves_beside_an_unfreeze_alerts(every):
     w = unfreeze_run(every, decay_frozen_head=True)
-    assert [a.kind for a in w.alerts] == ["frozen_moved"]
+    assert [a.check for a in w.alerts] == ["frozen_moved"]
     assert w.alerts[0].subject == "head.bias" and w.alerts[0].evidence["moved"] == ["head.bias"]
 
 
 @pytest.mark.parametrize("every", [1, 10])
 def test_unfrozen_but_never_given_to_the_optimizer_is_stale(every):
     w = unfreeze_run(every, add_to_optimizer=False)
-    assert [a.kind for a in w.alerts] == ["stale"]
+    assert [a.check for a in w.alerts] == ["stale"]
     assert w.alerts[0].subject == "fc1.weight" and PLANT + 10 <= w.alerts[0].step <= PLANT + 20
 
 
@@ -96,7 +96,7 @@ def test_a_gradient_that_explodes_right_after_an_unfreeze_still_alerts():
         return x, y
 
     w = train(model, opt, steps=PLANT + 6, plant=plant, every=1, invariants=["grad_explode"])
-    assert [(a.kind, a.step) for a in w.alerts] == [("grad_explode", PLANT + 5)]
+    assert [(a.check, a.step) for a in w.alerts] == [("grad_explode", PLANT + 5)]
     assert w.alerts[0].evidence["culprit_ratio"] > 100
 
 
@@ -115,7 +115,7 @@ def test_a_declared_frozen_module_stays_frozen_whatever_its_flag():
 
     opt = torch.optim.Adam(model.head.parameters(), lr=3e-3)
     w = train(model, opt, steps=PLANT + 5, plant=plant, every=1, expect_frozen="fc1")
-    assert [a.kind for a in w.alerts] == ["frozen_moved"] and w.alerts[0].subject == "fc1.weight"
+    assert [a.check for a in w.alerts] == ["frozen_moved"] and w.alerts[0].subject == "fc1.weight"
 
 
 def groups_run(body_lr, factor, steps=120, drop_head_at=None, all_groups=False):
@@ -143,7 +143,7 @@ def test_a_group_held_at_zero_by_its_scheduler_while_others_train_is_not_lr_zero
 
 def test_a_group_with_lr_zero_typed_in_still_alerts_under_the_same_scheduler():
     w = groups_run(0.0, hold_then_ramp)
-    assert [(a.kind, a.subject, a.step) for a in w.alerts] == [("lr_zero", "param group 0", 4)]
+    assert [(a.check, a.subject, a.step) for a in w.alerts] == [("lr_zero", "param group 0", 4)]
 
 
 def test_every_group_held_at_zero_still_alerts():
@@ -254,7 +254,7 @@ def test_two_workers_shuffling_the_same_batches_alike_still_alert(every):
         return [i for i in order(epoch) for _ in range(2)]
 
     w = pool_run(doubled, pool=20, epochs=2, every=every)
-    assert [a.kind for a in w.alerts] == ["repeat_batch"]
+    assert [a.check for a in w.alerts] == ["repeat_batch"]
     assert w.alerts[0].step <= 4 + every
 
 
@@ -289,7 +289,7 @@ def test_parameters_another_optimizer_steps_rarely_are_not_stale(every):
 @pytest.mark.parametrize("every", [1, 10])
 def test_a_parameter_left_out_of_both_optimizers_is_still_stale(every):
     w = slow_body_run(every, body_params=lambda m: [*m.fc1.parameters(), m.fc2.weight])
-    assert [a.kind for a in w.alerts] == ["stale"]
+    assert [a.check for a in w.alerts] == ["stale"]
     assert w.alerts[0].subject == "fc2.bias" and w.alerts[0].evidence["stale"] == ["fc2.bias"]
 
 
@@ -474,7 +474,7 @@ def test_a_rarer_task_with_a_larger_loss_is_no_spike(every):
     model = TwoHeads()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     w = train(model, opt, steps=400, loss_fn=task_sampled_loss(7), every=every)
-    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+    assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]
 
 
 class TopOneExperts(torch.nn.Module):
@@ -517,12 +517,12 @@ def test_an_expert_the_router_skipped_for_a_batch_is_no_vanished_gradient(every)
     # an expert that had a gradient for 80 steps in a row went without one at a step: a
     # first gap, which alerted at once before gaps had to last LOST_FOR samples
     w = experts_run(every)
-    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+    assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]
 
 
 def test_the_experts_run_does_have_gaps_that_one_sample_would_report(monkeypatch):
     monkeypatch.setattr(grad_vanish, "gap_needed", lambda clean: 1)
-    assert [a.kind for a in experts_run(1).alerts][:1] == ["grad_vanish"]
+    assert [a.check for a in experts_run(1).alerts][:1] == ["grad_vanish"]
 
 
 def test_a_short_clean_record_needs_a_longer_gap():
@@ -542,7 +542,7 @@ def test_a_layer_frozen_mid_run_on_purpose_is_no_vanished_gradient(every):
     model = MLP()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     w = train(model, opt, steps=300, plant=freeze, every=every)
-    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+    assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]
 
 
 @pytest.mark.parametrize("every", [1, 10])
@@ -600,7 +600,7 @@ def test_a_momentum_target_network_is_not_a_frozen_layer_that_moved(
     params = model.parameters() if whole_model_to_optimizer else model.online.parameters()
     opt = torch.optim.SGD(params, lr=0.05, momentum=0.9)
     w = train(model, opt, steps=120, loss_fn=momentum_target_loss, every=every)
-    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+    assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]
 
 
 def test_a_target_network_declared_frozen_is_held_to_it():
@@ -608,8 +608,8 @@ def test_a_target_network_declared_frozen_is_held_to_it():
     opt = torch.optim.SGD(model.online.parameters(), lr=0.05, momentum=0.9)
     w = train(model, opt, steps=20, loss_fn=momentum_target_loss, every=1, expect_frozen="target")
     # the target follows the online network from the first step that moved it
-    assert {a.kind for a in w.alerts} == {"frozen_moved"} and w.alerts[0].step == 1
-    assert w.alerts[0].severity == "fail" and w.alerts[0].subject.startswith("target.")
+    assert {a.check for a in w.alerts} == {"frozen_moved"} and w.alerts[0].step == 1
+    assert w.alerts[0].status == "fail" and w.alerts[0].subject.startswith("target.")
 
 
 class Policy(torch.nn.Module):
@@ -647,4 +647,4 @@ def test_batches_with_no_learning_signal_at_all_are_no_vanished_gradient(every):
         every=every,
         invariants=["grad_vanish"],
     )
-    assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+    assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]

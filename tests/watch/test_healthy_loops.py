@@ -820,4 +820,4 @@ SLOW = {"long_converged", "long_converged_cosine_to_zero"}
 )
 def test_healthy_loop_raises_no_alert(name, every):
     for w in LOOPS[name](every):
-        assert w.alerts == [], [(a.kind, a.step, a.message) for a in w.alerts]
+        assert w.alerts == [], [(a.check, a.step, a.message) for a in w.alerts]

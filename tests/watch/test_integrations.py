@@ -78,7 +78,7 @@ def test_huggingface_callback_contract(monkeypatch):
         cb.on_log(args, state, control, logs={"loss": loss.item(), "learning_rate": 0.1})
     cb.on_train_end(args, state, control)
     (alert,) = cb.alerts
-    assert alert.kind == "nonfinite" and alert.subject == "fc2.bias" and alert.step == 21
+    assert alert.check == "nonfinite" and alert.subject == "fc2.bias" and alert.step == 21
     assert not inner._optimizer_step_pre_hooks  # closed: hooks removed
 
 
@@ -110,10 +110,10 @@ def test_lightning_callback_contract(monkeypatch):
         cb.on_train_batch_end(trainer, model, {"loss": loss}, (x, y), batch_idx)
     cb.on_train_end(trainer, model)
     (alert,) = cb.alerts
-    assert {f.check: f.status for f in cb.watcher.findings()}[
+    assert {f.check: f.status for f in cb.watcher.findings}[
         "repeat_batch"
     ] == "pass"  # batches seen
-    assert alert.kind == "lr_zero" and alert.subject == "param group 0" and alert.step == 20
+    assert alert.check == "lr_zero" and alert.subject == "param group 0" and alert.step == 20
     with pytest.raises(InputError, match="optimizer_index=1"):
         mod.LabcoatWatch(optimizer_index=1).on_train_start(trainer, model)
 

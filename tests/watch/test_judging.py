@@ -102,7 +102,7 @@ def test_a_non_finite_loss_is_judged_at_once():
                 loss = loss * math.inf
             new = w.observe(step=step, loss=loss)
             if step == 12:
-                assert [(a.kind, a.step) for a in new] == [("nonfinite", 12)]
+                assert [(a.check, a.step) for a in new] == [("nonfinite", 12)]
 
 
 @pytest.mark.parametrize("reader", ["state_dict", "findings", "events", "close"])
@@ -110,7 +110,7 @@ def test_every_reader_of_the_results_judges_what_waits(reader):
     inv = Counting(bad_at=3)
     w, _ = loop(5, invariants=[inv], judge_every=10)
     assert inv.steps == [0]
-    getattr(w, reader)() if reader != "events" else w.events
+    getattr(w, reader)() if reader not in ("events", "findings") else getattr(w, reader)
     assert inv.steps == [0, 1, 2, 3, 4]
     w.close()
 

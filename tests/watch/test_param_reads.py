@@ -76,7 +76,7 @@ def test_stale_with_an_optimizer_that_writes_through_data_is_no_false_alarm():
     torch.manual_seed(0)
     model = MLP()
     w = train(model, DataSGD(model.parameters(), lr=0.05), steps=60, every=1)
-    assert [a.kind for a in w.alerts] == []
+    assert [a.check for a in w.alerts] == []
 
 
 def test_stale_with_a_fused_optimizer_is_no_false_alarm():
@@ -84,7 +84,7 @@ def test_stale_with_a_fused_optimizer_is_no_false_alarm():
     model = MLP()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)  # counters stay put
     w = train(model, opt, steps=40, every=1)
-    assert [a.kind for a in w.alerts] == []
+    assert [a.check for a in w.alerts] == []
 
 
 def test_stale_is_caught_when_the_optimizer_writes_through_data():
@@ -155,7 +155,7 @@ def test_a_nan_that_touches_no_loss_or_gradient_is_found_at_the_next_full_read()
     w = train(model, opt, steps=planted + ALL_PARAMS_STEPS + 2, plant=plant, every=1)
     alert = only(w.alerts, "nonfinite")
     assert alert.subject == "unused" and planted < alert.step <= planted + ALL_PARAMS_STEPS
-    assert len([a for a in w.alerts if a.kind == "nonfinite"]) == 1  # one alert while it lasts
+    assert len([a for a in w.alerts if a.check == "nonfinite"]) == 1  # one alert while it lasts
 
 
 def test_stale_resumes_from_a_checkpoint_that_kept_norm_version_pairs():
@@ -230,5 +230,5 @@ def test_a_gradient_explosion_under_accumulation_is_caught_at_every_10():
         return x * 1e4 if step == 150 else x
 
     w = accumulate(10, 4, plant=blow_up, steps=170)
-    explode = [a for a in w.alerts if a.kind == "grad_explode"]
+    explode = [a for a in w.alerts if a.check == "grad_explode"]
     assert [a.step for a in explode] == [151]

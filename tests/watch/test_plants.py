@@ -15,7 +15,7 @@ PLANT = 40
 
 def only(alerts, kind):
     assert alerts, "no alert was raised"
-    assert {a.kind for a in alerts} == {kind}, [(a.kind, a.step, a.message) for a in alerts]
+    assert {a.check for a in alerts} == {kind}, [(a.check, a.step, a.message) for a in alerts]
     assert all(a.step >= PLANT for a in alerts), "an alert fired before the bug was planted"
     return alerts[0]
 
@@ -33,7 +33,7 @@ def test_healthy_runs_raise_no_alert(name):
             w = train(model, opt, steps=steps, scheduler=sched, every=1)
             assert w.alerts == []
             assert w.observed == steps and w.samples == steps
-            statuses = {f.check: f.status for f in w.findings()}
+            statuses = {f.check: f.status for f in w.findings}
             assert statuses["no_trend"] == statuses["spike"] == statuses["nonfinite"] == "pass"
 
 
@@ -47,7 +47,7 @@ def test_nonfinite_names_the_parameter_where_nan_started():
         return x, y
 
     alert = only(train(model, opt, steps=PLANT + 5, plant=plant, every=1).alerts, "nonfinite")
-    assert alert.step == PLANT and alert.subject == "fc2.weight" and alert.severity == "fail"
+    assert alert.step == PLANT and alert.subject == "fc2.weight" and alert.status == "fail"
     assert "fc2.weight" in alert.message and "NaN" in alert.message
 
 
@@ -89,7 +89,7 @@ def test_frozen_moved_when_a_declared_frozen_layer_is_unfrozen_by_mistake():
 
     w = train(model, opt, steps=PLANT + 5, plant=plant, every=1, expect_frozen=[model.fc1])
     alert = only(w.alerts, "frozen_moved")
-    assert alert.step == PLANT and alert.subject == "fc1.weight" and alert.severity == "fail"
+    assert alert.step == PLANT and alert.subject == "fc1.weight" and alert.status == "fail"
     assert set(alert.evidence["moved"]) == {"fc1.weight", "fc1.bias"}
 
 
@@ -111,8 +111,8 @@ def test_frozen_moved_warns_when_the_optimizer_moves_a_requires_grad_false_param
     model, opt = frozen_after_training(set_to_none=False)
     w = train(model, opt, steps=5, every=1, set_to_none=False)
     alert = w.alerts[0]
-    assert [a.kind for a in w.alerts] == ["frozen_moved"]
-    assert alert.step == 0 and alert.subject == "fc1.weight" and alert.severity == "warn"
+    assert [a.check for a in w.alerts] == ["frozen_moved"]
+    assert alert.step == 0 and alert.subject == "fc1.weight" and alert.status == "warn"
     assert "requires_grad=False" in alert.message
 
 
@@ -148,7 +148,7 @@ def test_frozen_backbone_kept_frozen_raises_nothing():
     model, opt = frozen_backbone_cnn()
     w = train(model, opt, steps=PLANT + 5, every=1, expect_frozen="features")
     assert w.alerts == []
-    assert {f.check: f.status for f in w.findings()}["frozen_moved"] == "pass"
+    assert {f.check: f.status for f in w.findings}["frozen_moved"] == "pass"
 
 
 def test_stale_names_a_parameter_dropped_from_the_optimizer():
@@ -194,16 +194,16 @@ def test_no_trend_when_labels_turn_to_noise_mid_run():
     w = train(
         model, opt, steps=100 + 60, plant=plant, every=1, options={"no_trend": {"window": 40}}
     )
-    alerts = [a for a in w.alerts if a.kind == "no_trend"]
+    alerts = [a for a in w.alerts if a.check == "no_trend"]
     assert alerts and all(a.step >= 100 for a in w.alerts)
     assert alerts[0].step <= 100 + 40
-    assert alerts[0].severity == "warn" and alerts[0].evidence["pvalue_net_decrease"] >= 0.01
+    assert alerts[0].status == "warn" and alerts[0].evidence["pvalue_net_decrease"] >= 0.01
 
 
 def test_no_trend_when_the_model_never_learns():
     model, opt = mlp_sgd(lr=1e-7)  # an lr typo: nothing moves enough to matter
     w = train(model, opt, steps=100, every=1, options={"no_trend": {"window": 40}})
-    (alert,) = [a for a in w.alerts if a.kind == "no_trend"]
+    (alert,) = [a for a in w.alerts if a.check == "no_trend"]
     # judged once the run's first window and the latest one are apart, by both tests
     assert alert.step == 79 and alert.evidence["pvalue_net_decrease"] >= 0.01
     assert alert.evidence["pvalue_trend"] >= 0.01 and "not decreased significantly" in alert.message
@@ -234,11 +234,11 @@ def test_spike_names_the_step_of_a_corrupted_batch():
         return x, ((y + 1) % 10 if step == late else y)
 
     w = train(model, opt, steps=late + 3, plant=plant, every=1)
-    spikes = [a for a in w.alerts if a.kind == "spike"]
+    spikes = [a for a in w.alerts if a.check == "spike"]
     assert [a.step for a in spikes] == [late] and spikes[0].evidence["spike_step"] == late
     assert spikes[0].value > 5 * spikes[0].evidence["median"]
     # its consequence, a burst of gradient, may be reported too; nothing else, and nothing before
-    assert {a.kind for a in w.alerts} <= {"spike", "grad_explode"}
+    assert {a.check for a in w.alerts} <= {"spike", "grad_explode"}
     assert all(a.step == late for a in w.alerts)
 
 

@@ -44,7 +44,7 @@ def run(model, opt, gen, steps, w):
 
 
 def summary(alerts):
-    return [(a.kind, a.step, a.subject, a.message) for a in alerts]
+    return [(a.check, a.step, a.subject, a.message) for a in alerts]
 
 
 def test_a_resumed_watch_raises_the_same_alerts_as_an_uninterrupted_one():

@@ -51,7 +51,7 @@ def test_no_step_when_a_condition_around_the_step_stops_holding():
     total = 30  # e.g. `if step < scheduler_total_steps: optimizer.step()` with the wrong total
     w = loop(120, apply_step=lambda step: step < total)
     (alert,) = w.alerts
-    assert alert.kind == "no_step" and alert.step == total - 1 + 50
+    assert alert.check == "no_step" and alert.step == total - 1 + 50
     assert alert.evidence["observes_without_step"] == 50
     assert alert.evidence["applied_steps"] == total
 
@@ -60,7 +60,7 @@ def test_no_step_when_a_grad_scaler_skips_every_step():
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
     w = loop(100, apply_step=lambda step: True, scaler=scaler, overflow=lambda step: step >= 20)
     (alert,) = w.alerts
-    assert alert.kind == "no_step" and alert.step == 20 + 49
+    assert alert.check == "no_step" and alert.step == 20 + 49
     assert "GradScaler" in alert.message
 
 
@@ -131,7 +131,7 @@ def train_on(loader, epochs=1, **kw):
 def test_repeat_batch_when_workers_share_a_random_generator():
     w = train_on(DataLoader(RandomCrops(), batch_size=8, num_workers=2))
     (alert,) = w.alerts
-    assert alert.kind == "repeat_batch" and alert.step <= 4
+    assert alert.check == "repeat_batch" and alert.step <= 4
     assert "get_worker_info" in alert.message and alert.evidence["repeats"][0][1] < alert.step
 
 
@@ -143,7 +143,7 @@ def test_reseeded_workers_do_not_repeat():
 def test_repeat_batch_when_every_worker_yields_the_whole_stream():
     w = train_on(DataLoader(DigitsStream(shard=False), batch_size=16, num_workers=2))
     (alert,) = w.alerts
-    assert alert.kind == "repeat_batch" and w.observed == 32  # every batch came twice
+    assert alert.check == "repeat_batch" and w.observed == 32  # every batch came twice
 
 
 def test_sharded_stream_and_epochs_that_come_back_do_not_repeat():
@@ -161,7 +161,7 @@ def test_one_batch_on_purpose_is_not_a_repeat():
     single = [(x[:16], y[:16])] * 40  # overfitting one batch, or full-batch training
     w = train_on(single)
     assert w.alerts == []
-    assert {f.check: f.status for f in w.findings()}["repeat_batch"] == "pass"
+    assert {f.check: f.status for f in w.findings}["repeat_batch"] == "pass"
 
 
 def test_fingerprints_see_every_row_and_tell_dtypes_and_shapes_apart():

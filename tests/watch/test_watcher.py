@@ -218,7 +218,7 @@ def test_a_data_parallel_wrapper_is_unwrapped_so_names_are_the_users():
 def test_findings_say_which_invariants_held():
     model, opt = mlp_adam()
     w = train(model, opt, steps=10, every=2)
-    passed = {f.check for f in w.findings() if f.status == "pass"}
+    passed = {f.check for f in w.findings if f.status == "pass"}
     assert passed == {
         "nonfinite",
         "stale",
@@ -229,9 +229,9 @@ def test_findings_say_which_invariants_held():
         "lr_zero",
         "no_step",
     }
-    skipped = {f.check: f.message for f in w.findings() if f.status == "skip"}
+    skipped = {f.check: f.message for f in w.findings if f.status == "skip"}
     assert "observe(..., batch=...)" in skipped["repeat_batch"]
-    assert all("10 steps (5 sampled)" in f.message for f in w.findings() if f.status == "pass")
+    assert all("10 steps (5 sampled)" in f.message for f in w.findings if f.status == "pass")
 
 
 @pytest.mark.parametrize(
@@ -300,7 +300,7 @@ def test_a_broken_invariant_is_turned_off_with_a_warning_not_a_crash():
     model, opt = mlp_adam()
     with pytest.warns(RuntimeWarning, match="'broken' invariant raised ZeroDivisionError"):
         w = train(model, opt, steps=5, every=1, invariants=[Broken(), "nonfinite"])
-    by_check = {f.check: f for f in w.findings()}
+    by_check = {f.check: f for f in w.findings}
     assert by_check["broken"].status == "skip" and "internal error" in by_check["broken"].message
     assert by_check["nonfinite"].status == "pass"
 

@@ -24,7 +24,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from labcoat._validation import check_choice, check_int
+from labcoat._validation import (
+    N_JOBS,
+    Interval,
+    OneOf,
+    renamed,
+    validate_params,
+)
 from labcoat.audit import corpus as corpus_io
 from labcoat.audit.checks import AuditResult, check
 from labcoat.audit.engine import make_engine
@@ -141,6 +147,16 @@ def _contamination_outcome(result: Contamination) -> Outcome:
     )
 
 
+@renamed(workers="n_jobs")
+@validate_params(
+    {
+        "n": Interval(int, 1),
+        "method": OneOf(METHODS),
+        "skip_budget": Interval(int, 0),
+        "dirty_above": Interval(float, 0.0, 1.0, none=True),
+        "n_jobs": N_JOBS,
+    }
+)
 def contamination(
     corpus: str | Path | Sequence[str | Path],
     eval_items: Sequence[str],
@@ -155,7 +171,7 @@ def contamination(
     tokenize: Callable[[str], list[str]] | None = None,
     corpus_column: str = "text",
     engine: Any = "local",
-    workers: int | None = None,
+    n_jobs: int | None = None,
     address: str | None = None,
     workdir: str | Path | None = None,
     ledger: Any = None,
@@ -170,8 +186,6 @@ def contamination(
     picklable for worker processes). ``scores``: per-item eval scores, compared between clean
     and dirty items with error bars. ``engine``: ``"local"`` or ``"ray"``.
     """
-    check_choice(method, "method", METHODS)
-    check_int(n, "n", minimum=1)
     if engine == "ray":  # before any work
         from labcoat.extras import require
 
@@ -195,7 +209,7 @@ def contamination(
     ]
     index = GramIndex(np.concatenate(windows) if windows else np.empty(0, np.int64), n)
     shards = corpus_io.shards(corpus, column=corpus_column)
-    runner = make_engine(engine, workers=workers, address=address)
+    runner = make_engine(engine, n_jobs=n_jobs, address=address)
     started = time.perf_counter()
     with make_workdir(workdir) as work:
         index_file = (

@@ -8,11 +8,8 @@ doctor's and the watch's.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from typing import Any
-
-from labcoat.findings import Check, CheckRegistry, Finding, Outcome, worst
-from labcoat.report.html import HtmlMixin
+from labcoat.findings import Check, CheckRegistry, Finding, Outcome
+from labcoat.result import Result
 
 LAYER = "audit"
 REGISTRY = CheckRegistry("audit", [LAYER])
@@ -20,41 +17,22 @@ REGISTRY = CheckRegistry("audit", [LAYER])
 MODULES = ("label_errors", "near_duplicates", "benchmark_contamination", "group_leakage")
 
 
-class AuditResult(HtmlMixin, ABC):
-    """Shared behaviour of audit results: findings, ``ok``, rich rendering, ledger recording.
+class AuditResult(Result):
+    """Shared behaviour of audit results: findings through the audit's checks; ``ok``,
+    ``record``, ``to_html`` and the rich view come from :class:`labcoat.result.Result`.
 
     A subclass names its checks in ``CHECKS``; each check's ``run`` reads the result.
     """
 
+    engine = "audit"
+    view = "labcoat.audit.view:result_view"
+    section = "labcoat.report.sections.audit:audit_section"
+    title = "Audit"
     CHECKS: tuple[str, ...] = ()
 
     @property
     def findings(self) -> list[Finding]:
         return [REGISTRY[c].evaluate(self) for c in self.CHECKS]
-
-    @property
-    def ok(self) -> bool:
-        """True when no check failed (warnings still need a look)."""
-        return worst(self.findings) != "fail"
-
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]:
-        """The result as plain JSON-able data (what ``--json`` prints)."""
-
-    def record(self, ledger: Any = None) -> list[int] | None:
-        """Store the findings in ``ledger`` (a :class:`labcoat.Ledger`, path or URL; ``None``:
-        the project's ledger if one exists; ``False``: nowhere). Returns the row ids."""
-        from labcoat.ledger import Ledger
-
-        notebook = Ledger.for_recording(ledger)
-        if notebook is None:
-            return None
-        return notebook.record_findings(self.findings, source="audit")
-
-    def __rich__(self):  # rich's protocol; the view lives in labcoat.audit.view
-        from labcoat.audit.view import result_view
-
-        return result_view(self)
 
 
 def check(id: str, *, falsifies: str, predicts: str):

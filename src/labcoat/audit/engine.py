@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from labcoat._validation import OneOf
+from labcoat._validation import OneOf, renamed
 
 ENGINES = ("local", "ray")
 
@@ -24,27 +24,27 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, workers: int | None = None):
-        self.workers = workers or os.cpu_count() or 1
+    def __init__(self, n_jobs: int | None = None):
+        self.n_jobs = (os.cpu_count() or 1) if n_jobs in (None, -1) else n_jobs
 
     def map(
         self, fn: Callable[..., Any], tasks: Sequence[tuple], *, small: bool = False
     ) -> list[Any]:
         """``small``: the work is less than starting worker processes costs; run it inline."""
-        if small or self.workers == 1 or len(tasks) <= 1:
+        if small or self.n_jobs == 1 or len(tasks) <= 1:
             return [fn(*t) for t in tasks]
         from joblib import Parallel, delayed
 
-        return Parallel(n_jobs=min(self.workers, len(tasks)))(delayed(fn)(*t) for t in tasks)
+        return Parallel(n_jobs=min(self.n_jobs, len(tasks)))(delayed(fn)(*t) for t in tasks)
 
 
 class RayEngine:
     """Runs each task as a Ray task; joins a running Ray (``ray.init`` done by the caller) or
-    starts one at ``address`` (None: a local Ray with ``workers`` CPUs)."""
+    starts one at ``address`` (None: a local Ray with ``n_jobs`` CPUs)."""
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, workers: int | None = None):
+    def __init__(self, address: str | None = None, n_jobs: int | None = None):
         from labcoat.extras import import_module
 
         ray = import_module("ray", "ray", "engine='ray'")
@@ -54,12 +54,12 @@ class RayEngine:
             path = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
             ray.init(
                 address=address,
-                num_cpus=None if address else workers,
+                num_cpus=None if address or n_jobs == -1 else n_jobs,
                 include_dashboard=False,
                 log_to_driver=False,
                 runtime_env={"env_vars": {"PYTHONPATH": path}},
             )
-        self.workers = workers or int(ray.cluster_resources().get("CPU", 1))
+        self.n_jobs = int(ray.cluster_resources().get("CPU", 1)) if n_jobs in (None, -1) else n_jobs
 
     def map(
         self, fn: Callable[..., Any], tasks: Sequence[tuple], *, small: bool = False
@@ -68,12 +68,13 @@ class RayEngine:
         return self._ray.get([remote.remote(*t) for t in tasks])
 
 
-def make_engine(engine: Any = "local", *, workers: int | None = None, address: str | None = None):
+@renamed(workers="n_jobs")
+def make_engine(engine: Any = "local", *, n_jobs: int | None = None, address: str | None = None):
     """An engine from its name (``"local"`` or ``"ray"``), or an engine object as it is."""
     if hasattr(engine, "map"):
         return engine
     OneOf(ENGINES).check(engine, "engine")
-    return LocalEngine(workers) if engine == "local" else RayEngine(address, workers)
+    return LocalEngine(n_jobs) if engine == "local" else RayEngine(address, n_jobs)
 
 
 @contextmanager

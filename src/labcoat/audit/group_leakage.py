@@ -3,13 +3,12 @@ split, so a model can score by recognising the group rather than learning the ta
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from labcoat._groups import group_ids
 from labcoat.audit.checks import AuditResult, check
-from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed
 
 
@@ -86,8 +85,8 @@ def groups(
 ) -> SharedGroups:
     """Group ids found in both ``train_groups`` and ``test_groups`` (one id per row), with row
     counts on each side. Ids compare as text, so ``1`` read from JSON matches ``"1"`` from CSV."""
-    a = _ids(train_groups, "train_groups")
-    b = _ids(test_groups, "test_groups")
+    a = group_ids(train_groups, "train_groups")
+    b = group_ids(test_groups, "test_groups")
     count_a, count_b = Counter(a), Counter(b)
     both = set(count_a) & set(count_b)
     shared = sorted(
@@ -98,28 +97,3 @@ def groups(
     if ledger is not False:
         result.record(ledger)
     return result
-
-
-def _ids(values: Any, name: str) -> list[str]:
-    if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise InputError(
-            f"{name}: expected one group id per row (a list or array); got {type(values).__name__}"
-        )
-    out = []
-    for i, v in enumerate(values):
-        if v is None or v == "" or (isinstance(v, float) and math.isnan(v)):
-            raise InputError(f"{name}: row {i} has no group id; fill it in or drop the row")
-        out.append(_text(v))
-    if not out:
-        raise InputError(f"{name}: no rows")
-    return out
-
-
-def _text(v: Any) -> str:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)

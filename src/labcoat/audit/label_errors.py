@@ -3,7 +3,7 @@
 cleanlab's default ``find_label_issues`` (prune by the estimated noise rate, rank by
 self-confidence) does the work; this module checks the inputs, and when given a setup instead of
 probabilities, computes out-of-fold probabilities by training copies of the user's model
-(:mod:`labcoat.audit.oof`).
+(:meth:`labcoat.Experiment.out_of_fold`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from labcoat._validation import InstanceOf, Interval, Seed, validate_params
 from labcoat.audit.checks import AuditResult, check
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, passed, warned
@@ -82,6 +83,9 @@ def _labels_outcome(result: LabelIssues) -> Outcome:
     )
 
 
+@validate_params(
+    {"folds": Interval(int, 2), "seed": Seed(), "progress": InstanceOf((bool,), none=True)}
+)
 def label_issues(
     labels: Any,
     pred_probs: Any = None,
@@ -110,9 +114,9 @@ def label_issues(
     if setup is not None:
         if pred_probs is not None:
             raise InputError("label_issues: pass pred_probs or setup, not both")
-        from labcoat.audit.oof import out_of_fold
-
-        oof = out_of_fold(setup, folds=folds, seed=seed, progress=progress)
+        if not callable(getattr(setup, "out_of_fold", None)):
+            raise InputError(f"setup: expected labcoat.Experiment(...); got {type(setup).__name__}")
+        oof = setup.out_of_fold(folds=folds, seed=seed, progress=progress)
         if labels is not None and not np.array_equal(np.asarray(labels).reshape(-1), oof.labels):
             raise InputError(
                 "labels: differ from the setup's targets, which the copies were trained on; "

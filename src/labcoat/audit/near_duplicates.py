@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from labcoat._validation import check_choice, check_int
+from labcoat._validation import (
+    BOOL,
+    N_JOBS,
+    Interval,
+    OneOf,
+    check_int,
+    renamed,
+    validate_params,
+)
 from labcoat.audit.checks import AuditResult, check
 from labcoat.audit.engine import make_engine
 from labcoat.audit.engine import workdir as make_workdir
@@ -150,6 +158,17 @@ def _within_outcome(result: Duplicates) -> Outcome:
     return passed("no duplicates inside either split", **evidence)
 
 
+@renamed(workers="n_jobs")
+@validate_params(
+    {
+        "kind": OneOf(KINDS),
+        "threshold": Interval(float, 0.0, 1.0, low_open=True, none=True),
+        "num_perm": Interval(int, 1),
+        "shingle_words": Interval(int, 1),
+        "centre": BOOL,
+        "n_jobs": N_JOBS,
+    }
+)
 def duplicates(
     train: Any,
     other: Any = None,
@@ -160,7 +179,7 @@ def duplicates(
     shingle_words: int = SHINGLE_WORDS,
     centre: bool = True,
     engine: Any = "local",
-    workers: int | None = None,
+    n_jobs: int | None = None,
     address: str | None = None,
     workdir: str | Path | None = None,
     ledger: Any = None,
@@ -177,7 +196,6 @@ def duplicates(
     """
     from labcoat.extras import require
 
-    check_choice(kind, "kind", KINDS)
     if kind == "auto":
         kind = "text" if _is_texts(train) else "tensor"
     if kind == "text":  # before any work
@@ -186,17 +204,11 @@ def duplicates(
             require("ray", "engine='ray'")
     if threshold is None:
         threshold = TEXT_THRESHOLD if kind == "text" else TENSOR_THRESHOLD
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, (int, float))
-        or not 0 < threshold <= 1
-    ):
-        raise InputError(f"threshold: expected a similarity in (0, 1]; got {threshold!r}")
     if kind == "text":
         a = _texts(train, "train")
         b = [] if other is None else _texts(other, "other")
         result = _text_duplicates(
-            a, b, float(threshold), num_perm, shingle_words, engine, workers, address, workdir
+            a, b, float(threshold), num_perm, shingle_words, engine, n_jobs, address, workdir
         )
     else:
         a = canonical_rows(train, "train")
@@ -206,7 +218,7 @@ def duplicates(
                 f"other: rows have {b.shape[1]} values but train's have {a.shape[1]}; the splits "
                 "must share a shape"
             )
-        result = _tensor_duplicates(a, b, float(threshold), workers, centre)
+        result = _tensor_duplicates(a, b, float(threshold), n_jobs, centre)
     if ledger is not False:
         result.record(ledger)
     return result
@@ -216,7 +228,7 @@ def duplicates(
 
 
 def _text_duplicates(
-    a, b, threshold, num_perm, shingle_words, engine, workers, address, workdir
+    a, b, threshold, num_perm, shingle_words, engine, n_jobs, address, workdir
 ) -> Duplicates:
     from labcoat.extras import import_module
 
@@ -226,7 +238,7 @@ def _text_duplicates(
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)  # picks bands x rows for the threshold
     bands, rows = lsh.b, lsh.r
     texts = a + b
-    runner = make_engine(engine, workers=workers, address=address)
+    runner = make_engine(engine, n_jobs=n_jobs, address=address)
     with make_workdir(workdir) as work:
         shard_files = []
         for k, start in enumerate(range(0, len(texts), DOCS_PER_SHARD)):
@@ -242,7 +254,7 @@ def _text_duplicates(
                 for k, f in enumerate(shard_files)
             ],
         )
-        groups = max(1, min(bands, runner.workers, len(sig_files)))  # small inputs: one task
+        groups = max(1, min(bands, runner.n_jobs, len(sig_files)))  # small inputs: one task
         band_sets = [list(range(bands))[g::groups] for g in range(groups)]
         pair_files = runner.map(
             bucket_pairs,
@@ -379,7 +391,7 @@ def canonical_rows(data: Any, name: str) -> np.ndarray:
 
 
 def _tensor_duplicates(
-    a: np.ndarray, b: np.ndarray | None, threshold: float, workers: int | None, centre: bool
+    a: np.ndarray, b: np.ndarray | None, threshold: float, n_jobs: int | None, centre: bool
 ) -> Duplicates:
     from sklearn.neighbors import NearestNeighbors
 
@@ -399,7 +411,7 @@ def _tensor_duplicates(
     if len(usable) > 1:
         unit = (vectors[usable] / norms[usable, None]).astype(np.float32)
         nn = NearestNeighbors(
-            radius=1 - threshold + 1e-6, metric="cosine", algorithm="brute", n_jobs=workers
+            radius=1 - threshold + 1e-6, metric="cosine", algorithm="brute", n_jobs=n_jobs
         ).fit(unit)
         for i, neighbours in enumerate(nn.radius_neighbors(unit, return_distance=False)):
             neighbours = neighbours[neighbours > i]

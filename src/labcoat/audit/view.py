@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from labcoat.render import findings_grid
+from labcoat.view import findings_grid
 
 #: rows shown in a table; --json carries them all
 SHOWN = 20

@@ -10,7 +10,14 @@ from typing import Any
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond, titled
+from labcoat.cli.output import (
+    json_option,
+    ledger_target,
+    recording_options,
+    renamed_option,
+    respond,
+    titled,
+)
 from labcoat.errors import InputError
 
 recorded = recording_options()
@@ -33,11 +40,14 @@ engine_option = click.option(
     help="Run the pipeline's tasks on this machine or on Ray.",
     callback=_engine_needs,
 )
-workers_option = click.option(
+jobs_option = renamed_option(
+    "--jobs",
     "--workers",
-    type=click.IntRange(min=1),
+    "n_jobs",
+    short="-j",
     default=None,
-    help="Parallel tasks (default: every core).",
+    type=int,
+    help="Parallel tasks; -1 or none: every core.",
 )
 address_option = click.option(
     "--address", default=None, help="Ray cluster address (default: a local Ray)."
@@ -138,7 +148,7 @@ def labels_cmd(
     if setup is not None:
         if pred_probs is not None:
             raise InputError("audit labels: pass SETUP.py or --pred-probs, not both")
-        from labcoat.doctor.loader import load_experiment
+        from labcoat.doctor.experiment_file import load_experiment
 
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
             experiment = load_experiment(setup)
@@ -196,7 +206,7 @@ def labels_cmd(
     help="MinHash permutations (text).",
 )
 @engine_option
-@workers_option
+@jobs_option
 @address_option
 @json_option
 @recorded
@@ -208,7 +218,7 @@ def duplicates_cmd(
     kind,
     num_perm,
     engine,
-    workers,
+    n_jobs,
     address,
     as_json,
     ledger,
@@ -239,7 +249,7 @@ def duplicates_cmd(
         threshold=threshold,
         num_perm=num_perm,
         engine=engine,
-        workers=workers,
+        n_jobs=n_jobs,
         address=address,
         ledger=ledger_target(ledger, no_ledger),
     )
@@ -288,7 +298,7 @@ def duplicates_cmd(
     help="gpt3: dirty on any shared n-gram; llama2: dirty above 80% of tokens in shared spans.",
 )
 @engine_option
-@workers_option
+@jobs_option
 @address_option
 @json_option
 @recorded
@@ -303,7 +313,7 @@ def contamination_cmd(
     n,
     method,
     engine,
-    workers,
+    n_jobs,
     address,
     as_json,
     ledger,
@@ -331,7 +341,7 @@ def contamination_cmd(
         scores=scores,
         corpus_column=corpus_column,
         engine=engine,
-        workers=workers,
+        n_jobs=n_jobs,
         address=address,
         ledger=ledger_target(ledger, no_ledger),
     )

@@ -82,7 +82,7 @@ def doctor(
       labcoat doctor examples/digits_bugs.py:head_not_in_optimizer --json
       labcoat doctor train.py --strict -- --lr 3e-4
     """
-    from labcoat.doctor.loader import check_file, load_experiment
+    from labcoat.doctor.experiment_file import check_file, load_experiment
 
     check_file(target)  # missing, unparsable or without the function: said before torch loads
     # with --json, stdout carries one JSON object: what the user's code prints goes to stderr

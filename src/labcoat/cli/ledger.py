@@ -291,7 +291,7 @@ def list_command(
             checks=checks,
             limit=limit,
         )
-        from labcoat.ledger.views import entries_table
+        from labcoat.ledger.view import entries_table
 
         status = book.plan_status(found)
         data = {
@@ -336,7 +336,7 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         entry = book.entry(entry_id)
         history = book.history(entry_id)
         found = book.findings(entry=entry_id)
-        from labcoat.ledger.views import entry_view
+        from labcoat.ledger.view import entry_view
 
         plan = book.plan(entry_id)
         computed = book.verdicts(entry_id)
@@ -367,7 +367,7 @@ def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_
             payload["output"] = book.run_output(run_id)
         emit_json(payload)
         return
-    from labcoat.ledger.views import run_view
+    from labcoat.ledger.view import run_view
 
     out = console()
     out.print(run_view(run, found))
@@ -393,7 +393,7 @@ def runs_command(limit, status, location, as_json):
     """List recorded runs, oldest first."""
     with _open(location) as book:
         found = book.runs(limit=limit, status=status)
-        from labcoat.ledger.views import runs_table
+        from labcoat.ledger.view import runs_table
 
         data = {"count": len(found), "runs": [r.summary() for r in found]}
         respond(as_json, data, lambda: runs_table(found))
@@ -423,7 +423,7 @@ def findings_command(run_id, source, statuses, checks, location, as_json):
         found = book.findings(
             run=run_id, source=source, status=statuses or None, check=checks or None
         )
-    from labcoat.render import findings_table
+    from labcoat.view import findings_table
 
     data = {"count": len(found), "findings": [f.to_dict() for f in found]}
     respond(as_json, data, lambda: findings_table(found, title=f"{len(found)} findings"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -14,6 +15,49 @@ from labcoat._jsonable import jsonable
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object instead of a table."
+)
+
+
+def renamed_option(
+    new: str, old: str, name: str, *, default: Any, short: str | None = None, **option: Any
+) -> Callable[[Any], Any]:
+    """``new`` (e.g. ``--level``) as the option, and ``old`` (``--confidence``) still accepted,
+    hidden, for one release: it says on stderr which option replaces it. ``name`` is the
+    command function's parameter; ``option`` goes to :func:`click.option` for ``new``."""
+    hidden = f"_deprecated_{name}"
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def accepting(*args: Any, **kwargs: Any) -> Any:
+            given = kwargs.pop(hidden)
+            if given is not None:
+                click.echo(f"warning: {old} is deprecated; use {new}", err=True)
+                kwargs[name] = given
+            return command(*args, **kwargs)
+
+        accepting = click.option(
+            old,
+            hidden,
+            default=None,
+            hidden=True,
+            type=option.get("type"),
+            help=f"Deprecated: use {new}.",
+        )(accepting)
+        flags = (new, short) if short else (new,)
+        return click.option(*flags, name, default=default, **option)(accepting)
+
+    return decorate
+
+
+#: ``--level``: the confidence level of an interval (``--confidence`` kept one release)
+level_option = renamed_option(
+    "--level",
+    "--confidence",
+    "level",
+    default=0.95,
+    type=float,
+    show_default=True,
+    help="Confidence level of the interval.",
 )
 
 

@@ -97,12 +97,12 @@ def _fit(*, form, bootstrap, seed, ledger, no_ledger, **columns):
 
 
 def _views(*names: str, **arguments: Any) -> Callable[[], Any]:
-    """The renderer respond calls: labcoat.scale.render's views, stacked in order."""
+    """The renderer respond calls: labcoat.scale.view's views, stacked in order."""
 
     def render():
         from rich.console import Group as Stack
 
-        from labcoat.scale import render as views
+        from labcoat.scale import view as views
 
         return Stack(*(getattr(views, name)(*arguments[name]) for name in names))
 

@@ -8,7 +8,6 @@ function of :mod:`labcoat.stats`, and prints a table, or one JSON object with ``
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -20,18 +19,12 @@ from labcoat.cli.output import (
     html_option,
     json_option,
     ledger_target,
+    level_option,
     recording_options,
     respond,
 )
 from labcoat.errors import InputError
 
-confidence_option = click.option(
-    "--confidence",
-    type=float,
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the interval.",
-)
 resamples_option = click.option(
     "--resamples",
     type=click.IntRange(min=2),
@@ -103,8 +96,9 @@ def _read(path: str):
 
 
 def _name(path: str, table: Any) -> str:
-    """A model's label: the model the file names (Inspect, lm-eval results), else its stem."""
-    return table.model or Path(path.rstrip("/")).stem or path
+    from labcoat.stats.tables import model_name
+
+    return model_name(path, table)
 
 
 def kept(command):
@@ -115,13 +109,11 @@ def kept(command):
 
 def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, name: str) -> None:
     """Write the page and record the result, as the options say."""
-    from labcoat.stats.record import record
-
     if html is not None:  # checked before the work (html_option); written after the answer
         click.get_current_context().call_on_close(
             lambda: result.to_html(html, name=name or "result")
         )
-    record(result, ledger=ledger_target(ledger, no_ledger), name=name)
+    result.record(ledger_target(ledger, no_ledger), name=name)
 
 
 @stats.command("mean")
@@ -135,7 +127,7 @@ def _keep(result: Any, html: str | None, ledger: str | None, no_ledger: bool, na
     help="Question id column; rows sharing an id are K answers to one question.",
 )
 @formula_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def mean_cmd(
@@ -144,7 +136,7 @@ def mean_cmd(
     cluster: str | None,
     id_col: str | None,
     formula: str,
-    confidence: float,
+    level: float,
     as_json: bool,
     html: str | None,
     ledger: str | None,
@@ -157,7 +149,7 @@ def mean_cmd(
     result = mean(
         table.scores(score),
         None if cluster is None else table.labels(cluster),
-        confidence,
+        level,
         ids=None if id_col is None else table.labels(id_col),
         formula=formula,
     )
@@ -166,7 +158,7 @@ def mean_cmd(
 
 
 def _render(view: str, *args: Any, **kwargs: Any) -> Any:
-    from labcoat.stats import render
+    from labcoat.stats import view as render
 
     return getattr(render, view)(*args, **kwargs)
 
@@ -206,7 +198,7 @@ def _render(view: str, *args: Any, **kwargs: Any) -> Any:
 @strict_option
 @formula_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def compare_cmd(
@@ -222,131 +214,42 @@ def compare_cmd(
     strict: bool,
     formula: str,
     seed: int,
-    confidence: float,
+    level: float,
     as_json: bool,
     html: str | None,
     ledger: str | None,
     no_ledger: bool,
 ) -> None:
     """Difference A − B with SE, CI, t (or z), p-value, MDE, effect size and correlation."""
-    from labcoat.stats.compare import compare, compare_excluding
+    from labcoat.stats.tables import compare_files
 
-    a, b, ids_a, ids_b, clusters, labels = _two_sides(file_a, file_b, on, score, cluster, unpaired)
-    options = dict(formula=formula, strict=strict)
+    found = compare_files(
+        file_a,
+        file_b,
+        score=score,
+        on=on,
+        cluster=cluster,
+        unpaired=unpaired,
+        mcnemar=with_mcnemar,
+        permutation=with_permutation,
+        exclude=exclude,
+        strict=strict,
+        formula=formula,
+        seed=seed,
+        level=level,
+    )
+    result, labels = found.result, found.labels
     if exclude is not None:
-        from labcoat.stats.readers import read_id_list
-
-        if ids_a is None or unpaired:
-            raise InputError(
-                "--exclude needs --on (the id column the excluded ids refer to) and a paired "
-                "comparison."
-            )
-        if with_mcnemar or with_permutation:
-            raise InputError(
-                "--exclude re-scores the comparison only; run --mcnemar/--permutation without it."
-            )
-        result = compare_excluding(
-            a,
-            b,
-            read_id_list(exclude),
-            clusters[0],
-            confidence,
-            ids_a=ids_a,
-            ids_b=ids_b,
-            **options,
-        )
         respond(as_json, result, lambda: _render("exclusion_view", result, labels))
         return
-    result = compare(
-        a,
-        b,
-        clusters[0],
-        confidence,
-        paired=not unpaired,
-        ids_a=ids_a,
-        ids_b=ids_b,
-        cluster_b=clusters[1],
-        **options,
-    )
-    test = perm = None
-    if with_mcnemar:
-        test = _mcnemar(a, b, ids_a, ids_b)
-    if with_permutation:
-        from labcoat.stats.effects import paired_permutation_test
-
-        if unpaired:
-            raise InputError("--permutation is a paired test; drop --unpaired.")
-        perm = paired_permutation_test(
-            a, b, clusters[0], ids_a=ids_a, ids_b=ids_b, random_state=seed
-        )
     _keep(result, html, ledger, no_ledger, " vs ".join(labels) if labels else "")
-    out = result.to_dict()
-    if test is not None:
-        out["mcnemar"] = test.to_dict()
-    if perm is not None:
-        out["permutation"] = perm.to_dict()
     respond(
         as_json,
-        out,
-        lambda: _render("compare_view", result, labels, mcnemar=test, permutation=perm),
+        found,
+        lambda: _render(
+            "compare_view", result, labels, mcnemar=found.mcnemar, permutation=found.permutation
+        ),
     )
-
-
-def _two_sides(file_a, file_b, on, score, cluster, unpaired):
-    """Scores, ids, clusters and labels of both sides: two files, or two columns of one."""
-    ta = _read(file_a)
-    if file_b is None:
-        if len(score) != 2:
-            raise InputError(
-                "one FILE compares two of its columns: give --score twice (--score A_COL --score "
-                "B_COL); "
-                f"got {len(score)}. To compare two files give FILE_A FILE_B and one --score."
-            )
-        if unpaired:
-            raise InputError("two columns of one file score the same questions: drop --unpaired.")
-        ids = None if on is None else ta.labels(on)
-        labels = (score[0], score[1])
-        clusters = (None if cluster is None else ta.labels(cluster), None)
-        return ta.scores(score[0]), ta.scores(score[1]), ids, ids, clusters, labels
-    if len(score) != 1:
-        raise InputError(
-            f"--score given {len(score)} times with two files; two files take one --score (the "
-            "column "
-            "in both). Two --score values compare two columns of one wide FILE."
-        )
-    if on is None and not unpaired:
-        raise InputError(
-            "a paired comparison of two files needs --on, the question id column in both."
-        )
-    tb = _read(file_b)
-    labels = (_name(file_a, ta), _name(file_b, tb))
-    if labels[0] == labels[1]:
-        labels = ("A", "B")
-    ids_a = None if on is None else ta.labels(on)
-    ids_b = None if on is None else tb.labels(on)
-    clusters = (
-        None if cluster is None else ta.labels(cluster),
-        None if cluster is None or not unpaired else tb.labels(cluster),
-    )
-    return ta.scores(score[0]), tb.scores(score[0]), ids_a, ids_b, clusters, labels
-
-
-def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
-    from labcoat.stats._questions import shared_ids
-    from labcoat.stats.proportions import mcnemar
-
-    binary = np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all()
-    if ids_a is None:
-        single, index_a, index_b = a.size == b.size, np.arange(a.size), np.arange(b.size)
-    else:
-        single = len(set(ids_a.tolist())) == ids_a.size and len(set(ids_b.tolist())) == ids_b.size
-        match = shared_ids(ids_a, ids_b)
-        index_a, index_b = match.index_a, match.index_b
-    if not (binary and single):
-        raise InputError(
-            "--mcnemar needs paired 0/1 scores with one answer per question in both files."
-        )
-    return mcnemar(a[index_a], b[index_b])
 
 
 @stats.command("leaderboard")
@@ -358,12 +261,12 @@ def _mcnemar(a: np.ndarray, b: np.ndarray, ids_a, ids_b):
     "--alpha",
     type=float,
     default=None,
-    help="Level of the Holm-corrected pair tests [default: 1 - confidence].",
+    help="Level of the Holm-corrected pair tests [default: 1 - level].",
 )
 @formula_option
 @resamples_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def leaderboard_cmd(
@@ -375,7 +278,7 @@ def leaderboard_cmd(
     formula,
     resamples,
     seed,
-    confidence,
+    level,
     as_json,
     html,
     ledger,
@@ -384,32 +287,17 @@ def leaderboard_cmd(
     """Rank models (FILE or NAME=FILE each) with intervals, rank intervals, Holm-corrected pairs
     and the groups that cannot be told apart."""
     from labcoat.stats.leaderboard import leaderboard
+    from labcoat.stats.tables import read_models
 
-    if len(files) < 2:
-        raise InputError(f"a leaderboard needs at least 2 files (one per model); got {len(files)}.")
-    tables, names = [], []
-    for spec in files:
-        given, sep, path = spec.partition("=")
-        if not sep or not path:
-            given, path = "", spec
-        table = _read(path)
-        tables.append(table)
-        names.append(given or _name(path, table))
-    if len(set(names)) < len(names):
-        names = [
-            given if "=" in spec else Path(spec.rstrip("/")).stem
-            for spec, given in zip(files, names)
-        ]
-    if len(set(names)) < len(names):
-        raise InputError(f"two models share a name ({', '.join(names)}); name them with NAME=FILE.")
+    names, tables = read_models(files)
     result = leaderboard(
         {n: t.scores(score) for n, t in zip(names, tables)},
         None if on is None else {n: t.labels(on) for n, t in zip(names, tables)},
         None if cluster is None else {names[0]: tables[0].labels(cluster)},
-        confidence=confidence,
+        level=level,
         alpha=alpha,
         n_resamples=resamples,
-        random_state=seed,
+        seed=seed,
         formula=formula,
     )
     _keep(result, html, ledger, no_ledger, score)
@@ -430,7 +318,7 @@ def leaderboard_cmd(
 @click.option("--cluster", default=None, help="Cluster column (read from NEW).")
 @strict_option
 @formula_option
-@confidence_option
+@level_option
 @json_option
 @kept
 def gate_cmd(
@@ -442,7 +330,7 @@ def gate_cmd(
     cluster,
     strict,
     formula,
-    confidence,
+    level,
     as_json,
     html,
     ledger,
@@ -458,7 +346,7 @@ def gate_cmd(
         to.scores(score),
         margin,
         None if cluster is None else tn.labels(cluster),
-        confidence,
+        level,
         ids_new=tn.labels(on),
         ids_old=to.labels(on),
         formula=formula,
@@ -582,9 +470,21 @@ def power_cmd(
         )
     if (pilot_a is None) != (pilot_b is None):
         raise InputError("give both --pilot-a and --pilot-b, or neither.")
-    deff = _design_effect(icc, cluster_size, design_effect, pilot_a, pilot_b, on, score, cluster)
+    from labcoat.stats.tables import choose_design_effect, pilot_components
+
+    deff = choose_design_effect(
+        icc=icc,
+        cluster_size=cluster_size,
+        design_effect=design_effect,
+        pilot_a=pilot_a,
+        pilot_b=pilot_b,
+        on=on,
+        score=score,
+        cluster=cluster,
+    )
     if pilot_a is not None:
-        omega2, sigma2_a, sigma2_b = _pilot_components(pilot_a, pilot_b, on, score)
+        est = pilot_components(pilot_a, pilot_b, on=on, score=score)
+        omega2, sigma2_a, sigma2_b = est.omega2, est.sigma2_a, est.sigma2_b
     elif omega2 is None:
         raise InputError(
             "give --omega2 (and optionally --sigma2-a/--sigma2-b), or pilot files to estimate them."
@@ -605,51 +505,6 @@ def power_cmd(
     else:
         result = pw.minimum_detectable_effect(n, omega2, power=power, **kwargs)
     respond(as_json, result, lambda: _render("power_view", result))
-
-
-def _design_effect(icc, cluster_size, given, pilot_a, pilot_b, on, score, cluster) -> float:
-    from labcoat.stats import power as pw
-
-    ways = [icc is not None or cluster_size is not None, given is not None, cluster is not None]
-    if sum(ways) > 1:
-        raise InputError(
-            "give one of --icc with --cluster-size, --design-effect, or --cluster with pilot files."
-        )
-    if ways[0]:
-        if icc is None or cluster_size is None:
-            raise InputError(
-                "--icc and --cluster-size go together: the design effect is 1 + (size - 1) * icc."
-            )
-        return pw.design_effect(icc, cluster_size)
-    if given is not None:
-        return given
-    if cluster is not None:
-        if pilot_a is None or on is None or score is None:
-            raise InputError(
-                "--cluster estimates the design effect from pilot files: give --pilot-a, "
-                "--pilot-b, --on and --score."
-            )
-        from labcoat.stats._questions import match_ids
-
-        ta, tb = _read(pilot_a), _read(pilot_b)
-        ids_a = ta.labels(on)
-        d = ta.scores(score) - tb.scores(score)[match_ids(ids_a, tb.labels(on))]
-        return pw.estimate_design_effect(d, ta.labels(cluster)).design_effect
-    return 1.0
-
-
-def _pilot_components(
-    pilot_a: str, pilot_b: str, on: str | None, score: str | None
-) -> tuple[float, float, float]:
-    from labcoat.stats.power import variance_components
-
-    if on is None or score is None:
-        raise InputError("pilot files need --on (question id column) and --score (score column).")
-    ta, tb = _read(pilot_a), _read(pilot_b)
-    est = variance_components(
-        ta.scores(score), tb.scores(score), ids_a=ta.labels(on), ids_b=tb.labels(on)
-    )
-    return est.omega2, est.sigma2_a, est.sigma2_b
 
 
 @stats.command("adjust")
@@ -724,7 +579,7 @@ _METRIC_INPUTS = {
 @click.option("--ref", default=None, help="Reference text column (bleu).")
 @resamples_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
 def bootstrap_cmd(
     file: str,
@@ -739,7 +594,7 @@ def bootstrap_cmd(
     ref,
     resamples,
     seed,
-    confidence,
+    level,
     as_json,
 ) -> None:
     """Bootstrap SE and CI of a corpus metric by resampling per-item sufficient statistics."""
@@ -776,9 +631,7 @@ def bootstrap_cmd(
         data = bleu_statistics(
             [str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)]
         )
-    result = bootstrap_metric(
-        data, metric, n_resamples=resamples, confidence=confidence, random_state=seed
-    )
+    result = bootstrap_metric(data, metric, n_resamples=resamples, level=level, seed=seed)
     respond(as_json, result, lambda: _render("bootstrap_view", result))
 
 
@@ -800,9 +653,9 @@ def bootstrap_cmd(
 )
 @resamples_option
 @seed_option
-@confidence_option
+@level_option
 @json_option
-def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence, as_json) -> None:
+def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, level, as_json) -> None:
     """IQM, mean, median, optimality gap (stratified bootstrap CIs) and P(X > Y) across runs."""
     from labcoat.stats.seeds import summarize_runs
 
@@ -814,8 +667,8 @@ def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence,
             None if method_col is None else table.labels(method_col),
             gamma=gamma,
             n_resamples=resamples,
-            confidence=confidence,
-            random_state=seed,
+            level=level,
+            seed=seed,
         )
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
@@ -841,10 +694,10 @@ def seeds_cmd(file, score, task, method_col, gamma, resamples, seed, confidence,
     "--batch", type=int, default=1, show_default=True, help="Items scored between checks."
 )
 @strict_option
-@confidence_option
+@level_option
 @json_option
 def sequential_cmd(
-    file, score, lower, upper, width, threshold, baseline, on, batch, strict, confidence, as_json
+    file, score, lower, upper, width, threshold, baseline, on, batch, strict, level, as_json
 ) -> None:
     """Replay an eval item by item and report when an anytime-valid interval lets it stop."""
     from dataclasses import replace
@@ -856,20 +709,17 @@ def sequential_cmd(
     if baseline is not None:
         if on is None:
             raise InputError("--baseline needs --on, the question id column shared by both files.")
-        from labcoat.stats._questions import shared_ids
+        from labcoat.stats.tables import align_baseline
 
         base = _read(baseline)
-        match = shared_ids(table.labels(on), base.labels(on))
-        if match.only_a or match.only_b:
-            if strict:
-                raise InputError(
-                    f"question ids differ between {file} and {baseline}: {match.describe()}."
-                )
-            notes = (
-                f"{len(match.only_a)} item(s) only in A and {len(match.only_b)} only in the "
-                "baseline were left out",
-            )
-        values, other = values[match.index_a], base.scores(score)[match.index_b]
+        values, other, notes = align_baseline(
+            values,
+            table.labels(on),
+            base.scores(score),
+            base.labels(on),
+            strict=strict,
+            names=(file, baseline),
+        )
     result = replay(
         values,
         baseline=other,
@@ -878,9 +728,9 @@ def sequential_cmd(
         width=width,
         threshold=threshold,
         batch=batch,
-        confidence=confidence,
+        level=level,
     )
-    result = replace(result, warnings=result.warnings + notes)
+    result = replace(result, notes=result.notes + notes)
     respond(as_json, result, lambda: _render("sequential_view", result))
 
 
@@ -889,18 +739,18 @@ def sequential_cmd(
 @click.option("--score", default=None, help="Column of 0/1 scores.")
 @click.option("--successes", type=int, default=None, help="Number correct (instead of FILE).")
 @click.option("--n", "n", type=int, default=None, help="Number of questions (instead of FILE).")
-@confidence_option
+@level_option
 @json_option
-def intervals_cmd(file, score, successes, n, confidence, as_json) -> None:
+def intervals_cmd(file, score, successes, n, level, as_json) -> None:
     """Wilson, Clopper-Pearson, Jeffreys and CLT intervals for a share of correct answers."""
     from labcoat.stats.proportions import proportion, proportion_from_scores
 
     if file is not None:
         if score is None:
             raise InputError("with FILE, give --score (the 0/1 score column).")
-        result = proportion_from_scores(_read(file).scores(score), confidence)
+        result = proportion_from_scores(_read(file).scores(score), level)
     elif successes is not None and n is not None:
-        result = proportion(successes, n, confidence)
+        result = proportion(successes, n, level)
     else:
         raise InputError("give FILE with --score, or --successes and --n.")
     respond(as_json, result, lambda: _render("intervals_view", result))

@@ -30,7 +30,7 @@ def report(paths: tuple[Path, ...], as_json: bool, html: str | None) -> None:
     Example:
       labcoat watch report runs/42/events*.jsonl
     """
-    from labcoat.watch.report import report as read_report
+    from labcoat.watch.result import report as read_report
 
     result = read_report(paths)
     respond(as_json, result, lambda: result)

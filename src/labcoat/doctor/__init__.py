@@ -19,7 +19,7 @@ _LAZY = {
     "diagnose": "labcoat.doctor.api",
     "LAYERS": "labcoat.doctor.registry",
     "REGISTRY": "labcoat.doctor.checks",  # importing the checks registers every one of them
-    "Report": "labcoat.doctor.report",
+    "Report": "labcoat.doctor.result",
 }
 
 __all__ = ["Experiment", "LAYERS", "REGISTRY", "Report", "diagnose"]

@@ -8,18 +8,18 @@ from typing import Any, Callable, Iterable
 import torch
 from torch import nn
 
-from labcoat._validation import IsCallable, OneOf, Seed
+from labcoat._validation import BOOL, InstanceOf, IsCallable, OneOf, Seed, validate_params
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.arguments import check_objects
 from labcoat.doctor.case import TASKS, Case
+from labcoat.doctor.copies import Blueprint, OptimizerLike, UserState
 from labcoat.doctor.cpu import one_thread
 from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
-from labcoat.doctor.report import Report
+from labcoat.doctor.result import Report
 from labcoat.doctor.selftest import run_selftest
-from labcoat.doctor.setup import Blueprint, OptimizerLike, UserState
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import as_names
@@ -30,6 +30,19 @@ EXAMPLE_LIMIT = {"fast": 4096, "full": 16384}
 VAL_FRACTION = 0.2
 
 
+@validate_params(
+    {
+        "loss_fn": IsCallable("a callable(output, target) -> loss tensor"),
+        "step": IsCallable(none=True),
+        "metric": IsCallable(none=True),
+        "task": OneOf(TASKS, none=True),
+        "budget": OneOf(BUDGETS),
+        "seed": (Seed(), "numpy and scikit-learn refuse negative seeds."),
+        "run_all": BOOL,
+        "on_finding": IsCallable(none=True),
+        "progress": InstanceOf((bool,), none=True),
+    }
+)
 def diagnose(
     model: nn.Module,
     data: Any,
@@ -77,8 +90,6 @@ def diagnose(
         metric=metric,
         on_finding=on_finding,
     )
-    _validate(loss_fn=loss_fn, step=step, metric=metric, task=task, seed=seed, budget=budget)
-    IsCallable(none=True).check(on_finding, "on_finding")
     _validate_groups(groups, val_groups, val_data)
     patterns = as_names(
         model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen"
@@ -153,7 +164,7 @@ def diagnose(
         extras={"selftest": selftest.to_dict(), "notes": [selftest.note()]},
     )
     if notebook is not None:  # each check becomes a resolved hypothesis with its evidence
-        ids = notebook.record_findings(report.findings, source="doctor")
+        ids = report.record(notebook)
         report.extras["ledger"] = {"location": notebook.location, "findings": ids}
     return report
 
@@ -217,15 +228,6 @@ def _task_or_none(case: Case) -> str | None:
         return case.task
 
 
-def _validate(*, loss_fn, step, metric, task, seed, budget) -> None:
-    IsCallable("a callable(output, target) -> loss tensor").check(loss_fn, "loss_fn")
-    IsCallable(none=True).check(step, "step")
-    IsCallable(none=True).check(metric, "metric")
-    OneOf(TASKS, none=True).check(task, "task")
-    OneOf(BUDGETS).check(budget, "budget")
-    Seed().check(seed, "seed", hint="numpy and scikit-learn refuse negative seeds.")
-
-
 #: diagnose's parameters that say how to run, not what to run: every other parameter is a field
 #: of :class:`Experiment` (a test holds the two to one list)
 RUN_OPTIONS = ("run_all", "layers", "on_finding", "progress")
@@ -273,3 +275,11 @@ class Experiment:
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
         kwargs.update(overrides)
         return diagnose(**kwargs)
+
+    def out_of_fold(self, **options: Any) -> Any:
+        """Held-out class probabilities of every row, from ``folds`` copies of this setup each
+        trained without its fold (:func:`labcoat.doctor.oof.out_of_fold`): what
+        ``labcoat.audit.label_issues(setup=...)`` audits the labels with."""
+        from labcoat.doctor.oof import out_of_fold
+
+        return out_of_fold(self, **options)

@@ -17,10 +17,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from labcoat.doctor.inputs import Examples
-from labcoat.doctor.losses import ignore_index, scores_binary_targets, takes_labels_past_outputs
-from labcoat.doctor.progress import ControlProgress
-from labcoat.doctor.setup import (
+from labcoat.doctor.copies import (
     Blueprint,
     Setup,
     UserState,
@@ -29,6 +26,9 @@ from labcoat.doctor.setup import (
     has_nonzero_grad,
     named_tensors,
 )
+from labcoat.doctor.inputs import Examples
+from labcoat.doctor.losses import ignore_index, scores_binary_targets, takes_labels_past_outputs
+from labcoat.doctor.progress import ControlProgress
 from labcoat.params import name_matches
 
 Task = str  # "classification" | "regression" | "sequence"

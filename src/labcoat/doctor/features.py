@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
-from labcoat.doctor.case import Case
+from labcoat.doctor.inputs import row_hashes
+
+if TYPE_CHECKING:
+    from labcoat.doctor.case import Case
+
+__all__ = ["flat", "inputs_are_ids", "not_features", "row_hashes"]
 
 
-def inputs_are_ids(case: Case) -> bool:
+def inputs_are_ids(case: "Case") -> bool:
     """Integer inputs feeding an embedding are token ids, not numeric features."""
     if torch.is_floating_point(case.train.x):
         return False
@@ -22,7 +27,7 @@ def inputs_are_ids(case: Case) -> bool:
     )
 
 
-def not_features(case: Case) -> str | None:
+def not_features(case: "Case") -> str | None:
     """Reason to skip a feature statistic, or None when the inputs are numeric features."""
     if inputs_are_ids(case):
         return "inputs are token ids, not numeric features"
@@ -32,9 +37,3 @@ def not_features(case: Case) -> str | None:
 def flat(x: torch.Tensor) -> np.ndarray:
     """One row of float64 features per example."""
     return x.reshape(len(x), -1).double().numpy()
-
-
-def row_hashes(x: torch.Tensor) -> list[bytes]:
-    """A digest per example, for exact-duplicate detection without pairwise comparison."""
-    arr = np.ascontiguousarray(x.reshape(len(x), -1).cpu().numpy())
-    return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in arr]

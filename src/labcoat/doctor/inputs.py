@@ -8,6 +8,7 @@ user's loader again.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -93,7 +94,7 @@ def to_examples(data: Any, *, name: str = "data", limit: int = 4096) -> Examples
             f"{name}: expected (X, y) tensors, a torch Dataset, a DataLoader or an iterable of (x, "
             f"y) batches; got {type(data).__name__}"
         )
-    return _from_batches(data, name, limit, source=data)
+    return from_batches(data, name, limit, source=data)
 
 
 def _is_array(obj: Any) -> bool:
@@ -231,7 +232,7 @@ def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
         or not hasattr(dataset, "__getitem__")
         or isinstance(dataset, torch.utils.data.IterableDataset)
     ):
-        return _from_batches(loader, name, limit, source=loader)
+        return from_batches(loader, name, limit, source=loader)
     fetch = getattr(dataset, "__getitems__", None) or (lambda rows: [dataset[i] for i in rows])
     indices: list[int] = []
 
@@ -241,12 +242,12 @@ def _read_loader(loader: DataLoader, name: str, limit: int) -> Examples:
             indices.extend(int(i) for i in rows)
             yield loader.collate_fn(fetch(rows))
 
-    examples = _from_batches(batches(), name, limit, source=loader)
+    examples = from_batches(batches(), name, limit, source=loader)
     index = torch.tensor(indices[: len(examples)], dtype=torch.long)
     return Examples(examples.x, examples.y, index, examples.fields, examples.batch_ends)
 
 
-def _from_batches(batches: Iterable[Any], name: str, limit: int, source: Any = None) -> Examples:
+def from_batches(batches: Iterable[Any], name: str, limit: int, source: Any = None) -> Examples:
     xs, ys, n = [], [], 0
     fields: DictInputs | None = None
     for b, item in enumerate(batches):
@@ -336,11 +337,11 @@ def _cat(items: list[torch.Tensor], name: str, what: str) -> torch.Tensor:
 def with_groups(examples: Examples, groups: Any, data: Any, name: str) -> Examples:
     """``examples`` with the group id of each row, read from ``groups`` (one id per row of
     ``data``, the form the user passed) through each row's position in ``data``."""
-    from labcoat.audit.group_leakage import _ids
+    from labcoat._groups import group_ids
 
     if groups is None:
         return examples
-    ids = np.asarray(_ids(groups, name), dtype=object)
+    ids = np.asarray(group_ids(groups, name), dtype=object)
     rows = _row_count(data)
     data_name = "val_data" if name == "val_groups" else "data"
     if rows is not None and len(ids) != rows:
@@ -418,8 +419,6 @@ def split_off(examples: Examples, fraction: float, seed: int) -> tuple[Examples,
 def _draw_groups(examples: Examples) -> np.ndarray:
     """A group number per row: rows with identical inputs, or with one user group id, share one
     (connected components when the two overlap)."""
-    from labcoat.doctor.features import row_hashes
-
     hash_of: dict[bytes, int] = {}
     by_input = np.array([hash_of.setdefault(h, len(hash_of)) for h in row_hashes(examples.x)])
     if examples.groups is None:
@@ -605,3 +604,9 @@ def _takes_a_mapping(param: inspect.Parameter) -> bool:
         or "mapping" in hint
         or param.name in ("batch", "inputs", "features", "sample", "data")
     )
+
+
+def row_hashes(x: torch.Tensor) -> list[bytes]:
+    """A digest per example, for exact-duplicate detection without pairwise comparison."""
+    arr = np.ascontiguousarray(x.reshape(len(x), -1).cpu().numpy())
+    return [hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in arr]

@@ -4,7 +4,7 @@ Ojala & Garriga (2010), Test 1: fit and score the pipeline on the real labels, t
 permuted n times. The p-value is (C + 1) / (n + 1), C being the permuted scores at least as high
 as the real one; the +1 counts the real labelling as one of the permutations, so p is never 0.
 This is the definition scikit-learn's ``permutation_test_score`` uses, and with an estimator and
-the same ``cv`` and ``random_state`` this function draws the same permutations and returns the
+the same ``cv`` and ``seed`` this function draws the same permutations and returns the
 same numbers.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from labcoat._validation import POSITIVE_INT, IsCallable, fail
+from labcoat._validation import POSITIVE_INT, IsCallable, fail, renamed
 from labcoat.errors import InputError
 
 
@@ -43,15 +43,16 @@ def permutation_pvalue(statistic: float, null_distribution: Any) -> float:
     return float((np.sum(null >= statistic) + 1.0) / (len(null) + 1))
 
 
+@renamed(random_state="seed")
 def permutations(
-    n: int, n_permutations: int, random_state: Any = 0, groups: Any = None
+    n: int, n_permutations: int, seed: Any = 0, groups: Any = None
 ) -> Iterator[np.ndarray]:
     """Row orders for each permutation, drawn as scikit-learn draws them.
 
-    ``random_state`` is an int, a ``numpy.random.RandomState`` or ``None`` (as in scikit-learn)
+    ``seed`` is an int, a ``numpy.random.RandomState`` or ``None`` (as in scikit-learn)
     or a ``numpy.random.Generator``. With ``groups``, labels are shuffled only within each group.
     """
-    rng = _random_state(random_state)
+    rng = _random_state(seed)
     group_array = None if groups is None else np.asarray(groups)
     for _ in range(n_permutations):
         if group_array is None:
@@ -64,6 +65,7 @@ def permutations(
         yield order
 
 
+@renamed(random_state="seed")
 def permutation_test(
     fit_and_score: Callable[[Any, Any], float] | Any,
     X: Any,
@@ -71,7 +73,7 @@ def permutation_test(
     *,
     n_permutations: int = 100,
     n_jobs: int | None = None,
-    random_state: Any = 0,
+    seed: Any = 0,
     groups: Any = None,
     cv: Any = None,
     scoring: Any = None,
@@ -89,7 +91,7 @@ def permutation_test(
 
     score = _permutation_test_iv(fit_and_score, X, y, n_permutations, groups, cv, scoring, params)
     real = _checked(score(X, y))
-    orders = list(permutations(_length(y), n_permutations, random_state, groups))
+    orders = list(permutations(_length(y), n_permutations, seed, groups))
     null = Parallel(n_jobs=n_jobs)(delayed(score)(X, _take(y, order)) for order in orders)
     null = np.array([_checked(s) for s in null], dtype=float)
     return PermutationTestResult(real, permutation_pvalue(real, null), null)
@@ -152,17 +154,17 @@ def _cross_validated(estimator, y, groups, cv, scoring, params) -> Callable[[Any
     return fit_and_score
 
 
-def _random_state(random_state: Any) -> np.random.RandomState | np.random.Generator:
-    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
-        return random_state
-    if random_state is None:
+def _random_state(seed: Any) -> np.random.RandomState | np.random.Generator:
+    if isinstance(seed, (np.random.RandomState, np.random.Generator)):
+        return seed
+    if seed is None:
         return np.random.mtrand._rand
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        return np.random.RandomState(random_state)
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return np.random.RandomState(seed)
     raise fail(
-        "random_state",
+        "seed",
         "an int, None, a numpy RandomState or Generator",
-        f"a {type(random_state).__name__}",
+        f"a {type(seed).__name__}",
     )
 
 

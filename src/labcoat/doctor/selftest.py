@@ -19,10 +19,10 @@ from typing import Any, Callable, Iterable
 import torch
 
 from labcoat.doctor.case import MAX_CALLS_PER_UPDATE, Case
+from labcoat.doctor.copies import Blueprint, has_nonzero_grad
 from labcoat.doctor.ladder import run_check
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import REGISTRY
-from labcoat.doctor.setup import Blueprint, has_nonzero_grad
 from labcoat.findings import Finding
 
 #: the checks a mutant must fail; each is proven only where it passed on the real setup

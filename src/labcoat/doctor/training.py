@@ -14,8 +14,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from labcoat.doctor.copies import Setup
 from labcoat.doctor.inputs import Examples
-from labcoat.doctor.setup import Setup
 from labcoat.optim import lr_value
 
 #: examples per forward pass when scoring held-out data

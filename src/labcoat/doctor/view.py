@@ -8,7 +8,7 @@ from rich.text import Text
 
 from labcoat.doctor.registry import RULES_OUT
 from labcoat.findings import worst
-from labcoat.render import STATUS_MARK, STATUS_STYLE, findings_grid
+from labcoat.view import STATUS_MARK, STATUS_STYLE, findings_grid
 
 
 def ladder_view(report) -> RenderableType:

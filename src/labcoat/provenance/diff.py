@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 if TYPE_CHECKING:
     from labcoat.ledger.records.runs import Run
@@ -58,6 +58,9 @@ class RunDiff:
     def same(self) -> bool:
         return not self.changes
 
+    #: the sections a diff compares, in the order they are shown
+    sections: ClassVar[tuple[str, ...]] = SECTIONS
+
     def section(self, name: str) -> list[Change]:
         return [c for c in self.changes if c.section == name]
 
@@ -71,7 +74,7 @@ class RunDiff:
         }
 
     def __rich__(self):
-        from labcoat.ledger.views import diff_view
+        from labcoat.provenance.view import diff_view
 
         return diff_view(self)
 

@@ -96,7 +96,7 @@ class Page:
 
     def to_html(self) -> str:
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        from labcoat import __version__
+        from labcoat._version import __version__
 
         body = (
             "\n".join(s.to_html() for s in self.sections)

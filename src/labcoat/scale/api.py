@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from labcoat._validation import Interval, check_int
+from labcoat._validation import N_JOBS, Interval, Seed, validate_params
 from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
 from labcoat.scale.forms import resolve_form
@@ -14,6 +14,14 @@ from labcoat.scale.result import ScalingFit
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
 
 
+@validate_params(
+    {
+        "huber_delta": (Interval(float, 0.0, low_open=True), "The replication uses 1e-3."),
+        "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 1000)."),
+        "seed": Seed(),
+        "n_jobs": N_JOBS,
+    }
+)
 def fit(
     N: Any,
     D: Any,
@@ -39,10 +47,6 @@ def fit(
     """
     chosen = resolve_form(form, p0, 1 if D is None else 2)
     x, loss = training_data(N, D, L, chosen)
-    Interval(float, 0.0, low_open=True).check(
-        huber_delta, "huber_delta", hint="The replication uses 1e-3."
-    )
-    check_int(bootstrap, "bootstrap", hint="It counts resamples (e.g. 1000).")
     best = grid_search(chosen, x, loss, float(huber_delta))
     refits = np.empty((0, best.theta.size))
     if bootstrap:
@@ -64,7 +68,5 @@ def fit(
         _loss=loss,
     )
     result.findings = diagnose(result)
-    from labcoat.scale.record import record_fit
-
-    record_fit(result, ledger)
+    result.record(ledger)
     return result

@@ -13,9 +13,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from labcoat._jsonable import jsonable
-from labcoat._validation import fail
+from labcoat._validation import PROBABILITY, Interval, Seed, fail, validate_params
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.scale.data import as_losses, as_points
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit
@@ -24,8 +25,14 @@ HOLDOUTS = ("n", "compute")
 
 
 @dataclass
-class BacktestResult(HtmlMixin):
-    """Each held-out run's prediction and error; overall ``mape`` and interval ``coverage``."""
+class BacktestResult(Result):
+    """Each held-out run's prediction and error; overall ``mape`` and interval ``coverage``;
+    ``findings`` are the diagnostics of the fit on the smaller runs."""
+
+    engine = "scale"
+    view = "labcoat.scale.view:backtest_view"
+    section = "labcoat.report.sections.scale:scale_section"
+    title = "Backtest"
 
     holdout: str
     points: list[dict[str, Any]]
@@ -53,12 +60,20 @@ class BacktestResult(HtmlMixin):
             }
         )
 
-    def __rich__(self):
-        from labcoat.scale.render import backtest_view
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.fit.findings)
 
-        return backtest_view(self)
 
-
+@validate_params(
+    {
+        "top": Interval(int, 1, none=True),
+        "above": Interval(float, none=True),
+        "level": PROBABILITY,
+        "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 200)."),
+        "seed": Seed(),
+    }
+)
 def backtest(
     N: Any,
     D: Any,

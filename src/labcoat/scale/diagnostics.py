@@ -7,6 +7,8 @@ still the best fit to the data, but its extrapolation should be read with the wa
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -351,6 +353,46 @@ def _runs(ordered: np.ndarray) -> dict[str, float]:
     return {"runs": runs, "runs_expected": expected, "runs_pvalue": float(stats.norm.cdf(z))}
 
 
+def data_fingerprint(fit) -> dict[str, Any]:
+    """Content fingerprint of the runs a fit saw (inputs and losses, in order)."""
+    from labcoat.ledger import fingerprint
+
+    table = np.vstack([fit._x, fit._loss[None]]).T.copy()
+    return fingerprint(table, name="scale.data").to_dict()
+
+
+def summary_outcome(fit) -> Outcome:
+    """What the ``scale.fit`` check reports: the parameters, their intervals and the data's
+    fingerprint."""
+    evidence: dict[str, Any] = {
+        "form": fit.form.name,
+        "params": fit.params,
+        "objective": fit.objective,
+        "n_points": fit.n_points,
+        "huber_delta": fit.huber_delta,
+        "bootstrap": len(fit.bootstrap_theta),
+        "seed": fit.seed,
+        "data": data_fingerprint(fit),
+    }
+    if len(fit.bootstrap_theta) >= 2:
+        evidence["ci95"] = {k: list(v) for k, v in fit.ci(0.95).items()}
+    shown = ", ".join(f"{k}={v:.4g}" for k, v in fit.params.items())
+    message = f"{fit.form.name} fit on {fit.n_points} runs: {shown}"
+    return Outcome("warn" if fit.warnings else "pass", message, evidence)
+
+
+#: the fit itself, declared like its diagnostics: a later run outside its intervals falsifies
+#: it. It is stored with the fit (:meth:`ScalingFit.record`), not run among the diagnostics.
+CHECKS.check(
+    "scale.fit",
+    layer="scale",
+    severity="warn",
+    falsifies="the scaling law fitted to these runs",
+    predicts="later runs fall inside the fit's prediction intervals",
+)(summary_outcome)
+FIT = CHECKS["scale.fit"]
+
+
 def diagnose(fit) -> list[Finding]:
-    """Every check's finding for ``fit``, in declaration order."""
-    return [check.evaluate(fit) for check in CHECKS]
+    """Every diagnostic check's finding for ``fit``, in declaration order."""
+    return [check.evaluate(fit) for check in CHECKS if check is not FIT]

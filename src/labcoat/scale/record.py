@@ -7,63 +7,35 @@ prediction becomes a hypothesis written before the run it predicts.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-import numpy as np
+from labcoat.findings import Finding
+from labcoat.scale.diagnostics import FIT, data_fingerprint, summary_outcome
 
-from labcoat.findings import Check, Finding, Outcome
-
-
-def data_fingerprint(fit) -> dict[str, Any]:
-    """Content fingerprint of the runs a fit saw (inputs and losses, in order)."""
-    from labcoat.ledger import fingerprint
-
-    table = np.vstack([fit._x, fit._loss[None]]).T.copy()
-    return fingerprint(table, name="scale.data").to_dict()
-
-
-def _summary(fit) -> Outcome:
-    evidence: dict[str, Any] = {
-        "form": fit.form.name,
-        "params": fit.params,
-        "objective": fit.objective,
-        "n_points": fit.n_points,
-        "huber_delta": fit.huber_delta,
-        "bootstrap": len(fit.bootstrap_theta),
-        "seed": fit.seed,
-        "data": data_fingerprint(fit),
-    }
-    if len(fit.bootstrap_theta) >= 2:
-        evidence["ci95"] = {k: list(v) for k, v in fit.ci(0.95).items()}
-    shown = ", ".join(f"{k}={v:.4g}" for k, v in fit.params.items())
-    message = f"{fit.form.name} fit on {fit.n_points} runs: {shown}"
-    return Outcome("warn" if fit.warnings else "pass", message, evidence)
-
-
-#: the fit itself, declared like its diagnostics: a later run outside its intervals falsifies it
-FIT = Check(
-    "scale.fit",
-    "scale",
-    falsifies="the scaling law fitted to these runs",
-    predicts="later runs fall inside the fit's prediction intervals",
-    run=_summary,
-    severity="warn",
-)
+__all__ = [
+    "data_fingerprint",
+    "record_fit",
+    "record_prediction",
+    "summary_finding",
+    "summary_outcome",
+]
 
 
 def summary_finding(fit) -> Finding:
+    """The fit itself as the finding of the registered check ``scale.fit``."""
     return FIT.evaluate(fit)
 
 
 def record_fit(fit, ledger: Any) -> None:
-    """Store ``fit`` per the ``ledger=`` convention (None: the project's ledger if it exists)."""
-    from labcoat.ledger import Ledger
-
-    notebook = Ledger.for_recording(ledger)
-    if notebook is None:
-        return
-    ids = notebook.record_findings([summary_finding(fit), *fit.findings], source="scale")
-    fit.ledger = {"location": notebook.location, "findings": ids}
+    """Deprecated: use ``fit.record(ledger)``."""
+    warnings.warn(
+        "labcoat.scale.record.record_fit(fit, ledger) is deprecated; use fit.record(ledger) "
+        "(every labcoat result records the same way)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    fit.record(ledger)
 
 
 def record_prediction(fit, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):

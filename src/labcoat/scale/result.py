@@ -1,6 +1,6 @@
 """What a scaling fit returns: parameters with bootstrap intervals, predictions, allocations.
 
-Plain objects with named fields and ``to_dict()``; rendering lives in :mod:`labcoat.scale.render`.
+Plain objects with named fields and ``to_dict()``; rendering lives in :mod:`labcoat.scale.view`.
 Intervals come from the bootstrap refits kept on the fit, so the caller picks the level after
 fitting (``fit.ci(0.9)``) and nothing is refitted.
 """
@@ -16,7 +16,7 @@ from labcoat._jsonable import jsonable
 from labcoat._validation import fail
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from labcoat.report.html import HtmlMixin
+from labcoat.result import Result
 from labcoat.scale.forms import CustomForm, PowerLawSum
 
 #: prediction intervals pair bootstrap laws with observed residuals; at most this many pairs
@@ -103,9 +103,14 @@ class Allocation:
 
 
 @dataclass
-class ScalingFit(HtmlMixin):
+class ScalingFit(Result):
     """A fitted scaling law: ``params``, bootstrap ``ci(level)`` and ``covariance``,
     ``predict``, ``optimal`` (Chinchilla form) and diagnostics as ``findings``."""
+
+    engine = "scale"
+    view = "labcoat.scale.view:fit_view"
+    section = "labcoat.report.sections.scale:scale_section"
+    title = "Scaling law"
 
     form: PowerLawSum | CustomForm
     params: dict[str, float]
@@ -243,17 +248,26 @@ class ScalingFit(HtmlMixin):
             }
         )
 
+    def record(self, ledger: Any = None) -> list[int] | None:
+        """Store the fit (the ``scale.fit`` finding) and its diagnostics in ``ledger``
+        (``None``: the project's ledger if one exists; ``False``: nowhere); returns the row ids
+        and notes where they went in :attr:`ledger`."""
+        from labcoat.ledger import Ledger
+        from labcoat.scale.record import summary_finding
+
+        notebook = Ledger.for_recording(ledger)
+        if notebook is None:
+            return None
+        ids = notebook.record_findings([summary_finding(self), *self.findings], source="scale")
+        self.ledger = {"location": notebook.location, "findings": ids}
+        return ids
+
     def record_prediction(self, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):
         """Write this fit's prediction for one planned run to the ledger as a hypothesis, so
         the run can be checked against it later; returns ``(entry, prediction)``."""
         from labcoat.scale.record import record_prediction
 
         return record_prediction(self, N, D, ledger=ledger, level=level)
-
-    def __rich__(self):
-        from labcoat.scale.render import fit_view
-
-        return fit_view(self)
 
 
 def _allocation(params: np.ndarray, flops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

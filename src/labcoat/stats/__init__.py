@@ -23,7 +23,7 @@ from labcoat.stats.bootstrap import (
     corpus_bleu,
     perplexity_statistics,
 )
-from labcoat.stats.compare import CompareResult, compare
+from labcoat.stats.compare import CompareResult, ExclusionResult, compare, compare_excluding
 from labcoat.stats.effects import PermutationResult, paired_permutation_test
 from labcoat.stats.gate import GateResult, gate
 from labcoat.stats.leaderboard import LeaderboardResult, leaderboard
@@ -58,8 +58,30 @@ from labcoat.stats.seeds import (
     summarize_runs,
 )
 from labcoat.stats.sequential import ConfidenceSequence, SequentialResult, replay
+from labcoat.stats.tables import (
+    FileComparison,
+    Sides,
+    align_baseline,
+    choose_design_effect,
+    compare_files,
+    mcnemar_applies,
+    paired_mcnemar,
+    pilot_components,
+    read_models,
+    read_sides,
+)
 
 __all__ = [
+    "read_sides",
+    "read_models",
+    "pilot_components",
+    "paired_mcnemar",
+    "mcnemar_applies",
+    "compare_files",
+    "choose_design_effect",
+    "align_baseline",
+    "Sides",
+    "FileComparison",
     "CONFUSION_METRICS",
     "METRICS",
     "AdjustedPValues",
@@ -68,6 +90,7 @@ __all__ = [
     "ConfidenceInterval",
     "ConfidenceSequence",
     "DesignEffect",
+    "ExclusionResult",
     "GateResult",
     "LeaderboardResult",
     "McNemarResult",
@@ -89,6 +112,7 @@ __all__ = [
     "bootstrap_metric",
     "classification_statistics",
     "compare",
+    "compare_excluding",
     "corpus_bleu",
     "design_effect",
     "estimate_design_effect",

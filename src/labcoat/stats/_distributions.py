@@ -136,6 +136,6 @@ def two_sided_pvalue(statistic: float, df: float | None = None) -> float:
     return min(1.0, 2.0 * upper_tail(abs(statistic), df))
 
 
-def critical_value(confidence: float, df: float | None = None) -> float:
-    """Half-width multiplier of a two-sided interval at ``confidence``."""
-    return quantile(0.5 + confidence / 2.0, df)
+def critical_value(level: float, df: float | None = None) -> float:
+    """Half-width multiplier of a two-sided interval at ``level``."""
+    return quantile(0.5 + level / 2.0, df)

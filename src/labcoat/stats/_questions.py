@@ -161,3 +161,35 @@ def shared_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> IdMatch:
 def _examples(keys: list[Any], limit: int = 5) -> str:
     shown = ", ".join(repr(k) for k in keys[:limit])
     return shown + (", ..." if len(keys) > limit else "")
+
+
+def paired_questions(a: Any, b: Any, ids_a: Any, ids_b: Any, strict: bool):
+    """Questions of both sides, the positions that line them up, and the counts left out."""
+    if (ids_a is None) != (ids_b is None):
+        raise InputError(
+            "give both `ids_a` and `ids_b` to match questions by id, or neither to match by "
+            "position."
+        )
+    qa = question_scores(a, ids_a, name="a")
+    qb = question_scores(b, ids_b, name="b")
+    if ids_a is None:
+        if qa.n != qb.n:
+            raise InputError(
+                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} "
+                "and "
+                f"{qb.n} questions. Pass ids to match them, or compare unpaired (paired=False)."
+            )
+        index = np.arange(qa.n)
+        return qa, qb, index, index, (0, 0)
+    match = shared_ids(qa.ids, qb.ids)
+    if strict and (match.only_a or match.only_b):
+        raise InputError(
+            f"question ids differ between A and B: {match.describe()}; without strict the "
+            "comparison would use the shared questions only."
+        )
+    if match.index_a.size < 2:
+        raise InputError(
+            f"a paired comparison needs at least 2 questions on both sides; {match.index_a.size} "
+            f"shared ({match.describe()}). Check that --on names the same ids in both files."
+        )
+    return qa, qb, match.index_a, match.index_b, (len(match.only_a), len(match.only_b))

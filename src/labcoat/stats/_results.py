@@ -3,34 +3,71 @@
 Results are plain data with named fields, in the manner of ``scipy.stats``: the numbers a
 report needs are attributes, the level of an interval is chosen after the fact through
 ``confidence_interval(confidence_level)``, and resampling results keep their resamples.
-Rendering lives in :mod:`labcoat.stats.render`; ``to_dict`` gives the JSON shape.
+Rendering lives in :mod:`labcoat.stats.view`; ``to_dict`` gives the JSON shape.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from labcoat._validation import deprecated_alias, renamed
+from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
+from labcoat.result import Result
 from labcoat.stats._validation import check_probability
 
 
+class StatsResult(Result):
+    """A stats result the ledger keeps: one finding of the check ``stats.<kind>`` (declared in
+    :mod:`labcoat.stats.record`) whose evidence is the result's ``to_dict()``.
+
+    ``notes`` (a field of each subclass) are the plain-language reasons to read the numbers with
+    care; they make the finding warn, and :attr:`warnings` (the protocol's) lists that finding.
+    """
+
+    engine = "stats"
+    section = "labcoat.report.sections.stats:stats_section"
+    #: the check this result is stored as: ``stats.<kind>``
+    kind: ClassVar[str] = ""
+
+    @property
+    def findings(self) -> list[Finding]:
+        from labcoat.stats.record import as_finding
+
+        return [as_finding(self)]
+
+    def record(self, ledger: Any = None, *, name: str = "") -> list[int] | None:
+        """Store this result as one finding in ``ledger`` (``None``: the project's ledger if one
+        exists; ``False``: nowhere); ``name`` labels it (e.g. ``"model-a vs model-b"``)."""
+        from labcoat.ledger import Ledger
+        from labcoat.stats.record import as_finding
+
+        notebook = Ledger.for_recording(ledger)
+        if notebook is None:
+            return None
+        return notebook.record_findings([as_finding(self, name)], source=self.engine)
+
+
 class IntervalResult(ABC):
-    """A result with an interval: :attr:`ci` at its own ``confidence``, any other level through
+    """A result with an interval: :attr:`ci` at its own ``level``, any other level through
     :meth:`confidence_interval`, the level checked in this one place."""
 
-    confidence: float
+    level: float
+    #: deprecated: the level is :attr:`level`
+    confidence = deprecated_alias("confidence", "level")
 
     @property
     def ci(self) -> ConfidenceInterval:
-        return self.confidence_interval(self.confidence)
+        return self.confidence_interval(self.level)
 
-    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """The two-sided interval at ``confidence_level``."""
-        return self._interval(check_probability(confidence_level, "confidence_level"))
+    @renamed(confidence_level="level")
+    def confidence_interval(self, level: float = 0.95) -> ConfidenceInterval:
+        """The two-sided interval at ``level``."""
+        return self._interval(check_probability(level, "level"))
 
     @abstractmethod
     def _interval(self, level: float) -> ConfidenceInterval:
@@ -51,7 +88,7 @@ class BootstrapResult(IntervalResult):
     bootstrap_distribution: np.ndarray
     metric: str
     n: int
-    confidence: float
+    level: float
 
     def _interval(self, level: float) -> ConfidenceInterval:
         """Percentile interval of the kept resamples."""
@@ -67,5 +104,5 @@ class BootstrapResult(IntervalResult):
             "ci": list(ci),
             "n": self.n,
             "n_resamples": int(self.bootstrap_distribution.size),
-            "confidence": self.confidence,
+            "level": self.level,
         }

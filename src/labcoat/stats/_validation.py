@@ -69,7 +69,7 @@ def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
     return check_int(value, name, minimum=minimum)
 
 
-def check_random_state(value: Any, name: str = "random_state") -> np.random.Generator:
+def check_random_state(value: Any, name: str = "seed") -> np.random.Generator:
     """A numpy Generator from a seed (a non-negative integer), a Generator, or None (fresh
     entropy)."""
     return Seed(generator=True).check(value, name)

@@ -23,11 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import PROBABILITY, Interval, Seed, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.stats._results import BootstrapResult
 from labcoat.stats._validation import (
-    check_count,
-    check_probability,
     check_random_state,
     check_same_length,
     check_scores,
@@ -207,28 +206,34 @@ def corpus_bleu(
     return METRICS["bleu"](bleu_statistics(hypotheses, references))
 
 
+#: the parameters every resampling function takes, declared once
+RESAMPLING = {"n_resamples": Interval(int, 2), "level": PROBABILITY, "seed": Seed(generator=True)}
+
+
 # -- resampling ----------------------------------------------------------------------------
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {"n_resamples": Interval(int, 2), "level": PROBABILITY, "seed": Seed(generator=True)}
+)
 def bootstrap_metric(
     stats: Any,
     metric: str | SufficientMetric,
     *,
     n_resamples: int = 2000,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
 ) -> BootstrapResult:
     """Bootstrap a corpus-level metric by resampling items' sufficient statistics.
 
     ``stats`` is ``(n_items, len(metric.columns))`` in the metric's column order (see
     ``METRICS[name].columns`` and the ``*_statistics`` helpers).
     """
-    spec, data, n_resamples, confidence, rng = _bootstrap_iv(
-        stats, metric, n_resamples, confidence, random_state
-    )
+    spec, data, n_resamples, level, rng = _bootstrap_iv(stats, metric, n_resamples, level, seed)
     values = np.concatenate(
         [spec.from_totals(totals) for totals in resampled_totals(data, n_resamples, rng)]
     )
     return BootstrapResult(
-        spec(data), float(values.std(ddof=1)), values, spec.name, data.shape[0], confidence
+        spec(data), float(values.std(ddof=1)), values, spec.name, data.shape[0], level
     )
 
 
@@ -265,13 +270,17 @@ CONFUSION_METRICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {"n_resamples": Interval(int, 2), "level": PROBABILITY, "seed": Seed(generator=True)}
+)
 def bootstrap_confusion(
     confusion: Any,
     metric: str,
     *,
     n_resamples: int = 2000,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
 ) -> BootstrapResult:
     """Bootstrap a metric of a C x C confusion matrix (rows: true class, columns: predicted).
 
@@ -301,33 +310,33 @@ def bootstrap_confusion(
     n = int(counts.sum())
     if n < 2:
         raise InputError(f"`confusion` needs at least 2 items to bootstrap; got {n}.")
-    n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
-    confidence = check_probability(confidence, "confidence")
-    rng = check_random_state(random_state)
+    rng = check_random_state(seed)
     draws = rng.multinomial(n, counts / n, size=n_resamples).reshape(n_resamples, *m.shape)
     values = fn(draws.astype(float))
     return BootstrapResult(
-        float(fn(m.astype(float))), float(values.std(ddof=1)), values, metric, n, confidence
+        float(fn(m.astype(float))), float(values.std(ddof=1)), values, metric, n, level
     )
 
 
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {"n_resamples": Interval(int, 2), "level": PROBABILITY, "seed": Seed(generator=True)}
+)
 def bootstrap_difference(
     stats_a: Any,
     stats_b: Any,
     metric: str | SufficientMetric,
     *,
     n_resamples: int = 2000,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
 ) -> BootstrapResult:
     """Paired bootstrap of ``metric(A) - metric(B)`` on the same items (row ``i`` = item ``i``).
 
     Both systems get the same resample of items, which is what makes the comparison paired.
     """
-    spec, a, n_resamples, confidence, rng = _bootstrap_iv(
-        stats_a, metric, n_resamples, confidence, random_state
-    )
-    _, b, *_ = _bootstrap_iv(stats_b, spec, n_resamples, confidence, None)
+    spec, a, n_resamples, level, rng = _bootstrap_iv(stats_a, metric, n_resamples, level, seed)
+    _, b, *_ = _bootstrap_iv(stats_b, spec, n_resamples, level, None)
     check_same_length(a, b, ("stats_a", "stats_b"))
     both = np.concatenate([a, b], axis=1)
     d = a.shape[1]
@@ -343,7 +352,7 @@ def bootstrap_difference(
         values,
         f"{spec.name} difference",
         a.shape[0],
-        confidence,
+        level,
     )
 
 
@@ -376,7 +385,7 @@ def resampled_totals(
         yield counts @ data
 
 
-def _bootstrap_iv(stats, metric, n_resamples, confidence, random_state):
+def _bootstrap_iv(stats, metric, n_resamples, level, seed):
     if isinstance(metric, SufficientMetric):
         spec = metric
     elif metric in METRICS:
@@ -396,6 +405,4 @@ def _bootstrap_iv(stats, metric, n_resamples, confidence, random_state):
         raise InputError(f"`stats` needs at least 2 items to bootstrap; got {data.shape[0]}.")
     if not np.isfinite(data).all():
         raise InputError("`stats` has NaN or infinite entries; drop or fix those items first.")
-    n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
-    confidence = check_probability(confidence, "confidence")
-    return spec, data, n_resamples, confidence, check_random_state(random_state)
+    return spec, data, n_resamples, level, check_random_state(seed)

@@ -8,7 +8,7 @@ the question sets differ.
 
 Standard errors, intervals and p-values follow :mod:`labcoat.stats.mean`: CR1 with t(G − 1)
 or t(n − 1) by default, the paper's Eq 7/8 with z under ``formula="miller"``. Every result
-carries the minimum detectable effect of its design (80 % power at ``1 - confidence``).
+carries the minimum detectable effect of its design (80 % power at ``1 - level``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import BOOL, PROBABILITY, OneOf, renamed, validate_params
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import quantile, two_sided_pvalue
-from labcoat.stats._questions import per_question, question_scores, shared_ids
-from labcoat.stats._results import ConfidenceInterval, IntervalResult
-from labcoat.stats._validation import check_choice, check_probability
+from labcoat.stats._questions import paired_questions, per_question
+from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
 from labcoat.stats.mean import (
     FEW_ITEMS,
     FORMULAS,
@@ -41,7 +40,7 @@ MDE_POWER = 0.8
 
 
 @dataclass(frozen=True)
-class CompareResult(HtmlMixin, IntervalResult):
+class CompareResult(StatsResult, IntervalResult):
     """Difference ``A - B`` of mean scores, its standard error and a two-sided test.
 
     ``statistic`` is t (``df`` set) or z (``df`` None). ``n`` is the number of matched
@@ -49,8 +48,12 @@ class CompareResult(HtmlMixin, IntervalResult):
     questions found on one side only and left out. ``correlation`` (paired) is the Pearson
     correlation of the two models' question scores. ``effect_size`` is Cohen's d: d_z (mean
     difference over the SD of the differences) when paired, the pooled-SD d otherwise. ``mde``
-    is the smallest difference this design detects with 80 % power at level ``1 - confidence``.
+    is the smallest difference this design detects with 80 % power at level ``1 - level``.
     """
+
+    kind = "compare"
+    view = "labcoat.stats.view:compare_view"
+    title = "Comparison"
 
     diff: float
     se: float
@@ -63,13 +66,13 @@ class CompareResult(HtmlMixin, IntervalResult):
     mean_b: float
     correlation: float | None
     n_clusters: int | None
-    confidence: float
+    level: float
     formula: str
     mde: float
     effect_size: float
     n_dropped_a: int = 0
     n_dropped_b: int = 0
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def _interval(self, level: float) -> ConfidenceInterval:
         return symmetric_interval(self.diff, self.se, level, self.df)
@@ -88,21 +91,23 @@ class CompareResult(HtmlMixin, IntervalResult):
             "mean_a": self.mean_a,
             "mean_b": self.mean_b,
             "n_clusters": self.n_clusters,
-            "confidence": self.confidence,
+            "level": self.level,
             "formula": self.formula,
             "mde": self.mde,
             "effect_size": self.effect_size,
             "n_dropped_a": self.n_dropped_a,
             "n_dropped_b": self.n_dropped_b,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY, "formula": OneOf(FORMULAS), "paired": BOOL, "strict": BOOL})
 def compare(
     a: Any,
     b: Any,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     paired: bool = True,
     ids_a: Any = None,
@@ -127,11 +132,9 @@ def compare(
     formula
         ``"cr1"`` (default, t intervals) or ``"miller"`` (Eq 5-8 as printed, z intervals).
     """
-    confidence = check_probability(confidence, "confidence")
-    formula = check_choice(formula, "formula", FORMULAS)
     if not paired:
-        return _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula)
-    qa, qb, index_a, index_b, dropped = _paired_iv(a, b, ids_a, ids_b, strict)
+        return _unpaired(a, b, cluster, cluster_b, level, ids_a, ids_b, formula)
+    qa, qb, index_a, index_b, dropped = paired_questions(a, b, ids_a, ids_b, strict)
     x, y = qa.means[index_a], qb.means[index_b]
     d = x - y
     n = d.size
@@ -161,52 +164,20 @@ def compare(
         mean_b=float(y.mean()),
         correlation=_pearson(x, y),
         n_clusters=n_clusters,
-        confidence=confidence,
+        level=level,
         formula=formula,
-        mde=detectable_effect(se, confidence, df),
+        mde=detectable_effect(se, level, df),
         effect_size=_ratio(diff, sd),
         n_dropped_a=dropped[0],
         n_dropped_b=dropped[1],
-        warnings=tuple(notes),
+        notes=tuple(notes),
     )
 
 
-def _paired_iv(a: Any, b: Any, ids_a: Any, ids_b: Any, strict: bool):
-    """Questions of both sides, the positions that line them up, and the counts left out."""
-    if (ids_a is None) != (ids_b is None):
-        raise InputError(
-            "give both `ids_a` and `ids_b` to match questions by id, or neither to match by "
-            "position."
-        )
-    qa = question_scores(a, ids_a, name="a")
-    qb = question_scores(b, ids_b, name="b")
-    if ids_a is None:
-        if qa.n != qb.n:
-            raise InputError(
-                f"`a` and `b` must score the same questions for a paired comparison; got {qa.n} "
-                "and "
-                f"{qb.n} questions. Pass ids to match them, or compare unpaired (paired=False)."
-            )
-        index = np.arange(qa.n)
-        return qa, qb, index, index, (0, 0)
-    match = shared_ids(qa.ids, qb.ids)
-    if strict and (match.only_a or match.only_b):
-        raise InputError(
-            f"question ids differ between A and B: {match.describe()}; without strict the "
-            "comparison would use the shared questions only."
-        )
-    if match.index_a.size < 2:
-        raise InputError(
-            f"a paired comparison needs at least 2 questions on both sides; {match.index_a.size} "
-            f"shared ({match.describe()}). Check that --on names the same ids in both files."
-        )
-    return qa, qb, match.index_a, match.index_b, (len(match.only_a), len(match.only_b))
-
-
-def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> CompareResult:
+def _unpaired(a, b, cluster, cluster_b, level, ids_a, ids_b, formula) -> CompareResult:
     """Eq 5-6: independent samples, ``SE = sqrt(SE_A^2 + SE_B^2)``; Welch df under CR1."""
-    ra = mean(a, cluster, confidence, ids=ids_a, formula=formula)
-    rb = mean(b, cluster_b, confidence, ids=ids_b, formula=formula)
+    ra = mean(a, cluster, level, ids=ids_a, formula=formula)
+    rb = mean(b, cluster_b, level, ids=ids_b, formula=formula)
     diff = ra.mean - rb.mean
     se = float(np.hypot(ra.se, rb.se))
     df = _welch_df(ra.se**2, ra.df, rb.se**2, rb.df)
@@ -230,12 +201,12 @@ def _unpaired(a, b, cluster, cluster_b, confidence, ids_a, ids_b, formula) -> Co
         mean_b=rb.mean,
         correlation=None,
         n_clusters=clusters,
-        confidence=confidence,
+        level=level,
         formula=formula,
-        mde=detectable_effect(se, confidence, df),
+        mde=detectable_effect(se, level, df),
         effect_size=_ratio(diff, pooled),
-        warnings=tuple(f"A: {w}" for w in ra.warnings if "Wilson" not in w)
-        + tuple(f"B: {w}" for w in rb.warnings if "Wilson" not in w),
+        notes=tuple(f"A: {w}" for w in ra.notes if "Wilson" not in w)
+        + tuple(f"B: {w}" for w in rb.notes if "Wilson" not in w),
     )
 
 
@@ -247,11 +218,9 @@ def _welch_df(var_a: float, df_a: float | None, var_b: float, df_b: float | None
     return float((var_a + var_b) ** 2 / den) if den > 0 else float(min(df_a, df_b))
 
 
-def detectable_effect(
-    se: float, confidence: float, df: float | None, power: float = MDE_POWER
-) -> float:
-    """Smallest true difference a two-sided test at ``1 - confidence`` detects with ``power``."""
-    return (quantile(0.5 + confidence / 2, df) + quantile(power, df)) * se
+def detectable_effect(se: float, level: float, df: float | None, power: float = MDE_POWER) -> float:
+    """Smallest true difference a two-sided test at ``1 - level`` detects with ``power``."""
+    return (quantile(0.5 + level / 2, df) + quantile(power, df)) * se
 
 
 def _test(diff: float, se: float, df: float | None) -> tuple[float, float]:
@@ -290,13 +259,17 @@ def _warnings(n: int, se: float, n_clusters: int | None, formula: str) -> tuple[
 
 
 @dataclass(frozen=True)
-class ExclusionResult:
+class ExclusionResult(StatsResult):
     """A paired comparison re-scored without some questions (e.g. flagged label errors).
 
     ``kept`` is the comparison without them, ``full`` the one with every question;
     ``decision_changed`` is True when one finds a significant difference (its interval
     excludes 0) and the other does not, or when the sign of a significant difference flips.
     """
+
+    kind = "compare.exclude"
+    view = "labcoat.stats.view:exclusion_view"
+    title = "Comparison without excluded questions"
 
     kept: CompareResult
     full: CompareResult
@@ -328,12 +301,14 @@ class ExclusionResult:
         return out
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY})
 def compare_excluding(
     a: Any,
     b: Any,
     exclude: Any,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     ids_a: Any,
     ids_b: Any,
@@ -351,12 +326,12 @@ def compare_excluding(
     lb = np.array([str(v) for v in np.asarray(ids_b, dtype=object)], dtype=object)
     keep_a = np.array([v not in drop for v in la], dtype=bool)
     keep_b = np.array([v not in drop for v in lb], dtype=bool)
-    full = compare(a, b, cluster, confidence, ids_a=la, ids_b=lb, **options)
+    full = compare(a, b, cluster, level, ids_a=la, ids_b=lb, **options)
     kept = compare(
         np.asarray(a)[keep_a],
         np.asarray(b)[keep_b],
         None if cluster is None else np.asarray(cluster, dtype=object)[keep_a],
-        confidence,
+        level,
         ids_a=la[keep_a],
         ids_b=lb[keep_b],
         **options,

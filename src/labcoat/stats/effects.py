@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import Interval, Seed, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.stats._questions import per_question
-from labcoat.stats._validation import check_count, check_random_state
+from labcoat.stats._validation import check_random_state
 from labcoat.stats.mean import cluster_codes
 
 #: enumerate every sign pattern up to this many units (2^16 = 65,536 patterns)
@@ -47,6 +48,8 @@ class PermutationResult:
         }
 
 
+@renamed(random_state="seed")
+@validate_params({"n_resamples": Interval(int, 1), "seed": Seed(generator=True)})
 def paired_permutation_test(
     a: Any,
     b: Any,
@@ -55,7 +58,7 @@ def paired_permutation_test(
     ids_a: Any = None,
     ids_b: Any = None,
     n_resamples: int = 9999,
-    random_state: int | np.random.Generator | None = 0,
+    seed: int | np.random.Generator | None = 0,
 ) -> PermutationResult:
     """Sign-flip permutation test of ``mean(a - b) = 0`` on paired question scores.
 
@@ -64,10 +67,9 @@ def paired_permutation_test(
     units (questions, or clusters when given); otherwise ``n_resamples`` random patterns and
     the p-value ``(hits + 1) / (n_resamples + 1)``, as :func:`scipy.stats.permutation_test`.
     """
-    from labcoat.stats.compare import _paired_iv
+    from labcoat.stats._questions import paired_questions
 
-    n_resamples = check_count(n_resamples, "n_resamples", minimum=1)
-    qa, qb, index_a, index_b, _ = _paired_iv(a, b, ids_a, ids_b, strict=False)
+    qa, qb, index_a, index_b, _ = paired_questions(a, b, ids_a, ids_b, strict=False)
     d = qa.means[index_a] - qb.means[index_b]
     n = d.size
     if cluster is None:
@@ -86,7 +88,7 @@ def paired_permutation_test(
         raise InputError(
             f"a permutation test needs at least 2 units (questions or clusters); got {units}."
         )
-    rng = check_random_state(random_state)
+    rng = check_random_state(seed)
     rows = max(1, _CHUNK_CELLS // units)
     parts = []
     for start in range(0, n_resamples, rows):

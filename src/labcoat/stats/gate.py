@@ -12,17 +12,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat.report.html import HtmlMixin
-from labcoat.stats._results import ConfidenceInterval
-from labcoat.stats._validation import check_positive
+from labcoat._validation import BOOL, PROBABILITY, Interval, OneOf, renamed, validate_params
+from labcoat.stats._results import ConfidenceInterval, StatsResult
 from labcoat.stats.compare import CompareResult, compare
+from labcoat.stats.mean import FORMULAS
 
 #: exit codes of ``labcoat stats gate`` (2 is bad input and 3 a labcoat bug, as everywhere)
 EXIT_CODES = {"ALLOW": 0, "REJECT": 1, "INCONCLUSIVE": 4}
 
 
 @dataclass(frozen=True)
-class GateResult(HtmlMixin):
+class GateResult(StatsResult):
     """``decision`` (ALLOW, REJECT or INCONCLUSIVE) on ``diff = new - old`` and its ``ci``.
 
     ``more_items`` estimates the further questions that would shrink the interval enough to
@@ -30,13 +30,17 @@ class GateResult(HtmlMixin):
     exactly on ``-margin``).
     """
 
+    kind = "gate"
+    view = "labcoat.stats.view:gate_view"
+    title = "Release gate"
+
     decision: str
     diff: float
     ci: ConfidenceInterval
     margin: float
     more_items: int | None
     comparison: CompareResult
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     @property
     def exit_code(self) -> int:
@@ -52,20 +56,29 @@ class GateResult(HtmlMixin):
             "n": self.comparison.n,
             "se": self.comparison.se,
             "pvalue": self.comparison.pvalue,
-            "confidence": self.comparison.confidence,
+            "level": self.comparison.level,
             "mde": self.comparison.mde,
             "n_dropped_new": self.comparison.n_dropped_a,
             "n_dropped_old": self.comparison.n_dropped_b,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
+@renamed(confidence="level")
+@validate_params(
+    {
+        "margin": Interval(float, 0.0),
+        "level": PROBABILITY,
+        "formula": OneOf(FORMULAS),
+        "strict": BOOL,
+    }
+)
 def gate(
     new: Any,
     old: Any,
     margin: float,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     ids_new: Any = None,
     ids_old: Any = None,
@@ -73,9 +86,8 @@ def gate(
     strict: bool = False,
 ) -> GateResult:
     """Decide whether ``new`` is not worse than ``old`` by more than ``margin`` (paired)."""
-    margin = check_positive(margin, "margin", allow_zero=True)
     res = compare(
-        new, old, cluster, confidence, ids_a=ids_new, ids_b=ids_old, formula=formula, strict=strict
+        new, old, cluster, level, ids_a=ids_new, ids_b=ids_old, formula=formula, strict=strict
     )
     ci = res.ci
     if ci.low > -margin:
@@ -85,8 +97,7 @@ def gate(
     else:
         decision, more = "INCONCLUSIVE", _more_items(res, ci, margin)
     notes = [
-        w.replace("only in A", "only in NEW").replace("only in B", "only in OLD")
-        for w in res.warnings
+        w.replace("only in A", "only in NEW").replace("only in B", "only in OLD") for w in res.notes
     ]
     if decision == "INCONCLUSIVE":
         if more is None:

@@ -16,14 +16,22 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import (
+    PROBABILITY,
+    Interval,
+    OneOf,
+    Seed,
+    deprecated_alias,
+    renamed,
+    validate_params,
+)
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
 from labcoat.stats._questions import per_question, question_scores
-from labcoat.stats._results import ConfidenceInterval
-from labcoat.stats._validation import check_count, check_probability, check_random_state
+from labcoat.stats._results import ConfidenceInterval, StatsResult
+from labcoat.stats._validation import check_random_state
 from labcoat.stats.compare import compare
-from labcoat.stats.mean import cluster_codes, mean
-from labcoat.stats.multiple import _holm
+from labcoat.stats.mean import FORMULAS, cluster_codes, mean
+from labcoat.stats.multiple import holm
 
 _CHUNK_CELLS = 1 << 22
 
@@ -80,18 +88,24 @@ class PairEntry:
 
 
 @dataclass(frozen=True)
-class LeaderboardResult(HtmlMixin):
+class LeaderboardResult(StatsResult):
     """Models best first, every pair, and the groups that cannot be told apart at ``alpha``."""
+
+    confidence = deprecated_alias("confidence", "level")
+
+    kind = "leaderboard"
+    view = "labcoat.stats.view:leaderboard_view"
+    title = "Leaderboard"
 
     models: list[ModelEntry]
     pairs: list[PairEntry]
     groups: list[list[str]]
     n: int
     n_clusters: int | None
-    confidence: float
+    level: float
     alpha: float
     n_resamples: int
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,22 +114,32 @@ class LeaderboardResult(HtmlMixin):
             "groups": self.groups,
             "n": self.n,
             "n_clusters": self.n_clusters,
-            "confidence": self.confidence,
+            "level": self.level,
             "alpha": self.alpha,
             "n_resamples": self.n_resamples,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {
+        "level": PROBABILITY,
+        "alpha": Interval(float, 0.0, 1.0, True, True, none=True),
+        "n_resamples": Interval(int, 2),
+        "seed": Seed(generator=True),
+        "formula": OneOf(FORMULAS),
+    }
+)
 def leaderboard(
     scores: Mapping[str, Any],
     ids: Mapping[str, Any] | None = None,
     cluster: Mapping[str, Any] | None = None,
     *,
-    confidence: float = 0.95,
+    level: float = 0.95,
     alpha: float | None = None,
     n_resamples: int = 2000,
-    random_state: int | np.random.Generator | None = 0,
+    seed: int | np.random.Generator | None = 0,
     formula: str = "cr1",
 ) -> LeaderboardResult:
     """Rank models with intervals, Holm-corrected pairwise tests and indistinguishable groups.
@@ -130,34 +154,32 @@ def leaderboard(
     cluster
         Model name -> cluster per row (only the first model's labels are used, per question).
     alpha
-        Level of the Holm-corrected pairwise tests that form the groups (``1 - confidence``).
+        Level of the Holm-corrected pairwise tests that form the groups (``1 - level``).
     """
-    confidence = check_probability(confidence, "confidence")
-    alpha = 1 - confidence if alpha is None else check_probability(alpha, "alpha")
-    n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
+    alpha = 1 - level if alpha is None else alpha
     names = list(scores)
     if len(names) < 2:
         raise InputError(f"a leaderboard needs at least 2 models; got {len(names)}.")
     matrix, codes, dropped = _common_questions(scores, ids, cluster, names)
     n = matrix.shape[0]
     fits = [
-        mean(matrix[:, j], None if codes is None else codes, confidence, formula=formula)
+        mean(matrix[:, j], None if codes is None else codes, level, formula=formula)
         for j in range(len(names))
     ]
     means = matrix.mean(axis=0)
     order = np.argsort(-means, kind="stable")
     ranks = _ranks(means[None, :])[0]
-    rank_draws = _bootstrap_ranks(matrix, codes, n_resamples, check_random_state(random_state))
-    low_q, high_q = (1 - confidence) / 2, (1 + confidence) / 2
+    rank_draws = _bootstrap_ranks(matrix, codes, n_resamples, check_random_state(seed))
+    low_q, high_q = (1 - level) / 2, (1 + level) / 2
     pairs, pvalues = [], []
     for i in range(len(order)):
         for j in range(i + 1, len(order)):
             a, b = order[i], order[j]
-            res = compare(matrix[:, a], matrix[:, b], codes, confidence, formula=formula)
+            res = compare(matrix[:, a], matrix[:, b], codes, level, formula=formula)
             pairs.append((names[a], names[b], res))
             pvalues.append(res.pvalue)
-    holm = _holm(np.asarray(pvalues)) if pvalues else np.array([])
-    distinct = {frozenset((x, y)) for (x, y, _), p in zip(pairs, holm) if p <= alpha}
+    holm_p = holm(np.asarray(pvalues)) if pvalues else np.array([])
+    distinct = {frozenset((x, y)) for (x, y, _), p in zip(pairs, holm_p) if p <= alpha}
     models = [
         ModelEntry(
             names[j],
@@ -175,21 +197,21 @@ def leaderboard(
     ]
     pair_rows = [
         PairEntry(x, y, r.diff, r.se, r.ci, r.pvalue, float(p), r.mde)
-        for (x, y, r), p in zip(pairs, holm)
+        for (x, y, r), p in zip(pairs, holm_p)
     ]
     notes = []
     if any(dropped.values()):
         lost = ", ".join(f"{k}: {v}" for k, v in dropped.items() if v)
         notes.append(f"only the {n} questions every model answered are used (left out: {lost})")
     n_clusters = None if codes is None else int(codes.max()) + 1
-    notes.extend(w for w in fits[order[0]].warnings if "Wilson" not in w)
+    notes.extend(w for w in fits[order[0]].notes if "Wilson" not in w)
     return LeaderboardResult(
         models,
         pair_rows,
         indistinguishable_groups([names[j] for j in order], distinct),
         n,
         n_clusters,
-        confidence,
+        level,
         alpha,
         n_resamples,
         tuple(notes),

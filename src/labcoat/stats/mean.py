@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import PROBABILITY, OneOf, renamed, validate_params
 from labcoat.errors import InputError
-from labcoat.report.html import HtmlMixin
 from labcoat.stats._distributions import critical_value
 from labcoat.stats._questions import Questions, per_question, question_scores
-from labcoat.stats._results import ConfidenceInterval, IntervalResult
-from labcoat.stats._validation import check_choice, check_probability
+from labcoat.stats._results import ConfidenceInterval, IntervalResult, StatsResult
 
 #: below this many questions (or clusters) the normal approximation is not to be trusted
 #: (Bowyer et al. 2025 show CLT intervals under-cover well into the low hundreds).
@@ -35,7 +34,7 @@ FORMULAS = ("cr1", "miller")
 
 
 @dataclass(frozen=True)
-class MeanResult(HtmlMixin, IntervalResult):
+class MeanResult(StatsResult, IntervalResult):
     """Mean score with its standard error and interval.
 
     ``se`` is the CR1 clustered standard error when clusters were given (Eq 4 with
@@ -45,6 +44,10 @@ class MeanResult(HtmlMixin, IntervalResult):
     ``"t"``, ``"z"`` or ``"wilson"`` (0/1 scores at small n or near 0 or 1).
     """
 
+    kind = "mean"
+    view = "labcoat.stats.view:mean_view"
+    title = "Mean"
+
     mean: float
     se: float
     n: int
@@ -52,10 +55,10 @@ class MeanResult(HtmlMixin, IntervalResult):
     df: float | None
     se_clt: float
     k: float
-    confidence: float
+    level: float
     formula: str
     interval: str
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def _interval(self, level: float) -> ConfidenceInterval:
         """The interval of :attr:`interval`'s method at ``level``."""
@@ -73,17 +76,19 @@ class MeanResult(HtmlMixin, IntervalResult):
             "df": self.df,
             "se_clt": self.se_clt,
             "k": self.k,
-            "confidence": self.confidence,
+            "level": self.level,
             "formula": self.formula,
             "interval": self.interval,
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY, "formula": OneOf(FORMULAS)})
 def mean(
     scores: Any,
     cluster: Any = None,
-    confidence: float = 0.95,
+    level: float = 0.95,
     *,
     ids: Any = None,
     formula: str = "cr1",
@@ -97,7 +102,7 @@ def mean(
         answer per row with ``ids`` saying which question each row answers.
     cluster
         Optional cluster label per question (or per row with ``ids``).
-    confidence
+    level
         Level of :attr:`MeanResult.ci`; any other level via ``confidence_interval(level)``.
     ids
         Question id per row; rows that share an id are averaged into one question score.
@@ -106,8 +111,7 @@ def mean(
         0/1 scores without clusters get a Wilson interval under ``"cr1"`` when n < 30 or the
         t interval would leave [0, 1]; :attr:`MeanResult.warnings` says so.
     """
-    formula = check_choice(formula, "formula", FORMULAS)
-    questions, clusters, confidence = _mean_iv(scores, cluster, confidence, ids)
+    questions, clusters, level = _mean_iv(scores, cluster, level, ids)
     x = questions.means
     n = x.size
     centred = x - x.mean()
@@ -117,7 +121,7 @@ def mean(
     notes = list(trust_warnings(x, n_clusters, formula))
     interval = "z" if df is None else "t"
     if formula == "cr1" and clusters is None and _is_binary(x):
-        t_ci = symmetric_interval(estimate, se, confidence, df)
+        t_ci = symmetric_interval(estimate, se, level, df)
         if n < FEW_ITEMS or t_ci.low < 0 or t_ci.high > 1:
             interval = "wilson"
             why = f"only {n} questions" if n < FEW_ITEMS else "the t interval leaves [0, 1]"
@@ -130,17 +134,16 @@ def mean(
         df=df,
         se_clt=se_clt,
         k=questions.k,
-        confidence=confidence,
+        level=level,
         formula=formula,
         interval=interval,
-        warnings=tuple(notes),
+        notes=tuple(notes),
     )
 
 
 def _mean_iv(
-    scores: Any, cluster: Any, confidence: Any, ids: Any
+    scores: Any, cluster: Any, level: Any, ids: Any
 ) -> tuple[Questions, np.ndarray | None, float]:
-    confidence = check_probability(confidence, "confidence")
     questions = question_scores(scores, ids)
     if questions.n < 2:
         raise InputError(
@@ -149,7 +152,7 @@ def _mean_iv(
     clusters = (
         None if cluster is None else cluster_codes(per_question(cluster, questions, "cluster"))
     )
-    return questions, clusters, confidence
+    return questions, clusters, level
 
 
 def _is_binary(x: np.ndarray) -> bool:
@@ -222,16 +225,16 @@ def eq8_se(centred: np.ndarray, codes: np.ndarray) -> float:
 
 
 def symmetric_interval(
-    estimate: float, se: float, confidence: float, df: float | None = None
+    estimate: float, se: float, level: float, df: float | None = None
 ) -> ConfidenceInterval:
     """``estimate ± q * se`` with ``q`` from t(df), or the normal when ``df`` is None."""
-    half = critical_value(confidence, df) * se
+    half = critical_value(level, df) * se
     return ConfidenceInterval(estimate - half, estimate + half)
 
 
-def wilson_interval(p: float, n: int, confidence: float) -> ConfidenceInterval:
+def wilson_interval(p: float, n: int, level: float) -> ConfidenceInterval:
     """Wilson's score interval for a share ``p`` of ``n`` 0/1 answers (scipy's ``wilson``)."""
-    z = critical_value(confidence)
+    z = critical_value(level)
     z2n = z * z / n
     centre = (p + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))

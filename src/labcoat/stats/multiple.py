@@ -59,11 +59,11 @@ def adjust_pvalues(pvalues: Any, method: str = "holm", alpha: float = 0.05) -> A
     if method == "bh":
         adjusted = sps.false_discovery_control(p, method="bh")
     else:
-        adjusted = _holm(p)
+        adjusted = holm(p)
     return AdjustedPValues(p, adjusted, adjusted <= alpha, method, alpha)
 
 
-def _holm(p: np.ndarray) -> np.ndarray:
+def holm(p: np.ndarray) -> np.ndarray:
     """``max_{j <= i} min(1, (m - j + 1) p_(j))`` over the sorted p-values, back in input order."""
     m = p.size
     order = np.argsort(p, kind="stable")

@@ -14,11 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import (
+    PROBABILITY,
+    Interval,
+    OneOf,
+    deprecated_alias,
+    renamed,
+    validate_params,
+)
 from labcoat.errors import InputError
 from labcoat.stats._results import ConfidenceInterval
 from labcoat.stats._validation import (
     check_choice,
-    check_count,
     check_probability,
     check_same_length,
     check_scores,
@@ -34,9 +41,11 @@ EXACT_BELOW = 25
 class ProportionResult:
     """``successes`` out of ``n``; intervals by any method via :meth:`confidence_interval`."""
 
+    confidence = deprecated_alias("confidence", "level")
+
     successes: int
     n: int
-    confidence: float
+    level: float
     method: str
 
     @property
@@ -45,10 +54,11 @@ class ProportionResult:
 
     @property
     def ci(self) -> ConfidenceInterval:
-        return self.confidence_interval(self.confidence, self.method)
+        return self.confidence_interval(self.level, self.method)
 
+    @renamed(confidence_level="level")
     def confidence_interval(
-        self, confidence_level: float = 0.95, method: str | None = None
+        self, level: float = 0.95, method: str | None = None
     ) -> ConfidenceInterval:
         """Two-sided interval for the true proportion.
 
@@ -60,7 +70,7 @@ class ProportionResult:
         """
         from scipy import stats as sps
 
-        level = check_probability(confidence_level, "confidence_level")
+        level = check_probability(level, "level")
         method = check_choice(self.method if method is None else method, "method", METHODS)
         k, n = self.successes, self.n
         if method == "wilson":
@@ -80,38 +90,43 @@ class ProportionResult:
         return ConfidenceInterval(max(p - half, 0.0), min(p + half, 1.0))
 
     def to_dict(self) -> dict[str, Any]:
-        intervals = {m: list(self.confidence_interval(self.confidence, m)) for m in METHODS}
+        intervals = {m: list(self.confidence_interval(self.level, m)) for m in METHODS}
         return {
             "successes": self.successes,
             "n": self.n,
             "proportion": self.proportion,
-            "confidence": self.confidence,
+            "level": self.level,
             "intervals": intervals,
         }
 
 
+@renamed(confidence="level")
+@validate_params(
+    {
+        "successes": Interval(int, 0),
+        "n": Interval(int, 1),
+        "level": PROBABILITY,
+        "method": OneOf(METHODS),
+    }
+)
 def proportion(
-    successes: Any, n: Any, confidence: float = 0.95, method: str = "wilson"
+    successes: Any, n: Any, level: float = 0.95, method: str = "wilson"
 ) -> ProportionResult:
     """Proportion ``successes / n`` with a small-sample-safe interval (Wilson by default)."""
-    n = check_count(n, "n", minimum=1)
-    successes = check_count(successes, "successes", minimum=0)
+    n, successes = int(n), int(successes)
     if successes > n:
         raise InputError(f"`successes` cannot exceed `n`; got successes={successes}, n={n}.")
-    return ProportionResult(
-        successes,
-        n,
-        check_probability(confidence, "confidence"),
-        check_choice(method, "method", METHODS),
-    )
+    return ProportionResult(successes, n, float(level), method)
 
 
+@renamed(confidence="level")
+@validate_params({"level": PROBABILITY, "method": OneOf(METHODS)})
 def proportion_from_scores(
-    scores: Any, confidence: float = 0.95, method: str = "wilson"
+    scores: Any, level: float = 0.95, method: str = "wilson"
 ) -> ProportionResult:
     """:func:`proportion` for a vector of 0/1 scores."""
     x = check_binary(scores, "scores")
-    return proportion(int(x.sum()), int(x.size), confidence, method)
+    return proportion(int(x.sum()), int(x.size), level, method)
 
 
 @dataclass(frozen=True)

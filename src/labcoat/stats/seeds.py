@@ -18,12 +18,18 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import (
+    PROBABILITY,
+    Interval,
+    Seed,
+    deprecated_alias,
+    renamed,
+    validate_params,
+)
 from labcoat.errors import InputError
 from labcoat.stats._results import BootstrapResult
 from labcoat.stats._validation import (
-    check_count,
     check_finite,
-    check_probability,
     check_random_state,
     check_scores,
 )
@@ -94,14 +100,23 @@ class SeedsSummary:
         }
 
 
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {
+        "gamma": Interval(float),
+        "n_resamples": Interval(int, 2),
+        "level": PROBABILITY,
+        "seed": Seed(generator=True),
+    }
+)
 def aggregate(
     scores: Any,
     metrics: tuple[str, ...] = ("iqm", "mean", "median", "optimality_gap"),
     *,
     gamma: float = 1.0,
     n_resamples: int = 2000,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
 ) -> SeedsSummary:
     """IQM, mean, median and optimality gap with stratified-bootstrap percentile intervals."""
     x = _check_runs(scores, "scores")
@@ -110,10 +125,7 @@ def aggregate(
         raise InputError(
             f"`metrics` must name some of {', '.join(AGGREGATES)}; got {list(metrics)!r}."
         )
-    gamma = check_finite(gamma, "gamma")
-    n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
-    confidence = check_probability(confidence, "confidence")
-    rng = check_random_state(random_state)
+    rng = check_random_state(seed)
     values: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     for resample in stratified_resamples(x, n_resamples, rng):
         for m in metrics:
@@ -127,18 +139,22 @@ def aggregate(
             dist,
             m,
             x.shape[0],
-            confidence,
+            level,
         )
     return SeedsSummary(out, x.shape[0], x.shape[1])
 
 
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {"n_resamples": Interval(int, 2), "level": PROBABILITY, "seed": Seed(generator=True)}
+)
 def probability_of_improvement(
     x: Any,
     y: Any,
     *,
     n_resamples: int = 2000,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
 ) -> BootstrapResult:
     """``P(X > Y)``: the chance a run of X beats a run of Y on a task, averaged over tasks.
 
@@ -152,9 +168,7 @@ def probability_of_improvement(
         raise InputError(
             f"`x` and `y` must cover the same tasks; got {a.shape[1]} and {b.shape[1]} tasks."
         )
-    n_resamples = check_count(n_resamples, "n_resamples", minimum=2)
-    confidence = check_probability(confidence, "confidence")
-    rng = check_random_state(random_state)
+    rng = check_random_state(seed)
     point = float(
         np.mean(
             [
@@ -168,7 +182,7 @@ def probability_of_improvement(
     chunks_b = stratified_resamples(b, n_resamples, rng, cells_per_resample=pair_cells)
     dist = np.concatenate([_prob_improvement(ra, rb) for ra, rb in zip(chunks_a, chunks_b)])
     return BootstrapResult(
-        point, float(dist.std(ddof=1)), dist, "probability_of_improvement", a.shape[0], confidence
+        point, float(dist.std(ddof=1)), dist, "probability_of_improvement", a.shape[0], level
     )
 
 
@@ -217,9 +231,11 @@ class MethodsSummary:
     """Several methods' runs: each method's :class:`SeedsSummary`, and ``P(first > other)``
     for the first method against each other one (keys ``(first, other)``)."""
 
+    confidence = deprecated_alias("confidence", "level")
+
     summaries: dict[str, SeedsSummary]
     improvements: dict[tuple[str, str], BootstrapResult]
-    confidence: float
+    level: float
     n_resamples: int
 
     def to_dict(self) -> dict[str, Any]:
@@ -229,11 +245,20 @@ class MethodsSummary:
                 {"x": x, "y": y, "statistic": r.statistic, "ci": list(r.ci), "se": r.se}
                 for (x, y), r in self.improvements.items()
             ],
-            "confidence": self.confidence,
+            "level": self.level,
             "n_resamples": self.n_resamples,
         }
 
 
+@renamed(confidence="level", random_state="seed")
+@validate_params(
+    {
+        "gamma": Interval(float),
+        "n_resamples": Interval(int, 2),
+        "level": PROBABILITY,
+        "seed": Seed(generator=True),
+    }
+)
 def summarize_runs(
     scores: Any,
     tasks: Any = None,
@@ -241,8 +266,8 @@ def summarize_runs(
     *,
     gamma: float = 1.0,
     n_resamples: int = 2000,
-    confidence: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
+    seed: int | np.random.Generator | None = None,
 ) -> MethodsSummary:
     """Long rows of runs (one score per run and task, labelled by ``tasks`` and ``methods``)
     to per-method :func:`aggregate` summaries and :func:`probability_of_improvement`.
@@ -266,7 +291,7 @@ def summarize_runs(
     }
     if len({tuple(names) for _, names in grids.values()}) > 1:
         raise InputError("methods cover different tasks; every method needs runs on every task.")
-    options = dict(n_resamples=n_resamples, confidence=confidence, random_state=random_state)
+    options = dict(n_resamples=n_resamples, level=level, seed=seed)
     summaries = {m: aggregate(grid, gamma=gamma, **options) for m, (grid, _) in grids.items()}
     names = list(grids)
     improvements = {
@@ -275,7 +300,7 @@ def summarize_runs(
         )
         for other in names[1:]
     }
-    return MethodsSummary(summaries, improvements, confidence, n_resamples)
+    return MethodsSummary(summaries, improvements, level, n_resamples)
 
 
 def runs_by_task(

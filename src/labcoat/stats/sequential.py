@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import PROBABILITY, Interval, deprecated_alias, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.stats._results import ConfidenceInterval
 from labcoat.stats._validation import (
@@ -48,7 +49,7 @@ class ConfidenceSequence:
 
     Feed values as they arrive with :meth:`update`; read :attr:`interval` whenever you like and
     stop as soon as :meth:`done` says so. The probability that the interval ever fails to
-    contain the true mean, at any step, is at most ``1 - confidence``. Values must be i.i.d.
+    contain the true mean, at any step, is at most ``1 - level``. Values must be i.i.d.
     draws (or, more generally, have a constant conditional mean) and must lie in the stated
     bounds; tighter bounds give tighter intervals.
 
@@ -56,22 +57,23 @@ class ConfidenceSequence:
     ----------
     lower, upper
         Bounds every value is known to respect (``0`` and ``1`` for accuracy).
-    confidence
+    level
         Probability that the whole sequence of intervals covers the mean.
     grid_size
         Number of candidate means the bounds are split into; the interval is exact up to one
         grid step, ``(upper - lower) / grid_size``.
     """
 
-    def __init__(
-        self, lower: float, upper: float, confidence: float = 0.95, *, grid_size: int = 2000
-    ):
+    confidence = deprecated_alias("confidence", "level")
+
+    @renamed(confidence="level")
+    def __init__(self, lower: float, upper: float, level: float = 0.95, *, grid_size: int = 2000):
         lower, upper = _check_bounds(lower, upper)
         self.lower = lower
         self.upper = upper
-        self.confidence = check_probability(confidence, "confidence")
+        self.level = check_probability(level, "level")
         grid_size = check_count(grid_size, "grid_size", minimum=10)
-        self._alpha = 1.0 - self.confidence
+        self._alpha = 1.0 - self.level
         self._log_threshold = math.log(1.0 / self._alpha)
         self._bet_scale = 2.0 * math.log(2.0 / self._alpha)
         self._grid = np.linspace(0.0, 1.0, grid_size + 1)
@@ -204,7 +206,7 @@ class ConfidenceSequence:
             "mean": self.mean,
             "ci": list(ci),
             "n": self.n,
-            "confidence": self.confidence,
+            "level": self.level,
             "bounds": [self.lower, self.upper],
         }
 
@@ -212,7 +214,7 @@ class ConfidenceSequence:
         ci = self.interval
         return (
             f"ConfidenceSequence(n={self.n}, mean={self.mean:.6g}, "
-            f"interval=({ci.low:.6g}, {ci.high:.6g}), confidence={self.confidence:g})"
+            f"interval=({ci.low:.6g}, {ci.high:.6g}), level={self.level:g})"
         )
 
 
@@ -234,15 +236,17 @@ class SequentialResult:
     before the data ran out. ``ci`` is the anytime-valid interval at that point.
     """
 
+    confidence = deprecated_alias("confidence", "level")
+
     mean: float
     ci: ConfidenceInterval
     n_used: int
     n_total: int
     stopped: bool
     reason: str
-    confidence: float
+    level: float
     bounds: tuple[float, float]
-    warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -252,12 +256,23 @@ class SequentialResult:
             "n_total": self.n_total,
             "stopped": self.stopped,
             "reason": self.reason,
-            "confidence": self.confidence,
+            "level": self.level,
             "bounds": list(self.bounds),
-            "warnings": list(self.warnings),
+            "warnings": list(self.notes),
         }
 
 
+@renamed(confidence="level")
+@validate_params(
+    {
+        "lower": Interval(float),
+        "upper": Interval(float),
+        "width": Interval(float, 0.0, low_open=True, none=True),
+        "threshold": Interval(float, none=True),
+        "batch": Interval(int, 1),
+        "level": PROBABILITY,
+    }
+)
 def replay(
     scores: Any,
     *,
@@ -267,7 +282,7 @@ def replay(
     width: float | None = None,
     threshold: float | None = None,
     batch: int = 1,
-    confidence: float = 0.95,
+    level: float = 0.95,
 ) -> SequentialResult:
     """Stream ``scores`` in order (``scores - baseline`` when a baseline's matched scores are
     given) through a :class:`ConfidenceSequence`, checking after every ``batch`` items whether
@@ -276,7 +291,6 @@ def replay(
         raise InputError(
             "give `width`, `threshold` or both: the condition that lets the eval stop."
         )
-    batch = check_count(batch, "batch", minimum=1)
     values = check_scores(scores, "scores")
     lower, upper = _check_bounds(lower, upper)
     if baseline is not None:
@@ -287,7 +301,7 @@ def replay(
             )
         values = values - other
         lower, upper = lower - upper, upper - lower
-    cs = ConfidenceSequence(lower, upper, confidence)
+    cs = ConfidenceSequence(lower, upper, level)
     stopped = False
     for start in range(0, values.size, batch):
         if cs.update(values[start : start + batch]).done(width=width, threshold=threshold):
@@ -300,7 +314,7 @@ def replay(
     else:
         reason = f"not decided after all {values.size} items"
     return SequentialResult(
-        cs.mean, cs.interval, cs.n, int(values.size), stopped, reason, cs.confidence, (lower, upper)
+        cs.mean, cs.interval, cs.n, int(values.size), stopped, reason, cs.level, (lower, upper)
     )
 
 

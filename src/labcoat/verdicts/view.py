@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from labcoat.render import findings_table
+from labcoat.view import findings_table
 
 VERDICT_STYLE = {"confirmed": "bold green", "refuted": "bold red", "inconclusive": "yellow"}
 

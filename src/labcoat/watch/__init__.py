@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_EVERY": "labcoat.watch.watcher:DEFAULT_EVERY",
     "DEFAULT_SYNC_EVERY": "labcoat.watch.watcher:DEFAULT_SYNC_EVERY",
     "Watcher": "labcoat.watch.watcher:Watcher",
+    "WatchReport": "labcoat.watch.result:WatchReport",
     "watch": "labcoat.watch.watcher:watch",
 }
 

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from labcoat._validation import POSITIVE_INT
+from labcoat._validation import POSITIVE_INT, deprecated_alias, renamed
 from labcoat.errors import InputError
+from labcoat.interval import ConfidenceInterval
 
 #: a score function takes one batch and returns one score per item (tensor, array or list)
 ScoreFn = Callable[[Any], Any]
@@ -43,8 +44,9 @@ class Evaluation:
     threshold: float | None = None
     lower: float = 0.0
     upper: float = 1.0
-    confidence: float = 0.95
+    level: float = 0.95
     name: str = "eval"
+    confidence = deprecated_alias("confidence", "level")
 
     def settings(self) -> dict[str, Any]:
         """The keyword arguments of :func:`evaluate` this evaluation fixes (its stopping rule
@@ -68,13 +70,15 @@ class Evaluation:
 class EvalResult:
     """One evaluation: the mean per-item score and its anytime-valid confidence interval."""
 
+    confidence = deprecated_alias("confidence", "level")
+
     name: str
     step: int | None
     n: int
     mean: float
     low: float
     high: float
-    confidence: float
+    level: float
     #: True when the interval became tight enough before the batches ran out
     stopped_early: bool
     batches: int
@@ -87,6 +91,11 @@ class EvalResult:
     def width(self) -> float:
         return self.high - self.low
 
+    @property
+    def ci(self) -> ConfidenceInterval:
+        """The anytime-valid interval at :attr:`level`, as every engine's ``ci``."""
+        return ConfidenceInterval(self.low, self.high)
+
     def to_event(self, rank: int | None) -> dict[str, Any]:
         early = ", stopped early" if self.stopped_early else ""
         return {
@@ -97,13 +106,13 @@ class EvalResult:
             "value": self.mean,
             "message": (
                 f"{self.name}: {self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] ("
-                f"{self.confidence:.0%} anytime interval, n={self.n}{early})"
+                f"{self.level:.0%} anytime interval, n={self.n}{early})"
             ),
             "evidence": {
                 "name": self.name,
                 "n": self.n,
                 "interval": [self.low, self.high],
-                "confidence": self.confidence,
+                "confidence": self.level,
                 "stopped_early": self.stopped_early,
                 "batches": self.batches,
                 "seconds": self.seconds,
@@ -112,6 +121,11 @@ class EvalResult:
         }
 
 
+# Evaluation(confidence=...) keeps working one release
+Evaluation.__init__ = renamed(confidence="level")(Evaluation.__init__)  # type: ignore[method-assign]
+
+
+@renamed(confidence="level")
 def evaluate(
     model: nn.Module,
     batches: Iterable[Any] | Callable[[], Iterable[Any]],
@@ -121,7 +135,7 @@ def evaluate(
     threshold: float | None = None,
     lower: float = 0.0,
     upper: float = 1.0,
-    confidence: float = 0.95,
+    level: float = 0.95,
     name: str = "eval",
     step: int | None = None,
 ) -> EvalResult:
@@ -132,7 +146,7 @@ def evaluate(
         raise InputError(
             "evaluate needs `width`, `threshold` or both to know when to stop; got neither."
         )
-    cs = ConfidenceSequence(lower, upper, confidence)
+    cs = ConfidenceSequence(lower, upper, level)
     start = time.perf_counter()
     seen = 0
     stopped = False
@@ -162,7 +176,7 @@ def evaluate(
         mean=cs.mean,
         low=float(ci.low),
         high=float(ci.high),
-        confidence=cs.confidence,
+        level=cs.level,
         stopped_early=stopped,
         batches=seen,
         seconds=time.perf_counter() - start,

@@ -125,10 +125,10 @@ class Judge:
 
     def _raise(self, inv: Invariant, v: Violation, sample: Sample) -> Alert:
         alert = Alert(
-            kind=inv.kind,
+            check=inv.kind,
             step=sample.step,
             rank=self.rank,
-            severity=v.severity or inv.severity,
+            status=v.severity or inv.severity,
             message=v.message,
             evidence=dict(v.evidence),
             subject=v.subject,
@@ -137,7 +137,7 @@ class Judge:
         )
         self.alerts.append(alert)
         self.emit(alert.to_event())
-        logger.warning("%s at step %s: %s", alert.kind, alert.step, alert.message)
+        logger.warning("%s at step %s: %s", alert.check, alert.step, alert.message)
         for cb in self.callbacks:
             cb(alert)
         return alert
@@ -173,9 +173,9 @@ class Judge:
         self.drain()
         out: list[Finding] = []
         for inv in self.invariants:
-            mine = [a for a in self.alerts if a.kind == inv.kind]
+            mine = [a for a in self.alerts if a.check == inv.kind]
             if mine:
-                out.extend(a.to_finding() for a in mine)
+                out.extend(a.to_finding(type(inv).declaration()) for a in mine)
                 continue
             skipped = self.skipped.get(inv.kind) if started else "the watch never started"
             if not skipped and inv in self.active:

@@ -16,12 +16,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from labcoat._validation import check_int
+from labcoat._validation import POSITIVE_INT, validate_params
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import resolve
+from labcoat.result import Result
 from labcoat.watch._resolve import select_replicated
-from labcoat.watch.alerts import Alert
+from labcoat.watch.alerts import Alert, Findings
 from labcoat.watch.distributed import RankInfo
 from labcoat.watch.evaluation import EvalResult, Evaluation, ScoreFn, evaluate
 from labcoat.watch.events import EventLog, rank_path
@@ -44,7 +45,7 @@ DEFAULT_JUDGE_EVERY = DEFAULT_EVERY
 STATE_VERSION = 1
 
 
-class Watcher:
+class Watcher(Result):
     """A running watch over one model and optimizer; made by :func:`watch`.
 
     Call :meth:`observe` once per training step, after ``optimizer.step()``. New alerts are
@@ -52,6 +53,17 @@ class Watcher:
     ``on_alert`` callback and appended to the ``events`` file when one is given.
     """
 
+    engine = "watch"
+    section = "labcoat.report.sections.watch:result_section"
+    title = "Watch"
+
+    @validate_params(
+        {
+            "every": POSITIVE_INT,
+            "sync_every": POSITIVE_INT,
+            "judge_every": POSITIVE_INT,
+        }
+    )
     def __init__(
         self,
         model: nn.Module,
@@ -72,9 +84,11 @@ class Watcher:
     ):
         self.model = _check_model(model)
         self.optimizer = _check_optimizer(optimizer)
-        self.every = _check_count(every, "every")
-        self.sync_every = _check_count(sync_every, "sync_every")
-        self.judge_every = _check_count(judge_every, "judge_every")
+        self.every, self.sync_every, self.judge_every = (
+            int(every),
+            int(sync_every),
+            int(judge_every),
+        )
         from labcoat.ledger import Ledger
 
         self.ledger = Ledger.for_recording(ledger)
@@ -171,9 +185,9 @@ class Watcher:
         self.judge.close()
         if self.ledger is not None:
             if self._run is None:
-                self.ledger.record_findings(self.findings(), source="watch")
+                self.ledger.record_findings(self.findings, source="watch")
             else:
-                self.ledger.record_findings(self.findings(), run=self._run, source="watch")
+                self.ledger.record_findings(self.findings, run=self._run, source="watch")
                 self.ledger.finish_run(
                     self._run, status="failed" if failed else "ok", exit_status=None
                 )
@@ -253,9 +267,9 @@ class Watcher:
         """Evaluate the model now, stopping once the interval is tight; recorded as an event.
 
         ``settings`` are :func:`~labcoat.watch.evaluation.evaluate`'s (width, threshold, lower,
-        upper, confidence, name). ``score(batch)`` returns one score per item in
+        upper, level, name). ``score(batch)`` returns one score per item in
         ``[lower, upper]``; scores stream into an anytime-valid confidence sequence, so stopping
-        at ``width`` (or once ``threshold`` is excluded) keeps its ``confidence``.
+        at ``width`` (or once ``threshold`` is excluded) keeps its ``level``.
         """
         if self.sampler is not None:
             self.sampler.evaluating = True
@@ -348,10 +362,19 @@ class Watcher:
         self.judge.drain()
         return list(self.judge.events)
 
+    @property
     def findings(self) -> list[Finding]:
         """One finding per alert, a pass per invariant that held, a skip per one that could not
         apply: what the ledger records for this run."""
-        return self.judge.findings(self.observed, self.samples, self._started)
+        return Findings(self.judge.findings(self.observed, self.samples, self._started))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "observed": self.observed,
+            "samples": self.samples,
+            "events": self.events,
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running" if self._started else "not started"
@@ -437,7 +460,3 @@ def _check_optimizer(optimizer: Any) -> torch.optim.Optimizer:
             "the optimizer whose step() trains the model."
         )
     return optimizer
-
-
-def _check_count(value: Any, name: str) -> int:
-    return check_int(value, name, minimum=1)

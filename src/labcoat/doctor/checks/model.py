@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from labcoat.doctor.case import Case, ProbeFailed
+from labcoat.doctor.copies import has_nonzero_grad, optimizer_tensors, perturb_zero_tensors
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
-from labcoat.doctor.setup import has_nonzero_grad, optimizer_tensors, perturb_zero_tensors
 from labcoat.doctor.targets import layout_of, to_output
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.params import unmatched as unmatched_items

@@ -7,12 +7,12 @@ import math
 import torch
 
 from labcoat.doctor.case import Case, run_steps
-from labcoat.doctor.registry import check
-from labcoat.doctor.setup import (
+from labcoat.doctor.copies import (
     has_nonzero_grad,
     optimizer_tensors,
     requires_grad_set_by_train,
 )
+from labcoat.doctor.registry import check
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.modes import mode_dependent
 

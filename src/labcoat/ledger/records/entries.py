@@ -71,7 +71,7 @@ class Entry:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def __rich__(self):
-        from labcoat.ledger.views import entry_view
+        from labcoat.ledger.view import entry_view
 
         return entry_view(self)
 

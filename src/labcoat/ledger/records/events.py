@@ -58,6 +58,8 @@ _KNOWN = {f.name for f in fields(Event)}
 def _as_mapping(event: Any) -> Mapping[str, Any]:
     if isinstance(event, Mapping):
         return event
+    if callable(getattr(event, "to_event", None)):  # a watch alert: its event, not its finding
+        return event.to_event()
     if callable(getattr(event, "to_dict", None)):
         return event.to_dict()
     if dataclasses.is_dataclass(event) and not isinstance(event, type):

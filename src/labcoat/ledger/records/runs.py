@@ -92,7 +92,7 @@ class Run:
         return {k: getattr(self, k) for k in self.SUMMARY}
 
     def __rich__(self):
-        from labcoat.ledger.views import run_view
+        from labcoat.ledger.view import run_view
 
         return run_view(self)
 

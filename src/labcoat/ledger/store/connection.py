@@ -180,8 +180,10 @@ class Store(ABC):
         """The database engine's own consistency check; an empty list means healthy."""
         return []
 
-    def storage_problems(self) -> tuple[list[str], list[str]]:
-        """(problems, notes) about how the ledger sits on disk, beyond its rows."""
+    def storage_problems(self, *, sealed_on_close: bool = True) -> tuple[list[str], list[str]]:
+        """(problems, notes) about how the ledger sits on disk, beyond its rows;
+        ``sealed_on_close``: the ledger's migrations include the one that seals it on close
+        (the caller, which knows the schema, says so: this module does not import it)."""
         return [], []
 
     def _writer_conn(self) -> Any:
@@ -545,12 +547,14 @@ class SQLiteStore(Store):
             rows = [r[0] for r in tx.all("PRAGMA integrity_check")]
         return [] if rows == ["ok"] else rows
 
-    def storage_problems(self) -> tuple[list[str], list[str]]:
+    def storage_problems(self, *, sealed_on_close: bool = True) -> tuple[list[str], list[str]]:
         """A file that says a writer has it open (WAL mode) but has no ``-wal`` beside it was
         copied or moved without the commits that lived there; a ``-wal`` holding commits means
-        the file alone is not the whole ledger yet (a writer is open, or one died)."""
+        the file alone is not the whole ledger yet (a writer is open, or one died). Ledgers
+        from before the seal-on-close migration (``sealed_on_close`` False) were left in WAL
+        mode when closed, so a missing ``-wal`` is no problem there."""
         wal_bytes = self.wal.stat().st_size if self.wal.exists() else None
-        if self._cut_from_wal and not self._written_by_an_older_labcoat():
+        if self._cut_from_wal and sealed_on_close:
             return self._without_wal()
         if wal_bytes and wal_bytes > 32 and self.wal.stat().st_mtime >= self.path.stat().st_mtime:
             return [], [
@@ -585,15 +589,6 @@ class SQLiteStore(Store):
             f"was checkpointed into the file by another SQLite client: every row it committed "
             f"is in the file ({self.heads.name} agrees); nothing was lost"
         ]
-
-    def _written_by_an_older_labcoat(self) -> bool:
-        """Ledgers from before the seal-on-close migration were left in WAL mode when closed."""
-        from labcoat.ledger.store.migrations import TABLE
-        from labcoat.ledger.store.schema import SEALED_ON_CLOSE
-
-        with self.read() as tx:
-            return tx.value(f"SELECT 1 FROM {TABLE} WHERE name = ?", (SEALED_ON_CLOSE,)) is None
-
 
 def _deny_attach(action: int, *_: Any) -> int:
     """Authorizer for readers: ATTACH could open (and create) another, writable file."""

@@ -29,7 +29,7 @@ class SqlResult:
         return {"columns": list(self.columns), "rows": rows}
 
     def __rich__(self):
-        from labcoat.ledger.views import sql_table
+        from labcoat.ledger.view import sql_table
 
         return sql_table(self)
 

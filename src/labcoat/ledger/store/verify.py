@@ -17,7 +17,8 @@ from typing import Any
 from labcoat.ledger.store.blobs import check_blobs
 from labcoat.ledger.store.chain import Break, walk
 from labcoat.ledger.store.connection import Store, Tx
-from labcoat.ledger.store.schema import CHAINS
+from labcoat.ledger.store.migrations import TABLE as MIGRATIONS
+from labcoat.ledger.store.schema import CHAINS, SEALED_ON_CLOSE
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class VerifyResult:
         }
 
     def __rich__(self):
-        from labcoat.ledger.views import verify_view
+        from labcoat.ledger.view import verify_view
 
         return verify_view(self)
 
@@ -199,5 +200,16 @@ def verify(store: Store) -> VerifyResult:
         result.breaks.extend(_check_index(tx))
         result.predictions = _prediction_order(tx)
     result.integrity = store.check_integrity()
-    result.storage, result.notes = store.storage_problems()
+    result.storage, result.notes = store.storage_problems(sealed_on_close=_sealed_on_close(store))
     return result
+
+
+def _sealed_on_close(store: Store) -> bool:
+    """Whether the seal-on-close migration was applied (older ledgers were left in WAL mode
+    when closed)."""
+    if MIGRATIONS not in store.table_names():
+        return False
+    with store.read() as tx:
+        return (
+            tx.value(f"SELECT 1 FROM {MIGRATIONS} WHERE name = ?", (SEALED_ON_CLOSE,)) is not None
+        )

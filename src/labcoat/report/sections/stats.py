@@ -57,7 +57,7 @@ def _compare(d: Mapping[str, Any], name: str) -> str:
         ("mean a", d.get("mean_a")),
         ("mean b", d.get("mean_b")),
         ("difference", d.get("diff")),
-        (f"{d.get('confidence', 0.95):.0%} interval", _ci(d.get("ci"))),
+        (f"{d.get('level', 0.95):.0%} interval", _ci(d.get("ci"))),
         ("p-value", d.get("pvalue")),
         ("questions", d.get("n")),
         ("clusters", d.get("n_clusters")),

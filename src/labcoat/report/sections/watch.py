@@ -91,7 +91,7 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
     evs = as_events(events)
     raw_alerts, series, evals = split(evs)
     alerts = merge_alerts(Alert.from_event(e) for e in raw_alerts)
-    marks = [(float(a.step), a.kind) for a in alerts if a.step is not None]
+    marks = [(float(a.step), a.check) for a in alerts if a.step is not None]
     ranks = sorted({r for per in series.values() for r in per})
     head = (
         f'<p class="meta">{len(evs)} events · {len(alerts)} alert{"s" if len(alerts) != 1 else ""}'
@@ -169,3 +169,9 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
                     )
                 )
     return Section(title, "\n".join(body), id=id)
+
+
+def result_section(result: Any, *, title: str = "Watch", id: str = "watch") -> Section:
+    """A watch result's section: the events it read (a report) or raised (a watcher)."""
+    events = result.raw if hasattr(result, "raw") else result.events
+    return watch_section(events, title=title, id=id)

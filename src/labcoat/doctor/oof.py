@@ -59,13 +59,12 @@ def out_of_fold(
     import torch
     from sklearn.model_selection import StratifiedKFold
 
-    from labcoat.doctor.api import Experiment
     from labcoat.doctor.case import Case
+    from labcoat.doctor.copies import Blueprint
     from labcoat.doctor.inputs import split_off, to_examples
     from labcoat.doctor.progress import ControlProgress
-    from labcoat.doctor.setup import Blueprint
 
-    if not isinstance(experiment, Experiment):
+    if not all(hasattr(experiment, a) for a in ("model", "data", "loss_fn", "optimizer")):
         raise InputError(
             f"setup: expected labcoat.Experiment(...); got {type(experiment).__name__}"
         )

@@ -1,0 +1,106 @@
+"""Rich views of scaling fits, predictions, allocations and backtests (the CLI's tables)."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from labcoat.view import findings_grid
+
+
+def _g(x: float | None, digits: int = 4) -> str:
+    return "–" if x is None else f"{x:.{digits}g}"
+
+
+def _pair(pair, digits: int = 4) -> str:
+    return "–" if pair is None else f"[{pair[0]:.{digits}g}, {pair[1]:.{digits}g}]"
+
+
+def fit_view(fit, level: float = 0.95) -> RenderableType:
+    has_boot = len(fit.bootstrap_theta) >= 2
+    cis = fit.ci(level) if has_boot else {}
+    table = Table(title=f"{fit.form.name} fit on {fit.n_points} runs", title_justify="left")
+    table.add_column("parameter")
+    table.add_column("estimate", justify="right")
+    table.add_column(f"{level:.0%} CI (bootstrap, {len(fit.bootstrap_theta)})", justify="right")
+    for name, value in fit.params.items():
+        table.add_row(name, _g(value), _pair(cis.get(name)))
+    note = Text(
+        f"Huber δ={fit.huber_delta:g} on log loss, best of {fit.n_starts} starts, "
+        f"objective {fit.objective:.6g}",
+        style="dim",
+    )
+    return Group(table, note, findings_grid(fit.findings))
+
+
+def prediction_view(prediction) -> RenderableType:
+    table = Table(title=f"predicted loss ({prediction.level:.0%} intervals)", title_justify="left")
+    for name in prediction.points:
+        table.add_column(name, justify="right")
+    table.add_column("loss", justify="right")
+    table.add_column("law CI", justify="right")
+    table.add_column("prediction interval", justify="right")
+    for row in prediction.rows():
+        table.add_row(
+            *(_g(row[n]) for n in prediction.points),
+            _g(row["loss"]),
+            _pair(row["ci"]),
+            _pair(row["interval"]),
+        )
+    return table
+
+
+def allocation_view(allocation) -> RenderableType:
+    table = Table(
+        title=f"compute-optimal allocation, C ≈ 6·N·D ({allocation.level:.0%} intervals)",
+        title_justify="left",
+    )
+    for column in ("FLOPs", "N", "N interval", "D", "D interval", "D/N", "loss", "loss interval"):
+        table.add_column(column, justify="right")
+    for row in allocation.rows():
+        table.add_row(
+            _g(row["flops"], 3),
+            _g(row["N"], 3),
+            _pair(row.get("N_interval"), 3),
+            _g(row["D"], 3),
+            _pair(row.get("D_interval"), 3),
+            f"{row['tokens_per_parameter']:.1f}",
+            _g(row["loss"]),
+            _pair(row.get("loss_interval")),
+        )
+    return table
+
+
+def backtest_view(result) -> RenderableType:
+    variables = result.fit.form.variables
+    table = Table(
+        title=(
+            f"backtest: fitted {result.n_fit} runs, predicted {result.n_holdout} held out "
+            f"({result.holdout})"
+        ),
+        title_justify="left",
+    )
+    for column in (
+        *variables,
+        "observed",
+        "predicted",
+        f"{result.level:.0%} interval",
+        "error %",
+        "inside",
+    ):
+        table.add_column(column, justify="right")
+    for p in result.points:
+        inside = "–" if p["covered"] is None else ("yes" if p["covered"] else "NO")
+        table.add_row(
+            *(_g(p[v], 3) for v in variables),
+            _g(p["observed"]),
+            _g(p["loss"]),
+            _pair(p["interval"]),
+            f"{p['percent_error']:+.2f}",
+            inside,
+        )
+    summary = Text(
+        f"MAPE {result.mape:.2f}%  ·  coverage {result.coverage:.0%} (nominal {result.level:.0%})"
+    )
+    return Group(table, summary, findings_grid(result.fit.findings))
