@@ -238,6 +238,8 @@ def check_choice(value: Any, name: str, options: Iterable[Any], *, none: bool = 
 
 def validate_params(
     constraints: Mapping[str, Constraint | tuple[Constraint, str]],
+    *,
+    first: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> Callable[[F], F]:
     """Decorator: check the named parameters of every call against their constraints before
     the function runs (scikit-learn's ``validate_params``); the values pass on unchanged (a
@@ -248,6 +250,11 @@ def validate_params(
     parameter of the function is refused when the decorator is applied, so a constraint cannot
     silently go stale. The constraints stay readable as ``fn.parameter_constraints`` (the tests
     generate invalid values from them).
+
+    ``first`` is a check of the whole call, run before the per-parameter constraints with every
+    argument (defaults filled in) by name: for mistakes that only show across parameters, such
+    as arguments given out of order, whose own message names the fix better than one
+    parameter's constraint would.
     """
 
     def decorate(fn: F) -> F:
@@ -262,6 +269,10 @@ def validate_params(
                 bound = signature.bind(*args, **kwargs)
             except TypeError:
                 return fn(*args, **kwargs)  # let Python word the signature error itself
+            if first is not None:
+                every = signature.bind(*args, **kwargs)
+                every.apply_defaults()
+                first(every.arguments)
             for name, value in bound.arguments.items():
                 declared = constraints.get(name)
                 if declared is None:

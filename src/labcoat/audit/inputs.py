@@ -85,14 +85,14 @@ def read_rows(path: str, text_column: str | None) -> Any:
         if missing:
             raise InputError(f"{path}: column {text_column!r} row {missing[0] + 1} is not text")
         return list(values)
-    from labcoat.stats.readers import ID_COLUMNS, _as_number
+    from labcoat.stats.readers import ID_COLUMNS, as_number
 
     # the numbers of each row, without the row's id (ids differ, so rows would never match)
     names = [n for n in table.names if n not in ID_COLUMNS] or table.names
     texts = [
         n
         for n in names
-        if any(isinstance(v, str) and _as_number(v) is None for v in list(table.column(n))[:1000])
+        if any(isinstance(v, str) and as_number(v) is None for v in list(table.column(n))[:1000])
     ]
     if texts:
         shown = ", ".join(repr(n) for n in texts[:5])

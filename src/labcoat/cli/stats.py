@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from labcoat.cli.group import Group
-from labcoat.cli.ids import add_duplicates_option
+from labcoat.cli.ids import add_duplicates_option, reading
 from labcoat.cli.output import (
     html_option,
     json_option,
@@ -89,7 +89,6 @@ def stats() -> None:
 
 
 def _read(path: str):
-    from labcoat.cli.ids import reading
     from labcoat.stats.readers import read_table
 
     return read_table(path, **reading())  # ids checked (--duplicates, the --on/--id column)
@@ -237,6 +236,7 @@ def compare_cmd(
         formula=formula,
         seed=seed,
         level=level,
+        duplicates=reading().get("duplicates", "error"),
     )
     result, labels = found.result, found.labels
     if exclude is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import torch
 from torch import nn
@@ -30,6 +30,13 @@ EXAMPLE_LIMIT = {"fast": 4096, "full": 16384}
 VAL_FRACTION = 0.2
 
 
+def _objects(arguments: Mapping[str, Any]) -> None:
+    """The user's objects checked together first: a class for an instance, arguments out of
+    order, the meta device (:func:`labcoat.doctor.arguments.check_objects`)."""
+    names = ("model", "data", "loss_fn", "optimizer", "val_data", "step", "metric", "on_finding")
+    check_objects(**{name: arguments[name] for name in names})
+
+
 @validate_params(
     {
         "loss_fn": IsCallable("a callable(output, target) -> loss tensor"),
@@ -41,7 +48,8 @@ VAL_FRACTION = 0.2
         "run_all": BOOL,
         "on_finding": IsCallable(none=True),
         "progress": InstanceOf((bool,), none=True),
-    }
+    },
+    first=_objects,
 )
 def diagnose(
     model: nn.Module,
@@ -80,16 +88,6 @@ def diagnose(
     Every run also proves its gradient and update checks on mutants of your setup (see
     :mod:`labcoat.doctor.selftest`); ``report.extras["selftest"]`` holds the result.
     """
-    check_objects(
-        model=model,
-        data=data,
-        loss_fn=loss_fn,
-        optimizer=optimizer,
-        val_data=val_data,
-        step=step,
-        metric=metric,
-        on_finding=on_finding,
-    )
     _validate_groups(groups, val_groups, val_data)
     patterns = as_names(
         model if isinstance(model, nn.Module) else None, expect_frozen, "expect_frozen"

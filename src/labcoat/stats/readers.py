@@ -553,11 +553,12 @@ def _inspect_value(value: Any) -> Any:
 
 
 def _as_number_or_nan(value: Any) -> float:
-    number = _as_number(value)
+    number = as_number(value)
     return math.nan if number is None else number
 
 
-def _as_number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """A cell read as a number (booleans and numeric text included), or None."""
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):

@@ -22,10 +22,12 @@ from labcoat._validation import BOOL, PROBABILITY, Interval, OneOf, validate_par
 from labcoat.errors import InputError
 
 
-def _table(source: Any):
+def _table(source: Any, id_column: str | None = None, duplicates: str = "error"):
     from labcoat.stats.readers import Table, read_table
 
-    return source if isinstance(source, Table) else read_table(source)
+    if isinstance(source, Table):
+        return source
+    return read_table(source, id_column=id_column, duplicates=duplicates)
 
 
 def model_name(path: Any, table: Any) -> str:
@@ -49,7 +51,7 @@ class Sides:
     labels: tuple[str, str]
 
 
-@validate_params({"unpaired": BOOL})
+@validate_params({"unpaired": BOOL, "duplicates": OneOf(("error", "mean"))})
 def read_sides(
     file_a: Any,
     file_b: Any = None,
@@ -58,13 +60,15 @@ def read_sides(
     on: str | None = None,
     cluster: str | None = None,
     unpaired: bool = False,
+    duplicates: str = "error",
 ) -> Sides:
     """Both sides of a comparison: two files with one ``score`` column each, or one file with
     two score columns (``score=(A_COL, B_COL)``). A paired comparison of two files needs
     ``on``, the question id column in both; ``cluster`` is read from ``file_a`` (and from each
-    file when ``unpaired``)."""
+    file when ``unpaired``). An id on more than one row is an error, or with
+    ``duplicates="mean"`` its rows are averaged (:func:`labcoat.stats.readers.check_ids`)."""
     scores = (score,) if isinstance(score, str) else tuple(score)
-    ta = _table(file_a)
+    ta = _table(file_a, on, duplicates)
     if file_b is None:
         if len(scores) != 2:
             raise InputError(
@@ -94,7 +98,7 @@ def read_sides(
         raise InputError(
             "a paired comparison of two files needs --on, the question id column in both."
         )
-    tb = _table(file_b)
+    tb = _table(file_b, on, duplicates)
     labels = (model_name(file_a, ta), model_name(file_b, tb))
     if labels[0] == labels[1]:
         labels = ("A", "B")
@@ -167,6 +171,7 @@ class FileComparison:
         "strict": BOOL,
         "level": PROBABILITY,
         "formula": OneOf(("cr1", "miller")),
+        "duplicates": OneOf(("error", "mean")),
     }
 )
 def compare_files(
@@ -184,6 +189,7 @@ def compare_files(
     formula: str = "cr1",
     seed: int = 0,
     level: float = 0.95,
+    duplicates: str = "error",
 ) -> FileComparison:
     """Compare two models' per-question results as ``labcoat stats compare`` does.
 
@@ -195,7 +201,15 @@ def compare_files(
     """
     from labcoat.stats.compare import compare, compare_excluding
 
-    sides = read_sides(file_a, file_b, score=score, on=on, cluster=cluster, unpaired=unpaired)
+    sides = read_sides(
+        file_a,
+        file_b,
+        score=score,
+        on=on,
+        cluster=cluster,
+        unpaired=unpaired,
+        duplicates=duplicates,
+    )
     options = dict(formula=formula, strict=strict)
     if exclude is not None:
         if sides.ids_a is None or unpaired:
@@ -315,7 +329,7 @@ def choose_design_effect(
             )
         from labcoat.stats._questions import match_ids
 
-        ta, tb = _table(pilot_a), _table(pilot_b)
+        ta, tb = _table(pilot_a, on), _table(pilot_b, on)
         ids_a = ta.labels(on)
         d = ta.scores(score) - tb.scores(score)[match_ids(ids_a, tb.labels(on))]
         return pw.estimate_design_effect(d, ta.labels(cluster)).design_effect
@@ -329,7 +343,7 @@ def pilot_components(pilot_a: Any, pilot_b: Any, *, on: str | None, score: str |
 
     if on is None or score is None:
         raise InputError("pilot files need --on (question id column) and --score (score column).")
-    ta, tb = _table(pilot_a), _table(pilot_b)
+    ta, tb = _table(pilot_a, on), _table(pilot_b, on)
     return variance_components(
         ta.scores(score), tb.scores(score), ids_a=ta.labels(on), ids_b=tb.labels(on)
     )

@@ -219,7 +219,7 @@ class ReviewResult(Result):
 
     engine: ClassVar[str] = "verdicts"
     view: ClassVar[str | None] = "labcoat.verdicts.view:review_view"
-    section: ClassVar[str | None] = "labcoat.verdicts.view:review_section"
+    section: ClassVar[str | None] = "labcoat.report.sections.verdicts:review_section"
     title: ClassVar[str] = "Design review"
 
     plan: Plan

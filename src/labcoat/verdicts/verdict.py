@@ -363,7 +363,7 @@ class VerdictResult(Result):
 
     engine: ClassVar[str] = "verdicts"
     view: ClassVar[str | None] = "labcoat.verdicts.view:verdict_view"
-    section: ClassVar[str | None] = "labcoat.verdicts.view:verdict_section"
+    section: ClassVar[str | None] = "labcoat.report.sections.verdicts:verdict_section"
     title: ClassVar[str] = "Verdict"
 
     id: int | None

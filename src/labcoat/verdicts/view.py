@@ -13,7 +13,7 @@ from labcoat.view import findings_table
 VERDICT_STYLE = {"confirmed": "bold green", "refuted": "bold red", "inconclusive": "yellow"}
 
 
-def _num(x: Any) -> str:
+def number(x: Any) -> str:
     return "—" if x is None else f"{x:.4g}"
 
 
@@ -39,9 +39,10 @@ def verdict_view(result: Any) -> RenderableType:
         ),
         (
             "p-value",
-            f"{_num(result.pvalue)} (adjusted within the family: {_num(result.pvalue_adjusted)})",
+            f"{number(result.pvalue)} "
+            f"(adjusted within the family: {number(result.pvalue_adjusted)})",
         ),
-        ("MDE", _num(result.mde)),
+        ("MDE", number(result.mde)),
         (
             "n",
             f"A {result.n['a']}, B {result.n['b']}, paired {result.n['paired']} "
@@ -62,45 +63,3 @@ def verdict_view(result: Any) -> RenderableType:
 
 def review_view(result: Any) -> RenderableType:
     return findings_table(result.findings, title="design review")
-
-
-def verdict_section(result: Any, *, title: str = "Verdict", id: str = "verdict"):
-    from labcoat.report.page import Section, esc
-
-    css = (
-        "fail"
-        if result.deviations
-        else {"confirmed": "pass", "refuted": "fail"}.get(result.verdict, "warn")
-    )
-    rows = "".join(
-        f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>"
-        for k, v in (
-            (
-                "estimate (A − B)",
-                f"{result.estimate:+.4g} [{result.ci.low:+.4g}, {result.ci.high:+.4g}]",
-            ),
-            ("p-value (adjusted)", f"{_num(result.pvalue)} ({_num(result.pvalue_adjusted)})"),
-            ("MDE", _num(result.mde)),
-            ("n paired / planned", f"{result.n['paired']} / {result.plan.items}"),
-        )
-    )
-    devs = "".join(
-        f"<li>{esc(d['kind'])}: planned {esc(d['planned'])}, observed {esc(d['observed'])}</li>"
-        for d in result.deviations
-    )
-    body = (
-        f'<p class="{css}"><b>{esc(result.headline)}</b></p><table class="evidence">{rows}</table>'
-        + (f"<h3>Deviations</h3><ul>{devs}</ul>" if devs else "")
-    )
-    return Section(title, body, id=id)
-
-
-def review_section(result: Any, *, title: str = "Design review", id: str = "review"):
-    from labcoat.report.page import Section, esc
-
-    rows = "".join(
-        f'<tr><td class="{esc(f.status)}">{esc(f.status)}</td><td>{esc(f.check)}</td>'
-        f"<td>{esc(f.message)}</td></tr>"
-        for f in result.findings
-    )
-    return Section(title, f'<table class="evidence">{rows}</table>', id=id)

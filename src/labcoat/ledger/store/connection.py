@@ -590,6 +590,7 @@ class SQLiteStore(Store):
             f"is in the file ({self.heads.name} agrees); nothing was lost"
         ]
 
+
 def _deny_attach(action: int, *_: Any) -> int:
     """Authorizer for readers: ATTACH could open (and create) another, writable file."""
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
