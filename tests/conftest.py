@@ -124,3 +124,39 @@ def subprocess_env():
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+# -- which checks each test saw (a tool for keeping tests/contract.py's mapping honest) --------
+#: set LABCOAT_FINDINGS_LOG=DIR and every test's findings (check id, status) and watch alerts
+#: (kind, severity) are appended to DIR/<pid>.jsonl, one line per test: the evidence for which
+#: test plants a bug a check must catch and which is its healthy twin
+_FINDINGS_LOG = os.environ.get("LABCOAT_FINDINGS_LOG")
+_SEEN: set[tuple[str, str]] = set()
+if _FINDINGS_LOG:
+    sys.path.insert(0, str(SRC))
+    import labcoat.findings as _findings
+    import labcoat.watch.alerts as _alerts
+
+    _finding_init = _findings.Finding.__init__
+    _alert_init = _alerts.Alert.__init__
+
+    def _record_finding(self, *args, **kwargs):
+        _finding_init(self, *args, **kwargs)
+        _SEEN.add((self.check, self.status))
+
+    def _record_alert(self, *args, **kwargs):
+        _alert_init(self, *args, **kwargs)
+        _SEEN.add((self.kind, self.severity))
+
+    _findings.Finding.__init__ = _record_finding
+    _alerts.Alert.__init__ = _record_alert
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        _SEEN.clear()
+        yield
+        import json
+
+        Path(_FINDINGS_LOG).mkdir(parents=True, exist_ok=True)
+        with open(Path(_FINDINGS_LOG) / f"{os.getpid()}.jsonl", "a") as fh:
+            fh.write(json.dumps({"test": item.nodeid, "seen": sorted(_SEEN)}) + "\n")
