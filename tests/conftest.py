@@ -160,3 +160,84 @@ if _FINDINGS_LOG:
         Path(_FINDINGS_LOG).mkdir(parents=True, exist_ok=True)
         with open(Path(_FINDINGS_LOG) / f"{os.getpid()}.jsonl", "a") as fh:
             fh.write(json.dumps({"test": item.nodeid, "seen": sorted(_SEEN)}) + "\n")
+
+
+# -- the check contract: every registered check has a planted bug and a healthy twin -----------
+# A test declares what it shows with a marker, e.g.
+#     @pytest.mark.check("doctor.data.signal.baseline", planted=True)   # it must fail (or warn)
+#     @pytest.mark.check("doctor.data.signal.baseline", healthy=True)   # it must pass
+# (the key is "<engine>.<check id>", written once when the id already starts with the engine's
+# name: "audit.labels", "watch.desync"); tests/contract.py declares the older tests the same way.
+# At collection every selected test's claims are gathered; tests/test_contract.py asserts that
+# every registered check has both kinds among the fast tier's tests.
+
+
+def check_key(engine: str, check_id: str) -> str:
+    return check_id if check_id.startswith(engine + ".") else f"{engine}.{check_id}"
+
+
+def _declared_claims(items) -> dict[str, dict[str, list[str]]]:
+    """check key -> {"planted": [nodeid, ...], "healthy": [...]}, from the markers and from
+    tests/contract.py's table, for the tests that were selected."""
+    from tests.contract import CONTRACT
+
+    claims: dict[str, dict[str, list[str]]] = {}
+
+    def claim(key: str, kind: str, nodeid: str) -> None:
+        claims.setdefault(key, {"planted": [], "healthy": []})[kind].append(nodeid)
+
+    by_function: dict[str, list[str]] = {}
+    for item in items:
+        by_function.setdefault(item.nodeid.split("[", 1)[0], []).append(item.nodeid)
+        for mark in item.iter_markers("check"):
+            kinds = [k for k in ("planted", "healthy") if mark.kwargs.get(k)]
+            if not mark.args or not kinds:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.check needs check keys and planted=True or "
+                    "healthy=True"
+                )
+            for key in mark.args:
+                for kind in kinds:
+                    claim(key, kind, item.nodeid)
+    selected = {item.nodeid for item in items}
+    for key, kinds in CONTRACT.items():
+        for kind, nodeids in kinds.items():
+            for nodeid in nodeids:
+                # a table entry names a test function (all its cases) or one case
+                for found in by_function.get(nodeid, [nodeid] if nodeid in selected else []):
+                    claim(key, kind, found)
+    return claims
+
+
+def contract_gaps(claims: dict[str, dict[str, list[str]]]) -> list[str]:
+    """One line per registered check that lacks a planted bug or a healthy twin."""
+    sys.path.insert(0, str(SRC))
+    from labcoat.findings import registries
+
+    gaps = []
+    for registry in registries():
+        for check in registry:
+            key = check_key(registry.engine, check.id)
+            have = claims.get(key, {})
+            missing = [k for k in ("planted", "healthy") if not have.get(k)]
+            if missing:
+                gaps.append(f"{key}: no {' and no '.join(missing)} test in the fast tier")
+    return gaps
+
+
+def pytest_collection_finish(session):
+    """Gather the selected tests' check claims once collection (and -m) is done."""
+    session.config._check_claims = _declared_claims(session.items)
+    dump = os.environ.get("LABCOAT_CONTRACT_DUMP")
+    if dump:
+        import json
+
+        Path(dump).write_text(json.dumps(session.config._check_claims))
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "check(*keys, planted=False, healthy=False): the test plants a bug the named checks must "
+        "catch (planted) or is a healthy setup they must pass (healthy); see tests/contract.py",
+    )

@@ -4,8 +4,10 @@ A document is read the way a new user reads it: from a clone. Each document gets
 temporary directory (holding a copy of `examples/`, as the clone's root does); its Python blocks
 run first, in order, in one fresh interpreter (so a later block may use what an earlier one
 defined), then its bash blocks in order, in one bash under `set -euo pipefail`, with `labcoat`
-meaning `python -m labcoat`. A command a document expects to fail says so in its comment
-(`# exit 1: broken at update`) and must exit with that code.
+meaning `python -m labcoat` (run by tests/docs_server.py, which forks each command from one
+process that imported labcoat, torch and scikit-learn once, where the system allows). A
+command a document expects to fail says so in its comment (`# exit 1: broken at update`) and
+must exit with that code.
 
 Not executed: a block whose fence says so (```python no-run, ```bash no-run), or one right
 below an HTML comment `<!-- no-run: why -->`; a block that reads `../shared` when the shared
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -131,7 +134,35 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], what: str) -> str | No
     )
 
 
-def run_document(doc: Document, tmp_path: Path) -> str | None:
+def start_server(tmp_path: Path) -> tuple[subprocess.Popen | None, Path | None]:
+    """tests/docs_server.py on a socket in ``tmp_path``, or (None, None) where it cannot run."""
+    if sys.platform != "linux" or not hasattr(socket, "send_fds"):
+        return None, None
+    path = tmp_path / "labcoat.sock"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "docs_server.py"), str(path)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        return None, None
+    return proc, path
+
+
+def _labcoat_command(bin_dir: Path, server: Path | None) -> None:
+    labcoat = bin_dir / "labcoat"
+    if server is None:
+        labcoat.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m labcoat "$@"\n')
+    else:
+        from tests.docs_server import CLIENT
+
+        labcoat.write_text(f"#!{sys.executable} -IS\n" + CLIENT.format(socket_path=str(server)))
+    labcoat.chmod(0o755)
+
+
+def run_document(doc: Document, tmp_path: Path, server: Path | None = None) -> str | None:
     """Run one document's blocks as described above; None when every block ran as written."""
     work = tmp_path / "clone"
     work.mkdir()
@@ -141,9 +172,7 @@ def run_document(doc: Document, tmp_path: Path) -> str | None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
-    labcoat = bin_dir / "labcoat"
-    labcoat.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m labcoat "$@"\n')
-    labcoat.chmod(0o755)
+    _labcoat_command(bin_dir, server)
     env = _env(bin_dir)
 
     python = doc.runnable("python")
@@ -187,10 +216,13 @@ def document_runs(request, tmp_path_factory) -> dict[str, Future]:
     }
     pool = ThreadPoolExecutor(max_workers=2)
     request.addfinalizer(pool.shutdown)
+    server, path = start_server(tmp_path_factory.mktemp("server"))
+    if server is not None:
+        request.addfinalizer(server.kill)
     # the slowest documents first, so the two workers finish together
     order = sorted(DOCS, key=lambda d: -sum(len(b.code) for b in d.blocks if b.skip is None))
     return {
-        d.name: pool.submit(run_document, d, tmp_path_factory.mktemp("doc"))
+        d.name: pool.submit(run_document, d, tmp_path_factory.mktemp("doc"), path)
         for d in order
         if d.name in wanted and (d.runnable("python") or d.runnable("bash"))
     }
