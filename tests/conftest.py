@@ -236,8 +236,43 @@ def pytest_collection_finish(session):
 
 
 def pytest_configure(config):
+    for service in SERVICES:
+        config.addinivalue_line(
+            "markers", f"{service}: needs {service} (slow: only in make test-all)"
+        )
     config.addinivalue_line(
         "markers",
         "check(*keys, planted=False, healthy=False): the test plants a bug the named checks must "
         "catch (planted) or is a healthy setup they must pass (healthy); see tests/contract.py",
     )
+
+
+# -- the slow tier: services and long runs (make test-all; make test runs -m "not slow") --------
+#: fixture -> the service marker a test using it gets (besides ``slow``): PostgreSQL starts a
+#: server, Chromium a browser; tests/audit/test_ray.py and tests/watch/test_distributed.py mark
+#: themselves (``ray``, ``distributed``)
+SERVICE_FIXTURES = {
+    "postgres_server": "postgres",
+    "pg_database": "postgres",
+    "pg_url": "postgres",
+    "browser": "chromium",
+    "open_report": "chromium",
+}
+SERVICES = ("postgres", "chromium", "ray", "distributed")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Before ``-m`` selects: a test that needs a service is ``slow`` and carries the service's
+    marker (``-m postgres`` runs only those). A ledger test parametrized over backends is
+    slow only in its PostgreSQL case."""
+    for item in items:
+        services = {SERVICE_FIXTURES[f] for f in item.fixturenames if f in SERVICE_FIXTURES}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("location") == "postgres":
+            services.add("postgres")
+        services |= {s for s in SERVICES if item.get_closest_marker(s)}
+        for service in sorted(services):
+            item.add_marker(getattr(pytest.mark, service))
+        if services and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

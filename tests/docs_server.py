@@ -40,7 +40,7 @@ PRELOAD = (
     "scipy.optimize",
 )
 
-CLIENT = '''\
+CLIENT = """\
 import json, os, socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect({socket_path!r})
@@ -48,7 +48,7 @@ request = {{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}}
 socket.send_fds(s, [json.dumps(request).encode()], [0, 1, 2])
 reply = s.recv(4)
 sys.exit(struct.unpack("i", reply)[0] if len(reply) == 4 else 3)
-'''
+"""
 
 
 def _child(conn: socket.socket, request: dict, fds: list[int]) -> None:
