@@ -73,7 +73,7 @@ SPREAD_ACROSS_WORKERS = frozenset(
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``make test`` runs ``--dist loadfile``: each test file on one worker, so its module- and
-    session-scoped fixtures (a Ray cluster, a browser, the README's runs) are built once. The
+    session-scoped fixtures (a Ray cluster, a browser, the documents' runs) are built once. The
     files in SPREAD_ACROSS_WORKERS are the exception: their tests are work units of their own,
     which xdist hands out last (it sends files with the most tests first), so the corpus's
     cases and the watch's healthy loops fill the workers evenly instead of running one after
@@ -159,7 +159,7 @@ if _FINDINGS_LOG:
 
         Path(_FINDINGS_LOG).mkdir(parents=True, exist_ok=True)
         with open(Path(_FINDINGS_LOG) / f"{os.getpid()}.jsonl", "a") as fh:
-            fh.write(json.dumps({"test": item.nodeid, "seen": sorted(_SEEN)}) + "\n")
+            fh.write(json.dumps({"test": item.nodeid, "seen": sorted(_SEEN, key=str)}) + "\n")
 
 
 # -- the check contract: every registered check has a planted bug and a healthy twin -----------
@@ -226,8 +226,10 @@ def contract_gaps(claims: dict[str, dict[str, list[str]]]) -> list[str]:
 
 
 def pytest_collection_finish(session):
-    """Gather the selected tests' check claims once collection (and -m) is done."""
-    session.config._check_claims = _declared_claims(session.items)
+    """Gather the fast tier's check claims (the selected tests not marked slow) once
+    collection and ``-m`` are done."""
+    fast = [item for item in session.items if not item.get_closest_marker("slow")]
+    session.config._check_claims = _declared_claims(fast)
     dump = os.environ.get("LABCOAT_CONTRACT_DUMP")
     if dump:
         import json

@@ -24,16 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _whole_fast_tier_collected(config) -> bool:
-    """True when this session collected every test file (as make test does), with the slow ones
-    deselected, so its claims are the fast tier's."""
+    """True when this session collected every test file (as make test and make test-all do),
+    so its claims (gathered from the tests not marked slow) are the fast tier's."""
     args = [Path(a.split("::", 1)[0]).resolve() for a in config.args] or [ROOT]
     tests = ROOT / "tests"
     whole = all(a in (ROOT, tests) for a in args)
-    return (
-        whole
-        and config.getoption("markexpr", "") == "not slow"
-        and not config.getoption("keyword", "")
-    )
+    selection = config.getoption("markexpr", "") in ("", "not slow")
+    return whole and selection and not config.getoption("keyword", "")
 
 
 def fast_tier_claims(config, tmp_path: Path) -> dict[str, dict[str, list[str]]]:

@@ -14,6 +14,8 @@ from tests.corpus import bugs as _bugs  # noqa: F401 - registers the bug cases
 from tests.corpus import healthy as _healthy  # noqa: F401 - registers the healthy cases
 from tests.corpus.registry import BUGS, HEALTHY, CorpusCase, Verdict
 
+pytestmark = pytest.mark.slow  # full ladders on 150 cases: make test-all
+
 
 def _verdict(case: CorpusCase, record_property) -> Verdict:
     """Run the case and file its outcome (before any assertion, so failures count too)."""
