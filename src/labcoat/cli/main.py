@@ -62,13 +62,12 @@ class LazyGroup(Group):
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's command list, with the help of a lazy command read from SUMMARIES."""
-        from click.utils import make_default_short_help
-
-        rows: list[tuple[str, str | click.Command]] = []
+        """click's command list, with the help of a lazy command read from SUMMARIES (a stand-in
+        command carrying that help, so click shortens it as it does the command's own)."""
+        rows: list[tuple[str, click.Command]] = []
         for name in self.list_commands(ctx):
             if name in COMMANDS and name in SUMMARIES:
-                rows.append((name, SUMMARIES[name]))
+                rows.append((name, click.Command(name, help=SUMMARIES[name])))
                 continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
@@ -77,17 +76,7 @@ class LazyGroup(Group):
             return
         limit = formatter.width - 6 - max(len(name) for name, _ in rows)
         with formatter.section("Commands"):
-            formatter.write_dl(
-                [
-                    (
-                        name,
-                        make_default_short_help(c, limit)
-                        if isinstance(c, str)
-                        else c.get_short_help_str(limit),
-                    )
-                    for name, c in rows
-                ]
-            )
+            formatter.write_dl([(name, c.get_short_help_str(limit)) for name, c in rows])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
