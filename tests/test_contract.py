@@ -91,3 +91,34 @@ def test_the_contract_sees_markers_and_table_entries_and_misses_gaps():
     assert check_key("watch", "desync") == "watch.desync"
     with pytest.raises(pytest.UsageError):
         _declared_claims([Item("tests/x.py::t", [pytest.mark.check("watch.desync").mark])])
+
+
+class _FakeItem:
+    """Just what the tiering hook reads and writes of a pytest item."""
+
+    def __init__(self, fixturenames=(), params=None, marks=()):
+        self.fixturenames = list(fixturenames)
+        self.marks = set(marks)
+        if params is not None:
+            self.callspec = type("CallSpec", (), {"params": params})()
+
+    def get_closest_marker(self, name):
+        return name if name in self.marks else None
+
+    def add_marker(self, mark):
+        self.marks.add(mark.name)
+
+
+def test_a_test_that_needs_a_service_leaves_the_fast_tier_and_a_plain_one_stays():
+    from tests.conftest import pytest_collection_modifyitems
+
+    postgres = _FakeItem(["tmp_path", "pg_url"])
+    browser = _FakeItem(["open_report"])
+    sqlite_case = _FakeItem(["location"], params={"location": "sqlite"})
+    postgres_case = _FakeItem(["location"], params={"location": "postgres"})
+    ray = _FakeItem(marks={"ray"})
+    plain = _FakeItem(["tmp_path"])
+    pytest_collection_modifyitems(None, [postgres, browser, sqlite_case, postgres_case, ray, plain])
+    assert postgres.marks == {"slow", "postgres"} and postgres_case.marks == {"slow", "postgres"}
+    assert browser.marks == {"slow", "chromium"} and ray.marks == {"slow", "ray"}
+    assert sqlite_case.marks == set() and plain.marks == set()
