@@ -6,8 +6,9 @@ and assert the check fails (or warns, for a check of warn severity), ``healthy``
 is sound and assert it passes. New tests say the same with a marker instead, beside the test:
 ``@pytest.mark.check("doctor.data.finite", planted=True)``. tests/test_contract.py requires both
 kinds for every check in ``labcoat.findings.registries()``, among the tests of the fast tier.
-The entries were chosen from what each test's run produced (tests/contract_evidence.py lists
-it) and read to assert the check's verdict.
+The entries were chosen from the findings each test's run produced (tests/contract_evidence.py
+lists them), preferring tests whose name or source names the check; a test listed here must
+assert the check's verdict, not merely produce it.
 """
 
 from __future__ import annotations
