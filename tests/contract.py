@@ -59,7 +59,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_data_layer.py::test_nothing_varies_fails_and_a_few_constant_columns_warn",
         ],
         "healthy": [
-            "tests/doctor/test_data_layer.py::test_regression_baseline_passes_and_fails_when_shuffled",
+            "tests/doctor/test_data_layer.py::test_nothing_varies_fails_and_a_few_constant_columns_warn",
         ],
     },
     "doctor.data.split.overlap": {
@@ -131,7 +131,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_model_layer.py::test_unreduced_loss_fails",
         ],
         "healthy": [
-            "tests/doctor/test_model_layer.py::test_regression_output_reshaped_by_the_loss_passes",
+            "tests/doctor/test_model_layer.py::test_healthy_models_pass_every_model_check",
         ],
     },
     "doctor.model.loss.batch_scaling": {
@@ -219,7 +219,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_model_layer.py::test_dead_relu_layer_fails",
         ],
         "healthy": [
-            "tests/doctor/test_model_layer.py::test_regression_output_reshaped_by_the_loss_passes",
+            "tests/doctor/test_model_layer.py::test_healthy_models_pass_every_model_check",
         ],
     },
     "doctor.model.eval_deterministic": {
@@ -283,7 +283,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_update_layer.py::test_parameter_missing_from_optimizer_fails",
         ],
         "healthy": [
-            "tests/doctor/test_update_layer.py::test_zero_learning_rate_fails",
+            "tests/doctor/test_update_layer.py::test_declared_frozen_backbone_passes_every_layer",
         ],
     },
     "doctor.update.optimizer.foreign": {
@@ -291,7 +291,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_update_layer.py::test_optimizer_on_another_instance_fails",
         ],
         "healthy": [
-            "tests/doctor/test_update_layer.py::test_zero_learning_rate_fails",
+            "tests/doctor/test_update_layer.py::test_declared_frozen_backbone_passes_every_layer",
         ],
     },
     "doctor.update.lr": {
@@ -299,7 +299,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_update_layer.py::test_zero_learning_rate_fails",
         ],
         "healthy": [
-            "tests/doctor/test_update_layer.py::test_optimizer_on_another_instance_fails",
+            "tests/doctor/test_update_layer.py::test_declared_frozen_backbone_passes_every_layer",
         ],
     },
     "doctor.update.step.runs": {
@@ -339,7 +339,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/doctor/test_update_layer.py::test_exploding_step_goes_nonfinite",
         ],
         "healthy": [
-            "tests/doctor/test_update_layer.py::test_zero_learning_rate_fails",
+            "tests/doctor/test_update_layer.py::test_declared_frozen_backbone_passes_every_layer",
         ],
     },
     "doctor.update.ratio": {
