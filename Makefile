@@ -1,4 +1,5 @@
-# Two commands from a fresh clone: `make demo` and `make test`.
+# Two commands from a fresh clone: `make demo` and `make test` (the fast tier; `make test-all`
+# runs everything, as CI does).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -9,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 REPORT_STAMP := $(VENV)/.installed-report
 
-.PHONY: demo test bench report-demo clean
+.PHONY: demo lint test test-all bench report-demo clean
 
 $(DEMO_STAMP): pyproject.toml requirements-demo.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,9 +26,17 @@ $(TEST_STAMP): $(DEMO_STAMP) requirements-dev.txt
 demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
-test: $(TEST_STAMP)
+lint: $(TEST_STAMP)
 	$(PY) -m ruff check src tests bench examples
 	$(PY) -m ruff format --check src tests bench examples
+
+# the fast tier: every check's planted bug and healthy twin, the API, the CLI, the docs' examples
+test: lint
+	$(PY) -m pytest -q -m "not slow" -n auto --dist loadfile
+
+# everything: adds the bug corpus, the long healthy loops, PostgreSQL, Chromium, Ray and the
+# distributed tests (marked slow). pytest exits 5 when it ran no test, and make fails on it.
+test-all: lint
 	$(PY) -m pytest -q -n auto --dist loadfile
 
 # the report gallery: the demo's set plus the extras it draws with (report) and audits with (audit)

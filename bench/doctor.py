@@ -7,7 +7,8 @@ Rows, each measured idle and busy in this one run (the bench starts and stops th
 - a small CNN on digits handed over as a ``DataLoader`` (target: <= 15 s idle);
 - the shuffle layer alone with its copies one after another and in worker processes, and what
   starting one worker costs: the measurement behind ``labcoat.doctor.cpu.MIN_COPY_S``;
-- ``labcoat doctor examples/digits.py`` from the shell, imports included, and the imports alone.
+- ``labcoat doctor examples/digits.py`` from the shell, imports included (target: <= 5 s idle),
+  the imports alone, and ``labcoat --help`` (target: <= 0.3 s idle).
 
 The ladders run in this process with torch's default intra-op threads, as a user's script
 would; the best of ``--repeat`` runs is kept, as the least disturbed by other processes.
@@ -101,6 +102,20 @@ def timed_cli() -> float:
     if done.returncode != 0:
         raise SystemExit(f"labcoat doctor failed ({done.returncode}): {done.stderr[-2000:]}")
     return elapsed
+
+
+def timed_help() -> float:
+    """``labcoat --help`` from the shell: the interpreter, click and the command list."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "labcoat", "--help"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - start
 
 
 def timed_import() -> float:
@@ -206,6 +221,7 @@ ROWS: dict[str, tuple[Callable[[], float], float | None]] = {
     "one worker: fork, one copy's result back": (timed_worker_start, None),
     "`labcoat doctor examples/digits.py`": (timed_cli, None),
     "`from labcoat.doctor import diagnose` (torch, scipy, scikit-learn)": (timed_import, None),
+    "`labcoat --help` (target: <= 0.3 s idle)": (timed_help, None),
 }
 
 

@@ -73,7 +73,7 @@ SPREAD_ACROSS_WORKERS = frozenset(
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``make test`` runs ``--dist loadfile``: each test file on one worker, so its module- and
-    session-scoped fixtures (a Ray cluster, a browser, the README's runs) are built once. The
+    session-scoped fixtures (a Ray cluster, a browser, the documents' runs) are built once. The
     files in SPREAD_ACROSS_WORKERS are the exception: their tests are work units of their own,
     which xdist hands out last (it sends files with the most tests first), so the corpus's
     cases and the watch's healthy loops fill the workers evenly instead of running one after
@@ -124,3 +124,157 @@ def subprocess_env():
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+# -- which checks each test saw (a tool for keeping tests/contract.py's mapping honest) --------
+#: set LABCOAT_FINDINGS_LOG=DIR and every test's findings (check id, status) and watch alerts
+#: (kind, severity) are appended to DIR/<pid>.jsonl, one line per test: the evidence for which
+#: test plants a bug a check must catch and which is its healthy twin
+_FINDINGS_LOG = os.environ.get("LABCOAT_FINDINGS_LOG")
+_SEEN: set[tuple[str, str]] = set()
+if _FINDINGS_LOG:
+    sys.path.insert(0, str(SRC))
+    import labcoat.findings as _findings
+    import labcoat.watch.alerts as _alerts
+
+    _finding_init = _findings.Finding.__init__
+    _alert_init = _alerts.Alert.__init__
+
+    def _record_finding(self, *args, **kwargs):
+        _finding_init(self, *args, **kwargs)
+        _SEEN.add((self.check, self.status))
+
+    def _record_alert(self, *args, **kwargs):
+        _alert_init(self, *args, **kwargs)
+        _SEEN.add((self.kind, self.severity))
+
+    _findings.Finding.__init__ = _record_finding
+    _alerts.Alert.__init__ = _record_alert
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        _SEEN.clear()
+        yield
+        import json
+
+        Path(_FINDINGS_LOG).mkdir(parents=True, exist_ok=True)
+        with open(Path(_FINDINGS_LOG) / f"{os.getpid()}.jsonl", "a") as fh:
+            fh.write(json.dumps({"test": item.nodeid, "seen": sorted(_SEEN, key=str)}) + "\n")
+
+
+# -- the check contract: every registered check has a planted bug and a healthy twin -----------
+# A test declares what it shows with a marker, e.g.
+#     @pytest.mark.check("doctor.data.signal.baseline", planted=True)   # it must fail (or warn)
+#     @pytest.mark.check("doctor.data.signal.baseline", healthy=True)   # it must pass
+# (the key is "<engine>.<check id>", written once when the id already starts with the engine's
+# name: "audit.labels", "watch.desync"); tests/contract.py declares the older tests the same way.
+# At collection every selected test's claims are gathered; tests/test_contract.py asserts that
+# every registered check has both kinds among the fast tier's tests.
+
+
+def check_key(engine: str, check_id: str) -> str:
+    return check_id if check_id.startswith(engine + ".") else f"{engine}.{check_id}"
+
+
+def _declared_claims(items) -> dict[str, dict[str, list[str]]]:
+    """check key -> {"planted": [nodeid, ...], "healthy": [...]}, from the markers and from
+    tests/contract.py's table, for the tests that were selected."""
+    from tests.contract import CONTRACT
+
+    claims: dict[str, dict[str, list[str]]] = {}
+
+    def claim(key: str, kind: str, nodeid: str) -> None:
+        claims.setdefault(key, {"planted": [], "healthy": []})[kind].append(nodeid)
+
+    by_function: dict[str, list[str]] = {}
+    for item in items:
+        by_function.setdefault(item.nodeid.split("[", 1)[0], []).append(item.nodeid)
+        for mark in item.iter_markers("check"):
+            kinds = [k for k in ("planted", "healthy") if mark.kwargs.get(k)]
+            if not mark.args or not kinds:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.check needs check keys and planted=True or "
+                    "healthy=True"
+                )
+            for key in mark.args:
+                for kind in kinds:
+                    claim(key, kind, item.nodeid)
+    selected = {item.nodeid for item in items}
+    for key, kinds in CONTRACT.items():
+        for kind, nodeids in kinds.items():
+            for nodeid in nodeids:
+                # a table entry names a test function (all its cases) or one case
+                for found in by_function.get(nodeid, [nodeid] if nodeid in selected else []):
+                    claim(key, kind, found)
+    return claims
+
+
+def contract_gaps(claims: dict[str, dict[str, list[str]]]) -> list[str]:
+    """One line per registered check that lacks a planted bug or a healthy twin."""
+    sys.path.insert(0, str(SRC))
+    from labcoat.findings import registries
+
+    gaps = []
+    for registry in registries():
+        for check in registry:
+            key = check_key(registry.engine, check.id)
+            have = claims.get(key, {})
+            missing = [k for k in ("planted", "healthy") if not have.get(k)]
+            if missing:
+                gaps.append(f"{key}: no {' and no '.join(missing)} test in the fast tier")
+    return gaps
+
+
+def pytest_collection_finish(session):
+    """Gather the fast tier's check claims (the selected tests not marked slow) once
+    collection and ``-m`` are done."""
+    fast = [item for item in session.items if not item.get_closest_marker("slow")]
+    session.config._check_claims = _declared_claims(fast)
+    dump = os.environ.get("LABCOAT_CONTRACT_DUMP")
+    if dump:
+        import json
+
+        Path(dump).write_text(json.dumps(session.config._check_claims))
+
+
+def pytest_configure(config):
+    for service in SERVICES:
+        config.addinivalue_line(
+            "markers", f"{service}: needs {service} (slow: only in make test-all)"
+        )
+    config.addinivalue_line(
+        "markers",
+        "check(*keys, planted=False, healthy=False): the test plants a bug the named checks must "
+        "catch (planted) or is a healthy setup they must pass (healthy); see tests/contract.py",
+    )
+
+
+# -- the slow tier: services and long runs (make test-all; make test runs -m "not slow") --------
+#: fixture -> the service marker a test using it gets (besides ``slow``): PostgreSQL starts a
+#: server, Chromium a browser; tests/audit/test_ray.py and tests/watch/test_distributed.py mark
+#: themselves (``ray``, ``distributed``)
+SERVICE_FIXTURES = {
+    "postgres_server": "postgres",
+    "pg_database": "postgres",
+    "pg_url": "postgres",
+    "browser": "chromium",
+    "open_report": "chromium",
+}
+SERVICES = ("postgres", "chromium", "ray", "distributed")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Before ``-m`` selects: a test that needs a service is ``slow`` and carries the service's
+    marker (``-m postgres`` runs only those). A ledger test parametrized over backends is
+    slow only in its PostgreSQL case."""
+    for item in items:
+        services = {SERVICE_FIXTURES[f] for f in item.fixturenames if f in SERVICE_FIXTURES}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("location") == "postgres":
+            services.add("postgres")
+        services |= {s for s in SERVICES if item.get_closest_marker(s)}
+        for service in sorted(services):
+            item.add_marker(getattr(pytest.mark, service))
+        if services and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

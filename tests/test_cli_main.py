@@ -168,3 +168,30 @@ def test_every_command_has_json_and_help_text():
         assert command.help and all(
             getattr(p, "help", None) for p in command.params if isinstance(p, click.Option)
         ), name
+
+
+def test_the_listed_help_of_each_command_is_its_own():
+    """``labcoat --help`` reads SUMMARIES instead of importing the commands: it must say what
+    each command's own help says, at every width click may cut it to."""
+    ctx = click.Context(cli_main.cli)
+    assert set(cli_main.SUMMARIES) <= set(cli_main.COMMANDS)
+    for name, summary in cli_main.SUMMARIES.items():
+        command = cli_main.cli.get_command(ctx, name)
+        for limit in (30, 45, 70, 200):
+            listed = click.Command(name, help=summary).get_short_help_str(limit)
+            assert listed == command.get_short_help_str(limit)
+
+
+def test_top_level_help_imports_no_command_module(subprocess_env):
+    code = (
+        "import contextlib, io, sys\nfrom labcoat.cli.main import COMMANDS, main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n    assert main(['--help']) == 0\n"
+        "assert all(name in out.getvalue() for name in COMMANDS)\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('labcoat.cli.') and m not in "
+        "('labcoat.cli.main', 'labcoat.cli.group'))))\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == []

@@ -12,6 +12,7 @@ from labcoat.audit import contamination, duplicates
 from tests.audit.textgen import documents, edit_words, paragraph
 
 ray = pytest.importorskip("ray")
+pytestmark = [pytest.mark.slow, pytest.mark.ray]  # starts a Ray cluster: make test-all
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 

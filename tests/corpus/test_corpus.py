@@ -30,6 +30,7 @@ def _verdict(case: CorpusCase, record_property) -> Verdict:
     return verdict
 
 
+@pytest.mark.slow  # a full ladder per case, 90 of them: make test-all
 @pytest.mark.parametrize("name", sorted(HEALTHY))
 def test_healthy_setup_is_not_flagged(name, record_property):
     verdict = _verdict(HEALTHY[name], record_property)
@@ -50,6 +51,7 @@ def _bug_params():
     return [param(n) for n in sorted(BUGS)]
 
 
+@pytest.mark.slow  # a ladder per case, 59 of them: make test-all
 @pytest.mark.parametrize("name", _bug_params())
 def test_real_bug_is_caught_at_its_layer(name, record_property):
     case = BUGS[name]

@@ -63,16 +63,19 @@ def planted_run(tmp_path_factory):
     return sorted(tmp.glob("events.*.jsonl"))
 
 
+@pytest.mark.distributed  # a 3-rank gloo run: slow, make test-all
 def test_each_rank_stores_its_own_events(planted_run):
     assert [p.name for p in planted_run] == [f"events.{r}.jsonl" for r in range(WORLD)]
     for rank, path in enumerate(planted_run):
         assert {e["rank"] for e in read_events([path])} == {rank}
 
 
+@pytest.mark.distributed  # a 3-rank gloo run: slow, make test-all
 def test_nothing_fires_during_the_healthy_start(planted_run):
     assert min(a.step for a in read_alerts(planted_run)) >= dist_worker.DESYNC_STEP
 
 
+@pytest.mark.distributed  # a 3-rank gloo run: slow, make test-all
 def test_desync_is_one_alert_naming_the_culprit_rank_and_tensor(planted_run):
     (alert,) = [a for a in read_alerts(planted_run) if a.check == "desync"]
     assert alert.step == dist_worker.DESYNC_STEP  # the first comparison after the plant
@@ -82,6 +85,7 @@ def test_desync_is_one_alert_naming_the_culprit_rank_and_tensor(planted_run):
     assert "rank 2 disagrees with ranks 0, 1" in alert.message
 
 
+@pytest.mark.distributed  # a 3-rank gloo run: slow, make test-all
 def test_straggler_names_the_slow_rank(planted_run):
     # the first alert naming the planted rank; three ranks sharing two busy cores may add
     # another (the plant's alert ending and starting again, or a rank the load itself slowed)

@@ -14,6 +14,8 @@ from tests.watch._training import MLP, digits, train
 from tests.watch.test_invariants import judge, started
 from tests.watch.test_plants import only
 
+pytestmark = pytest.mark.slow  # long healthy loops that once alarmed: make test-all
+
 PLANT = 40
 
 

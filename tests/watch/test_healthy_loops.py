@@ -23,6 +23,8 @@ import labcoat
 from labcoat.watch.watcher import DEFAULT_EVERY
 from tests.watch._training import CNN, MLP, digits, train, warmup_decay
 
+pytestmark = pytest.mark.slow  # 36 training loops, twice each: make test-all
+
 Loop = Callable[[int], list]
 LOOPS: dict[str, Loop] = {}
 
@@ -321,7 +323,7 @@ def sparse_embedding_sparse_adam(every):
 @loop
 def gan_two_optimizers(every):
     """A small GAN matching a 2-D Gaussian mixture: two optimizers, one watch each. Adversarial
-    losses do not trend down by design, so ``no_trend`` is left out (as the README says)."""
+    losses do not trend down by design, so ``no_trend`` is left out (as docs/watch.md says)."""
     torch.manual_seed(0)
     gen_net = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
     disc = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from labcoat.errors import InputError
 from tests.watch._training import MLP, digits
 
+pytestmark = pytest.mark.slow  # whole Lightning and Hugging Face trainers: make test-all
+
 
 def load_with_stub(monkeypatch, module_name, stub_modules):
     for name, attrs in stub_modules.items():

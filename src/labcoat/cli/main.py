@@ -33,6 +33,23 @@ COMMANDS: dict[str, str] = {
     "verdict": "labcoat.cli.verdict:verdict",
 }
 
+#: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
+#: (those import numpy, rich and the engines); tests/test_cli_main.py keeps it equal to the
+#: commands' own help. A command missing here is imported for its help, as before.
+SUMMARIES: dict[str, str] = {
+    "doctor": "Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.",
+    "checks": "List every declared check (doctor, watch, audit, scale, stats): what each "
+    "falsifies and what a healthy setup predicts.",
+    "stats": "Honest error bars for evals (Miller 2024, rliable, anytime-valid sequences).",
+    "ledger": "A lab notebook: hypotheses, predictions, results, runs and their provenance.",
+    "run": "Run COMMAND as a recorded run: provenance, teed output, exit status.",
+    "watch": "Training-watch events: alerts raised while a run trained.",
+    "scale": "Scaling-law fits with honest uncertainty, and backtests on held-out larger runs.",
+    "report": "Write one HTML page with every recorded doctor run, watched run and result, then "
+    "the notebook's chronicle. The page opens offline: nothing in it is fetched.",
+    "audit": "Audit data: label errors, duplicates across splits, contamination, group leakage.",
+}
+
 
 class LazyGroup(Group):
     """A click group whose subcommands are imported only when used."""
@@ -45,6 +62,23 @@ class LazyGroup(Group):
             module, attr = COMMANDS[name].split(":")
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, with the help of a lazy command read from SUMMARIES (a stand-in
+        command carrying that help, so click shortens it as it does the command's own)."""
+        rows: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            if name in COMMANDS and name in SUMMARIES:
+                rows.append((name, click.Command(name, help=SUMMARIES[name])))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command))
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, c.get_short_help_str(limit)) for name, c in rows])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

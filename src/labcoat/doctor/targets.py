@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-from scipy.optimize import minimize_scalar
 from torch.nn import functional as F
 
 from labcoat.doctor.features import row_hashes
@@ -284,6 +283,8 @@ def lowest_loss(
     loss_fn: Callable, log_probs: torch.Tensor, y: torch.Tensor, like: torch.Tensor, layout: Layout
 ) -> float:
     """The user's loss for outputs built from ``log_probs``, at the best temperature in [0, 1]."""
+    from scipy.optimize import minimize_scalar  # lazy: scipy.optimize takes ~0.3 s to import
+
     target = y.to(like.device)
 
     def loss_at(t: float) -> float:

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.features import flat, inputs_are_ids, not_features, row_hashes
@@ -313,6 +312,8 @@ OVERLAP_MAX_TRAIN, OVERLAP_MAX_VAL = 4096, 1024
     ),
 )
 def split_overlap(case: Case) -> Outcome:
+    from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
     from labcoat.audit import duplicates
 
     tokens = not torch.is_floating_point(case.train.x)  # ids, codes: only exact copies count
@@ -507,6 +508,8 @@ def _leak_verdict(
 
 
 def _abs_spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
     return float(abs(stats.spearmanr(a, b).statistic))
@@ -642,6 +645,8 @@ def _agreement_pvalue(pred: np.ndarray, y: np.ndarray) -> float:
     that finds all 3 positives among 75 examples is signal, though 100% accuracy against a 96%
     majority rate is not significant. Two classes: Fisher's exact test; more: a permutation
     test."""
+    from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
     classes = np.union1d(pred, y)
     if len(classes) <= 2:
         a = classes[-1]
@@ -678,6 +683,8 @@ def _rank_pvalue(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float
     the ranks). It keeps its power when the positive class is rare (fraud, a rare diagnosis:
     8 positives in 800), where a majority vote of neighbours never names one and a test of
     the votes has nothing to count."""
+    from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
     ranks = stats.rankdata(scores)
     n_pos = int(positive.sum())
     n_neg = len(positive) - n_pos
@@ -729,6 +736,8 @@ def _scored(
     """Each baseline fitted on one target column, scored on held-out data with a one-sided
     p-value against chance. ``xtr``/``xva`` are whatever the pipelines take (a float array, a
     (train, val) pair of token views)."""
+    from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
     results = {}
     for name, fitted in pipelines.items():
         fitted = fitted.fit(xtr, ytr)

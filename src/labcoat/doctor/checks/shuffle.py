@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from scipy import stats
 
 from labcoat.doctor.case import Case, held_modules
 from labcoat.doctor.cpu import map_copies
@@ -191,6 +190,8 @@ class ShuffleRuns:
     def p_above_chance(self) -> float:
         """One-sided p-value that the shuffled copies score above their chance levels on average,
         by more than the untrained model they all start from already does."""
+        from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
         excess = self.null - self.chance - self._carried
         if len(excess) < 2 or np.ptp(excess) == 0:
             return 0.0 if float(np.mean(excess)) > 0 else 1.0
@@ -225,6 +226,8 @@ class ShuffleRuns:
     def prediction_pvalue(self) -> float:
         """One-sided p of the real score under a normal fitted to the shuffled ones: the chance
         that one more shuffled copy scores as high (a t prediction interval)."""
+        from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
         k = len(self.null)
         sd = float(np.std(self.null, ddof=1)) if k > 1 else 0.0
         if k < 3 or not sd > 0 or not math.isfinite(self.real):
@@ -258,6 +261,8 @@ class ShuffleRuns:
     def _labels_settled(self, chance: float) -> bool:
         """shuffle.labels: the copies' mean excess over chance is bounded, at INTERIM_ALPHA,
         clear of the line between "at chance" and "above it by a material share"."""
+        from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
         excess = self.null - self.chance - self._carried
         k = len(excess)
         half = float(stats.t.ppf(1 - INTERIM_ALPHA, k - 1)) * float(np.std(excess, ddof=1))
@@ -696,6 +701,8 @@ def random_sequences(
     applies=_next_token,
 )
 def random_tokens(case: Case) -> Outcome:
+    from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
+
     layout = layout_of(case)
     y = case.train.y
     tokens = torch.unique(y[valid_targets(y, layout)])
