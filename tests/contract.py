@@ -566,4 +566,148 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
             "tests/scale/test_diagnostics.py::test_the_right_law_with_the_same_noise_has_no_residual_pattern[1]",
         ],
     },
+    "verdicts.deviation.metric": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_planted_deviation_is_found_in_the_data",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_by_the_plan_analysis_deviates_from_nothing",
+        ],
+    },
+    "verdicts.deviation.column": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_planted_deviation_is_found_in_the_data",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_by_the_plan_analysis_deviates_from_nothing",
+        ],
+    },
+    "verdicts.deviation.items": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_planted_deviation_is_found_in_the_data",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_by_the_plan_analysis_deviates_from_nothing",
+        ],
+    },
+    "verdicts.deviation.dropped": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_planted_deviation_is_found_in_the_data",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_by_the_plan_analysis_deviates_from_nothing",
+        ],
+    },
+    "verdicts.deviation.seeds": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_planted_deviation_is_found_in_the_data",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_by_the_plan_analysis_deviates_from_nothing",
+        ],
+    },
+    "verdicts.deviation.after-verdict": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_results_produced_after_a_verdict_and_its_twin",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_results_produced_after_a_verdict_and_its_twin",
+        ],
+    },
+    "verdicts.deviation.look": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks",
+        ],
+    },
+    "verdicts.deviation.margin": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_the_plan_changed_after_results_and_its_twin",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_plan_changed_after_results_and_its_twin",
+        ],
+    },
+    "verdicts.deviation.alpha": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_the_plan_changed_after_results_and_its_twin",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_plan_changed_after_results_and_its_twin",
+        ],
+    },
+    "verdicts.deviation.revised": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_the_plan_changed_after_results_and_its_twin",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_the_plan_changed_after_results_and_its_twin",
+        ],
+    },
+    "verdicts.deviation.family": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_a_family_that_grew_beyond_its_declared_size_and_its_twin",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_a_family_that_grew_beyond_its_declared_size_and_its_twin",
+        ],
+    },
+    "verdicts.deviation.registered-late": {
+        "planted": [
+            "tests/verdicts/test_deviations.py::test_results_older_than_the_plan_warn_and_newer_ones_pass",
+        ],
+        "healthy": [
+            "tests/verdicts/test_deviations.py::test_results_older_than_the_plan_warn_and_newer_ones_pass",
+        ],
+    },
+    "verdicts.design.power": {
+        "planted": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+        "healthy": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+    },
+    "verdicts.design.seeds-confounded": {
+        "planted": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+        "healthy": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+    },
+    "verdicts.design.item-sets": {
+        "planted": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+        "healthy": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+    },
+    "verdicts.design.control": {
+        "planted": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+        "healthy": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+    },
+    "verdicts.design.interventions": {
+        "planted": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+        "healthy": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+    },
+    "verdicts.design.family": {
+        "planted": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+        "healthy": [
+            "tests/verdicts/test_review.py::test_each_design_flaw_is_found_and_its_healthy_twin_passes",
+        ],
+    },
 }

@@ -132,3 +132,19 @@ def test_flat_says_what_it_pinned_beside_a_wide_coefficient_interval():
     x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01)
     twin = _finding(scale.fit(x, None, L, form="curve", bootstrap=200, ledger=False), "scale.flat")
     assert twin.status == "pass" and "spans a factor" not in twin.message
+
+
+@pytest.mark.check("scale.fit", planted=True)
+@pytest.mark.check("scale.fit", healthy=True)
+def test_the_stored_fit_warns_when_its_diagnostics_warn_and_passes_a_clean_law():
+    """``scale.fit`` is the finding a fit is stored as: it carries the fit's parameters and
+    warns when a diagnostic did (here the loss rises with size), else passes."""
+    from labcoat.scale.diagnostics import FIT
+
+    x = np.logspace(2, 5, 40)
+    noise = np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))
+    rising = FIT.evaluate(_curve(x, (2 + 0.05 * x**0.3) * noise))
+    falling = FIT.evaluate(_curve(x, (2 + 5 * x**-0.3) * noise))
+    assert rising.status == "warn" and "alpha" in rising.evidence["params"]
+    assert falling.status == "pass", falling.message
+    assert falling.evidence["n_points"] == 40

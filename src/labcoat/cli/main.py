@@ -35,7 +35,7 @@ COMMANDS: dict[str, str] = {
 
 #: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
 #: (those import numpy, rich and the engines); tests/test_cli_main.py keeps it equal to the
-#: commands' own help. A command missing here is imported for its help, as before.
+#: commands' own help; every command has its line (tests/test_cli_main.py).
 SUMMARIES: dict[str, str] = {
     "doctor": "Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.",
     "checks": "List every declared check (doctor, watch, audit, scale, stats): what each "
@@ -48,6 +48,7 @@ SUMMARIES: dict[str, str] = {
     "report": "Write one HTML page with every recorded doctor run, watched run and result, then "
     "the notebook's chronicle. The page opens offline: nothing in it is fetched.",
     "audit": "Audit data: label errors, duplicates across splits, contamination, group leakage.",
+    "verdict": "Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.",
 }
 
 
