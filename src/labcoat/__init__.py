@@ -25,6 +25,7 @@ _LAZY: dict[str, str] = {
     "Alert": "labcoat.watch:Alert",
     "scale": "labcoat.scale",
     "audit": "labcoat.audit",  # the package: label_issues, duplicates, contamination, groups
+    "evals": "labcoat.evals",  # the package: plan_subset, estimate, compare, sequential
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]
