@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "scale": "labcoat.cli.scale:scale",
     "report": "labcoat.cli.report:report",
     "audit": "labcoat.cli.audit:audit",
+    "evals": "labcoat.cli.evals:evals",
 }
 
 
