@@ -76,9 +76,11 @@ def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0
                 idx = design.draw(rng)
                 est, se, df, _ = design.estimate(yt[idx], idx, model)
                 q = c * D.t_quantile(LEVEL, df)
-                d, dse, ddf, _ = design.estimate(yt[idx][:, ia], idx, model, paired_with=yt[idx][:, ib])
+                d, dse, ddf, _ = design.estimate(
+                    yt[idx][:, ia], idx, model, paired_with=yt[idx][:, ib]
+                )
                 rows["labcoat"] = (est, q * se, d, c * D.t_quantile(LEVEL, ddf) * dse)
-                ridx = rng.choice(n_items, budget, replace=False)
+                ridx = np.argsort(rng.random(n_items))[:budget]
                 est, se, df = D.srs(yt[ridx], n_items)
                 d, dse, ddf = D.srs(yt[ridx][:, ia] - yt[ridx][:, ib], n_items)
                 tq = D.t_quantile(LEVEL, df)

@@ -97,6 +97,9 @@ class Design:
                 ps_b, pt_b = crossfit(model, other, idx, ss)
                 pred_s, pred_t = pred_s - ps_b, pred_t - pt_b
             y = y - other
+        if model is not None:  # the regression estimator: a useless model gets slope ~0
+            slope = _slope(y, pred_s, self.groups[ss])
+            pred_s, pred_t = pred_s * slope, pred_t * slope
         est, se, df = D.stratified(
             y, ss, self.sizes, pred_s, pred_t, self.groups, paired=paired_with is not None
         )
@@ -112,6 +115,20 @@ class Design:
             "alloc": self.alloc.tolist(),
             "groups": self.groups.tolist(),
         }
+
+
+def _slope(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per model, the pooled within-group regression slope of scores on predictions, clipped
+    to [0, 1]: how much of the item model to trust (GREG's estimated coefficient)."""
+    yc, pc = y.copy(), pred.copy()
+    for g in np.unique(groups):
+        m = groups == g
+        yc[m] -= y[m].mean(axis=0)
+        pc[m] -= pred[m].mean(axis=0)
+    den = (pc**2).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = np.where(den > 1e-12, (yc * pc).sum(axis=0) / den, 0.0)
+    return np.clip(slope, 0.0, 1.0)
 
 
 def build_design(
