@@ -36,8 +36,10 @@ MODEL_COLUMNS = ("model", "model_name", "subject")
 
 
 def model_group(name: str) -> str:
-    """The group of a model name: the name without a trailing ``_zero_shot``-like suffix."""
-    return SETTING_SUFFIX.sub("", name) or name
+    """The group of a model name: the name without a trailing ``_zero_shot``-like suffix, in
+    lower case (MATH-500 spells one model ``Phi_4_mini`` in one setting, ``phi_4_mini`` in the
+    other)."""
+    return (SETTING_SUFFIX.sub("", name) or name).lower()
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,20 @@ def _pick(table: Any, given: str | None, candidates: Sequence[str], what: str, f
     )
 
 
+def _only_scorer(table: Any, id_col: str) -> str | None:
+    """An Inspect log's one scorer column (``choice``, ``match``, ...), when it has just one."""
+    lower = {n.lower() for n in table.names}
+    if any(c in lower for c in SCORE_COLUMNS):
+        return None
+    rest = [
+        n
+        for n in table.names
+        if n not in (id_col, "epoch", "task", "task_doc_id", "doc_id")
+        and not n.startswith(("metadata.", "doc."))
+    ]
+    return rest[0] if len(rest) == 1 else None
+
+
 def read_results(
     path: str | Path, *, id: str | None = None, score: str | None = None, model: str | None = None
 ) -> Results:
@@ -174,6 +190,8 @@ def read_results(
     if id is None and "task" in table.columns and len(set(map(str, table.columns["task"]))) > 1:
         id = "task_doc_id"
     id_col = _pick(table, id, ID_COLUMNS, "item id", "--id")
+    if score is None:
+        score = _only_scorer(table, id_col)
     score_col = _pick(table, score, SCORE_COLUMNS, "score", "--score")
     ids = table.labels(id_col)
     values = table.scores(score_col)
