@@ -37,6 +37,7 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "items"
 BUDGETS = (50, 100, 200, 400)
 LEVEL = 0.95
 CLOSE = 0.03
+TRIES = 1
 
 
 def splits(history, folds: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
@@ -73,7 +74,7 @@ def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0
             design, model, c = plan.design, plan.item_model, plan.inflation
             for _ in range(reps):
                 rows = {}
-                idx = design.draw(rng)
+                idx = design.draw(rng, train.scores, TRIES)
                 est, se, df, _ = design.estimate(yt[idx], idx, model)
                 q = c * D.t_quantile(LEVEL, df)
                 d, dse, ddf, _ = design.estimate(
@@ -133,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cal-reps", type=int, default=20, help="subsets per calibration fold")
     parser.add_argument("--method", default="stratified", choices=["stratified", "irt"])
     parser.add_argument("--only", default=None, choices=["math", "chem"])
+    parser.add_argument("--tries", type=int, default=1)
     args = parser.parse_args(argv)
+    global TRIES
+    TRIES = args.tries
     if not DATA.is_dir():
         print(f"no reference data at {DATA}; nothing to measure", file=sys.stderr)
         return 0

@@ -79,3 +79,12 @@ def test_stratified_is_more_precise_than_random_on_like_data():
         abs(target[rng.choice(300, 60, replace=False)].mean() - target.mean()) for _ in range(300)
     ]
     assert np.mean(strat) < np.mean(rand)
+
+
+def test_items_needed_grows_as_the_difference_shrinks_and_stops_at_the_benchmark():
+    from labcoat.evals.compare import items_needed
+
+    wide = items_needed(0.05, 0.04, 100, 1000, 2.0)
+    narrow = items_needed(0.02, 0.04, 100, 1000, 2.0)
+    assert 100 < wide < narrow <= 1000
+    assert items_needed(0.0, 0.04, 100, 1000, 2.0) == 1000

@@ -25,6 +25,7 @@ with the pooled degrees of freedom.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -275,14 +276,14 @@ def srs(y: np.ndarray, n_total: int) -> tuple[np.ndarray, np.ndarray, int]:
     return y.mean(axis=0), np.sqrt(var), n - 1
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(level: float, df: float) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom."""
     from scipy import stats
 
-    return (
-        float(stats.t.ppf(0.5 + level / 2.0, df))
-        if math.isfinite(df)
-        else float(stats.norm.ppf(0.5 + level / 2.0))
-    )
+    if not math.isfinite(df):
+        return float(stats.norm.ppf(0.5 + level / 2.0))
+    return float(stats.t.ppf(0.5 + level / 2.0, df))
 
 
 __all__ = ["allocate", "difficulty_strata", "draw", "folds", "srs", "stratified", "t_quantile"]

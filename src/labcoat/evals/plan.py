@@ -69,8 +69,24 @@ class Design:
     def budget(self) -> int:
         return int(self.alloc.sum())
 
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        return D.draw(self.strata, self.alloc, rng)
+    def draw(
+        self, rng: np.random.Generator, history: np.ndarray | None = None, tries: int = 1
+    ) -> np.ndarray:
+        """One stratified random draw; with ``history`` and ``tries > 1``, the best balanced
+        of ``tries`` draws: the one whose estimates of the history models' scores are closest
+        to their full-benchmark scores (rejective sampling)."""
+        if history is None or tries <= 1:
+            return D.draw(self.strata, self.alloc, rng)
+        sizes = self.sizes.astype(float)
+        weight = (sizes / sizes.sum() / np.maximum(self.alloc, 1))[self.strata]
+        target = history.mean(axis=0)
+        best, best_gap = None, np.inf
+        for _ in range(tries):
+            idx = D.draw(self.strata, self.alloc, rng)
+            gap = float((((weight[idx] @ history[idx]) - target) ** 2).sum())
+            if gap < best_gap:
+                best, best_gap = idx, gap
+        return best
 
     def estimate(
         self,
@@ -147,7 +163,10 @@ def build_design(
     if clusters is None:
         c = n_clusters(budget, n_models)
         clusters = D.cluster_strata(scores, c, seed=seed) if c > 1 else None
-    strata = D.difficulty_strata(scores, min(budget, n_items), clusters)
+    # equal sampling fractions: one item per stratum up to half the benchmark, above it one
+    # item left out of each (so no stratum is taken whole while its neighbour gets one)
+    n_strata = max(1, min(budget, n_items - budget))
+    strata = D.difficulty_strata(scores, n_strata, clusters)
     sizes = np.bincount(strata)
     alloc = D.allocate(sizes, budget, minimum=1)
     return Design(strata, alloc, D.collapse(strata, alloc))
