@@ -25,7 +25,7 @@ def plan(history):
 def test_a_plan_is_calibrated_on_held_out_history_models(plan):
     assert plan.ok and len(plan.subset) == 60 and len(set(plan.subset)) == 60
     cal = plan.calibration
-    assert cal["trials"] > 0 and 1.0 <= cal["inflation"] <= 2.0
+    assert cal["trials"] > 0 and 0.85 <= cal["inflation"] <= 2.0
     assert plan.findings[1].status == "pass"
 
 

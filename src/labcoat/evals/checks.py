@@ -52,6 +52,8 @@ def _plan_calibration(plan: Any) -> Outcome:
     evidence = {k: v for k, v in cal.items()}
     if cal["inflation"] > 1.0:
         message += f"; intervals widened x{cal['inflation']:.2f} to cover"
+    elif cal["inflation"] < 1.0:
+        message += f"; intervals narrowed x{cal['inflation']:.2f}, still covering"
     if cal["inflation"] >= cal.get("inflation_cap", 2.0):
         message += "; the cap was reached, so intervals may still undercover"
         return warned(message, **evidence)
