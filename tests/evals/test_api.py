@@ -133,3 +133,23 @@ def test_sequential_stops_once_the_threshold_is_settled(plan):
 def test_sequential_replay_needs_every_drawn_item(plan):
     with pytest.raises(InputError, match="has no result for item"):
         sequential(_results(plan, new_model(0.0)), plan, width=0.05)
+
+
+def test_the_engine_is_reachable_lazily_and_its_checks_are_registered():
+    import labcoat
+    from labcoat.findings import catalogue
+
+    assert labcoat.evals.plan_subset is plan_subset
+    ids = {row["id"] for row in catalogue("evals")}
+    assert {"evals.plan.size", "evals.estimate.interval", "evals.compare.decision"} <= ids
+
+
+def test_results_record_their_findings_in_a_ledger(plan, tmp_path):
+    from labcoat.ledger import Ledger
+
+    est = estimate(_results(plan, new_model(0.5)), plan)
+    ids = est.record(tmp_path / "ledger.db")
+    assert ids and len(ids) == len(est.findings)
+    page = est.to_html()
+    assert "evals.estimate.interval" in page and f"{est.score}" in page
+    assert Ledger(tmp_path / "ledger.db") is not None

@@ -72,7 +72,9 @@ def evals() -> None:
 )
 @click.option("--model", "model_col", default=None, help="Model column of a long table.")
 @_columns
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the draw."
+)
 @level_option
 @click.option("--no-calibrate", is_flag=True, help="Skip the leave-models-out check.")
 @json_option
