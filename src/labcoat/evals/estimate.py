@@ -158,9 +158,9 @@ class Estimate(Result):
     def detectable(self) -> float:
         """The smallest difference to another model's score (estimated on the same plan) that
         this subset detects with 80 % power at its level."""
-        from scipy import stats
+        from scipy.special import ndtri
 
-        z = D.t_quantile(self.level, self.df) + float(stats.norm.ppf(POWER))
+        z = D.t_quantile(self.level, self.df) + float(ndtri(POWER))
         return float(z * self.inflation * self.se * math.sqrt(2.0))
 
     @property
