@@ -154,7 +154,8 @@ def compare(
             f"{ra.source} and {rb.source} share {common.size} scored planned items; a paired "
             "comparison needs the same items on both sides."
         )
-    order = [i for i in idx_a.tolist() if i in set(common.tolist())]
+    shared_items = set(common.tolist())
+    order = [i for i in idx_a.tolist() if i in shared_items]
     pos_a = {i: k for k, i in enumerate(idx_a.tolist())}
     pos_b = {i: k for k, i in enumerate(idx_b.tolist())}
     idx = np.array(order, dtype=int)

@@ -36,7 +36,6 @@ from labcoat.evals import _design as D
 from labcoat.evals.history import History
 from labcoat.evals.irt import ItemModel, crossfit, fit_items
 from labcoat.findings import Finding
-from labcoat.interval import ConfidenceInterval  # noqa: F401 - re-exported for users
 from labcoat.result import Result
 
 METHODS = ("stratified", "irt", "random")
