@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "audit": "labcoat.audit",  # the package: label_issues, duplicates, contamination, groups
     "Plan": "labcoat.verdicts.plan:Plan",
     "verdicts": "labcoat.verdicts",  # the package: review, analyse, VerdictResult
+    "evals": "labcoat.evals",  # the package: plan_subset, estimate, compare, sequential
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

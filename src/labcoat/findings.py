@@ -273,6 +273,7 @@ ENGINES: dict[str, str] = {
     "scale": "labcoat.scale.diagnostics:CHECKS",
     "stats": "labcoat.stats.record:CHECKS",
     "verdicts": "labcoat.verdicts:REGISTRY",
+    "evals": "labcoat.evals.checks:CHECKS",
 }
 
 

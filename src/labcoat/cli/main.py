@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "report": "labcoat.cli.report:report",
     "audit": "labcoat.cli.audit:audit",
     "verdict": "labcoat.cli.verdict:verdict",
+    "evals": "labcoat.cli.evals:evals",
 }
 
 #: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
@@ -49,6 +50,7 @@ SUMMARIES: dict[str, str] = {
     "the notebook's chronicle. The page opens offline: nothing in it is fetched.",
     "audit": "Audit data: label errors, duplicates across splits, contamination, group leakage.",
     "verdict": "Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.",
+    "evals": "Fast evals from a few hundred items: plan, estimate, compare (intervals that hold).",
 }
 
 

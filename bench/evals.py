@@ -1,0 +1,162 @@
+"""Subset evals against the full benchmark, leave-models-out, beside plain random sampling.
+
+On the two per-item matrices in ``../shared/data/items`` (MATH-500: 500 items x 70 models in two
+prompt settings, coded +1/-1; ChemBench: 2854 items x 22 models), whole models are held out:
+the plan (design, clusters and calibration) is built from the other models only, and the
+held-out models are scored on subsets drawn from it. Both prompt settings of a MATH-500 model
+(``<org>_<model>_zero_shot`` / ``_one_shot``) leave together. The splits are 5 random folds of
+model groups plus one "top" split that holds out the strongest 20 % of groups, so that those
+models are stronger than every model in their history.
+
+For every budget (50/100/200/400) it prints, for the plan (labcoat) and for plain random
+sampling with its t interval (random):
+
+* MAE: mean |estimate - full-benchmark score| over held-out models and subsets;
+* cover: share of 95 % intervals containing the full score (cover+: the same for held-out
+  models stronger than every model in their history);
+* decided / right: share of held-out model pairs the subset ranks (paired interval excludes 0),
+  and the share of those rankings that agree with the full benchmark; close: share of pairs
+  within 0.03 of each other that are ranked (a method that refuses every close pair scores 0).
+
+Run: python bench/evals.py [--reps 40] [--method stratified|irt] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from labcoat.evals import _design as D
+from labcoat.evals import plan_subset, read_history
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "items"
+BUDGETS = (50, 100, 200, 400)
+LEVEL = 0.95
+CLOSE = 0.03
+#: random draws per planned draw
+RANDOM_FACTOR = 4
+
+
+def splits(history, folds: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """Held-out masks over models: random folds of groups, and the top 20 % of groups."""
+    groups = history.groups
+    uniq = np.unique(groups)
+    fold_of = dict(zip(rng.permutation(uniq).tolist(), np.arange(uniq.size) % folds))
+    out = [(f"fold{f}", np.array([fold_of[g] == f for g in groups.tolist()])) for f in range(folds)]
+    means = {g: history.scores[:, groups == g].mean() for g in uniq}
+    top = sorted(uniq, key=lambda g: means[g])[-max(2, uniq.size // 5) :]
+    out.append(("top", np.isin(groups, top)))
+    return out
+
+
+def pair_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    i, j = np.triu_indices(n, k=1)
+    return i, j
+
+
+def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    y_all = history.scores
+    truth = y_all.mean(axis=0)
+    n_items = history.n_items
+    stats: dict = {}
+    for split, held in splits(history, 5, rng):
+        train = history.without(~held)
+        strongest = truth[~held].max()
+        yt, tt = y_all[:, held], truth[held]
+        ia, ib = pair_index(int(held.sum()))
+        true_diff = tt[ia] - tt[ib]
+        for budget in BUDGETS:
+            plan = plan_subset(train, budget, method=method, seed=seed, reps=cal_reps)
+            design, model, c = plan.design, plan.item_model, plan.inflation
+            for _ in range(reps):
+                rows = {}
+                idx = design.draw(rng)
+                est, se, df, _ = design.estimate(yt[idx], idx, model)
+                q = c * D.t_quantile(LEVEL, df)
+                d, dse, ddf, _ = design.estimate(
+                    yt[idx][:, ia], idx, model, paired_with=yt[idx][:, ib]
+                )
+                rows["labcoat"] = (est, q * se, d, c * D.t_quantile(LEVEL, ddf) * dse)
+                rows["random"] = []
+                for _ in range(RANDOM_FACTOR):  # random is cheap: more draws, a steadier base
+                    ridx = np.argsort(rng.random(n_items))[:budget]
+                    est, se, df = D.srs(yt[ridx], n_items)
+                    d, dse, ddf = D.srs(yt[ridx][:, ia] - yt[ridx][:, ib], n_items)
+                    tq = D.t_quantile(LEVEL, df)
+                    rows["random"].append((est, tq * se, d, tq * dse))
+                rows["labcoat"] = [rows["labcoat"]]
+                for method_name, (est, half, d, dhalf) in (
+                    (m, draw) for m, draws in rows.items() for draw in draws
+                ):
+                    s = stats.setdefault((budget, method_name), _empty())
+                    err = np.abs(est - tt)
+                    s["err"].append(err)
+                    s["cover"].append(err <= half)
+                    s["cover_strong"].append((err <= half)[tt > strongest])
+                    claimed = np.abs(d) > dhalf
+                    s["claimed"].append(claimed)
+                    s["right"].append((np.sign(d) == np.sign(true_diff))[claimed])
+                    s["close"].append(claimed[np.abs(true_diff) < CLOSE])
+    return {k: {m: np.concatenate(v) for m, v in s.items()} for k, s in stats.items()}
+
+
+def _empty() -> dict:
+    return {k: [] for k in ("err", "cover", "cover_strong", "claimed", "right", "close")}
+
+
+def report(name: str, stats: dict) -> dict:
+    print(f"\n{name}")
+    print(
+        f"{'budget':>6} {'method':>8} {'MAE':>7} {'ratio':>6} {'cover':>6} {'cover+':>11} "
+        f"{'decided':>8} {'right':>7} {'close':>6}"
+    )
+    pooled: dict = {}
+    for budget in BUDGETS:
+        base = stats[(budget, "random")]["err"].mean()
+        for method in ("labcoat", "random"):
+            s = stats[(budget, method)]
+            strong = s["cover_strong"]
+            print(
+                f"{budget:>6} {method:>8} {s['err'].mean():7.4f} {s['err'].mean() / base:6.2f} "
+                f"{s['cover'].mean():6.3f} {strong.mean() if strong.size else float('nan'):6.3f}"
+                f"({strong.size:>3}) {s['claimed'].mean():8.3f} "
+                f"{s['right'].mean() if s['right'].size else float('nan'):7.3f} "
+                f"{s['close'].mean() if s['close'].size else float('nan'):6.3f}"
+            )
+            pooled.setdefault(method, []).append(s["cover"])
+    for method, covers in pooled.items():
+        print(f"pooled coverage {method}: {np.concatenate(covers).mean():.3f}")
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=40, help="subsets per split and budget")
+    parser.add_argument("--cal-reps", type=int, default=20, help="subsets per calibration fold")
+    parser.add_argument("--method", default="stratified", choices=["stratified", "irt"])
+    parser.add_argument("--only", default=None, choices=["math", "chem"])
+    args = parser.parse_args(argv)
+    if not DATA.is_dir():
+        print(f"no reference data at {DATA}; nothing to measure", file=sys.stderr)
+        return 0
+    sets = {
+        "math": ("MATH-500 (500 items x 70 models x 2 prompt settings)", "math500_cbmm_Y.csv"),
+        "chem": ("ChemBench (2854 items x 22 models)", "chembench_binary_matrix.csv"),
+    }
+    for key, (title, file) in sets.items():
+        if args.only and key != args.only:
+            continue
+        history = read_history(DATA / file)
+        start = time.perf_counter()
+        stats = run(key, history, args.method, args.reps, args.cal_reps)
+        report(f"{title}, method={args.method}, {time.perf_counter() - start:.0f} s", stats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""``labcoat evals``: plan a subset of a benchmark, estimate the full score from it, compare two
+models on it. Logic lives in :mod:`labcoat.evals`; this module parses and prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from labcoat.cli.group import Group
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond
+
+level_option = click.option(
+    "--level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Confidence level of the intervals (default: the plan's, 0.95 for a new plan).",
+)
+plan_option = click.option(
+    "--plan",
+    "plan_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The plan file `labcoat evals plan -o` wrote.",
+)
+columns = [
+    click.option("--id", "id_col", default=None, help="Item id column (found by name if not)."),
+    click.option("--score", "score_col", default=None, help="Score column (found if not)."),
+]
+missing_option = click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Estimate from the planned items that have a result (warns) instead of exiting 2.",
+)
+
+
+def _columns(fn):
+    for option in reversed(columns):
+        fn = option(fn)
+    return fn
+
+
+def _finish(result: Any, as_json: bool, ledger: str | None, no_ledger: bool) -> None:
+    result.record(ledger_target(ledger, no_ledger))
+    respond(as_json, result, lambda: result)
+    raise click.exceptions.Exit(0 if result.ok else 1)
+
+
+@click.group("evals", cls=Group)
+def evals() -> None:
+    """Fast evals from a few hundred items: plan, estimate, compare (intervals that hold)."""
+
+
+@evals.command("plan")
+@click.argument("history", nargs=-1, required=True)
+@click.option("--budget", "-k", type=click.IntRange(min=2), required=True, help="Items to plan.")
+@click.option(
+    "--method",
+    type=click.Choice(["stratified", "irt", "random"]),
+    default="stratified",
+    show_default=True,
+    help="stratified: by difficulty and item clusters; irt: plus an item model as control "
+    "variate; random: plain random sampling.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Plan file.")
+@click.option(
+    "--orient",
+    type=click.Choice(["auto", "items", "models"]),
+    default="auto",
+    show_default=True,
+    help="For a matrix: are items the rows or the columns (auto: the longer side).",
+)
+@click.option("--model", "model_col", default=None, help="Model column of a long table.")
+@_columns
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the draw."
+)
+@level_option
+@click.option("--no-calibrate", is_flag=True, help="Skip the leave-models-out check.")
+@json_option
+def plan_cmd(
+    history: tuple[str, ...],
+    budget: int,
+    method: str,
+    output: str | None,
+    orient: str,
+    model_col: str | None,
+    id_col: str | None,
+    score_col: str | None,
+    seed: int,
+    level: float | None,
+    no_calibrate: bool,
+    as_json: bool,
+) -> None:
+    """Choose BUDGET items of HISTORY's benchmark (per-item results of earlier models: one
+    items x models matrix, a long table, or one file per model)."""
+    from labcoat.evals import plan_subset, read_history
+
+    hist = read_history(list(history), orient=orient, id=id_col, score=score_col, model=model_col)
+    plan = plan_subset(
+        hist, budget, method=method, seed=seed, level=level or 0.95, calibrate=not no_calibrate
+    )
+    if output is not None:
+        plan.save(output)
+    big = ("items", "chosen", "design", "item_model")
+    summary = {k: v for k, v in plan.to_dict().items() if k not in big}
+    respond(as_json, summary, lambda: plan)
+    raise click.exceptions.Exit(0 if plan.ok else 1)
+
+
+@evals.command("estimate")
+@click.argument("results")
+@plan_option
+@_columns
+@level_option
+@missing_option
+@recording_options("the estimate")
+@json_option
+def estimate_cmd(
+    results: str,
+    plan_path: str,
+    id_col: str | None,
+    score_col: str | None,
+    level: float | None,
+    allow_missing: bool,
+    ledger: str | None,
+    no_ledger: bool,
+    as_json: bool,
+) -> None:
+    """Estimate the full-benchmark score from RESULTS on the plan's items."""
+    from labcoat.evals import estimate, read_results
+
+    res = read_results(results, id=id_col, score=score_col)
+    result = estimate(res, plan_path, level=level, allow_missing=allow_missing)
+    _finish(result, as_json, ledger, no_ledger)
+
+
+@evals.command("compare")
+@click.argument("a")
+@click.argument("b")
+@plan_option
+@_columns
+@level_option
+@missing_option
+@recording_options("the comparison")
+@json_option
+def compare_cmd(
+    a: str,
+    b: str,
+    plan_path: str,
+    id_col: str | None,
+    score_col: str | None,
+    level: float | None,
+    allow_missing: bool,
+    ledger: str | None,
+    no_ledger: bool,
+    as_json: bool,
+) -> None:
+    """Compare A and B paired on the plan's items; inconclusive, with the items needed, when
+    the subset cannot tell them apart."""
+    from labcoat.evals import compare, read_results
+
+    ra = read_results(a, id=id_col, score=score_col)
+    rb = read_results(b, id=id_col, score=score_col)
+    result = compare(ra, rb, plan_path, level=level, allow_missing=allow_missing)
+    _finish(result, as_json, ledger, no_ledger)

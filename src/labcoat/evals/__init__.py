@@ -1,0 +1,37 @@
+"""Fast evals from a few hundred items, with intervals that hold and a refusal when they cannot.
+
+Plan a subset from your own history of per-item results, evaluate only those items, and get
+the full-benchmark score with an interval (:func:`estimate`), a paired comparison that says
+"inconclusive, N items needed" instead of ranking inside the noise (:func:`compare`), or a
+sequential eval that stops once it knows (:func:`sequential`)::
+
+    history = labcoat.evals.read_history("history.csv")        # items x models
+    plan = labcoat.evals.plan_subset(history, budget=200)
+    est = labcoat.evals.estimate({"q17": 1.0, ...}, plan)
+    est.score, est.ci
+
+See docs/evals.md.
+"""
+
+from labcoat.evals.compare import Comparison, compare
+from labcoat.evals.estimate import Estimate, estimate
+from labcoat.evals.history import History, Results, read_history, read_results
+from labcoat.evals.plan import METHODS, Plan, load_plan, plan_subset
+from labcoat.evals.sequential import SequentialEval, sequential
+
+__all__ = [
+    "METHODS",
+    "Comparison",
+    "Estimate",
+    "History",
+    "Plan",
+    "Results",
+    "SequentialEval",
+    "compare",
+    "estimate",
+    "load_plan",
+    "plan_subset",
+    "read_history",
+    "read_results",
+    "sequential",
+]

@@ -1,0 +1,156 @@
+"""What the evals engine claims, declared once: each check falsifies one way a subset's number
+could mislead, and runs on the result it guards (a plan, an estimate, a comparison)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labcoat.findings import CheckRegistry, Outcome, failed, passed, skipped, warned
+
+CHECKS = CheckRegistry("evals", ["plan", "estimate", "compare", "sequential"])
+
+#: below this many planned items no interval is claimed to hold (the estimate refuses)
+MIN_ITEMS = 20
+#: below this many degrees of freedom the design-based variance is itself too noisy
+MIN_DF = 10
+
+
+@CHECKS.check(
+    "evals.plan.size",
+    layer="plan",
+    falsifies="the subset is large enough for an interval that holds",
+    predicts=f"at least {MIN_ITEMS} planned items, so the variance can be estimated from them",
+)
+def _plan_size(plan: Any) -> Outcome:
+    n = len(plan.subset)
+    if n < MIN_ITEMS:
+        return failed(
+            f"{n} items planned: too few for an interval that holds; plan at least {MIN_ITEMS} "
+            "(estimates from it will refuse)",
+            budget=n,
+            minimum=MIN_ITEMS,
+        )
+    return passed(f"{n} of {plan.n_items} items planned ({plan.method})", budget=n)
+
+
+@CHECKS.check(
+    "evals.plan.calibration",
+    layer="plan",
+    falsifies="the plan's intervals hold on models it was not built from",
+    predicts="held-out history models are covered at the nominal level, with the stated inflation",
+    severity="warn",
+)
+def _plan_calibration(plan: Any) -> Outcome:
+    cal = plan.calibration
+    if not cal:
+        return skipped("not calibrated (calibrate=False or too few model groups)")
+    raw = cal["coverage_raw"]
+    message = (
+        f"leave-models-out on the history: {raw:.1%} of {cal['trials']} held-out intervals "
+        f"covered (target {plan.level:.0%})"
+    )
+    evidence = {k: v for k, v in cal.items()}
+    if cal["inflation"] > 1.0:
+        message += f"; intervals widened x{cal['inflation']:.2f} to cover"
+    elif cal["inflation"] < 1.0:
+        message += f"; intervals narrowed x{cal['inflation']:.2f}, still covering"
+    if cal["inflation"] >= cal.get("inflation_cap", 2.0):
+        message += "; the cap was reached, so intervals may still undercover"
+        return warned(message, **evidence)
+    return passed(message, **evidence)
+
+
+@CHECKS.check(
+    "evals.estimate.items",
+    layer="estimate",
+    falsifies="the results score the planned items",
+    predicts="every planned item has a result (missing items would bias the estimate)",
+)
+def _estimate_items(est: Any) -> Outcome:
+    if est.n_missing:
+        return warned(
+            f"{est.n_missing} planned item(s) have no result and were left out; if they failed "
+            "more often (timeouts, crashes) the estimate is biased up",
+            missing=est.n_missing,
+            examples=list(est.missing[:5]),
+        )
+    return passed(f"all {est.n} planned items scored", n=est.n)
+
+
+@CHECKS.check(
+    "evals.estimate.interval",
+    layer="estimate",
+    falsifies="the interval is one that holds at its level",
+    predicts=f"at least {MIN_ITEMS} items and {MIN_DF} degrees of freedom behind the variance",
+)
+def _estimate_interval(est: Any) -> Outcome:
+    if est.refused:
+        return failed(est.reason, n=est.n, df=est.df)
+    return passed(
+        f"{est.score:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}] from {est.n} items "
+        f"(as precise as {est.n_effective:.0f} random items)",
+        n=est.n,
+        df=est.df,
+        se=est.se,
+    )
+
+
+@CHECKS.check(
+    "evals.estimate.model_fit",
+    layer="estimate",
+    falsifies="the history's item model describes this model (precision only, never validity)",
+    predicts="the mean residual of the item model is within noise of zero",
+    severity="warn",
+)
+def _estimate_fit(est: Any) -> Outcome:
+    if est.model_residual is None:
+        return skipped("no item model in this plan")
+    r, se = est.model_residual
+    if se > 0 and abs(r) > 3.0 * se:
+        return warned(
+            f"the history's item model is off by {r:+.3f} for this model (>3 se); the estimate "
+            "corrects it by design, but the subset gains less than planned",
+            residual=r,
+            se=se,
+        )
+    return passed(f"item model residual {r:+.3f} (se {se:.3f})", residual=r, se=se)
+
+
+@CHECKS.check(
+    "evals.compare.decision",
+    layer="compare",
+    falsifies="the subset ranks the two models only where its interval allows",
+    predicts="a ranking is claimed only when the paired interval excludes 0",
+)
+def _compare_decision(cmp: Any) -> Outcome:
+    if cmp.refused:
+        return failed(cmp.reason, n=cmp.n)
+    if cmp.decision == "inconclusive":
+        return passed(
+            f"inconclusive: difference {cmp.diff:+.4f} [{cmp.ci.low:+.4f}, {cmp.ci.high:+.4f}]; "
+            f"about {cmp.items_needed} items would tell",
+            items_needed=cmp.items_needed,
+        )
+    return passed(
+        f"{cmp.decision}: difference {cmp.diff:+.4f} [{cmp.ci.low:+.4f}, {cmp.ci.high:+.4f}]"
+    )
+
+
+@CHECKS.check(
+    "evals.sequential.decided",
+    layer="sequential",
+    falsifies="the sequential eval stopped on an anytime-valid interval",
+    predicts="it stops when the confidence sequence is narrow enough or excludes the threshold",
+    severity="warn",
+)
+def _sequential_done(seq: Any) -> Outcome:
+    if not seq.stopped:
+        return warned(seq.reason, n_draws=seq.n_draws, n_items=seq.n_items)
+    return passed(seq.reason, n_draws=seq.n_draws, n_items=seq.n_items)
+
+
+def findings_for(result: Any, ids: tuple[str, ...]) -> list:
+    return [CHECKS[i].evaluate(result) for i in ids]
+
+
+__all__ = ["CHECKS", "MIN_DF", "MIN_ITEMS", "findings_for"]

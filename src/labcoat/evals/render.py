@@ -1,0 +1,93 @@
+"""Terminal views and the HTML section of the evals results (imported only to draw them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+
+
+def _rows(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+def _with_findings(table: Table, result: Any) -> Group:
+    from labcoat.render import findings_grid
+
+    return Group(table, findings_grid(result.findings))
+
+
+def plan_view(plan: Any) -> Group:
+    cal = plan.calibration
+    rows = [
+        ("method", plan.method),
+        ("items", f"{plan.budget} of {plan.n_items}"),
+        ("strata", str(plan.design.alloc.size)),
+        ("history", f"{len(plan.models)} models ({plan.source})"),
+    ]
+    if cal:
+        rows += [
+            ("held-out coverage", f"{cal['coverage_raw']:.1%} (inflation x{cal['inflation']:.2f})"),
+            ("held-out MAE", f"{cal['mae']:.4f} (random sampling: {cal['mae_random']:.4f})"),
+        ]
+    shown = ", ".join(plan.subset[:12]) + (", ..." if plan.budget > 12 else "")
+    rows.append(("evaluate", shown))
+    return _with_findings(_rows("Eval plan", rows), plan)
+
+
+def estimate_view(est: Any) -> Group:
+    ci = est.ci
+    rows = [
+        ("model", est.model or "-"),
+        ("score", f"{est.score:.4f}  [{ci.low:.4f}, {ci.high:.4f}] ({est.level:.0%})"),
+        (
+            "items",
+            f"{est.n} of {est.n_total} ({est.method}); as precise as "
+            f"{est.n_effective:.0f} random items",
+        ),
+        ("detectable", f"a difference of {est.detectable:.3f} (80% power)"),
+    ]
+    return _with_findings(_rows("Eval estimate", rows), est)
+
+
+def compare_view(cmp: Any) -> Group:
+    ci = cmp.ci
+    rows = [
+        (cmp.name_a, f"{cmp.score_a:.4f}"),
+        (cmp.name_b, f"{cmp.score_b:.4f}"),
+        ("A - B", f"{cmp.diff:+.4f}  [{ci.low:+.4f}, {ci.high:+.4f}] ({cmp.level:.0%})"),
+        ("decision", cmp.decision),
+    ]
+    if cmp.items_needed is not None:
+        rows.append(("items needed", f"about {cmp.items_needed} of {cmp.n_total}"))
+    return _with_findings(_rows("Eval comparison", rows), cmp)
+
+
+def sequential_view(seq: Any) -> Group:
+    ci = seq.ci
+    rows = [
+        ("mean", f"{seq.mean:.4f}  [{ci.low:.4f}, {ci.high:.4f}] ({seq.level:.0%}, anytime)"),
+        ("drawn", f"{seq.n_draws} draws, {seq.n_items} distinct of {seq.n_total} items"),
+        ("decision", seq.decision),
+    ]
+    return _with_findings(_rows("Sequential eval", rows), seq)
+
+
+def section(result: Any, *, title: str = "Evals", **_: Any):
+    """One page section: the result's numbers as a table and its findings."""
+    from labcoat.report.ladder import findings_list
+    from labcoat.report.page import Section, esc
+
+    data = result.to_dict()
+    skip = {"findings", "subset", "items", "chosen", "design", "item_model", "models"}
+    body = "".join(
+        f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in data.items() if k not in skip
+    )
+    findings = findings_list([f.to_dict() for f in result.findings])
+    return Section(title, f'<table data-table="evals">{body}</table>\n{findings}', id="evals")
