@@ -251,7 +251,9 @@ def private_imports(sources: dict[str, str]) -> list[str]:
             found += [
                 f"{name}:{node.lineno} imports {node.module}.{a.name}"
                 for a in node.names
-                if a.name.startswith("_") and not a.name.startswith("__")
+                if a.name.startswith("_")
+                and not a.name.startswith("__")
+                and f"{node.module}.{a.name}" not in sources  # a package's own private module
             ]
     return found
 
@@ -265,3 +267,8 @@ def test_no_module_imports_another_modules_private_helpers():
     ]
     shared = {"labcoat.stats.effects": "from labcoat.stats._questions import paired_questions\n"}
     assert private_imports(shared) == []
+    module = {
+        "labcoat.evals.compare": "from labcoat.evals import _design\n",
+        "labcoat.evals._design": "",
+    }
+    assert private_imports(module) == []

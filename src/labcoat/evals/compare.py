@@ -47,8 +47,8 @@ class Comparison(Result):
     """``a - b`` on the same planned items, with a decision only when the interval allows."""
 
     engine: ClassVar[str] = "evals"
-    view: ClassVar[str] = "labcoat.evals.render:compare_view"
-    section: ClassVar[str] = "labcoat.evals.render:section"
+    view: ClassVar[str] = "labcoat.evals.view:compare_view"
+    section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"
     title: ClassVar[str] = "Eval comparison"
 
     diff: float

@@ -108,8 +108,8 @@ class Estimate(Result):
     """A model's estimated full-benchmark score from a planned subset."""
 
     engine: ClassVar[str] = "evals"
-    view: ClassVar[str] = "labcoat.evals.render:estimate_view"
-    section: ClassVar[str] = "labcoat.evals.render:section"
+    view: ClassVar[str] = "labcoat.evals.view:estimate_view"
+    section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"
     title: ClassVar[str] = "Eval estimate"
 
     score: float

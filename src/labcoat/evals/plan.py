@@ -166,8 +166,8 @@ class Plan(Result):
     results into a full-benchmark estimate with an interval."""
 
     engine: ClassVar[str] = "evals"
-    view: ClassVar[str] = "labcoat.evals.render:plan_view"
-    section: ClassVar[str] = "labcoat.evals.render:section"
+    view: ClassVar[str] = "labcoat.evals.view:plan_view"
+    section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"
     title: ClassVar[str] = "Eval plan"
 
     method: str

@@ -28,8 +28,8 @@ class SequentialEval(Result):
     """Where a sequential eval stopped, and why."""
 
     engine: ClassVar[str] = "evals"
-    view: ClassVar[str] = "labcoat.evals.render:sequential_view"
-    section: ClassVar[str] = "labcoat.evals.render:section"
+    view: ClassVar[str] = "labcoat.evals.view:sequential_view"
+    section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"
     title: ClassVar[str] = "Sequential eval"
 
     mean: float

@@ -1,4 +1,4 @@
-"""Terminal views and the HTML section of the evals results (imported only to draw them)."""
+"""Terminal views of the evals results (imported only to draw them)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _rows(title: str, rows: list[tuple[str, str]]) -> Table:
 
 
 def _with_findings(table: Table, result: Any) -> Group:
-    from labcoat.render import findings_grid
+    from labcoat.view import findings_grid
 
     return Group(table, findings_grid(result.findings))
 
@@ -77,17 +77,3 @@ def sequential_view(seq: Any) -> Group:
         ("decision", seq.decision),
     ]
     return _with_findings(_rows("Sequential eval", rows), seq)
-
-
-def section(result: Any, *, title: str = "Evals", **_: Any):
-    """One page section: the result's numbers as a table and its findings."""
-    from labcoat.report.ladder import findings_list
-    from labcoat.report.page import Section, esc
-
-    data = result.to_dict()
-    skip = {"findings", "subset", "items", "chosen", "design", "item_model", "models"}
-    body = "".join(
-        f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in data.items() if k not in skip
-    )
-    findings = findings_list([f.to_dict() for f in result.findings])
-    return Section(title, f'<table data-table="evals">{body}</table>\n{findings}', id="evals")
