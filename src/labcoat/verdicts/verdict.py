@@ -281,8 +281,8 @@ def _bootstrap(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
         stats_b,
         plan.metric,
         n_resamples=plan.resamples,
-        confidence=level(plan),
-        random_state=plan.seed,
+        level=level(plan),
+        seed=plan.seed,
     )
     values = sign(plan) * boot.bootstrap_distribution
     count = values.size + 1
