@@ -9,12 +9,28 @@ prediction of the larger ones. Only numpy and scipy are needed.
 from labcoat.scale.api import fit
 from labcoat.scale.backtest import BacktestResult, backtest
 from labcoat.scale.forms import FORMS
-from labcoat.scale.result import Allocation, ConfidenceInterval, Prediction, ScalingFit
+from labcoat.scale.result import Allocation, Prediction, ScalingFit
+
+
+def __getattr__(name: str):
+    if name == "ConfidenceInterval":  # scale's own copy, kept importable for one release
+        import warnings
+
+        from labcoat.interval import ConfidenceInterval
+
+        warnings.warn(
+            "labcoat.scale.ConfidenceInterval is labcoat.interval.ConfidenceInterval; import it "
+            "from there (this alias goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return ConfidenceInterval
+    raise AttributeError(f"module 'labcoat.scale' has no attribute {name!r}")
+
 
 __all__ = [
     "Allocation",
     "BacktestResult",
-    "ConfidenceInterval",
     "FORMS",
     "Prediction",
     "ScalingFit",
