@@ -69,11 +69,17 @@ class Calibration:
     n_origins: int
     n_pairs: int
     pairs: Pairs | None = field(default=None, repr=False)
+    #: the prior's line (a, b) the band never falls inside: ±(a + b·d)
+    floor: tuple[float, float] | None = None
 
     def band(self, distance: Any) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) log-error offsets at each distance."""
         d = np.maximum(np.asarray(distance, dtype=float), 0.0)
-        return self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
+        lo, hi = self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
+        if self.floor is not None:
+            reach = self.floor[0] + self.floor[1] * d
+            lo, hi = np.minimum(lo, -reach), np.maximum(hi, reach)
+        return lo, hi
 
     def error_by_distance(self, bins: int = 5) -> list[dict[str, float]]:
         """Median and 95th percentile |error| of the backtest pairs, by distance bin."""
@@ -88,6 +94,9 @@ class Calibration:
                 "method": self.method,
                 "upper": {"at_0": self.upper[0], "per_log_distance": self.upper[1]},
                 "lower": {"at_0": self.lower[0], "per_log_distance": -self.lower[1]},
+                "prior_floor": None
+                if self.floor is None
+                else {"at_0": self.floor[0], "per_log_distance": self.floor[1]},
                 "coverage": self.coverage,
                 "max_distance": self.max_distance,
                 "n_origins": self.n_origins,
@@ -226,10 +235,19 @@ def _quantile_line(d, e, tau: float, sign: int) -> tuple[float, float]:
     return float(run.x[0]), float(run.x[1])
 
 
+#: "symmetric": one line through the level's quantile of |error| (both tails' data pin it);
+#: "split": each tail's own quantile line (follows a bias, but rests on half the data)
+BAND = "symmetric"
+
+
 def _band(d, e, level: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    tail = (1 - level) / 2
-    # a finite-sample nudge toward the tail, as split-conformal quantiles take
     n = max(d.size, 1)
+    if BAND == "symmetric":
+        # a finite-sample nudge toward the tail, as split-conformal quantiles take
+        tau = min(level * (1 + 1 / n), 1 - 0.5 / n)
+        a, b = _quantile_line(d, np.abs(e), tau, +1)
+        return (a, b), (-a, b)
+    tail = (1 - level) / 2
     hi_tau = min(1 - tail + (1 - tail) / n, 1 - 0.5 / n)
     lo_tau = max(tail - tail / n, 0.5 / n)
     a_hi, b_hi = _quantile_line(d, e, hi_tau, +1)
@@ -247,8 +265,12 @@ def _thin(d, e, o, limit: int = MAX_LP_PAIRS):
     return d[keep], e[keep], o[keep]
 
 
-def calibrate(pairs: Pairs, level: float, form_name: str) -> Calibration:
-    """The band at ``level`` from the backtest pairs, or from the prior when they are too few."""
+def calibrate(pairs: Pairs, level: float, form_name: str, use_prior: bool = True) -> Calibration:
+    """The band at ``level`` from the backtest pairs, or from the prior when they are too few.
+
+    ``use_prior``: the band never falls inside the prior's reach at the same distance (the
+    fit's residual quantile plus the prior's slope per log unit): runs that all behave alike
+    can show less extrapolation error than public scaling data does at the same distance."""
     if pairs.n_origins < MIN_ORIGINS or pairs.errors.size < MIN_PAIRS:
         return prior_calibration(pairs, level, form_name)
     d = np.concatenate([pairs.distances, np.zeros(pairs.residuals.size)])
@@ -256,19 +278,20 @@ def calibrate(pairs: Pairs, level: float, form_name: str) -> Calibration:
     o = np.concatenate([pairs.origins, np.full(pairs.residuals.size, -1)])
     d, e, o = _thin(d, e, o)
     upper, lower = _band(d, e, level)
+    floor = _prior_line(pairs, level, form_name) if use_prior else None
     covered = []
     for k in range(pairs.n_origins):
         held = o == k
         if not held.any() or held.all():
             continue
         up, low = _band(d[~held], e[~held], level)
-        hi = up[0] + up[1] * d[held]
-        lo = low[0] - low[1] * d[held]
+        left_out = Calibration(level, "", up, low, None, 0.0, 0, 0, floor=floor)
+        lo, hi = left_out.band(d[held])
         covered.append((e[held] >= lo) & (e[held] <= hi))
     coverage = float(np.mean(np.concatenate(covered))) if covered else None
     return Calibration(
         level=level,
-        method="backtest",
+        method="backtest+prior" if use_prior else "backtest",
         upper=upper,
         lower=lower,
         coverage=coverage,
@@ -276,7 +299,18 @@ def calibrate(pairs: Pairs, level: float, form_name: str) -> Calibration:
         n_origins=pairs.n_origins,
         n_pairs=int(pairs.errors.size),
         pairs=pairs,
+        floor=floor,
     )
+
+
+def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, float]:
+    """The prior's reach ``a + b·d``: the fit's residual quantile plus the prior's slope."""
+    prior = load_prior()
+    entry = prior["forms"].get(form_name) or prior["forms"]["default"]
+    z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
+    r = np.abs(pairs.residuals)
+    a = float(np.quantile(r, level)) if r.size else 0.0
+    return a, float(z * entry["upper"])
 
 
 def load_prior() -> dict[str, Any]:
