@@ -68,7 +68,9 @@ def one_task(rows: np.ndarray, bootstrap: int) -> dict:
             lo, hi = p.interval
             out[f"covered_{method}"] = ((yt >= lo) & (yt <= hi)).tolist()
             out[f"width_{method}"] = ((hi - lo) / p.loss).tolist()
-            out["calibration"] = p.calibration["method"] if p.calibration else out.get("calibration")
+            out["calibration"] = (
+                p.calibration["method"] if p.calibration else out.get("calibration")
+            )
     out["rmse_auto"] = float(np.sqrt(np.mean((np.log(p.loss) - np.log(yt)) ** 2)))
     return out
 
@@ -104,16 +106,20 @@ def run_benchmark(bootstrap: int, limit: int | None, jobs: int) -> None:
     chosen = defaultdict(int)
     for r in results:
         chosen[r["form"]] += 1
-    print(f"forms auto chose: {dict(chosen)}; calibrations: "
-          f"{dict((m, sum(r['calibration'] == m for r in results)) for m in {r['calibration'] for r in results})}")
+    print(
+        f"forms auto chose: {dict(chosen)}; calibrations: "
+        f"{dict((m, sum(r['calibration'] == m for r in results)) for m in {r['calibration'] for r in results})}"
+    )
     by_domain = defaultdict(list)
     for k, r in zip(keys, results):
         by_domain[k[0]].append(r)
     for domain, rs in by_domain.items():
         cov = np.concatenate([r["covered_calibrated"] for r in rs]).mean()
         bcov = np.concatenate([r["covered_bootstrap"] for r in rs]).mean()
-        print(f"  {domain:4s} {len(rs):2d} tasks: calibrated {cov:.1%}, bootstrap {bcov:.1%}; "
-              f"median RMSE auto {np.median([r['rmse_auto'] for r in rs]):.4f}")
+        print(
+            f"  {domain:4s} {len(rs):2d} tasks: calibrated {cov:.1%}, bootstrap {bcov:.1%}; "
+            f"median RMSE auto {np.median([r['rmse_auto'] for r in rs]):.4f}"
+        )
 
 
 def run_chinchilla(bootstrap: int) -> None:
@@ -140,8 +146,10 @@ def run_downstream() -> None:
     from labcoat.scale.downstream import overtrain_backtest
 
     print("\n== downstream: over-training grid (Gadre et al.), largest compute held out ==")
-    overtrain_backtest(SHARED / "scaling" / "colpret" / "raw_data" / "overtrain"
-                       / "overtrain_downstreams.csv", verbose=True)
+    overtrain_backtest(
+        SHARED / "scaling" / "colpret" / "raw_data" / "overtrain" / "overtrain_downstreams.csv",
+        verbose=True,
+    )
 
 
 def main() -> None:

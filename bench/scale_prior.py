@@ -148,7 +148,12 @@ def main() -> None:
     s_all = np.concatenate(pooled_slopes)
     d_all = np.concatenate(pooled_d)
     b = float(np.quantile(s_all, LEVEL))
-    table["default"] = {"upper": b, "lower": b, "max_distance": float(d_all.max()), "pairs": s_all.size}
+    table["default"] = {
+        "upper": b,
+        "lower": b,
+        "max_distance": float(d_all.max()),
+        "pairs": s_all.size,
+    }
     print(f"default  slope {b:.4f} per log unit; {time.perf_counter() - start:.0f} s")
     prior = {
         "level": LEVEL,

@@ -100,7 +100,47 @@ def backtest_view(result) -> RenderableType:
             f"{p['percent_error']:+.2f}",
             inside,
         )
+    width = (
+        ""
+        if result.median_width != result.median_width
+        else (f"  ·  median width {result.median_width:.1%}")
+    )
+    calibration = result.calibration or {}
+    own = calibration.get("coverage")
+    how = (
+        f"  ·  {result.interval} ({calibration.get('method')}"
+        + (f", own coverage {own:.0%}" if own is not None else "")
+        + ")"
+        if calibration
+        else f"  ·  {result.interval}"
+    )
     summary = Text(
-        f"MAPE {result.mape:.2f}%  ·  coverage {result.coverage:.0%} (nominal {result.level:.0%})"
+        f"MAPE {result.mape:.2f}%  ·  RMSE log {result.rmse:.4f}  ·  coverage "
+        f"{result.coverage:.0%} (nominal {result.level:.0%}){width}{how}"
     )
     return Group(table, summary, findings_grid(result.fit.findings))
+
+
+def backtest_set_view(result) -> RenderableType:
+    table = Table(
+        title=f"backtests by group ({result.interval} {result.level:.0%} intervals)",
+        title_justify="left",
+    )
+    for column in ("group", "form", "fitted", "held out", "RMSE log", "coverage", "width"):
+        table.add_column(column, justify="right")
+    for label, r in result.results.items():
+        table.add_row(
+            label,
+            r.fit.form.name,
+            str(r.n_fit),
+            str(r.n_holdout),
+            f"{r.rmse:.4f}",
+            "–" if r.coverage != r.coverage else f"{r.coverage:.0%}",
+            "–" if r.median_width != r.median_width else f"{r.median_width:.1%}",
+        )
+    lines = [
+        f"coverage {result.coverage:.1%} of every held-out run (nominal {result.level:.0%}); "
+        f"median width {result.median_width:.1%}; median RMSE of log loss {result.median_rmse:.4f}"
+    ]
+    lines += [f"{label}: {why}" for label, why in result.failures.items()]
+    return Group(table, Text("\n".join(lines)))
