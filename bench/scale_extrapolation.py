@@ -106,10 +106,10 @@ def run_benchmark(bootstrap: int, limit: int | None, jobs: int) -> None:
     chosen = defaultdict(int)
     for r in results:
         chosen[r["form"]] += 1
-    print(
-        f"forms auto chose: {dict(chosen)}; calibrations: "
-        f"{dict((m, sum(r['calibration'] == m for r in results)) for m in {r['calibration'] for r in results})}"
-    )
+    methods = defaultdict(int)
+    for r in results:
+        methods[r["calibration"]] += 1
+    print(f"forms auto chose: {dict(chosen)}; calibrations: {dict(methods)}")
     by_domain = defaultdict(list)
     for k, r in zip(keys, results):
         by_domain[k[0]].append(r)
