@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from labcoat._validation import Interval, check_int
+from labcoat.errors import InputError
 from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
 from labcoat.scale.forms import resolve_form
@@ -26,7 +27,12 @@ def fit(
     p0: Mapping[str, Any] | None = None,
     n_jobs: int | None = None,
     ledger: Any = None,
-) -> ScalingFit:
+    target: str = "loss",
+    metric: Any = None,
+    via: str = "loss",
+    link: str = "exponential",
+    level: float = 0.95,
+) -> Any:
     """Fit a scaling law with the replication's recipe and bootstrap its uncertainty.
 
     ``form``: ``"chinchilla"`` (L = E + A/N^α + B/D^β), ``"curve"`` (L = E + A/x^α, pass
@@ -39,7 +45,32 @@ def fit(
     refitted from the full fit (``n_jobs`` as in joblib; None: in parallel where it pays).
     ``ledger``: a :class:`labcoat.Ledger` or path to record the fit in; None records in the
     project's ledger only if one exists; False records nowhere.
+
+    ``target="accuracy"`` or ``"error"`` fits a downstream ``metric`` (one value in [0, 1] per
+    run) instead: through the loss law and a ``link`` (``"exponential"``, Gadre et al. 2024;
+    ``"sigmoid"``, OLMo ladder) or, with ``via="compute"``, against compute directly; returns a
+    :class:`~labcoat.scale.downstream.DownstreamFit` whose verdict says whether the task is
+    predictable from these runs, with intervals calibrated at ``level``.
     """
+    if target != "loss":
+        from labcoat.scale.downstream import fit_downstream
+
+        if metric is None:
+            raise InputError(
+                f"metric: target={target!r} needs the downstream metric, one value per run "
+                "(metric=...)"
+            )
+        return fit_downstream(
+            N,
+            D,
+            L,
+            metric,
+            target=target,
+            via=via,
+            link=link,
+            level=level,
+            huber_delta=huber_delta,
+        )
     Interval(float, 0.0, low_open=True).check(
         huber_delta, "huber_delta", hint="The replication uses 1e-3."
     )
@@ -82,7 +113,6 @@ def fit(
 def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any):
     """``form="auto"``: every learning-curve candidate backtested from rolling origins on these
     runs; the lowest RMSE of log loss over its extrapolations wins (ties: the simpler form)."""
-    from labcoat.errors import InputError
     from labcoat.scale.calibrate import rolling_pairs
     from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
 

@@ -35,18 +35,27 @@ def fit_view(fit, level: float = 0.95) -> RenderableType:
 
 
 def prediction_view(prediction) -> RenderableType:
-    table = Table(title=f"predicted loss ({prediction.level:.0%} intervals)", title_justify="left")
+    how = prediction.method
+    if prediction.calibration:
+        c = prediction.calibration
+        own = c.get("coverage")
+        how += f", {c['method']}" + (f", own coverage {own:.0%}" if own is not None else "")
+    table = Table(
+        title=f"predicted loss ({prediction.level:.0%} intervals: {how})", title_justify="left"
+    )
     for name in prediction.points:
         table.add_column(name, justify="right")
     table.add_column("loss", justify="right")
     table.add_column("law CI", justify="right")
     table.add_column("prediction interval", justify="right")
+    table.add_column("log distance", justify="right")
     for row in prediction.rows():
         table.add_row(
             *(_g(row[n]) for n in prediction.points),
             _g(row["loss"]),
             _pair(row["ci"]),
             _pair(row["interval"]),
+            _g(row.get("distance"), 3),
         )
     return table
 
