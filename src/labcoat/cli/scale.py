@@ -177,7 +177,14 @@ def predict_cmd(level, as_json, at, **runs):
     result = _fit(**runs)
     N = np.array([p[0] for p in points])
     D = None if D_is_none(form) else np.array([p[1] for p in points])
-    prediction = result.predict(N, D, level=level, interval=runs["interval"])
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prediction = result.predict(N, D, level=level, interval=runs["interval"])
+    for w in caught:
+        if w.category.__name__ == "ExtrapolationWarning":
+            click.echo(f"labcoat: warning: {w.message}", err=True)
     render = _views(
         "prediction_view", "fit_view", prediction_view=(prediction,), fit_view=(result, level)
     )

@@ -30,6 +30,8 @@ from scipy.optimize import least_squares
 M4_NEWTON_STEPS = 40
 #: least-squares iterations per start; flat directions (M4's α against ε0) stop here
 MAX_NFEV = 200
+#: starts that go on from plain least squares to the Huber objective
+HUBER_FINALISTS = 2
 
 
 def _m1(theta: np.ndarray, logx: np.ndarray) -> np.ndarray:
@@ -119,9 +121,17 @@ class CurveForm:
         if warm is not None:
             starts = np.vstack([np.asarray(warm, dtype=float)[None], starts])
         lows, highs = self._bounds(logx, logy)
-        best = None
+        near = []  # plain least squares from every start; Huber from the best of them
         for start in starts:
-            result = self._solve(np.clip(start, lows, highs), logx, logy, delta, lows, highs)
+            result = self._solve(
+                np.clip(start, lows, highs), logx, logy, delta, lows, highs, loss="linear"
+            )
+            if result is not None:
+                near.append((result[1], result[0], start))
+        near.sort(key=lambda item: item[0])
+        best = None
+        for _, theta, start in near[:HUBER_FINALISTS]:
+            result = self._solve(theta, logx, logy, delta, lows, highs)
             if result is not None and (best is None or result[1] < best[1]):
                 best = (result[0], result[1], start)
         if best is None:
@@ -149,7 +159,7 @@ class CurveForm:
             out[i] = theta if result is None else result[0]
         return out
 
-    def _solve(self, start, logx, logy, delta, lows, highs, weights=None):
+    def _solve(self, start, logx, logy, delta, lows, highs, weights=None, loss="huber"):
         root = None if weights is None else np.sqrt(weights)
 
         def batch(thetas):
@@ -169,18 +179,21 @@ class CurveForm:
             return ((values[1:] - values[0]) / step[:, None]).T
 
         # Huber on log loss: least_squares's 'huber' with f_scale δ is δ²·ρ(r²/δ²), our loss
-        # times 2; weights enter as √w on residuals, exact inside the band, close outside
+        # times 2; weights enter as √w on residuals, exact inside the band, close outside.
+        # ``loss="linear"``: plain least squares, which converges in few steps; with δ far
+        # below the scatter, Huber from a cold start creeps like least absolute deviations
+        options = {} if loss == "linear" else {"f_scale": delta, "ftol": 1e-12, "xtol": 1e-12}
         try:
             run = least_squares(
                 residuals,
                 start,
                 jac=jacobian,
                 bounds=(lows, highs),
-                loss="huber",
-                f_scale=delta,
+                loss=loss,
                 method="trf",
                 x_scale="jac",
                 max_nfev=MAX_NFEV,
+                **options,
             )
         except ValueError:
             return None
