@@ -36,6 +36,7 @@ def test_an_error_that_follows_the_loss_is_predictable_and_predicted():
         p = fit.predict(N2, D2)
     assert p.interval[0][0] <= truth[0] <= p.interval[1][0]
     assert p.to_dict()["predictable"] is True
+    assert "NOT predictable" not in fit.to_html() and "predictable" in fit.to_html()
 
 
 @pytest.mark.slow
@@ -46,6 +47,7 @@ def test_an_error_unrelated_to_scale_is_not_predictable_and_predict_says_so():
     assert not fit.predictable and not fit.ok
     assert "no better than a constant" in fit.reason or "trend" in fit.reason
     assert fit.findings[0].status == "fail"
+    assert "NOT predictable" in fit.to_html()
     with pytest.warns(PredictabilityWarning, match="not predictable"):
         fit.predict(1e9, 1e11)
 

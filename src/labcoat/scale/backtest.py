@@ -194,6 +194,7 @@ class BacktestSet(Result):
 
     engine: ClassVar[str] = "scale"
     view: ClassVar[str | None] = "labcoat.scale.render:backtest_set_view"
+    section: ClassVar[str | None] = "labcoat.report.sections.scale:backtest_set_section"
     title: ClassVar[str] = "scaling backtests by group"
 
     results: dict[str, BacktestResult]

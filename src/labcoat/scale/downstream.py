@@ -175,6 +175,8 @@ class DownstreamFit(Result):
 
     engine: ClassVar[str] = "scale"
     title: ClassVar[str] = "downstream scaling fit"
+    view: ClassVar[str | None] = "labcoat.scale.render:downstream_view"
+    section: ClassVar[str | None] = "labcoat.report.sections.scale:downstream_section"
 
     target: str
     via: str

@@ -153,3 +153,20 @@ def backtest_set_view(result) -> RenderableType:
     ]
     lines += [f"{label}: {why}" for label, why in result.failures.items()]
     return Group(table, Text("\n".join(lines)))
+
+
+def downstream_view(result) -> RenderableType:
+    bt = result.backtest
+    head = Text(
+        f"{result.target} via {result.via} ({result.link} link) on {result.n_points} runs: "
+        + ("predictable" if result.predictable else "NOT predictable")
+        + f" — {result.reason}",
+        style="green" if result.predictable else "bold red",
+    )
+    shown = ", ".join(f"{k}={v:.4g}" for k, v in result.params.items())
+    meta = Text(
+        f"link {shown}; backtest MAE {bt['mae']:.4g} against a constant's "
+        f"{bt['constant_mae']:.4g} ({bt['pairs']} extrapolations, {bt['origins']} origins)",
+        style="dim",
+    )
+    return Group(head, meta, findings_grid(result.findings))
