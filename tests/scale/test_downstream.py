@@ -58,3 +58,13 @@ def test_downstream_inputs_are_one_line():
         fit_downstream(N, D, L, np.full(10, 55.0), target="accuracy")
     with pytest.raises(InputError, match="`target` must be 'accuracy' or 'error'"):
         fit_downstream(N, D, L, np.full(10, 0.5), target="f1")
+
+
+def test_scale_fit_takes_a_downstream_target():
+    from labcoat import scale
+
+    N, D, L, _ = grid(n=12)
+    with pytest.raises(InputError, match="needs the downstream metric"):
+        scale.fit(N, D, L, target="accuracy", ledger=False)
+    fit = scale.fit(N, D, L, target="error", metric=np.linspace(0.8, 0.4, 12), via="compute")
+    assert isinstance(fit, scale.DownstreamFit) and fit.via == "compute"
