@@ -55,6 +55,15 @@ class Pairs:
         """Root mean square of the backtest errors (inf when there are none)."""
         return float(np.sqrt(np.mean(self.errors**2))) if self.errors.size else float("inf")
 
+    @property
+    def late_rmse(self) -> float:
+        """Root mean square of the errors from the later half of the origins: the refits that
+        saw most of the runs, the closest analogue of the full fit extrapolating."""
+        late = self.origins >= self.n_origins // 2
+        if not late.any():
+            return self.rmse
+        return float(np.sqrt(np.mean(self.errors[late] ** 2)))
+
 
 @dataclass
 class Calibration:
