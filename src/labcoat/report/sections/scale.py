@@ -34,7 +34,11 @@ def _band(fit: Any, lo: float, hi: float) -> tuple[np.ndarray, ...] | None:
         return grid, alloc.loss, low, high
     if np.asarray(fit._x).shape[0] != 1:
         return None
-    pred = fit.predict(grid)
+    import warnings
+
+    with warnings.catch_warnings():  # the chart runs past the runs on purpose
+        warnings.filterwarnings("ignore", category=UserWarning, message="predicting")
+        pred = fit.predict(grid)
     low, high = pred.interval if pred.interval is not None else (pred.loss, pred.loss)
     return grid, pred.loss, low, high
 
