@@ -10,7 +10,13 @@
 
 Data: the replication's Chinchilla points (../shared/data/chinchilla, 5 highest losses
 dropped) when present, else 240 synthetic runs of the same law.
-Run: python bench/scale.py [--starts K]   (a few minutes on two cores; --starts subsamples)
+3. With --extrapolation: the held-out figures of bench/scale_extrapolation.py in the same run
+   (coverage and width of calibrated and bootstrap 95 % intervals on the 92-task benchmark and
+   the Chinchilla points, auto against the best of M1–M4, the downstream backtest on the
+   over-training grid).
+
+Run: python bench/scale.py [--starts K] [--extrapolation]   (a few minutes on two cores; the
+extrapolation part about half an hour)
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -119,7 +126,20 @@ def main() -> None:
         default=None,
         help="Subsample this many grid starts (default: all 4,500).",
     )
+    parser.add_argument(
+        "--extrapolation",
+        action="store_true",
+        help="Also run bench/scale_extrapolation.py's held-out figures (needs ../shared).",
+    )
+    parser.add_argument("--only-extrapolation", action="store_true", help="Skip the timing part.")
     args = parser.parse_args()
+    if args.extrapolation or args.only_extrapolation:
+        import scale_extrapolation
+
+        sys.argv = [sys.argv[0]]
+        scale_extrapolation.main()
+        if args.only_extrapolation:
+            return
     N, D, L, what = load_points()
     starts = CHINCHILLA.grid()
     if args.starts:

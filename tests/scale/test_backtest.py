@@ -33,9 +33,11 @@ def test_a_law_that_bends_beyond_the_fitted_runs_misses_its_intervals():
 def test_holdout_by_compute_and_by_mask_agree_on_the_same_runs():
     N, D, L = synthetic_runs(n=30)
     compute = 6 * N * D
-    by_compute = scale.backtest(N, D, L, holdout="compute", top=5, bootstrap=0)
+    by_compute = scale.backtest(
+        N, D, L, holdout="compute", top=5, bootstrap=0, interval="bootstrap"
+    )
     mask = compute >= np.sort(compute)[-5]
-    by_mask = scale.backtest(N, D, L, holdout=mask, bootstrap=0)
+    by_mask = scale.backtest(N, D, L, holdout=mask, bootstrap=0, interval="bootstrap")
     assert by_compute.n_holdout == by_mask.n_holdout == int(mask.sum())
     assert by_compute.mape == pytest.approx(by_mask.mape)
     assert np.isnan(by_mask.coverage)  # no bootstrap, no intervals

@@ -175,3 +175,22 @@ def test_scale_help_does_not_import_scipy(subprocess_env):
         [sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, timeout=60
     )
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.slow
+def test_backtest_by_a_column_gives_one_result_per_curve(cli, tmp_path):
+    rows = ["task,examples,loss"]
+    for task, seed in (("a", 1), ("b", 2)):
+        x, L = curve_runs(x=np.logspace(2, 5, 25), noise=0.01, seed=seed)
+        rows += [f"{task},{float(v)!r},{float(l)!r}" for v, l in zip(x, L)]
+    path = tmp_path / "curves.csv"
+    path.write_text("\n".join(rows) + "\n")
+    args = ("--x", "examples", "--loss", "loss", "--form", "m2", "--by", "task")
+    out = _json(
+        cli("scale", "backtest", path, *args, "--holdout-top", "4", "--bootstrap", "0", "--json")
+    )
+    assert out["groups"] == 2 and set(out["results"]) == {"a", "b"}
+    assert out["results"]["a"]["n_holdout"] == 4 and out["results"]["a"]["interval"] == "calibrated"
+    assert out["coverage"] >= 0.75
+    table = cli("scale", "backtest", path, *args, "--holdout-top", "4", "--bootstrap", "0")
+    assert table.code == 0 and "backtests by group" in table.out and "median width" in table.out

@@ -105,7 +105,7 @@ def test_curve_form_predicts_from_one_variable():
         (
             ([1e8] * 10, [1e9] * 10, [2.0] * 10),
             {"form": "power"},
-            "`form` must be one of 'chinchilla', 'curve' or a callable; got 'power'",
+            "`form` must be one of 'chinchilla', 'curve', 'm1'.* or a callable; got 'power'",
         ),
         (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"huber_delta": 0}, "huber_delta"),
         (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"bootstrap": -1}, "bootstrap"),
@@ -123,12 +123,13 @@ def test_bad_input_is_one_line(args, kwargs, message):
     assert "\n" not in str(err.value)
 
 
-def test_intervals_need_a_bootstrap():
+def test_bootstrap_intervals_need_a_bootstrap_and_calibrated_ones_do_not():
     x, L = curve_runs()
     fit = scale.fit(x, None, L, form="curve", bootstrap=0, ledger=False)
     with pytest.raises(InputError, match="bootstrap=1000"):
         fit.ci()
-    assert fit.predict([1e6]).interval is None
+    assert fit.predict([1e6], interval="bootstrap").interval is None
+    assert fit.predict([1e6]).interval is not None  # calibrated from backtests, no bootstrap
 
 
 def test_custom_form_bootstrap_split_over_joblib_matches_one_batch():

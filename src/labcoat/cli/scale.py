@@ -41,10 +41,24 @@ def data_options(
         click.option("--loss", "loss_col", required=True, help="Column with the final loss."),
         click.option(
             "--form",
-            type=click.Choice(["chinchilla", "curve"]),
+            type=click.Choice(["chinchilla", "curve", "m1", "m2", "m3", "m4", "broken", "auto"]),
             default="chinchilla",
             show_default=True,
-            help="chinchilla: L = E + A/N^α + B/D^β; curve: L = E + A/x^α.",
+            help=(
+                "chinchilla: L = E + A/N^α + B/D^β; curve: L = E + A/x^α; m1–m4, broken: "
+                "learning curves of --x (Alabdulmohsin et al. 2022; a broken power law); auto: "
+                "the learning-curve form with the lowest rolling-origin backtest error."
+            ),
+        ),
+        click.option(
+            "--interval",
+            type=click.Choice(["calibrated", "bootstrap"]),
+            default="calibrated",
+            show_default=True,
+            help=(
+                "Prediction intervals: calibrated from the runs' own extrapolation errors "
+                "against distance, or the bootstrap's."
+            ),
         ),
         click.option(
             "--bootstrap",
@@ -83,10 +97,11 @@ def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
     """(N or x, D or None, L) from the runs table the data options name."""
     from labcoat.scale.data import read_runs
 
-    return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, form)
+    one = "curve" if form in ("curve", "m1", "m2", "m3", "m4", "broken", "auto") else form
+    return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, one)
 
 
-def _fit(*, form, bootstrap, seed, ledger, no_ledger, **columns):
+def _fit(*, form, bootstrap, seed, ledger, no_ledger, interval=None, **columns):
     """The fit the data options ask for, recorded as --ledger/--no-ledger say."""
     from labcoat.scale import fit
 
@@ -125,7 +140,7 @@ def scale() -> None:
 
 @scale.command("fit")
 @data_options()
-def fit_cmd(level, as_json, **runs):
+def fit_cmd(level, as_json, interval, **runs):
     """Fit the law (Huber on log loss, every grid start) with intervals and diagnostics."""
     result = _fit(**runs)
     respond(as_json, result.to_dict(level), _views("fit_view", fit_view=(result, level)))
@@ -158,15 +173,26 @@ def predict_cmd(level, as_json, at, **runs):
     import numpy as np
 
     form = runs["form"]
-    points = [_point(p, form) for p in at]
+    points = [_point(p, "curve" if D_is_none(form) else form) for p in at]
     result = _fit(**runs)
     N = np.array([p[0] for p in points])
-    D = None if form == "curve" else np.array([p[1] for p in points])
-    prediction = result.predict(N, D, level=level)
+    D = None if D_is_none(form) else np.array([p[1] for p in points])
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prediction = result.predict(N, D, level=level, interval=runs["interval"])
+    for w in caught:
+        if w.category.__name__ == "ExtrapolationWarning":
+            click.echo(f"labcoat: warning: {w.message}", err=True)
     render = _views(
         "prediction_view", "fit_view", prediction_view=(prediction,), fit_view=(result, level)
     )
     respond(as_json, _with_fit(prediction, result), render)
+
+
+def D_is_none(form: str) -> bool:
+    return form != "chinchilla"
 
 
 @scale.command("optimal")
@@ -179,7 +205,7 @@ def predict_cmd(level, as_json, at, **runs):
     required=True,
     help="FLOP budget C; repeatable.",
 )
-def optimal_cmd(level, as_json, budgets, **runs):
+def optimal_cmd(level, as_json, budgets, interval, **runs):
     """Compute-optimal N and D for FLOP budgets (C ≈ 6·N·D), with intervals."""
     if runs["form"] != "chinchilla":
         raise InputError("--form: optimal allocation needs the chinchilla form (loss in N and D)")
@@ -198,22 +224,34 @@ def optimal_cmd(level, as_json, budgets, **runs):
     "top",
     type=click.IntRange(min=1),
     required=True,
-    help="Hold out the K largest runs (ties included).",
+    help="Hold out the K largest runs (ties included); per group with --by.",
 )
 @click.option(
-    "--by",
-    "by",
+    "--holdout-by",
+    "holdout",
     type=click.Choice(["n", "compute"]),
     default="n",
     show_default=True,
     help="Largest by model size (or x) or by compute 6·N·D.",
 )
-def backtest_cmd(level, as_json, top, by, **runs):
-    """Fit the smaller runs, predict the K largest: per-run error, MAPE and interval coverage."""
+@click.option(
+    "--by",
+    "by_col",
+    default=None,
+    help="Column naming each run's curve (a task, a model): one backtest per group.",
+)
+def backtest_cmd(level, as_json, top, holdout, by_col, **runs):
+    """Fit the smaller runs, predict the K largest: per-run error, RMSE, interval coverage and
+    width, and error against extrapolation distance (per group with --by)."""
     from labcoat.scale import backtest
 
     N, D, L = _read(**runs)
-    if top >= len(L):
+    by = None
+    if by_col is not None:
+        from labcoat.stats.readers import read_table
+
+        by = read_table(runs["file"]).labels(by_col)
+    elif top >= len(L):
         raise InputError(
             f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
         )
@@ -221,11 +259,13 @@ def backtest_cmd(level, as_json, top, by, **runs):
         N,
         D,
         L,
-        holdout=by,
+        holdout=holdout,
         top=top,
         form=runs["form"],
         bootstrap=runs["bootstrap"],
         seed=runs["seed"],
         level=level,
+        interval=runs["interval"],
+        by=by,
     )
     respond(as_json, result, lambda: result)

@@ -7,8 +7,9 @@ predictions are and how often the intervals hold them.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from labcoat._validation import PROBABILITY, Interval, Seed, fail, validate_para
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.result import Result
+from labcoat.scale.calibrate import ExtrapolationWarning, error_by_distance
 from labcoat.scale.data import as_losses, as_points
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit
@@ -26,8 +28,10 @@ HOLDOUTS = ("n", "compute")
 
 @dataclass
 class BacktestResult(Result):
-    """Each held-out run's prediction and error; overall ``mape`` and interval ``coverage``;
-    ``findings`` are the diagnostics of the fit on the smaller runs."""
+    """Each held-out run's prediction and error; overall ``mape``, ``rmse`` of log loss,
+    interval ``coverage`` at the nominal ``level``, the ``median_width`` of the intervals and
+    the error against extrapolation distance; ``findings`` are the diagnostics of the fit on
+    the smaller runs."""
 
     engine = "scale"
     view = "labcoat.scale.view:backtest_view"
@@ -42,6 +46,15 @@ class BacktestResult(Result):
     n_fit: int
     n_holdout: int
     fit: ScalingFit = field(repr=False)
+    interval: str = "calibrated"
+    rmse: float = float("nan")  # root mean square error of log loss
+    median_width: float = float("nan")  # median (high − low) / predicted loss, held-out runs
+    error_by_distance: list[dict[str, float]] = field(default_factory=list)
+    calibration: dict[str, Any] | None = None
+
+    @property
+    def findings(self):
+        return self.fit.findings
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(
@@ -50,8 +63,15 @@ class BacktestResult(Result):
                 "n_fit": self.n_fit,
                 "n_holdout": self.n_holdout,
                 "level": self.level,
+                "interval": self.interval,
                 "mape": self.mape,
+                "rmse": self.rmse,
                 "coverage": self.coverage,
+                "median_width": self.median_width,
+                "error_by_distance": self.error_by_distance,
+                "calibration": self.calibration,
+                "form": self.fit.form.name,
+                "selection": self.fit.selection,
                 "points": self.points,
                 "fit": {
                     "params": self.fit.params,
@@ -84,20 +104,44 @@ def backtest(
     above: float | None = None,
     form: str | Callable[..., Any] = "chinchilla",
     level: float = 0.95,
+    interval: str = "calibrated",
     bootstrap: int = 200,
     seed: int = 0,
     p0: Mapping[str, Any] | None = None,
+    by: Any = None,
     **fit_options: Any,
-) -> BacktestResult:
+) -> BacktestResult | BacktestSet:
     """Fit on the smaller runs and predict the held-out larger ones.
 
     ``holdout``: ``"n"`` (by model size, or by x for one-variable forms), ``"compute"`` (by
     6·N·D) or a boolean mask of the runs to hold out. With a key, hold out the ``top`` largest
     runs (ties at the cut go with them) or every run with key above ``above``.
+    ``interval``: ``"calibrated"`` (from the fitted runs' own rolling-origin backtests) or
+    ``"bootstrap"``. ``by``: one label per run (a task, a model); each group is backtested on
+    its own and a :class:`BacktestSet` returns one result per group.
     """
     from labcoat.scale.api import fit as fit_law
 
-    chosen = resolve_form(form, p0, 1 if D is None else 2)
+    if by is not None:
+        return _by_group(
+            N,
+            D,
+            L,
+            by,
+            holdout=holdout,
+            top=top,
+            above=above,
+            form=form,
+            level=level,
+            interval=interval,
+            bootstrap=bootstrap,
+            seed=seed,
+            p0=p0,
+            **fit_options,
+        )
+    if interval not in ("calibrated", "bootstrap"):
+        raise fail("interval", "'calibrated' or 'bootstrap'", interval)
+    chosen = resolve_form("m1" if form == "auto" else form, p0, 1 if D is None else 2)
     x = as_points(N, D, chosen)
     loss = as_losses(L, x.shape[1])
     mask, described = _holdout_mask(holdout, top, above, x, chosen)
@@ -116,10 +160,18 @@ def backtest(
         ledger=fit_options.pop("ledger", False),
         **fit_options,
     )
-    prediction = fitted.predict(*_split(x, mask, chosen), level=level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        prediction = fitted.predict(*_split(x, mask, chosen), level=level, interval=interval)
     observed = loss[mask]
     error = prediction.loss - observed
     covered = prediction.covers(observed) if prediction.interval is not None else None
+    log_error = np.log(observed) - np.log(prediction.loss)
+    width = (
+        float("nan")
+        if prediction.interval is None
+        else float(np.median((prediction.interval[1] - prediction.interval[0]) / prediction.loss))
+    )
     points = []
     for i, row in enumerate(prediction.rows()):
         row.update(
@@ -142,7 +194,88 @@ def backtest(
         n_fit=int((~mask).sum()),
         n_holdout=int(mask.sum()),
         fit=fitted,
+        interval=interval,
+        rmse=float(np.sqrt(np.mean(log_error**2))),
+        median_width=width,
+        error_by_distance=error_by_distance(prediction.distance, log_error, bins=3),
+        calibration=prediction.calibration,
     )
+
+
+@dataclass
+class BacktestSet(Result):
+    """One backtest per group (``by=``): each group's result, and the pooled figures."""
+
+    engine: ClassVar[str] = "scale"
+    view: ClassVar[str | None] = "labcoat.scale.view:backtest_set_view"
+    section: ClassVar[str | None] = "labcoat.report.sections.scale:backtest_set_section"
+    title: ClassVar[str] = "scaling backtests by group"
+
+    results: dict[str, BacktestResult]
+    failures: dict[str, str]  # groups that could not be backtested, and why
+    level: float
+    interval: str
+
+    @property
+    def findings(self):
+        return [f for r in self.results.values() for f in r.fit.findings]
+
+    @property
+    def coverage(self) -> float:
+        """Share of all held-out runs, over every group, inside their intervals."""
+        hits = [p["covered"] for r in self.results.values() for p in r.points]
+        hits = [h for h in hits if h is not None]
+        return float(np.mean(hits)) if hits else float("nan")
+
+    @property
+    def median_width(self) -> float:
+        widths = [r.median_width for r in self.results.values()]
+        return float(np.nanmedian(widths)) if widths else float("nan")
+
+    @property
+    def median_rmse(self) -> float:
+        values = [r.rmse for r in self.results.values()]
+        return float(np.median(values)) if values else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(
+            {
+                "level": self.level,
+                "interval": self.interval,
+                "groups": len(self.results),
+                "coverage": self.coverage,
+                "median_width": self.median_width,
+                "median_rmse": self.median_rmse,
+                "results": {k: r.to_dict() for k, r in self.results.items()},
+                "failures": self.failures,
+            }
+        )
+
+
+def _by_group(N, D, L, by, *, holdout, **options) -> BacktestSet:
+    labels = np.asarray(by).astype(str)
+    n = np.atleast_1d(np.asarray(N)).shape[0]
+    if labels.ndim != 1 or labels.size != n:
+        raise fail("by", f"one label per run ({n} runs)", f"{labels.size} labels")
+    mask = None if isinstance(holdout, str) else np.asarray(holdout)
+    if mask is not None and mask.shape != (n,):
+        raise fail("holdout", f"a boolean mask of {n} runs", f"shape {mask.shape}")
+    results: dict[str, BacktestResult] = {}
+    failures: dict[str, str] = {}
+    for label in dict.fromkeys(labels):  # first-seen order
+        rows = labels == label
+        pick = lambda v: None if v is None else np.asarray(v)[rows]
+        try:
+            results[label] = backtest(
+                pick(N),
+                pick(D),
+                pick(L),
+                holdout=holdout if mask is None else mask[rows],
+                **options,
+            )
+        except InputError as exc:
+            failures[label] = str(exc)
+    return BacktestSet(results, failures, options["level"], options["interval"])
 
 
 def _split(x: np.ndarray, rows: np.ndarray, form) -> tuple[np.ndarray, np.ndarray | None]:

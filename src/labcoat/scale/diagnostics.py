@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from labcoat.findings import CheckRegistry, Finding, Outcome, passed, skipped, warned
-from labcoat.scale.forms import CustomForm
+from labcoat.scale.forms import PowerLawSum
 
 CHECKS = CheckRegistry("scale", ["scale"])
 
@@ -61,7 +61,7 @@ def _points(fit) -> Outcome:
 
 
 def _is_power_law(fit) -> str | None:
-    return "only for the power-law forms" if isinstance(fit.form, CustomForm) else None
+    return None if isinstance(fit.form, PowerLawSum) else "only for the power-law forms"
 
 
 @CHECKS.check(
@@ -242,7 +242,7 @@ def _error_units(fit) -> np.ndarray:
     """What a standard error is compared with: log coefficients (and log E) as they are, a
     factor; exponents and a custom form's parameters relative to their size."""
     theta = fit.theta
-    if isinstance(fit.form, CustomForm):
+    if not isinstance(fit.form, PowerLawSum):
         return np.maximum(np.abs(theta), 1e-12)
     k = len(fit.form.variables)
     units = np.ones_like(theta)
@@ -255,7 +255,7 @@ def _centred_jacobian(fit) -> tuple[np.ndarray, list[str]]:
     taken at the data's mean log size, so the trivial a–α coupling (log x far from 0) does
     not pass for flatness; a user's form gets central differences in its own parameters."""
     form, theta, x = fit.form, fit.theta, fit._x
-    if isinstance(form, CustomForm):
+    if not isinstance(form, PowerLawSum):
         cols = []
         for i in range(theta.size):
             h = 1e-5 * max(abs(theta[i]), 1e-3)

@@ -80,8 +80,19 @@ class PowerLawSum:
 CHINCHILLA = PowerLawSum("chinchilla", ("N", "D"), ("A", "B"), ("alpha", "beta"))
 CURVE = PowerLawSum("curve", ("x",), ("A",), ("alpha",))
 FORMS: dict[str, PowerLawSum] = {f.name: f for f in (CHINCHILLA, CURVE)}
+
+
+def _all_forms() -> dict[str, Any]:
+    from labcoat.scale.curves import CURVES
+
+    return {**FORMS, **CURVES}
+
+
 #: what ``form=`` takes, as error messages say it
-FORM_CHOICES = f"one of {', '.join(map(repr, sorted(FORMS)))} or a callable"
+FORM_CHOICES = (
+    "one of 'chinchilla', 'curve', 'm1', 'm2', 'm3', 'm4', 'broken', 'auto' (one variable) "
+    "or a callable"
+)
 
 
 @dataclass(frozen=True)
@@ -158,9 +169,10 @@ def resolve_form(
 ) -> PowerLawSum | CustomForm:
     """The form object for ``fit(form=...)``, checked against the number of input variables."""
     if isinstance(form, str):
-        if form not in FORMS:
+        forms = _all_forms()
+        if form not in forms:
             raise fail("form", FORM_CHOICES, form)
-        chosen = FORMS[form]
+        chosen = forms[form]
         if len(chosen.variables) != n_variables:
             needs = "N and D" if len(chosen.variables) == 2 else "one variable (pass D=None)"
             raise InputError(

@@ -8,7 +8,7 @@ fitting (``fit.ci(0.9)``) and nothing is refitted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from labcoat._jsonable import jsonable
 from labcoat._validation import fail
 from labcoat.errors import InputError
 from labcoat.findings import Finding
+from labcoat.interval import ConfidenceInterval
 from labcoat.result import Result
 from labcoat.scale.forms import CustomForm, PowerLawSum
 
@@ -23,21 +24,24 @@ from labcoat.scale.forms import CustomForm, PowerLawSum
 MAX_PAIRS = 20_000
 
 
-class ConfidenceInterval(NamedTuple):
-    low: float
-    high: float
+INTERVALS = ("calibrated", "bootstrap")
 
 
 @dataclass
 class Prediction:
-    """Predicted loss at each point, with the law's confidence interval and a prediction
-    interval for one new run (the law's uncertainty plus the scatter of runs around it)."""
+    """Predicted loss at each point, with the law's confidence interval (bootstrap) and a
+    prediction interval for one new run: ``method="calibrated"`` from the fit's own
+    extrapolation errors against distance (:mod:`labcoat.scale.calibrate`), or
+    ``"bootstrap"``, the law's uncertainty plus the scatter of runs around it."""
 
     points: dict[str, np.ndarray]  # the inputs, by variable name
     loss: np.ndarray
     ci: tuple[np.ndarray, np.ndarray] | None
     interval: tuple[np.ndarray, np.ndarray] | None
     level: float
+    method: str = "bootstrap"
+    distance: np.ndarray | None = None  # log distance beyond the fitted runs
+    calibration: dict[str, Any] | None = None  # how the interval was calibrated, its coverage
 
     def covers(self, observed: Any) -> np.ndarray:
         """Whether each observed loss lies inside its prediction interval."""
@@ -61,11 +65,20 @@ class Prediction:
                 if self.interval is None
                 else [float(self.interval[0][i]), float(self.interval[1][i])]
             )
+            if self.distance is not None:
+                row["distance"] = float(self.distance[i])
             out.append(row)
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({"level": self.level, "predictions": self.rows()})
+        return jsonable(
+            {
+                "level": self.level,
+                "method": self.method,
+                "calibration": self.calibration,
+                "predictions": self.rows(),
+            }
+        )
 
 
 @dataclass
@@ -125,8 +138,32 @@ class ScalingFit(Result):
     converged: bool
     findings: list[Finding] = field(default_factory=list)
     ledger: dict[str, Any] | None = None  # where the fit was recorded, if it was
+    selection: dict[str, Any] | None = None  # form="auto": each candidate's backtest error
     _x: np.ndarray = field(default=None, repr=False)  # (k, n) inputs of the fit
     _loss: np.ndarray = field(default=None, repr=False)
+    _pairs: Any = field(default=None, repr=False)  # rolling-origin errors, computed once
+    _calibrations: dict = field(default_factory=dict, repr=False)
+
+    def backtest_pairs(self):
+        """Rolling-origin errors of this form on these runs (refits at each origin; cached)."""
+        if self._pairs is None:
+            from labcoat.scale.calibrate import rolling_pairs
+
+            self._pairs = rolling_pairs(
+                self.form, self._x, self._loss, self.huber_delta, self.theta
+            )
+        return self._pairs
+
+    def calibration(self, level: float = 0.95):
+        """The calibrated band of extrapolation errors at ``level`` (see
+        :mod:`labcoat.scale.calibrate`): from this fit's rolling-origin backtests, or from the
+        shipped prior when the runs are too few."""
+        _quantiles(np.zeros(2), level, axis=0)  # checks the level
+        if level not in self._calibrations:
+            from labcoat.scale.calibrate import calibrate
+
+            self._calibrations[level] = calibrate(self.backtest_pairs(), level, self.form.name)
+        return self._calibrations[level]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -177,19 +214,40 @@ class ScalingFit(Result):
         self._need_bootstrap("correlation")
         return np.corrcoef(self.bootstrap, rowvar=False)
 
-    def predict(self, N: Any, D: Any = None, *, level: float = 0.95) -> Prediction:
-        """Loss at ``(N, D)`` (or at ``x`` for one-variable forms) with its intervals."""
+    def predict(
+        self, N: Any, D: Any = None, *, level: float = 0.95, interval: str = "calibrated"
+    ) -> Prediction:
+        """Loss at ``(N, D)`` (or at ``x`` for one-variable forms) with its intervals.
+
+        ``interval="calibrated"`` (default): the prediction interval comes from this fit's own
+        extrapolation errors against log distance, and widens with distance; a point farther
+        than any distance the calibration saw raises an
+        :class:`~labcoat.scale.calibrate.ExtrapolationWarning`. ``interval="bootstrap"``: the
+        bootstrap refits plus the residual scatter (needs ``bootstrap > 0``). ``ci`` is the
+        law's bootstrap interval either way.
+        """
+        from labcoat.scale.calibrate import distance, warn_if_beyond
         from labcoat.scale.data import as_points
 
+        if interval not in INTERVALS:
+            raise fail("interval", "'calibrated' or 'bootstrap'", interval)
         x = as_points(N, D, self.form)
         center = self.form.log_predict(self.theta, x)[0]
-        ci = interval = None
+        far = distance(self._x, x)
+        ci = band = calibration = None
         if len(self.bootstrap_theta) >= 2:
             laws = self.form.log_predict(self.bootstrap_theta, x)  # (K, m)
             ci = tuple(np.exp(q) for q in _quantiles(laws, level, axis=0))
-            interval = tuple(np.exp(q) for q in self._prediction_quantiles(laws, level))
+            if interval == "bootstrap":
+                band = tuple(np.exp(q) for q in self._prediction_quantiles(laws, level))
+        if interval == "calibrated":
+            calibrated = self.calibration(level)
+            lo, hi = calibrated.band(far)
+            band = (np.exp(center + lo), np.exp(center + hi))
+            calibration = calibrated.to_dict()
+            warn_if_beyond(calibrated, far)
         points = dict(zip(self.form.variables, x))
-        return Prediction(points, np.exp(center), ci, interval, level)
+        return Prediction(points, np.exp(center), ci, band, level, interval, far, calibration)
 
     def _prediction_quantiles(
         self, laws: np.ndarray, level: float
@@ -245,6 +303,10 @@ class ScalingFit(Result):
                 "warnings": [f.message for f in self.warnings],
                 "findings": [f.to_dict() for f in self.findings],
                 "ledger": self.ledger,
+                "selection": self.selection,
+                "calibration": self._calibrations[level].to_dict()
+                if level in self._calibrations
+                else None,
             }
         )
 

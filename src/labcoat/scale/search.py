@@ -45,6 +45,8 @@ def grid_search(
     form: PowerLawSum | CustomForm, x: np.ndarray, loss: np.ndarray, delta: float
 ) -> SearchResult:
     """The lowest objective reached from any start of ``form.grid()``."""
+    if hasattr(form, "search"):  # a learning-curve form fits itself from data-driven starts
+        return form.search(x, loss, delta)
     starts = form.grid()
     if isinstance(form, CustomForm):
         return _loop_search(form, starts, x, loss, delta)
@@ -164,6 +166,8 @@ def bootstrap_refits(
 
 
 def _refit_chunk(form, theta, x, loss, delta, counts):
+    if hasattr(form, "refit"):
+        return form.refit(theta, x, loss, delta, counts)
     if isinstance(form, CustomForm):
         with np.errstate(invalid="ignore"):
             return np.array(

@@ -35,18 +35,27 @@ def fit_view(fit, level: float = 0.95) -> RenderableType:
 
 
 def prediction_view(prediction) -> RenderableType:
-    table = Table(title=f"predicted loss ({prediction.level:.0%} intervals)", title_justify="left")
+    how = prediction.method
+    if prediction.calibration:
+        c = prediction.calibration
+        own = c.get("coverage")
+        how += f", {c['method']}" + (f", own coverage {own:.0%}" if own is not None else "")
+    table = Table(
+        title=f"predicted loss ({prediction.level:.0%} intervals: {how})", title_justify="left"
+    )
     for name in prediction.points:
         table.add_column(name, justify="right")
     table.add_column("loss", justify="right")
     table.add_column("law CI", justify="right")
     table.add_column("prediction interval", justify="right")
+    table.add_column("log distance", justify="right")
     for row in prediction.rows():
         table.add_row(
             *(_g(row[n]) for n in prediction.points),
             _g(row["loss"]),
             _pair(row["ci"]),
             _pair(row["interval"]),
+            _g(row.get("distance"), 3),
         )
     return table
 
@@ -100,7 +109,64 @@ def backtest_view(result) -> RenderableType:
             f"{p['percent_error']:+.2f}",
             inside,
         )
+    width = (
+        ""
+        if result.median_width != result.median_width
+        else (f"  ·  median width {result.median_width:.1%}")
+    )
+    calibration = result.calibration or {}
+    own = calibration.get("coverage")
+    how = (
+        f"  ·  {result.interval} ({calibration.get('method')}"
+        + (f", own coverage {own:.0%}" if own is not None else "")
+        + ")"
+        if calibration
+        else f"  ·  {result.interval}"
+    )
     summary = Text(
-        f"MAPE {result.mape:.2f}%  ·  coverage {result.coverage:.0%} (nominal {result.level:.0%})"
+        f"MAPE {result.mape:.2f}%  ·  RMSE log {result.rmse:.4f}  ·  coverage "
+        f"{result.coverage:.0%} (nominal {result.level:.0%}){width}{how}"
     )
     return Group(table, summary, findings_grid(result.fit.findings))
+
+
+def backtest_set_view(result) -> RenderableType:
+    table = Table(
+        title=f"backtests by group ({result.interval} {result.level:.0%} intervals)",
+        title_justify="left",
+    )
+    for column in ("group", "form", "fitted", "held out", "RMSE log", "coverage", "width"):
+        table.add_column(column, justify="right")
+    for label, r in result.results.items():
+        table.add_row(
+            label,
+            r.fit.form.name,
+            str(r.n_fit),
+            str(r.n_holdout),
+            f"{r.rmse:.4f}",
+            "–" if r.coverage != r.coverage else f"{r.coverage:.0%}",
+            "–" if r.median_width != r.median_width else f"{r.median_width:.1%}",
+        )
+    lines = [
+        f"coverage {result.coverage:.1%} of every held-out run (nominal {result.level:.0%}); "
+        f"median width {result.median_width:.1%}; median RMSE of log loss {result.median_rmse:.4f}"
+    ]
+    lines += [f"{label}: {why}" for label, why in result.failures.items()]
+    return Group(table, Text("\n".join(lines)))
+
+
+def downstream_view(result) -> RenderableType:
+    bt = result.backtest
+    head = Text(
+        f"{result.target} via {result.via} ({result.link} link) on {result.n_points} runs: "
+        + ("predictable" if result.predictable else "NOT predictable")
+        + f" — {result.reason}",
+        style="green" if result.predictable else "bold red",
+    )
+    shown = ", ".join(f"{k}={v:.4g}" for k, v in result.params.items())
+    meta = Text(
+        f"link {shown}; backtest MAE {bt['mae']:.4g} against a constant's "
+        f"{bt['constant_mae']:.4g} ({bt['pairs']} extrapolations, {bt['origins']} origins)",
+        style="dim",
+    )
+    return Group(head, meta, findings_grid(result.findings))

@@ -34,7 +34,11 @@ def _band(fit: Any, lo: float, hi: float) -> tuple[np.ndarray, ...] | None:
         return grid, alloc.loss, low, high
     if np.asarray(fit._x).shape[0] != 1:
         return None
-    pred = fit.predict(grid)
+    import warnings
+
+    with warnings.catch_warnings():  # the chart runs past the runs on purpose
+        warnings.filterwarnings("ignore", category=UserWarning, message="predicting")
+        pred = fit.predict(grid)
     low, high = pred.interval if pred.interval is not None else (pred.loss, pred.loss)
     return grid, pred.loss, low, high
 
@@ -107,4 +111,39 @@ def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale")
     body.append(_params(fit))
     if fit.findings:
         body.append("<h3>Diagnostics</h3>" + findings_list(f.to_dict() for f in fit.findings))
+    return Section(title, "\n".join(body), id=id)
+
+
+def backtest_set_section(result: Any, *, title: str = "Backtests by group", id: str = "scale"):
+    """A :class:`~labcoat.scale.BacktestSet`: the pooled figures, then one backtest per group."""
+    rows = "".join(
+        f"<tr><td>{esc(label)}</td><td>{esc(r.fit.form.name)}</td><td>{r.n_fit}</td>"
+        f"<td>{r.n_holdout}</td><td>{r.rmse:.4f}</td><td>{r.coverage:.0%}</td>"
+        f"<td>{r.median_width:.1%}</td></tr>"
+        for label, r in result.results.items()
+    )
+    body = [
+        f'<p class="meta">{len(result.results)} groups · {esc(result.interval)} '
+        f"{result.level:.0%} intervals · coverage {result.coverage:.1%} · median width "
+        f"{result.median_width:.1%} · median RMSE of log loss {result.median_rmse:.4f}</p>",
+        "<table><tr><th>group</th><th>form</th><th>fitted</th><th>held out</th>"
+        f"<th>RMSE log</th><th>coverage</th><th>width</th></tr>{rows}</table>",
+    ]
+    body += [f"<p>{esc(k)}: {esc(v)}</p>" for k, v in result.failures.items()]
+    return Section(title, "\n".join(body), id=id)
+
+
+def downstream_section(result: Any, *, title: str = "Downstream fit", id: str = "scale"):
+    """A :class:`~labcoat.scale.DownstreamFit`: its verdict and its backtest against a constant."""
+    verdict = "pass" if result.predictable else "fail"
+    bt = result.backtest
+    body = [
+        f'<div class="verdict {verdict}">{esc(result.target)} via {esc(result.via)} '
+        f"({esc(result.link)} link): {'predictable' if result.predictable else 'NOT predictable'}"
+        f" — {esc(result.reason)}</div>",
+        f'<p class="meta">{result.n_points} runs · backtest MAE {bt["mae"]:.4g} against a '
+        f"constant's {bt['constant_mae']:.4g} · {bt['pairs']} extrapolations from "
+        f"{bt['origins']} origins</p>",
+        findings_list(f.to_dict() for f in result.findings),
+    ]
     return Section(title, "\n".join(body), id=id)

@@ -1,0 +1,175 @@
+"""Extrapolation on held-out data: calibrated against bootstrap intervals, auto against M1–M4.
+
+1. The 92 tasks of Alabdulmohsin et al. (NeurIPS 2022; ../shared/data/scaling/benchmark.*.csv),
+   with their own split (``Training`` 1: fitted, 0: held out; LM rows deduplicated, every
+   curve sorted by x). Printed: coverage and median width ((high − low) / predicted) of 95 %
+   prediction intervals, calibrated and bootstrap, over all held-out points and per task; the
+   median over tasks of the RMSE of log loss for ``form="auto"`` and for M1–M4 fitted plainly.
+   This data is test data only: nothing in labcoat was tuned on it.
+2. The Chinchilla points (5 highest losses dropped), the 42 largest held out by model size and
+   by compute: coverage and width, calibrated and bootstrap.
+3. The downstream backtest on the over-training grid (ColPret's overtrain_downstreams.csv).
+
+Run: python bench/scale_extrapolation.py [--bootstrap 100] [--tasks K] [--jobs J]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared" / "data"
+LEVEL = 0.95
+
+
+def benchmark_tasks() -> dict[tuple[str, str, str], np.ndarray]:
+    """(domain, task, model) -> rows (x, loss, training), deduplicated and sorted by x."""
+    out = {}
+    for part in ("lang", "vision"):
+        groups = defaultdict(set)
+        with (SHARED / "scaling" / f"benchmark.{part}.csv").open() as fh:
+            for r in csv.DictReader(fh):
+                groups[(r["Domain"], r["Task"], r["Model"])].add(
+                    (float(r["Seen Examples"]), float(r["Loss"]), int(r["Training"]))
+                )
+        for key, rows in groups.items():
+            out[key] = np.array(sorted(rows))
+    return out
+
+
+def one_task(rows: np.ndarray, bootstrap: int) -> dict:
+    from labcoat import scale
+    from labcoat.scale.curves import CURVES
+    from labcoat.scale.search import grid_search
+
+    fit_rows, test_rows = rows[rows[:, 2] == 1], rows[rows[:, 2] == 0]
+    x, y = fit_rows[:, 0], fit_rows[:, 1]
+    xt, yt = test_rows[:, 0], test_rows[:, 1]
+    out: dict = {"n_fit": x.size, "n_test": xt.size}
+    for name in ("m1", "m2", "m3", "m4"):
+        theta = grid_search(CURVES[name], x[None], y, 1e-3).theta
+        pred = CURVES[name].log_predict(theta, xt[None])[0]
+        out[f"rmse_{name}"] = float(np.sqrt(np.mean((pred - np.log(yt)) ** 2)))
+    fit = scale.fit(x, None, y, form="auto", bootstrap=bootstrap, seed=0, ledger=False)
+    out["form"] = fit.selection["chosen"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method in ("calibrated", "bootstrap"):
+            p = fit.predict(xt, level=LEVEL, interval=method)
+            lo, hi = p.interval
+            out[f"covered_{method}"] = ((yt >= lo) & (yt <= hi)).tolist()
+            out[f"width_{method}"] = ((hi - lo) / p.loss).tolist()
+            out["calibration"] = (
+                p.calibration["method"] if p.calibration else out.get("calibration")
+            )
+    out["rmse_auto"] = float(np.sqrt(np.mean((np.log(p.loss) - np.log(yt)) ** 2)))
+    return out
+
+
+def run_benchmark(bootstrap: int, limit: int | None, jobs: int) -> None:
+    tasks = benchmark_tasks()
+    keys = list(tasks)[:limit] if limit else list(tasks)
+    start = time.perf_counter()
+    if jobs > 1:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=jobs)(delayed(one_task)(tasks[k], bootstrap) for k in keys)
+    else:
+        results = [one_task(tasks[k], bootstrap) for k in keys]
+    elapsed = time.perf_counter() - start
+    print(f"\n== 92-task benchmark (their split), {len(keys)} tasks, {elapsed:.0f} s ==")
+    for method in ("calibrated", "bootstrap"):
+        covered = np.concatenate([r[f"covered_{method}"] for r in results])
+        width = np.concatenate([r[f"width_{method}"] for r in results])
+        per_task = [np.mean(r[f"covered_{method}"]) for r in results]
+        print(
+            f"{method:10s} 95% intervals: coverage {covered.mean():.1%} of {covered.size} held-out "
+            f"points (mean over tasks {np.mean(per_task):.1%}); median width "
+            f"{np.median(width):.1%} of the prediction (per-task median of medians "
+            f"{np.median([np.median(r[f'width_{method}']) for r in results]):.1%})"
+        )
+    medians = {n: np.median([r[f"rmse_{n}"] for r in results]) for n in ("m1", "m2", "m3", "m4")}
+    best = min(medians, key=medians.get)
+    auto = np.median([r["rmse_auto"] for r in results])
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
+    print(f"median RMSE of log loss: auto {auto:.4f}; plain {shown}; best plain {best}")
+    print(f"auto vs best plain: {auto / medians[best]:.3f}x (below 1: auto better)")
+    chosen = defaultdict(int)
+    for r in results:
+        chosen[r["form"]] += 1
+    methods = defaultdict(int)
+    for r in results:
+        methods[r["calibration"]] += 1
+    print(f"forms auto chose: {dict(chosen)}; calibrations: {dict(methods)}")
+    by_domain = defaultdict(list)
+    for k, r in zip(keys, results):
+        by_domain[k[0]].append(r)
+    for domain, rs in by_domain.items():
+        cov = np.concatenate([r["covered_calibrated"] for r in rs]).mean()
+        bcov = np.concatenate([r["covered_bootstrap"] for r in rs]).mean()
+        print(
+            f"  {domain:4s} {len(rs):2d} tasks: calibrated {cov:.1%}, bootstrap {bcov:.1%}; "
+            f"median RMSE auto {np.median([r['rmse_auto'] for r in rs]):.4f}"
+        )
+
+
+def run_chinchilla(bootstrap: int) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "scale"))
+    from conftest import chinchilla_points
+
+    from labcoat import scale
+
+    N, D, L = chinchilla_points()
+    print("\n== Chinchilla points, 42 largest held out ==")
+    for holdout in ("n", "compute"):
+        for method in ("calibrated", "bootstrap"):
+            r = scale.backtest(
+                N, D, L, holdout=holdout, top=42, interval=method, bootstrap=bootstrap, level=LEVEL
+            )
+            print(
+                f"by {holdout:7s} {method:10s}: coverage {r.coverage:.1%} of {r.n_holdout}, "
+                f"median width {r.median_width:.2%}, RMSE log {r.rmse:.4f}"
+                + (f", own coverage {r.calibration['coverage']:.1%}" if r.calibration else "")
+            )
+
+
+def run_downstream() -> None:
+    from labcoat.scale.downstream import overtrain_backtest
+
+    print("\n== downstream: over-training grid (Gadre et al.), largest compute held out ==")
+    overtrain_backtest(
+        SHARED / "scaling" / "colpret" / "raw_data" / "overtrain" / "overtrain_downstreams.csv",
+        verbose=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", type=int, default=100)
+    parser.add_argument("--tasks", type=int, default=None, help="only the first K tasks")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--parts", default="benchmark,chinchilla,downstream")
+    args = parser.parse_args()
+    if not (SHARED / "scaling").is_dir():
+        sys.exit("../shared/data/scaling not found")
+    print(f"{os.cpu_count()} CPUs")
+    parts = args.parts.split(",")
+    if "chinchilla" in parts:
+        run_chinchilla(args.bootstrap)
+    if "downstream" in parts:
+        run_downstream()
+    if "benchmark" in parts:
+        run_benchmark(args.bootstrap, args.tasks, args.jobs)
+
+
+if __name__ == "__main__":
+    main()

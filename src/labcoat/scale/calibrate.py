@@ -1,0 +1,365 @@
+"""Prediction intervals for extrapolation, calibrated by the fit's own rolling-origin backtests.
+
+A bootstrap interval measures the scatter of the fitted runs, not the error of extrapolating
+past them. Here the same form is refitted on the runs up to a scale (an *origin*), predicts
+every larger run, and each error ``log L_observed − log L_predicted`` is recorded against the
+distance extrapolated, ``d = max_j log(x_j / max fitted x_j)`` (for two variables also the
+compute ``N·D``). Origins run from half the log range of the runs to nine tenths of it; with
+two variables they step by model size and by compute. The fit's own residuals stand at ``d = 0``.
+
+The interval's ends are two lines in ``d``, ``upper(d) = a₊ + b₊·d`` and ``lower(d) = a₋ − b₋·d``
+(``b ≥ 0``: the interval widens with distance, and it always holds the point prediction),
+fitted by linear quantile regression at the level's two tails. Its own coverage is measured
+leave-one-origin-out: the band refitted without an origin's errors, scored on them.
+
+When the runs are too few for that (fewer than :data:`MIN_ORIGINS` origins with enough runs),
+the slopes come from a prior fitted on public scaling data (``prior_table.py``, made by
+``bench/scale_prior.py``) and the intercepts from the fit's residuals.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from scipy.optimize import linprog
+
+from labcoat._jsonable import jsonable
+
+N_ORIGINS = 8
+FIRST_ORIGIN, LAST_ORIGIN = 0.5, 0.9  # shares of the runs' log range fitted at the origins
+MIN_ORIGINS = 3
+MIN_PAIRS = 10
+EXTRA_POINTS = 2  # an origin needs this many runs beyond the number of parameters
+
+
+class ExtrapolationWarning(UserWarning):
+    """A prediction lies farther from the fitted runs than any distance the calibration saw."""
+
+
+@dataclass
+class Pairs:
+    """Rolling-origin backtest errors of one form on one set of runs."""
+
+    distances: np.ndarray  # log distance extrapolated, per (origin, target)
+    errors: np.ndarray  # log observed − log predicted
+    origins: np.ndarray  # origin index per pair
+    n_origins: int
+    residuals: np.ndarray  # the full fit's residuals (d = 0)
+
+    @property
+    def rmse(self) -> float:
+        """Root mean square of the backtest errors (inf when there are none)."""
+        return float(np.sqrt(np.mean(self.errors**2))) if self.errors.size else float("inf")
+
+    @property
+    def late_rmse(self) -> float:
+        """Root mean square of the errors from the later half of the origins: the refits that
+        saw most of the runs, the closest analogue of the full fit extrapolating."""
+        late = self.origins >= self.n_origins // 2
+        if not late.any():
+            return self.rmse
+        return float(np.sqrt(np.mean(self.errors[late] ** 2)))
+
+
+@dataclass
+class Calibration:
+    """The band ``[lower(d), upper(d)]`` of log errors at a level, with how it was made."""
+
+    level: float
+    method: str  # "backtest" (the user's own runs) or "prior"
+    upper: tuple[float, float]  # (a₊, b₊): upper(d) = a₊ + b₊·d
+    lower: tuple[float, float]  # (a₋, b₋): lower(d) = a₋ − b₋·d
+    coverage: float | None  # leave-one-origin-out coverage of its own backtest errors
+    max_distance: float  # the farthest distance the calibration saw
+    n_origins: int
+    n_pairs: int
+    pairs: Pairs | None = field(default=None, repr=False)
+    #: the prior's line (a, b) the band never falls inside: ±(a + b·d)
+    floor: tuple[float, float] | None = None
+
+    def band(self, distance: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) log-error offsets at each distance."""
+        d = np.maximum(np.asarray(distance, dtype=float), 0.0)
+        lo, hi = self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
+        if self.floor is not None:
+            reach = self.floor[0] + self.floor[1] * d
+            lo, hi = np.minimum(lo, -reach), np.maximum(hi, reach)
+        return lo, hi
+
+    def error_by_distance(self, bins: int = 5) -> list[dict[str, float]]:
+        """Median and 95th percentile |error| of the backtest pairs, by distance bin."""
+        if self.pairs is None or not self.pairs.errors.size:
+            return []
+        return error_by_distance(self.pairs.distances, self.pairs.errors, bins)
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(
+            {
+                "level": self.level,
+                "method": self.method,
+                "upper": {"at_0": self.upper[0], "per_log_distance": self.upper[1]},
+                "lower": {"at_0": self.lower[0], "per_log_distance": -self.lower[1]},
+                "prior_floor": None
+                if self.floor is None
+                else {"at_0": self.floor[0], "per_log_distance": self.floor[1]},
+                "coverage": self.coverage,
+                "max_distance": self.max_distance,
+                "n_origins": self.n_origins,
+                "n_pairs": self.n_pairs,
+                "error_by_distance": self.error_by_distance(),
+            }
+        )
+
+
+def error_by_distance(distances, errors, bins: int = 5) -> list[dict[str, float]]:
+    distances, errors = np.asarray(distances, float), np.asarray(errors, float)
+    if not errors.size:
+        return []
+    edges = np.unique(np.quantile(distances, np.linspace(0, 1, bins + 1)))
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        inside = (distances >= lo) & (distances <= hi)
+        if inside.any():
+            e = np.abs(errors[inside])
+            out.append(
+                {
+                    "distance_low": float(lo),
+                    "distance_high": float(hi),
+                    "n": int(inside.sum()),
+                    "median_abs_error": float(np.median(e)),
+                    "p95_abs_error": float(np.quantile(e, 0.95)),
+                }
+            )
+    return out
+
+
+def distance(fitted_x: np.ndarray, new_x: np.ndarray) -> np.ndarray:
+    """Log distance of each new point beyond the fitted runs (0 inside their range)."""
+    logs = np.log(fitted_x)
+    new = np.log(np.asarray(new_x, dtype=float))
+    d = (new - logs.max(axis=1, keepdims=True)).max(axis=0)
+    if fitted_x.shape[0] == 2:
+        d = np.maximum(d, new.sum(axis=0) - logs.sum(axis=0).max())
+    return np.maximum(d, 0.0)
+
+
+def fit_theta(form, x: np.ndarray, loss: np.ndarray, delta: float, warm=None) -> np.ndarray:
+    """The form's best parameters on these runs: warm-started from ``warm`` plus a few starts."""
+    from labcoat.scale.forms import PowerLawSum
+    from labcoat.scale.search import grid_search
+
+    if hasattr(form, "search"):
+        return form.search(x, loss, delta, warm=warm).theta
+    if isinstance(form, PowerLawSum) and warm is not None:
+        return _warm_power_law(form, x, loss, delta, warm)
+    return grid_search(form, x, loss, delta).theta
+
+
+def _warm_power_law(form, x, loss, delta, warm) -> np.ndarray:
+    from labcoat.scale.lbfgs import minimize_batch
+    from labcoat.scale.search import _polish
+
+    grid = form.grid()
+    picks = np.random.default_rng(0).choice(len(grid), min(len(grid), 96), replace=False)
+    starts = np.vstack([np.asarray(warm, float)[None], grid[picks]])
+
+    def fun(theta, rows):
+        return form.value_and_grad(theta, x, loss, delta)
+
+    run = minimize_batch(fun, starts, max_iter=1000)
+    best = int(np.nanargmin(np.where(np.isfinite(run.fun), run.fun, np.inf)))
+    return _polish(form, run.x[best], x, loss, delta).x
+
+
+def orderings(x: np.ndarray) -> list[np.ndarray]:
+    """The keys origins step along: x itself for one variable; N and compute for two."""
+    if x.shape[0] == 1:
+        return [np.log(x[0])]
+    return [np.log(x[0]), np.log(x).sum(axis=0)]
+
+
+def rolling_pairs(
+    form,
+    x: np.ndarray,
+    loss: np.ndarray,
+    delta: float,
+    theta: np.ndarray,
+    *,
+    n_origins: int = N_ORIGINS,
+) -> Pairs:
+    """Errors of the form refitted at each origin and extrapolated to every larger run."""
+    need = len(form.names) + EXTRA_POINTS
+    distances, errors, origin_ids = [], [], []
+    seen: set[bytes] = set()
+    k = 0
+    for key in orderings(x):
+        lo, hi = float(key.min()), float(key.max())
+        for share in np.linspace(FIRST_ORIGIN, LAST_ORIGIN, n_origins):
+            fitted = key <= lo + share * (hi - lo) + 1e-12
+            if fitted.sum() < need or fitted.all():
+                continue
+            tag = np.packbits(fitted).tobytes()
+            if tag in seen:
+                continue
+            seen.add(tag)
+            try:
+                sub = fit_theta(form, x[:, fitted], loss[fitted], delta, warm=theta)
+            except Exception:  # an origin whose fit fails contributes nothing
+                continue
+            target = ~fitted
+            predicted = form.log_predict(sub, x[:, target])[0]
+            error = np.log(loss[target]) - predicted
+            good = np.isfinite(error)
+            if not good.any():
+                continue
+            distances.append(distance(x[:, fitted], x[:, target])[good])
+            errors.append(error[good])
+            origin_ids.append(np.full(int(good.sum()), k))
+            k += 1
+    residuals = np.log(loss) - form.log_predict(theta, x)[0]
+    cat = lambda parts, dtype=float: np.concatenate(parts) if parts else np.empty(0, dtype)
+    return Pairs(cat(distances), cat(errors), cat(origin_ids, int), k, residuals)
+
+
+def _quantile_line(d, e, tau: float, sign: int) -> tuple[float, float]:
+    """Linear quantile regression ``e ≈ a + s·b·d`` at ``tau`` with ``b ≥ 0`` and ``s·a ≥ 0``."""
+    n = d.size
+    # variables: a (sign-constrained), b ≥ 0, u ≥ 0, v ≥ 0 with e − a − s·b·d = u − v
+    c = np.concatenate([[0.0, 0.0], np.full(n, tau), np.full(n, 1.0 - tau)]) / n
+    from scipy import sparse
+
+    eye = sparse.identity(n, format="csr")
+    a_eq = sparse.hstack(
+        [sparse.csr_matrix(np.column_stack([np.ones(n), sign * d])), eye, -eye], format="csr"
+    )
+    bounds = [(0, None) if sign > 0 else (None, 0), (0, None)] + [(0, None)] * (2 * n)
+    run = linprog(c, A_eq=a_eq, b_eq=e, bounds=bounds, method="highs")
+    if not run.success:
+        q = np.quantile(e, tau)
+        return (max(q, 0.0) if sign > 0 else min(q, 0.0)), 0.0
+    return float(run.x[0]), float(run.x[1])
+
+
+#: "symmetric": one line through the level's quantile of |error| (both tails' data pin it);
+#: "split": each tail's own quantile line (follows a bias, but rests on half the data)
+BAND = "symmetric"
+
+
+def _band(d, e, level: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    n = max(d.size, 1)
+    if BAND == "symmetric":
+        # a finite-sample nudge toward the tail, as split-conformal quantiles take
+        tau = min(level * (1 + 1 / n), 1 - 0.5 / n)
+        a, b = _quantile_line(d, np.abs(e), tau, +1)
+        return (a, b), (-a, b)
+    tail = (1 - level) / 2
+    hi_tau = min(1 - tail + (1 - tail) / n, 1 - 0.5 / n)
+    lo_tau = max(tail - tail / n, 0.5 / n)
+    a_hi, b_hi = _quantile_line(d, e, hi_tau, +1)
+    a_lo, b_lo = _quantile_line(d, e, lo_tau, -1)
+    return (a_hi, b_hi), (a_lo, b_lo)
+
+
+MAX_LP_PAIRS = 1500  # pairs kept for the quantile regression (the rest thinned evenly)
+
+
+def _thin(d, e, o, limit: int = MAX_LP_PAIRS):
+    if d.size <= limit:
+        return d, e, o
+    keep = np.linspace(0, d.size - 1, limit).round().astype(int)
+    return d[keep], e[keep], o[keep]
+
+
+def calibrate(pairs: Pairs, level: float, form_name: str, use_prior: bool = True) -> Calibration:
+    """The band at ``level`` from the backtest pairs, or from the prior when they are too few.
+
+    ``use_prior``: the band never falls inside the prior's reach at the same distance (the
+    fit's residual quantile plus the prior's slope per log unit): runs that all behave alike
+    can show less extrapolation error than public scaling data does at the same distance."""
+    if pairs.n_origins < MIN_ORIGINS or pairs.errors.size < MIN_PAIRS:
+        return prior_calibration(pairs, level, form_name)
+    d = np.concatenate([pairs.distances, np.zeros(pairs.residuals.size)])
+    e = np.concatenate([pairs.errors, pairs.residuals])
+    o = np.concatenate([pairs.origins, np.full(pairs.residuals.size, -1)])
+    d, e, o = _thin(d, e, o)
+    upper, lower = _band(d, e, level)
+    floor = _prior_line(pairs, level, form_name) if use_prior else None
+    covered = []
+    for k in range(pairs.n_origins):
+        held = o == k
+        if not held.any() or held.all():
+            continue
+        up, low = _band(d[~held], e[~held], level)
+        left_out = Calibration(level, "", up, low, None, 0.0, 0, 0, floor=floor)
+        lo, hi = left_out.band(d[held])
+        covered.append((e[held] >= lo) & (e[held] <= hi))
+    coverage = float(np.mean(np.concatenate(covered))) if covered else None
+    return Calibration(
+        level=level,
+        method="backtest+prior" if use_prior else "backtest",
+        upper=upper,
+        lower=lower,
+        coverage=coverage,
+        max_distance=float(pairs.distances.max()),
+        n_origins=pairs.n_origins,
+        n_pairs=int(pairs.errors.size),
+        pairs=pairs,
+        floor=floor,
+    )
+
+
+def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, float]:
+    """The prior's reach ``a + b·d``: the fit's residual quantile plus the prior's slope."""
+    prior = load_prior()
+    entry = prior["forms"].get(form_name) or prior["forms"]["default"]
+    z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
+    r = np.abs(pairs.residuals)
+    a = float(np.quantile(r, level)) if r.size else 0.0
+    return a, float(z * entry["upper"])
+
+
+def load_prior() -> dict[str, Any]:
+    """The shipped prior: per form, the slopes of the 95 % band per unit log distance."""
+    from labcoat.scale.prior_table import PRIOR
+
+    return PRIOR
+
+
+def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration:
+    """Slopes from the prior (scaled from its level by the normal quantile), intercepts from
+    the fit's residuals, widened by the spread of however few backtest errors there are."""
+    prior = load_prior()
+    entry = prior["forms"].get(form_name) or prior["forms"]["default"]
+    z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
+    r = pairs.residuals
+    tail = (1 - level) / 2
+    a_hi = max(float(np.quantile(r, 1 - tail)), 0.0) if r.size else 0.0
+    a_lo = min(float(np.quantile(r, tail)), 0.0) if r.size else 0.0
+    return Calibration(
+        level=level,
+        method="prior",
+        upper=(a_hi, z * entry["upper"]),
+        lower=(a_lo, z * entry["lower"]),
+        coverage=entry.get("coverage"),
+        max_distance=float(entry["max_distance"]),
+        n_origins=pairs.n_origins,
+        n_pairs=int(pairs.errors.size),
+        pairs=pairs,
+    )
+
+
+def warn_if_beyond(calibration: Calibration, distances: np.ndarray) -> None:
+    far = float(np.max(distances, initial=0.0))
+    if far > calibration.max_distance:
+        warnings.warn(
+            f"predicting {far:.2f} log units beyond the fitted runs (×{np.exp(far):.3g}); the "
+            f"calibration saw at most {calibration.max_distance:.2f} (×"
+            f"{np.exp(calibration.max_distance):.3g}), so the interval there is extrapolated "
+            "from the error-vs-distance line, not measured",
+            ExtrapolationWarning,
+            stacklevel=3,
+        )

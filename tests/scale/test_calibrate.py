@@ -1,0 +1,109 @@
+"""Calibrated extrapolation intervals: they hold where the bootstrap's do not, stay narrow on a
+clean law, widen with distance, warn past what they saw, and fall back on the prior."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from labcoat import scale
+from labcoat.errors import InputError
+from labcoat.scale.calibrate import ExtrapolationWarning
+
+from .conftest import curve_runs
+
+
+def broken_curve(seed=3, knee=10**3.5, n=60):
+    """A power law whose exponent flattens from 0.3 to 0.1 inside the runs' range."""
+    x = np.logspace(2, 5, n)
+    law = np.where(x < knee, 50 * x**-0.3, 50 * knee**-0.3 * (x / knee) ** -0.1)
+    return x, law * np.exp(np.random.default_rng(seed).normal(0, 0.005, n))
+
+
+@pytest.mark.slow
+def test_a_break_m1_cannot_extrapolate_is_covered_by_the_calibrated_interval_only():
+    x, L = broken_curve()
+    options = dict(form="m1", holdout="n", top=10, bootstrap=100, seed=0)
+    calibrated = scale.backtest(x, None, L, interval="calibrated", **options)
+    boot = scale.backtest(x, None, L, interval="bootstrap", **options)
+    assert boot.coverage <= 0.2  # the bootstrap measures scatter, not extrapolation error
+    assert calibrated.coverage >= 0.9
+    assert calibrated.calibration["method"].startswith("backtest")
+    assert calibrated.to_dict()["interval"] == "calibrated"
+
+
+def test_a_clean_power_law_gets_a_narrow_calibrated_interval_that_covers():
+    x, L = curve_runs(x=np.logspace(2, 5, 60), noise=0.01, seed=3)
+    result = scale.backtest(x, None, L, form="m2", holdout="n", top=10, bootstrap=0)
+    assert result.coverage >= 0.9
+    assert result.median_width < 0.12  # ±6 % at most, for 1 % noise over half a decade
+    assert result.rmse < 0.02
+
+
+@pytest.mark.filterwarnings("ignore::labcoat.scale.calibrate.ExtrapolationWarning")
+def test_the_interval_widens_with_distance_and_reports_its_method_and_coverage():
+    x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=1)
+    fit = scale.fit(x, None, L, form="m2", bootstrap=0, ledger=False)
+    pred = fit.predict([1e5, 1e6, 1e7])
+    width = np.log(pred.interval[1] / pred.interval[0])
+    assert width[0] < width[1] < width[2]
+    assert pred.method == "calibrated" and pred.calibration["coverage"] > 0.8
+    assert pred.distance[0] == 0.0 and pred.distance[2] == pytest.approx(np.log(100))
+    row = pred.to_dict()["predictions"][1]
+    assert row["distance"] == pytest.approx(np.log(10)) and len(row["interval"]) == 2
+
+
+def test_predict_warns_beyond_the_distances_the_calibration_saw():
+    x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=1)
+    fit = scale.fit(x, None, L, form="m2", bootstrap=0, ledger=False)
+    seen = fit.calibration().max_distance
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolationWarning)
+        fit.predict(1e5 * np.exp(seen * 0.9))  # inside: no warning
+    with pytest.warns(ExtrapolationWarning, match="calibration saw at most"):
+        fit.predict(1e5 * np.exp(seen * 1.5))
+
+
+@pytest.mark.filterwarnings("ignore::labcoat.scale.calibrate.ExtrapolationWarning")
+def test_too_few_runs_fall_back_on_the_shipped_prior():
+    x, L = curve_runs(x=np.logspace(2, 4, 6), noise=0.01, seed=2)
+    fit = scale.fit(x, None, L, form="m1", bootstrap=0, ledger=False)
+    pred = fit.predict(1e5)
+    assert pred.calibration["method"] == "prior"
+    lo, hi = fit.calibration().band([0.0, 2.0])
+    assert hi[1] > hi[0] and lo[1] < lo[0]  # the prior's slope widens it
+
+
+def test_the_bootstrap_interval_stays_available_by_name_and_bad_names_are_one_line():
+    x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=1)
+    fit = scale.fit(x, None, L, form="m2", bootstrap=50, ledger=False)
+    boot = fit.predict(1e6, interval="bootstrap")
+    assert boot.method == "bootstrap" and boot.calibration is None
+    with pytest.raises(InputError, match="`interval` must be 'calibrated' or 'bootstrap'"):
+        fit.predict(1e6, interval="conformal")
+
+
+@pytest.mark.slow
+def test_several_curves_in_one_call_one_result_per_group():
+    x1, L1 = curve_runs(x=np.logspace(2, 5, 30), noise=0.01, seed=1)
+    x2, L2 = broken_curve(n=30)
+    groups = np.array(["clean"] * 30 + ["broken"] * 30 + ["tiny"] * 3)
+    x = np.concatenate([x1, x2, [1e2, 1e3, 1e4]])
+    L = np.concatenate([L1, L2, [3.0, 2.5, 2.2]])
+    result = scale.backtest(x, None, L, form="m2", top=5, bootstrap=0, by=groups)
+    assert list(result.results) == ["clean", "broken"]
+    assert "tiny" in result.failures  # too few runs: said, not raised
+    assert result.results["clean"].n_holdout == 5
+    data = result.to_dict()
+    assert data["groups"] == 2 and 0 <= data["coverage"] <= 1 and data["median_width"] > 0
+    assert result.ok
+
+
+def test_scale_confidence_interval_is_the_shared_one_with_a_deprecation():
+    from labcoat.interval import ConfidenceInterval
+
+    with pytest.warns(DeprecationWarning, match="labcoat.interval.ConfidenceInterval"):
+        from labcoat.scale import ConfidenceInterval as old
+    assert old is ConfidenceInterval
