@@ -52,10 +52,6 @@ class BacktestResult(Result):
     error_by_distance: list[dict[str, float]] = field(default_factory=list)
     calibration: dict[str, Any] | None = None
 
-    @property
-    def findings(self):
-        return self.fit.findings
-
     def to_dict(self) -> dict[str, Any]:
         return jsonable(
             {

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from labcoat.findings import CheckRegistry, Finding, Outcome, passed, skipped, warned
-from labcoat.scale.forms import PowerLawSum
+from labcoat.scale.forms import CustomForm, PowerLawSum
 
 CHECKS = CheckRegistry("scale", ["scale"])
 
