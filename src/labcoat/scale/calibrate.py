@@ -161,7 +161,7 @@ def fit_theta(form, x: np.ndarray, loss: np.ndarray, delta: float, warm=None) ->
 
 def _warm_power_law(form, x, loss, delta, warm) -> np.ndarray:
     from labcoat.scale.lbfgs import minimize_batch
-    from labcoat.scale.search import _polish
+    from labcoat.scale.search import polish
 
     grid = form.grid()
     picks = np.random.default_rng(0).choice(len(grid), min(len(grid), 96), replace=False)
@@ -172,7 +172,7 @@ def _warm_power_law(form, x, loss, delta, warm) -> np.ndarray:
 
     run = minimize_batch(fun, starts, max_iter=1000)
     best = int(np.nanargmin(np.where(np.isfinite(run.fun), run.fun, np.inf)))
-    return _polish(form, run.x[best], x, loss, delta).x
+    return polish(form, run.x[best], x, loss, delta).x
 
 
 def orderings(x: np.ndarray) -> list[np.ndarray]:
@@ -249,7 +249,7 @@ def _quantile_line(d, e, tau: float, sign: int) -> tuple[float, float]:
 BAND = "symmetric"
 
 
-def _band(d, e, level: float) -> tuple[tuple[float, float], tuple[float, float]]:
+def band(d, e, level: float) -> tuple[tuple[float, float], tuple[float, float]]:
     n = max(d.size, 1)
     if BAND == "symmetric":
         # a finite-sample nudge toward the tail, as split-conformal quantiles take
@@ -286,14 +286,14 @@ def calibrate(pairs: Pairs, level: float, form_name: str, use_prior: bool = True
     e = np.concatenate([pairs.errors, pairs.residuals])
     o = np.concatenate([pairs.origins, np.full(pairs.residuals.size, -1)])
     d, e, o = _thin(d, e, o)
-    upper, lower = _band(d, e, level)
+    upper, lower = band(d, e, level)
     floor = _prior_line(pairs, level, form_name) if use_prior else None
     covered = []
     for k in range(pairs.n_origins):
         held = o == k
         if not held.any() or held.all():
             continue
-        up, low = _band(d[~held], e[~held], level)
+        up, low = band(d[~held], e[~held], level)
         left_out = Calibration(level, "", up, low, None, 0.0, 0, 0, floor=floor)
         lo, hi = left_out.band(d[held])
         covered.append((e[held] >= lo) & (e[held] <= hi))

@@ -114,7 +114,7 @@ class CurveForm:
 
     def search(self, x: np.ndarray, loss: np.ndarray, delta: float, warm=None):
         """The lowest Huber objective from every start (and ``warm``, a previous fit)."""
-        from labcoat.scale.search import SearchResult
+        from labcoat.scale.objective import SearchResult
 
         logx, logy = np.log(x[0]), np.log(loss)
         starts = self._starts(logx, logy)

@@ -298,7 +298,7 @@ def _residual_trend(fit) -> Outcome:
         order = np.lexsort(
             (*np.delete(logx, j, axis=0), logx[j])
         )  # by this variable, ties by the rest
-        trends[name] = {**_polynomial_trend(logx[j], residuals), **_runs(residuals[order])}
+        trends[name] = {**polynomial_trend(logx[j], residuals), **_runs(residuals[order])}
     drifting = [
         k
         for k, t in trends.items()
@@ -322,7 +322,7 @@ def _residual_trend(fit) -> Outcome:
     )
 
 
-def _polynomial_trend(values: np.ndarray, residuals: np.ndarray) -> dict[str, float]:
+def polynomial_trend(values: np.ndarray, residuals: np.ndarray) -> dict[str, float]:
     """R² and F-test p-value of residuals on (z, z²), outliers clipped at 3 robust SDs."""
     n = residuals.size
     mad = stats.median_abs_deviation(residuals, scale="normal") or np.std(residuals) or 1.0

@@ -260,9 +260,9 @@ def fit_downstream(
 ) -> DownstreamFit:
     """Fit a downstream ``metric`` (``target``: ``"accuracy"`` or ``"error"``, in [0, 1]) of
     the runs at ``(N, D)`` (or ``x`` with ``D=None``) whose losses are ``L``."""
-    from labcoat.scale.calibrate import Pairs, _band, calibrate, distance, orderings
+    from labcoat.scale.calibrate import Pairs, band, calibrate, distance, orderings
     from labcoat.scale.data import as_losses, as_points, as_positive
-    from labcoat.scale.diagnostics import _polynomial_trend
+    from labcoat.scale.diagnostics import polynomial_trend
     from labcoat.scale.forms import resolve_form
 
     if target not in TARGETS:
@@ -325,7 +325,7 @@ def fit_downstream(
     base = np.concatenate(baseline)
     u = loss if via == "loss" else key
     residuals = err - LINK_FUNCTIONS[chain.link](chain.link_params, u)
-    trend = _polynomial_trend(u, residuals) if np.unique(u).size >= 4 else {"r2": 0.0, "pvalue": 1}
+    trend = polynomial_trend(u, residuals) if np.unique(u).size >= 4 else {"r2": 0.0, "pvalue": 1}
     mae, constant_mae = float(np.mean(np.abs(e))), float(np.mean(np.abs(base)))
     trending = trend["pvalue"] < TREND_P and trend["r2"] >= TREND_R2
     if mae >= constant_mae:
@@ -352,7 +352,7 @@ def fit_downstream(
     pairs = Pairs(d, e, np.concatenate(origin_ids), k, residuals)
     calibration = calibrate(pairs, level, "downstream", use_prior=False)
     if calibration.method == "prior":  # too few for the band: the backtest's own spread
-        (a, b), _ = _band(d, e, level)
+        (a, b), _ = band(d, e, level)
         calibration.upper, calibration.lower, calibration.method = (a, b), (-a, b), "backtest"
         calibration.max_distance = float(d.max())
     names = {"exponential": ("E", "log_k", "gamma"), "sigmoid": ("b", "a", "k", "u0")}

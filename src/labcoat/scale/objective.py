@@ -13,6 +13,8 @@ instead of thousands of optimiser calls.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -68,3 +70,15 @@ def _terms(theta: np.ndarray, logx: np.ndarray) -> tuple[list[np.ndarray], np.nd
     terms = [np.exp(t - m) for t in exponents]
     terms.append(np.exp(e - m))
     return terms, m
+
+
+@dataclass
+class SearchResult:
+    """The best fit a search reached: every fitting path (the grid, a learning curve's own
+    starts, a custom law's loop) returns one."""
+
+    theta: np.ndarray  # internal parameters of the best fit
+    objective: float
+    start: np.ndarray  # the start it came from
+    n_starts: int
+    converged: bool

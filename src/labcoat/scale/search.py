@@ -13,13 +13,13 @@ vector of per-point counts, warm-started from the full fit.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
 
 from labcoat.scale.forms import CustomForm, PowerLawSum
 from labcoat.scale.lbfgs import minimize_batch
+from labcoat.scale.objective import SearchResult
 
 #: successive rounds over the grid: (iterations, starts kept afterwards as a fraction, at least)
 ROUNDS = ((10, 1 / 8, 64), (30, 0.0, 16))
@@ -30,15 +30,6 @@ POLISH_OPTIONS = {"ftol": 1e-13, "gtol": 1e-10, "maxiter": 15000, "maxcor": 20}
 REFIT_FTOL, REFIT_GTOL = 1e-13, 1e-10
 #: a user's law has finite-difference gradients, too coarse for those; on its δ-scaled objective
 CUSTOM_OPTIONS = {"ftol": 1e-12, "gtol": 1e-8, "maxiter": 15000}
-
-
-@dataclass
-class SearchResult:
-    theta: np.ndarray  # internal parameters of the best fit
-    objective: float
-    start: np.ndarray  # the grid start it came from
-    n_starts: int
-    converged: bool
 
 
 def grid_search(
@@ -64,7 +55,7 @@ def grid_search(
         theta, origin = run.x[chosen], origin[chosen]
     run = minimize_batch(fun, theta, max_iter=5000)
     order = _distinct_best(run.x, run.fun)[:POLISH]
-    polished = [_polish(form, run.x[i], x, loss, delta) for i in order]
+    polished = [polish(form, run.x[i], x, loss, delta) for i in order]
     objectives = np.array([p.fun for p in polished])
     best = int(np.argmin(objectives))
     return SearchResult(
@@ -84,7 +75,7 @@ def _distinct_best(theta: np.ndarray, values: np.ndarray, decimals: int = 4) -> 
     return order[np.sort(first)]
 
 
-def _polish(form: PowerLawSum, theta: np.ndarray, x, loss, delta):
+def polish(form: PowerLawSum, theta: np.ndarray, x, loss, delta):
     def fun(t):
         f, g = form.value_and_grad(t[None], x, loss, delta)
         return float(f[0]), g[0]
