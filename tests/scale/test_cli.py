@@ -194,3 +194,22 @@ def test_backtest_by_a_column_gives_one_result_per_curve(cli, tmp_path):
     assert out["coverage"] >= 0.75
     table = cli("scale", "backtest", path, *args, "--holdout-top", "4", "--bootstrap", "0")
     assert table.code == 0 and "backtests by group" in table.out and "median width" in table.out
+
+
+def test_the_old_by_n_or_compute_still_picks_the_holdout_with_a_note(cli, curve_jsonl):
+    """``--by n|compute`` named the holdout before ``--by`` named a column of curves: it keeps
+    working one release, says what replaces it, and gives the --holdout-by answer."""
+    old = cli("scale", "backtest", curve_jsonl, *CURVE, "--holdout-top", "5", "--by", "n", "--json")
+    new = cli(
+        "scale",
+        "backtest",
+        curve_jsonl,
+        *CURVE,
+        "--holdout-top",
+        "5",
+        "--holdout-by",
+        "n",
+        "--json",
+    )
+    assert old.code == 0 and "use --holdout-by n" in old.err
+    assert _json(old)["points"] == _json(new)["points"]

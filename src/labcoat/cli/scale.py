@@ -250,8 +250,18 @@ def backtest_cmd(level, as_json, top, holdout, by_col, **runs):
     if by_col is not None:
         from labcoat.stats.readers import read_table
 
-        by = read_table(runs["file"]).labels(by_col)
-    elif top >= len(L):
+        table = read_table(runs["file"])
+        if by_col in ("n", "compute") and by_col not in table.columns:
+            # --by n|compute was the holdout before --by named a group column: one release more
+            click.echo(
+                f"labcoat: note: --by {by_col} is deprecated here; use --holdout-by {by_col} "
+                "(--by now names a column of curves)",
+                err=True,
+            )
+            holdout, by_col = by_col, None
+        else:
+            by = table.labels(by_col)
+    if by_col is None and top >= len(L):
         raise InputError(
             f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
         )
