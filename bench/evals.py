@@ -16,7 +16,11 @@ sampling with its t interval (random):
   models stronger than every model in their history);
 * decided / right: share of held-out model pairs the subset ranks (paired interval excludes 0),
   and the share of those rankings that agree with the full benchmark; close: share of pairs
-  within 0.03 of each other that are ranked (a method that refuses every close pair scores 0).
+  within 0.03 of each other that are ranked (a method that refuses every close pair scores 0);
+* expected (method stratified): the ratio of the design's exact standard error (the stratified
+  variance formula on the held-out models' full responses) to random sampling's, averaged over
+  held-out models: the MAE ratio without the Monte-Carlo noise of the draws (about +-0.015 at
+  --reps 30).
 
 Run: python bench/evals.py [--reps 40] [--method stratified|irt] [--quick]
 """
@@ -58,6 +62,17 @@ def pair_index(n: int) -> tuple[np.ndarray, np.ndarray]:
     return i, j
 
 
+def design_se(strata: np.ndarray, alloc: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The exact standard error of the stratified mean of every column of ``y`` (all items'
+    scores) under the design: ``sqrt(sum_h W_h^2 (1 - n_h/N_h) S_h^2 / n_h)``."""
+    sizes = np.bincount(strata, minlength=alloc.size).astype(float)
+    var = np.zeros(y.shape[1])
+    for h in np.flatnonzero((sizes > 1) & (alloc > 0)):
+        s2 = y[strata == h].var(axis=0, ddof=1)
+        var += (sizes[h] / strata.size) ** 2 * (1.0 - alloc[h] / sizes[h]) * s2 / alloc[h]
+    return np.sqrt(var)
+
+
 def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     y_all = history.scores
@@ -73,6 +88,11 @@ def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0
         for budget in BUDGETS:
             plan = plan_subset(train, budget, method=method, seed=seed, reps=cal_reps)
             design, model, c = plan.design, plan.item_model, plan.inflation
+            if method == "stratified":  # the exact se of the stratified mean (no model)
+                se_random = np.sqrt((1.0 - budget / n_items) * yt.var(axis=0, ddof=1) / budget)
+                exact = stats.setdefault((budget, "expected"), {"design": [], "random": []})
+                exact["design"].append(design_se(design.strata, design.alloc, yt))
+                exact["random"].append(se_random)
             for _ in range(reps):
                 rows = {}
                 idx = design.draw(rng)
@@ -105,6 +125,11 @@ def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0
     return {k: {m: np.concatenate(v) for m, v in s.items()} for k, s in stats.items()}
 
 
+def expected_ratio(stats: dict, budget: int) -> float:
+    e = stats[(budget, "expected")]
+    return float(e["design"].mean() / e["random"].mean())
+
+
 def _empty() -> dict:
     return {k: [] for k in ("err", "cover", "cover_strong", "claimed", "right", "close")}
 
@@ -113,10 +138,11 @@ def report(name: str, stats: dict) -> dict:
     print(f"\n{name}")
     print(
         f"{'budget':>6} {'method':>8} {'MAE':>7} {'ratio':>6} {'cover':>6} {'cover+':>11} "
-        f"{'decided':>8} {'right':>7} {'close':>6}"
+        f"{'decided':>8} {'right':>7} {'close':>6} {'expected':>8}"
     )
     pooled: dict = {}
     for budget in BUDGETS:
+        exact = (budget, "expected") in stats
         base = stats[(budget, "random")]["err"].mean()
         for method in ("labcoat", "random"):
             s = stats[(budget, method)]
@@ -127,6 +153,7 @@ def report(name: str, stats: dict) -> dict:
                 f"({strong.size:>3}) {s['claimed'].mean():8.3f} "
                 f"{s['right'].mean() if s['right'].size else float('nan'):7.3f} "
                 f"{s['close'].mean() if s['close'].size else float('nan'):6.3f}"
+                + (f" {expected_ratio(stats, budget):8.3f}" if exact and method != "random" else "")
             )
             pooled.setdefault(method, []).append(s["cover"])
     for method, covers in pooled.items():

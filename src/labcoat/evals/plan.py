@@ -101,16 +101,18 @@ class Design:
                 ps_b, pt_b = crossfit(model, other, idx, ss)
                 pred_s, pred_t = pred_s - ps_b, pred_t - pt_b
             y = y - other
-        if model is not None:  # the regression estimator: a useless model gets slope ~0
+        residual = None
+        if model is not None:
+            # the item model's own (cross-fitted) residual, before the slope scales it: a slope
+            # below 1 would otherwise show a residual for a model the item model fits well
+            r = y - pred_s
+            residual = (r.mean(axis=0), r.std(axis=0, ddof=1) / math.sqrt(max(len(idx), 1)))
+            # the regression estimator: a useless model gets slope ~0
             slope = _slope(y, pred_s, self.groups[ss])
             pred_s, pred_t = pred_s * slope, pred_t * slope
         est, se, df = D.stratified(
             y, ss, self.sizes, pred_s, pred_t, self.groups, paired=paired_with is not None
         )
-        residual = None
-        if model is not None:
-            r = y - pred_s
-            residual = (r.mean(axis=0), r.std(axis=0, ddof=1) / math.sqrt(max(len(idx), 1)))
         return est, se, df, residual
 
     def to_dict(self) -> dict[str, Any]:
