@@ -25,6 +25,8 @@ _LAZY: dict[str, str] = {
     "Alert": "labcoat.watch:Alert",
     "scale": "labcoat.scale",
     "audit": "labcoat.audit",  # the package: label_issues, duplicates, contamination, groups
+    "record": "labcoat.replay.record:record",
+    "replay": "labcoat.replay",  # the package: replay(), diff(), open_run()
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

@@ -272,6 +272,7 @@ ENGINES: dict[str, str] = {
     "audit": "labcoat.audit.checks:all_checks",
     "scale": "labcoat.scale.diagnostics:CHECKS",
     "stats": "labcoat.stats.record:CHECKS",
+    "replay": "labcoat.replay.results:CHECKS",
 }
 
 

@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "scale": "labcoat.cli.scale:scale",
     "report": "labcoat.cli.report:report",
     "audit": "labcoat.cli.audit:audit",
+    "replay": "labcoat.cli.replay:replay_command",
+    "diff": "labcoat.cli.replay:diff_command",
 }
 
 
