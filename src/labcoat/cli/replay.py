@@ -14,15 +14,26 @@ PROBES = ("activations", "grads", "watch")
 @click.option("--from", "from_step", type=int, default=None, help="First step to replay.")
 @click.option("--to", "to_step", type=int, default=None, help="Last step to replay.")
 @click.option(
-    "--jobs", "-j", "n_jobs", type=int, default=1, show_default=True,
+    "--jobs",
+    "-j",
+    "n_jobs",
+    type=int,
+    default=1,
+    show_default=True,
     help="Replay this many checkpoint segments in parallel.",
 )
 @click.option(
-    "--probe", "probes", multiple=True, type=click.Choice(PROBES),
+    "--probe",
+    "probes",
+    multiple=True,
+    type=click.Choice(PROBES),
     help="Attach a probe (repeatable): activations, grads, watch.",
 )
 @click.option(
-    "--engine", type=click.Choice(["process", "ray"]), default="process", show_default=True,
+    "--engine",
+    type=click.Choice(["process", "ray"]),
+    default="process",
+    show_default=True,
     help="Where segments run: local processes or Ray tasks.",
 )
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")
@@ -70,7 +81,8 @@ def replay_command(
 @click.argument("a")
 @click.argument("b")
 @click.option(
-    "--bisect", is_flag=True,
+    "--bisect",
+    is_flag=True,
     help="Replay both runs around the divergence to find the first module that differs.",
 )
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")

@@ -48,7 +48,12 @@ def provenance_rows(a: RecordedRun, b: RecordedRun) -> list[dict[str, Any]]:
     for section in sa:
         for change in compare(section, sa[section], sb[section]):
             rows.append(
-                {"section": change.section, "key": change.key, "a": change.before, "b": change.after}
+                {
+                    "section": change.section,
+                    "key": change.key,
+                    "a": change.before,
+                    "b": change.after,
+                }
             )
     return rows
 

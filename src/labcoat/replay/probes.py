@@ -28,9 +28,7 @@ def check_probes(names: Any) -> list[str]:
     out = []
     for name in names or ():
         if name not in PROBES:
-            raise InputError(
-                f"--probe: expected one of {', '.join(PROBES)}; got {name!r}"
-            )
+            raise InputError(f"--probe: expected one of {', '.join(PROBES)}; got {name!r}")
         if name not in out:
             out.append(name)
     return out
@@ -139,9 +137,7 @@ class GradProbe:
             for pname, param in model.named_parameters():
                 if param.requires_grad:
                     full = f"{key}.{pname}" if several else pname
-                    self.handles.append(
-                        param.register_post_accumulate_grad_hook(self._hook(full))
-                    )
+                    self.handles.append(param.register_post_accumulate_grad_hook(self._hook(full)))
 
     def _hook(self, name: str) -> Callable[[Any], None]:
         def hook(param: Any) -> None:

@@ -251,6 +251,22 @@ class Recorder:
             raise InputError(f"rec.loop: name must be a non-empty string; got {name!r}")
         return run_loop(self, name, iterable, steps=steps)
 
+    def enumerate(
+        self, name: str, iterable: Iterable[Any], *, steps: bool = True
+    ) -> Iterator[tuple[int, Any]]:
+        """:meth:`loop` yielding ``(index, item)``; unlike ``enumerate(rec.loop(...))`` the
+        index stays right on replay, where the loop starts at the checkpoint's position."""
+        for item in self.loop(name, iterable, steps=steps):
+            yield self.index(name), item
+
+    def index(self, name: str) -> int:
+        """The index of the current item of the open loop ``name`` (replays keep it right; a
+        counter of the script's own restarts at the checkpoint's position)."""
+        for frame in reversed(self.frames):
+            if frame.name == name:
+                return frame.index - 1
+        raise InputError(f"rec.index({name!r}): no loop of that name is open")
+
     def log(self, **values: Any) -> None:
         """Record values the run reports at this step (replays compare them)."""
         if not self._entered or self._closed:
@@ -386,6 +402,12 @@ class Recorder:
             "log_count": self.seq,
             "positions": [f.position() for f in self.frames],
             "models": {k: m.state_dict() for k, m in self.models.items()},
+            # gradients accumulated but not yet applied (gradient accumulation)
+            "grads": {
+                k: {n: p.grad for n, p in m.named_parameters() if p.grad is not None}
+                for k, m in self.models.items()
+                if hasattr(m, "named_parameters")
+            },
             "optimizers": {k: o.state_dict() for k, o in self.optimizers.items()},
             "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
             "scalers": {k: s.state_dict() for k, s in self.scalers.items()},
@@ -558,6 +580,13 @@ class Recorder:
             for key, obj in objs.items():
                 if key in state[group]:
                     obj.load_state_dict(state[group][key])
+        for key, model in self.models.items():
+            grads = (state.get("grads") or {}).get(key)
+            if grads is None or not hasattr(model, "named_parameters"):
+                continue
+            for pname, param in model.named_parameters():
+                grad = grads.get(pname)
+                param.grad = None if grad is None else grad.to(param.device, param.dtype)
         rng.restore(state["rng"], self.generators)
         self.step = int(state["step"])
         self.seq = int(state["log_count"])

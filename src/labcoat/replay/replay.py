@@ -131,7 +131,9 @@ def _ray_child(*args: Any) -> dict[str, Any]:
     try:
         import ray
     except ImportError:
-        raise InputError("--engine ray: ray is not installed; pip install ray, or use --engine process") from None
+        raise InputError(
+            "--engine ray: ray is not installed; pip install ray, or use --engine process"
+        ) from None
     if not ray.is_initialized():
         ray.init(ignore_reinit_error=True, log_to_driver=False)
     task = ray.remote(_run_child)
@@ -143,9 +145,9 @@ def same(a: Any, b: Any, rtol: float, atol: float) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same(x, y, rtol, atol) for x, y in zip(a, b))
     numbers = (int, float)
-    if isinstance(a, bool) or isinstance(b, bool) or not (
-        isinstance(a, numbers) and isinstance(b, numbers)
-    ):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if not (isinstance(a, numbers) and isinstance(b, numbers)):
         return a == b
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)

@@ -63,7 +63,9 @@ def _diverge(result: "DiffResult"):
         return passed("the logged values never diverge", steps_compared=result.steps_compared)
     where = f"step {d['step']}: {d['name']} is {d['a']!r} in A, {d['b']!r} in B"
     if result.provenance:
-        return warned(f"{where}; the provenance differs too ({len(result.provenance)} changes)", **d)
+        return warned(
+            f"{where}; the provenance differs too ({len(result.provenance)} changes)", **d
+        )
     return failed(f"{where} although the provenance is the same: nondeterminism", **d)
 
 
