@@ -14,8 +14,8 @@ import importlib
 from typing import Any
 
 # the functions, not the modules of the same names (light: neither imports torch)
-from labcoat.replay.diff import diff
-from labcoat.replay.replay import replay
+from labcoat.replay.diff import diff as diff
+from labcoat.replay.replay import replay as replay
 
 _LAZY: dict[str, str] = {
     "record": "labcoat.replay.record:record",
