@@ -117,7 +117,8 @@ class Watcher:
         if record is not None:  # a labcoat.record run: alerts name the checkpoint that replays them
             if not callable(getattr(record, "alert_evidence", None)):
                 raise InputError(
-                    f"`record` must be what labcoat.record(...) returned; got {type(record).__name__}."
+                    "`record` must be what labcoat.record(...) returned; got "
+                    f"{type(record).__name__}."
                 )
             self.judge.annotate = record.alert_evidence
 
