@@ -107,6 +107,8 @@ with labcoat.record(
             # HINDSIGHT
         sched.step()
         rec.log(lr=sched.get_last_lr()[0])
+with open("after.txt", "a") as fh:  # what follows the recording: a replay must not run it
+    fh.write("x")
 print(rec.dir)
 """
 

@@ -40,6 +40,7 @@ def test_a_mid_epoch_replay_is_bit_identical_with_workers_and_augmentation(tmp_p
     assert code == 0, err
     assert len(par["segments"]) == 2 and par["first_mismatch"] is None
     assert par["steps"][-1]["replayed"] == {"lr": 0.005}  # the end of the last epoch, step 12
+    assert (tmp_path / "after.txt").read_text() == "x"  # the replay ended with the block
 
 
 def test_an_iterable_dataset_replays_exactly(tmp_path):

@@ -258,3 +258,22 @@ def _plain_alert_evidence():
             opt.step()
             w.observe(step, loss=loss)
     return w.alerts[0].evidence
+
+
+def test_a_ledger_run_holds_the_recordings_provenance(tmp_path):
+    ledger = labcoat.Ledger(tmp_path / "ledger.db")
+    model = nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    config = {"lr": 0.1}
+    with labcoat.record(
+        model=model, optimizer=opt, every=2, dir=tmp_path / "runs", ledger=ledger, config=config
+    ) as rec:
+        for _ in rec.loop("step", range(3)):
+            rec.log(loss=model(torch.ones(1, 3)).detach())
+    (run,) = ledger.runs()
+    assert run.status == "ok" and run.config == config
+    (event,) = ledger.events(run=run.id, kind="record")
+    assert event.data["run_id"] == rec.run_id
+    manifest = json.loads((rec.dir / "run.json").read_text())
+    assert manifest["ledger_run"] == run.id and manifest["provenance"]["config"] == config
+    ledger.close()

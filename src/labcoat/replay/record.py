@@ -235,7 +235,16 @@ class Recorder:
                 "recording"
             )
         self._write_out(error=error)
+        if exc_type is None:
+            # the replay ends with the recorded block: what the script does after it (saving a
+            # model, writing results) must not run again
+            raise ReplayStop(0)
         return False
+
+    @property
+    def replaying(self) -> bool:
+        """True in a replay: guard side effects inside the loop (saving files, uploading)."""
+        return not self.recording
 
     # -- the user's side -------------------------------------------------------------------
     def loop(self, name: str, iterable: Iterable[Any], *, steps: bool = True) -> Iterator[Any]:
@@ -432,8 +441,6 @@ class Recorder:
         cost = time.perf_counter() - start
         self._fg_costs.append(cost)
         self._paused += cost
-        if self.auto_every:
-            self.every = self._choose_every()
 
     def _choose_every(self) -> int:
         from labcoat.replay.checkpoint import nice_every
@@ -538,7 +545,13 @@ class Recorder:
         if frame.extra.get("steps") is False:
             return
         if self.recording:
-            if self._last_ckpt != self.step and (self.step == 0 or self.step % self.every == 0):
+            if self._last_ckpt == self.step:
+                return
+            if self.auto_every and self.step > 0:
+                if self._step_time is None:  # not measured yet: no checkpoint but the first
+                    return
+                self.every = self._choose_every()
+            if self.step == 0 or self.step % self.every == 0:
                 self.checkpoint()
         elif self.arrived and self.step > self.plan["to"]:
             raise ReplayStop(0)
