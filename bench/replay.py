@@ -8,7 +8,8 @@ whole repeat of ``--steps`` steps (a repeat spans many checkpoint periods, so th
 checkpoint are counted with the cheap ones between); the median of ``--repeats`` repeats is
 printed with the spread. Rows: bare against bare (the machine's noise floor), the default
 ``every`` (chosen by the recorder from its measured costs: checkpoints <= 2 % of step time),
-and ``every=10`` and ``every=100`` for comparison. The table is printed idle and with
+no checkpoint after the first (``rec.loop`` and ``rec.log`` alone: the fixed cost per step),
+and ``every=100`` and ``every=10`` for comparison. The table is printed idle and with
 ``--load`` CPU-bound processes beside it.
 
 The loop is the watch bench's: an MLP 784-256-128-10, batch 64, Adam, synthetic data, one
@@ -168,6 +169,7 @@ def measure(steps: int, repeats: int, root: Path) -> list[tuple[str, list[float]
     for name, every in (
         ("bare vs bare", "bare"),
         ("default every", None),
+        ("no checkpoint", 10**9),
         ("every=100", 100),
         ("every=10", 10),
     ):

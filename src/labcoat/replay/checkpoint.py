@@ -83,6 +83,10 @@ def snapshot(state: Any) -> tuple[Any, list[TensorRef]]:
                 if hasattr(obj, "_metadata"):
                     out._metadata = copy.deepcopy(obj._metadata)  # type: ignore[attr-defined]
             return out
+        if type(obj) in _ATOMS:
+            return obj
+        if isinstance(obj, tuple) and all(type(v) in _ATOMS for v in obj):
+            return obj  # immutable already (Python's RNG state: 625 ints)
         if isinstance(obj, list):
             return [walk(v) for v in obj]
         if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
@@ -90,6 +94,9 @@ def snapshot(state: Any) -> tuple[Any, list[TensorRef]]:
         return copy.deepcopy(obj)
 
     return walk(state), refs
+
+
+_ATOMS = frozenset({int, float, str, bytes, bool, type(None)})
 
 
 def _rebuildable(obj: dict) -> bool:

@@ -11,9 +11,11 @@ from rich.text import Text
 from labcoat.render import findings_grid
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, *, tail: bool = False) -> str:
     text = repr(value) if isinstance(value, float) else str(value)
-    return text if len(text) <= 24 else text[:21] + "…"
+    if len(text) <= 24:
+        return text
+    return "…" + text[-23:] if tail else text[:23] + "…"
 
 
 def replay_view(result: Any) -> Any:
@@ -66,7 +68,9 @@ def diff_view(result: Any) -> Any:
         for col in ("section", "key", "A", "B"):
             table.add_column(col)
         for row in result.provenance[:40]:
-            table.add_row(row["section"], row["key"], _short(row["a"]), _short(row["b"]))
+            tail = row["section"] == "command"  # argv differ at the end: the flags
+            a, b = _short(row["a"], tail=tail), _short(row["b"], tail=tail)
+            table.add_row(row["section"], row["key"], a, b)
         parts.append(table)
     else:
         parts.append(Text("provenance: the same"))
