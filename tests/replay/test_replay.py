@@ -61,12 +61,16 @@ def test_skipped_batches_are_not_loaded(tmp_path):
 
 def test_a_planted_nan_is_traced_to_its_module(tmp_path):
     run = record(tmp_path, "--nan-step", "5")
+    probes = ["--probe", "activations", "--probe", "grads", "--probe", "watch"]
     code, out, err = cli(
-        tmp_path, "replay", str(run), "--from", "3", "--to", "6", "--probe", "activations", "--json"
+        tmp_path, "replay", str(run), "--from", "3", "--to", "6", *probes, "--json"
     )
     assert code == 1, err  # replay.finite fails
     assert out["first_mismatch"] is None  # the NaN itself replays exactly
     assert out["probes"]["activations"]["first_nonfinite"] == {"step": 5, "module": "0.3"}
+    assert out["probes"]["grads"]["first_nonfinite"]["step"] == 5
+    alerts = out["probes"]["watch"]["alerts"]
+    assert any(a["kind"] == "nonfinite" and a["step"] == 5 for a in alerts), alerts
     # the healthy twin: same window, no NaN
     healthy = record(tmp_path)
     code, out, err = cli(
@@ -83,6 +87,8 @@ def test_a_planted_nan_is_traced_to_its_module(tmp_path):
     )
     assert code == 0, err
     assert out["probes"]["activations"]["first_nonfinite"] is None
+    assert out["probes"]["grads"]["first_nonfinite"] is None
+    assert set(out["probes"]["grads"]["steps"]["5"]) >= {"0.0.weight", "1.weight"}
     stats = out["probes"]["activations"]["steps"]["5"]
     assert {"0.0", "0.3", "1"} <= set(stats) and stats["0.3"]["nonfinite"] == 0
 

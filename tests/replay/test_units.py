@@ -277,3 +277,36 @@ def test_a_ledger_run_holds_the_recordings_provenance(tmp_path):
     manifest = json.loads((rec.dir / "run.json").read_text())
     assert manifest["ledger_run"] == run.id and manifest["provenance"]["config"] == config
     ledger.close()
+
+
+def test_results_render_and_judge():
+    from rich.console import Console
+
+    from labcoat.replay.results import DiffResult, ReplayResult
+
+    row = {"step": 0, "recorded": {"loss": 1.0}, "replayed": {"loss": 1.5}}
+    bad = ReplayResult(
+        "r",
+        0,
+        0,
+        0,
+        [row],
+        {"step": 0, "name": "loss", "recorded": 1.0, "replayed": 1.5},
+        {"g": [[0, 2.0]]},
+        {},
+    )
+    good = ReplayResult("r", 0, 0, 0, [{**row, "replayed": {"loss": 1.0}}], None, {}, {})
+    assert not bad.ok and good.ok
+    assert "≠" in bad.to_html() and "hindsight: g" in bad.to_html()
+    Console(file=None, width=100, record=True).print(bad)
+    same = DiffResult("a", "b", [], {"step": 3, "name": "loss", "a": 1.0, "b": 2.0})
+    changed = DiffResult(
+        "a",
+        "b",
+        [{"section": "config", "key": "lr", "a": 1, "b": 2}],
+        {"step": 3, "name": "loss", "a": 1.0, "b": 2.0},
+    )
+    assert same.findings[0].status == "fail"  # same provenance, different values
+    assert changed.findings[0].status == "warn"
+    assert DiffResult("a", "b", [], None).ok
+    assert "config" in changed.to_html()

@@ -88,6 +88,7 @@ class ReplayResult(Result):
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:replay_view"
+    section: ClassVar[str | None] = "labcoat.replay.html:replay_section"
     title: ClassVar[str] = "Replay"
 
     @property
@@ -138,6 +139,7 @@ class DiffResult(Result):
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:diff_view"
+    section: ClassVar[str | None] = "labcoat.replay.html:diff_section"
     title: ClassVar[str] = "Run diff"
 
     @property
