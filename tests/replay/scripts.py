@@ -33,6 +33,7 @@ parser.add_argument("--iterable", action="store_true")
 parser.add_argument("--nan-step", type=int, default=-1)
 parser.add_argument("--nondet", action="store_true")
 parser.add_argument("--kill-at", type=int, default=-1)
+parser.add_argument("--raise-at", type=int, default=-1)
 parser.add_argument("--diverge-at", type=int, default=-1)
 parser.add_argument("--count-file", default="")
 args = parser.parse_args()
@@ -85,11 +86,14 @@ with labcoat.record(
     model=model, optimizer={"body": opt_body, "head": opt_head}, scheduler=sched,
     every=args.every, ledger=False,
 ) as rec:
+    rec.log(n_params=sum(p.numel() for p in model.parameters()))  # before any loop: not replayed
     for epoch in rec.loop("epoch", range(args.epochs)):
         model.train()
         for i, (x, y) in rec.enumerate("step", loader):
             if rec.step == args.kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+            if rec.step == args.raise_at:
+                raise FloatingPointError("planted crash")
             if rec.step == args.diverge_at:
                 with torch.no_grad():
                     body[0].weight.add_(1e-3)

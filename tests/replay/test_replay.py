@@ -36,9 +36,10 @@ def test_a_mid_epoch_replay_is_bit_identical_with_workers_and_augmentation(tmp_p
     assert [s["step"] for s in out["steps"]] == [7, 8, 9, 10, 11]
     for row in out["steps"]:
         assert row["recorded"] == row["replayed"] and "loss" in row["recorded"]
-    code, par, err = cli(tmp_path, "replay", str(run), "--from", "4", "--jobs", "2", "--json")
+    code, par, err = cli(tmp_path, "replay", str(run), "--jobs", "2", "--json")
     assert code == 0, err
     assert len(par["segments"]) == 2 and par["first_mismatch"] is None
+    assert par["steps"][0]["recorded"] == par["steps"][0]["replayed"]  # n_params: not replayed
     assert par["steps"][-1]["replayed"] == {"lr": 0.005}  # the end of the last epoch, step 12
     assert (tmp_path / "after.txt").read_text() == "x"  # the replay ended with the block
 
@@ -130,6 +131,15 @@ def test_a_run_killed_with_sigkill_replays_from_its_last_checkpoint(tmp_path):
     assert code == 0, err
     assert out["checkpoint"] == 6 and out["first_mismatch"] is None
     assert [s["step"] for s in out["steps"]] == [6, 7]
+
+
+def test_a_crashed_run_replays_up_to_its_crash(tmp_path):
+    run = record(tmp_path, "--raise-at", "8", check=False)
+    assert json.loads((run / "run.json").read_text())["status"] == "failed"
+    code, out, err = cli(tmp_path, "replay", str(run), "--from", "6", "--json")
+    assert code == 0, err
+    assert out["raised"] == "FloatingPointError: planted crash (at step 8)"
+    assert out["first_mismatch"] is None and [s["step"] for s in out["steps"]] == [6, 7]
 
 
 def test_diff_finds_a_planted_divergence_and_its_module(tmp_path):

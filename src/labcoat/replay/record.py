@@ -223,18 +223,24 @@ class Recorder:
             self._finish_recording(failed=exc_type is not None)
             return False
         stopped = exc_type is not None and issubclass(exc_type, ReplayStop)
-        error = None
+        error = raised = None
         if isinstance(exc, InputError):
             error = str(exc)
+        elif exc_type is not None and not stopped and self.arrived:
+            # the window ends where the script fails (as a crashed run did): keep what it logged
+            raised = f"{exc_type.__name__}: {exc} (at step {self.step})"
         elif exc_type is not None and not stopped:
-            error = f"the script raised {exc_type.__name__}: {exc} while replaying"
+            error = (
+                f"the script raised {exc_type.__name__}: {exc} before reaching checkpoint "
+                f"{self.plan['checkpoint']}"
+            )
         elif not self.arrived:
             error = (
                 f"the script ended before reaching checkpoint {self.plan['checkpoint']}'s position "
                 f"({self._position_text(self._state['positions'])}); its loops no longer match the "
                 "recording"
             )
-        self._write_out(error=error)
+        self._write_out(error=error, raised=raised)
         if exc_type is None:
             # the replay ends with the recorded block: what the script does after it (saving a
             # model, writing results) must not run again
@@ -610,7 +616,7 @@ class Recorder:
         for probe in self._probes:
             probe.start()
 
-    def _write_out(self, error: str | None) -> None:
+    def _write_out(self, error: str | None, raised: str | None = None) -> None:
         if self.plan is None:
             return
         probes = {}
@@ -621,6 +627,7 @@ class Recorder:
                 probes[probe.name] = {"error": repr(exc)}
         out = {
             "error": error,
+            "raised": raised,
             "arrived": self.arrived,
             "checkpoint": self.plan["checkpoint"],
             "last_step": self.step,

@@ -248,9 +248,12 @@ def replay(
             futures = [pool.submit(child, recorded, cp, hi, probes, timeout) for cp, _, hi in parts]
             outs = [f.result() for f in futures]
     replayed: list[dict[str, Any]] = []
-    for (_, lo, hi), out in zip(parts, outs):
+    window: list[dict[str, Any]] = []
+    for (cp, lo, hi), out in zip(parts, outs):
         replayed += [r for r in out["logs"] if lo <= r["step"] <= hi]
-    window = [r for r in recorded.logs if start <= r["step"] <= end]
+        # what was logged before the checkpoint (at its step, before the loop) is not replayed
+        before = int(recorded.store.manifest(cp).get("log_count", 0))
+        window += [r for r in recorded.logs if lo <= r["step"] <= hi and r["seq"] >= before]
     rec_steps, rep_steps = by_step(window), by_step(replayed)
     steps = list(range(start, end + 1))
     mismatch = first_difference(rec_steps, rep_steps, steps, rtol, atol)
@@ -288,5 +291,6 @@ def replay(
         probes=_merge_probes([o.get("probes") or {} for o in outs]),
         tolerance={"rtol": rtol, "atol": atol},
         segments=[{"checkpoint": cp, "from": lo, "to": hi} for cp, lo, hi in parts],
+        raised=next((o["raised"] for o in outs if o.get("raised")), None),
         command=list(recorded.manifest["command"]),
     )

@@ -85,6 +85,8 @@ class ReplayResult(Result):
     tolerance: dict[str, float] = field(default_factory=dict)
     segments: list[dict[str, int]] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
+    #: the exception that ended the replay early, as the script raised it (a crashed run's end)
+    raised: str | None = None
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:replay_view"
@@ -118,6 +120,7 @@ class ReplayResult(Result):
                 "probes": self.probes,
                 "tolerance": self.tolerance,
                 "segments": self.segments,
+                "raised": self.raised,
                 "ok": self.ok,
             },
             max_items=10**9,

@@ -25,6 +25,8 @@ def replay_view(result: Any) -> Any:
         + (f" in {len(result.segments)} segments" if len(result.segments) > 1 else "")
     )
     parts: list[Any] = [head, findings_grid(result.findings)]
+    if result.raised:
+        parts.append(Text(f"the script raised {result.raised}; the replay ends there"))
     if result.first_mismatch is not None:
         m = result.first_mismatch
         table = Table(title="first mismatch", show_edge=False)
