@@ -38,6 +38,8 @@ class RecordedRun:
         done = int(self.manifest.get("steps") or 0)
         if self.manifest.get("status") == "finished":
             steps.append(max(done - 1, 0))
+        elif self.manifest.get("status") == "failed":
+            steps.append(done)  # the step that raised: a replay may run into it
         cps = self.checkpoints()
         if cps:
             steps.append(cps[-1])
