@@ -74,18 +74,8 @@ def test_a_planted_nan_is_traced_to_its_module(tmp_path):
     assert any(a["kind"] == "nonfinite" and a["step"] == 5 for a in alerts), alerts
     # the healthy twin: same window, no NaN
     healthy = record(tmp_path)
-    code, out, err = cli(
-        tmp_path,
-        "replay",
-        str(healthy),
-        "--from",
-        "3",
-        "--to",
-        "6",
-        "--probe",
-        "activations",
-        "--json",
-    )
+    window = ["--from", "3", "--to", "6", *probes[:4], "--json"]
+    code, out, err = cli(tmp_path, "replay", str(healthy), *window)
     assert code == 0, err
     assert out["probes"]["activations"]["first_nonfinite"] is None
     assert out["probes"]["grads"]["first_nonfinite"] is None
