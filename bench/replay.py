@@ -8,7 +8,8 @@ whole repeat of ``--steps`` steps (a repeat spans many checkpoint periods, so th
 checkpoint are counted with the cheap ones between); the median of ``--repeats`` repeats is
 printed with the spread. Rows: bare against bare (the machine's noise floor), the default
 ``every`` (chosen by the recorder from its measured costs: checkpoints <= 2 % of step time),
-no checkpoint after the first (``rec.loop`` and ``rec.log`` alone: the fixed cost per step),
+no checkpoint after the first (``rec.loop`` and ``rec.log`` alone: the fixed cost per step;
+and ``rec.loop`` without ``rec.log``),
 and ``every=100`` and ``every=10`` for comparison. The table is printed idle and with
 ``--load`` CPU-bound processes beside it.
 
@@ -83,7 +84,9 @@ class _Bare:
         pass
 
 
-def one_repeat(every: int | None | str, steps: int, root: Path) -> tuple[float, dict]:
+def one_repeat(
+    every: int | None | str, steps: int, root: Path, log: bool = True
+) -> tuple[float, dict]:
     """Bare and recorded loops interleaved step by step; returns (recorded/bare time, costs)."""
     x, y = data()
     bare_model, bare_opt = make_loop()
@@ -120,7 +123,9 @@ def one_repeat(every: int | None | str, steps: int, root: Path) -> tuple[float, 
                     rec_t += time.perf_counter() - start
                 else:
                     next(gen)
-                    rec.log(loss=step(rec_model, rec_opt, xb, yb))
+                    loss = step(rec_model, rec_opt, xb, yb)
+                    if log:
+                        rec.log(loss=loss)
                     rec_t += time.perf_counter() - start
         if rec is not None:
             start = time.perf_counter()
@@ -166,16 +171,17 @@ def table(label: str, rows: list[tuple[str, list[float], list[dict]]]) -> None:
 
 def measure(steps: int, repeats: int, root: Path) -> list[tuple[str, list[float], list[dict]]]:
     rows = []
-    for name, every in (
-        ("bare vs bare", "bare"),
-        ("default every", None),
-        ("no checkpoint", 10**9),
-        ("every=100", 100),
-        ("every=10", 10),
+    for name, every, log in (
+        ("bare vs bare", "bare", True),
+        ("default every", None, True),
+        ("no checkpoint", 10**9, True),
+        ("loop, no log", 10**9, False),
+        ("every=100", 100, True),
+        ("every=10", 10, True),
     ):
         ratios, costs = [], []
         for _ in range(repeats):
-            ratio, cost = one_repeat(every, steps, root)
+            ratio, cost = one_repeat(every, steps, root, log)
             ratios.append(ratio)
             costs.append(cost)
         rows.append((name, ratios, costs))
