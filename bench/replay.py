@@ -160,6 +160,7 @@ def table(label: str, rows: list[tuple[str, list[float], list[dict]]]) -> None:
     print(f"{'row':<16}{'median':>9}{'min':>9}{'max':>9}{'every':>8}{'ckpt ms':>9}{'bg ms':>8}")
     for name, ratios, costs in rows:
         every = costs[-1].get("every", "") if costs and costs[-1] else ""
+        every = "never" if isinstance(every, int) and every >= 10**6 else every
         ck = costs[-1].get("checkpoint_s") if costs and costs[-1] else None
         bg = costs[-1].get("background_s") if costs and costs[-1] else None
         print(
