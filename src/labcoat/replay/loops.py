@@ -208,5 +208,5 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
                 frame.at_item = rec.capture_rng(None)
             yield item
     finally:
-        rec.finish_iteration(frame)
+        rec.finish_iteration(frame, abandoned=True)
         rec.frames.pop()

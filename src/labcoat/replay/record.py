@@ -189,6 +189,7 @@ class Recorder:
         self._ledger_run: Any = None
         self._started = time.monotonic()
         self._saved_determinism: dict[str, Any] = {}
+        self._abandoned: int | None = None  # the step whose loop was left last, if it was
         # replaying
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
@@ -219,6 +220,8 @@ class Recorder:
             return False
         self._closed = True
         self._restore_determinism()
+        if exc_type is not None and self._abandoned is not None:
+            self.step = self._abandoned  # the step that raised did not finish
         if self.recording:
             self._finish_recording(failed=exc_type is not None)
             return False
@@ -525,7 +528,9 @@ class Recorder:
                 if role in gens:
                     gens[role].set_state(value)
 
-    def finish_iteration(self, frame: Frame) -> None:
+    def finish_iteration(self, frame: Frame, *, abandoned: bool = False) -> None:
+        """The current item's iteration ended (``abandoned``: the loop was left, by a break or
+        an exception, so the step may not have finished)."""
         if not frame.open:
             return
         frame.open = False
@@ -533,6 +538,7 @@ class Recorder:
             return
         finished = self.step
         self.step += 1
+        self._abandoned = finished if abandoned else None
         now = time.perf_counter()
         if self.recording:
             if self._last_leaf is not None:
@@ -547,6 +553,7 @@ class Recorder:
             probe.on_step_end(finished)
 
     def boundary(self, frame: Frame) -> None:
+        self._abandoned = None
         self.finish_iteration(frame)
         if frame.extra.get("steps") is False:
             return
