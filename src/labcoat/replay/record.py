@@ -77,8 +77,16 @@ def _command() -> list[str]:
     return argv
 
 
+_PLAIN = frozenset({bool, int, float, str, type(None)})
+
+
 def _value(value: Any, name: str) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if type(value) in _PLAIN:
+        return value
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):  # the usual case: a loss
+        return value.item() if value.numel() == 1 else value.detach().cpu().tolist()
+    if isinstance(value, (bool, int, float, str)):
         return value
     item = getattr(value, "item", None)
     numel = getattr(value, "numel", None)
@@ -190,6 +198,7 @@ class Recorder:
         self._started = time.monotonic()
         self._saved_determinism: dict[str, Any] = {}
         self._abandoned: int | None = None  # the step whose loop was left last, if it was
+        self._next_due = 0  # no checkpoint before this step
         # replaying
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
@@ -558,14 +567,16 @@ class Recorder:
         if frame.extra.get("steps") is False:
             return
         if self.recording:
-            if self._last_ckpt == self.step:
+            if self.step < self._next_due or self._last_ckpt == self.step:
                 return
             if self.auto_every and self.step > 0:
                 if self._step_time is None:  # not measured yet: no checkpoint but the first
                     return
-                self.every = self._choose_every()
+                self.every = self._choose_every()  # from the latest costs
             if self.step == 0 or self.step % self.every == 0:
                 self.checkpoint()
+            # the next step that may checkpoint: the next multiple of `every`
+            self._next_due = (self.step // self.every + 1) * self.every
         elif self.arrived and self.step > self.plan["to"]:
             raise ReplayStop(0)
 
