@@ -18,7 +18,7 @@ from typing import Any
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 SCRIPT = r"""
-import argparse, atexit, os, random, signal, sys
+import argparse, atexit, os, random, signal, sys, time
 import numpy as np
 import torch
 from torch import nn
@@ -91,6 +91,7 @@ with labcoat.record(
         model.train()
         for i, (x, y) in rec.enumerate("step", loader):
             if rec.step == args.kill_at:
+                time.sleep(0.5)  # the log's lines reach the file within 50 ms
                 os.kill(os.getpid(), signal.SIGKILL)
             if rec.step == args.raise_at:
                 raise FloatingPointError("planted crash")

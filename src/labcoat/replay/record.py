@@ -110,6 +110,56 @@ def _profile(values: list[float]) -> float | None:
     return sorted(values)[len(values) // 2] if values else None
 
 
+class LogWriter:
+    """``log.jsonl``, appended by a background thread: the training thread only queues lines
+    (a write can sleep when the machine is writing a lot, a checkpoint for one). Lines reach
+    the file within ``interval`` seconds, at every checkpoint and at the end; a run killed
+    with SIGKILL may lose the lines of its last ``interval``."""
+
+    def __init__(self, path: Path, interval: float = 0.05):
+        import collections
+        import threading
+
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.lines: Any = collections.deque()
+        self.interval = interval
+        self.wake = threading.Event()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="labcoat-record-log", daemon=True)
+        self.thread.start()
+
+    def write(self, line: str) -> None:
+        self.lines.append(line)  # a deque's append is atomic: no lock on the training thread
+
+    def flush(self) -> None:
+        self.wake.set()
+
+    def _run(self) -> None:
+        while not self.stopping:
+            self.wake.wait(self.interval)
+            self.wake.clear()
+            self._drain()
+        self._drain()
+
+    def _drain(self) -> None:
+        out = []
+        while True:
+            try:
+                out.append(self.lines.popleft())
+            except IndexError:
+                break
+        if out:
+            data = "".join(out).encode("utf-8")
+            while data:
+                data = data[os.write(self.fd, data) :]
+
+    def close(self) -> None:
+        self.stopping = True
+        self.wake.set()
+        self.thread.join()
+        os.close(self.fd)
+
+
 class Recorder:
     """A recorded (or replayed) training run; made by :func:`record`."""
 
@@ -303,7 +353,6 @@ class Recorder:
         if self.recording:
             line = {"seq": seq, "step": self.step, "values": clean}
             self._log.write(json.dumps(line) + "\n")
-            self._log.flush()
         elif self.arrived:
             self._replayed.append({"seq": seq, "step": self.step, "values": clean})
         for probe in self._probes:
@@ -352,7 +401,7 @@ class Recorder:
         self._store = Store(self.dir)
         self._store.create()
         self._write_manifest(status="running")
-        self._log = open(self.dir / "log.jsonl", "a", encoding="utf-8")
+        self._log = LogWriter(self.dir / "log.jsonl")
         self._writer = Writer(self._store, self.keep, self._checkpoint_done)
         if self._ledger is not None and hasattr(self._ledger, "record_event"):
             self._ledger.record_event(
@@ -454,6 +503,7 @@ class Recorder:
         }
         self._writer.raise_error()
         self._writer.submit(self.step, skeleton, refs, info)
+        self._log.flush()
         self._last_ckpt = self.step
         self._ckpt_steps.append(self.step)
         cost = time.perf_counter() - start
