@@ -310,3 +310,17 @@ def test_results_render_and_judge():
     assert changed.findings[0].status == "warn"
     assert DiffResult("a", "b", [], None).ok
     assert "config" in changed.to_html()
+
+
+def test_a_replay_result_is_recorded_where_asked(tmp_path):
+    from labcoat.replay.results import ReplayResult
+
+    ledger = labcoat.Ledger(tmp_path / "l.db")
+    result = ReplayResult(
+        "r", 0, 0, 0, [], {"step": 0, "name": "x", "recorded": 1, "replayed": 2}, {}, {}
+    )
+    assert result.record(False) is None
+    (row,) = result.record(ledger)
+    (found,) = ledger.findings(source="replay")
+    assert found.check == "replay.exact" and found.status == "fail"
+    ledger.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import json_option, ledger_target, recording_options, respond
 
 PROBES = ("activations", "grads", "watch")
 
@@ -38,6 +38,7 @@ PROBES = ("activations", "grads", "watch")
 )
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")
 @click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance.")
+@recording_options()
 @json_option
 def replay_command(
     run: str,
@@ -48,6 +49,8 @@ def replay_command(
     engine: str,
     rtol: float,
     atol: float,
+    ledger: str | None,
+    no_ledger: bool,
     as_json: bool,
 ) -> int:
     """Re-run steps of a recorded RUN (its directory or id) and check they are the same.
@@ -72,6 +75,7 @@ def replay_command(
         engine=engine,
         rtol=rtol,
         atol=atol,
+        ledger=ledger_target(ledger, no_ledger),
     )
     respond(as_json, result, lambda: result)
     return 0 if result.ok else 1
@@ -87,8 +91,18 @@ def replay_command(
 )
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")
 @click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance.")
+@recording_options()
 @json_option
-def diff_command(a: str, b: str, bisect: bool, rtol: float, atol: float, as_json: bool) -> int:
+def diff_command(
+    a: str,
+    b: str,
+    bisect: bool,
+    rtol: float,
+    atol: float,
+    ledger: str | None,
+    no_ledger: bool,
+    as_json: bool,
+) -> int:
     """Where two recorded runs A and B part ways: provenance, first divergence, module.
 
     Exit 1 when runs with the same provenance diverge (nondeterminism).
@@ -99,6 +113,7 @@ def diff_command(a: str, b: str, bisect: bool, rtol: float, atol: float, as_json
     """
     from labcoat.replay.diff import diff
 
-    result = diff(a, b, bisect=bisect, rtol=rtol, atol=atol)
+    target = ledger_target(ledger, no_ledger)
+    result = diff(a, b, bisect=bisect, rtol=rtol, atol=atol, ledger=target)
     respond(as_json, result, lambda: result)
     return 0 if result.ok else 1

@@ -89,8 +89,11 @@ def diff(
     rtol: float = 0.0,
     atol: float = 0.0,
     timeout: float | None = None,
+    ledger: Any = False,
 ):
-    """Compare two recorded runs; returns a :class:`~labcoat.replay.results.DiffResult`."""
+    """Compare two recorded runs; returns a :class:`~labcoat.replay.results.DiffResult`.
+    ``ledger``: where its findings are recorded (``False``: nowhere; ``None``: the project's
+    ledger if it exists)."""
     from labcoat.replay.results import DiffResult
 
     run_a, run_b = open_run(a, what="A"), open_run(b, what="B")
@@ -126,7 +129,7 @@ def diff(
         bisected = first_module(
             ra.probes.get("activations", {}), rb.probes.get("activations", {}), steps
         ) or {"step": step, "module": None}
-    return DiffResult(
+    result = DiffResult(
         a=run_a.id,
         b=run_b.id,
         provenance=provenance_rows(run_a, run_b),
@@ -135,3 +138,5 @@ def diff(
         steps_compared=len(common),
         tolerance={"rtol": rtol, "atol": atol},
     )
+    result.record(ledger)
+    return result

@@ -224,9 +224,11 @@ def replay(
     rtol: float = 0.0,
     atol: float = 0.0,
     timeout: float | None = None,
+    ledger: Any = False,
 ):
     """Replay steps ``from_step``..``to_step`` of a recorded run; returns a
-    :class:`~labcoat.replay.results.ReplayResult`."""
+    :class:`~labcoat.replay.results.ReplayResult`. ``ledger``: where its findings are recorded
+    (``False``, the default here: nowhere; ``None``: the project's ledger if it exists)."""
     from labcoat._validation import OneOf, check_int
     from labcoat.replay.results import ReplayResult
 
@@ -273,7 +275,7 @@ def replay(
                     "replayed": {k: v[-1] for k, v in rep_steps.get(step, {}).items()},
                 }
             )
-    return ReplayResult(
+    result = ReplayResult(
         run=recorded.id,
         from_step=start,
         to_step=end,
@@ -294,3 +296,5 @@ def replay(
         raised=next((o["raised"] for o in outs if o.get("raised")), None),
         command=list(recorded.manifest["command"]),
     )
+    result.record(ledger)
+    return result
