@@ -106,6 +106,23 @@ def _value(value: Any, name: str) -> Any:
     )
 
 
+def _taken(value: Any, name: str) -> Any:
+    """``value`` safe to convert later: a CPU tensor's number now, an accelerator tensor's
+    copy (no wait for the device), anything else converted now."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            return value.detach().cpu().tolist()
+        return value.item() if value.is_cpu else value.detach().clone()
+    return _value(value, name)
+
+
+def _line(entry: tuple[int, int, dict[str, Any]]) -> str:
+    seq, step, values = entry
+    clean = {k: _value(v, k) for k, v in values.items()}
+    return json.dumps({"seq": seq, "step": step, "values": clean}) + "\n"
+
+
 def _profile(values: list[float]) -> float | None:
     return sorted(values)[len(values) // 2] if values else None
 
@@ -128,8 +145,10 @@ class LogWriter:
         self.thread = threading.Thread(target=self._run, name="labcoat-record-log", daemon=True)
         self.thread.start()
 
-    def write(self, line: str) -> None:
-        self.lines.append(line)  # a deque's append is atomic: no lock on the training thread
+    def write(self, entry: tuple[int, int, dict[str, Any]]) -> None:
+        """Queue one ``rec.log`` call (seq, step, values); a deque's append is atomic, so the
+        training thread takes no lock."""
+        self.lines.append(entry)
 
     def flush(self) -> None:
         self.wake.set()
@@ -145,7 +164,7 @@ class LogWriter:
         out = []
         while True:
             try:
-                out.append(self.lines.popleft())
+                out.append(_line(self.lines.popleft()))
             except IndexError:
                 break
         if out:
@@ -348,12 +367,18 @@ class Recorder:
         """Record values the run reports at this step (replays compare them)."""
         if not self._entered or self._closed:
             raise InputError("rec.log() was called outside the recording")
-        clean = {k: _value(v, k) for k, v in values.items()}
-        seq, self.seq = self.seq, self.seq + 1
+        seq = self.seq
+        self.seq = seq + 1
         if self.recording:
-            line = {"seq": seq, "step": self.step, "values": clean}
-            self._log.write(json.dumps(line) + "\n")
-        elif self.arrived:
+            # the training thread only takes the values (a CPU tensor's number; a copy of an
+            # accelerator's, read later): the log thread converts and writes them
+            for k, v in values.items():
+                if type(v) not in _PLAIN:
+                    values[k] = _taken(v, k)
+            self._log.write((seq, self.step, values))
+            return
+        clean = {k: _value(v, k) for k, v in values.items()}
+        if self.arrived:
             self._replayed.append({"seq": seq, "step": self.step, "values": clean})
         for probe in self._probes:
             note = getattr(probe, "on_log", None)
