@@ -21,6 +21,7 @@ import os
 import secrets
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -164,9 +165,17 @@ class LogWriter:
         out = []
         while True:
             try:
-                out.append(_line(self.lines.popleft()))
+                entry = self.lines.popleft()
             except IndexError:
                 break
+            try:
+                out.append(_line(entry))
+            except Exception as exc:  # noqa: BLE001 - one bad value must not stop the log
+                warnings.warn(
+                    f"labcoat.record: rec.log at step {entry[1]} could not be written ({exc!r})",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
         if out:
             data = "".join(out).encode("utf-8")
             while data:
