@@ -27,6 +27,8 @@ _LAZY: dict[str, str] = {
     "Plan": "labcoat.verdicts.plan:Plan",
     "verdicts": "labcoat.verdicts",  # the package: review, analyse, VerdictResult
     "evals": "labcoat.evals",  # the package: plan_subset, estimate, compare, sequential
+    "record": "labcoat.replay.record:record",
+    "replay": "labcoat.replay",  # the package: replay(), diff(), open_run()
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

@@ -274,6 +274,7 @@ ENGINES: dict[str, str] = {
     "stats": "labcoat.stats.record:CHECKS",
     "verdicts": "labcoat.verdicts:REGISTRY",
     "evals": "labcoat.evals.checks:CHECKS",
+    "replay": "labcoat.replay.results:CHECKS",
 }
 
 

@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "audit": "labcoat.cli.audit:audit",
     "verdict": "labcoat.cli.verdict:verdict",
     "evals": "labcoat.cli.evals:evals",
+    "replay": "labcoat.cli.replay:replay_command",
+    "diff": "labcoat.cli.replay:diff_command",
 }
 
 #: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
@@ -51,6 +53,8 @@ SUMMARIES: dict[str, str] = {
     "audit": "Audit data: label errors, duplicates across splits, contamination, group leakage.",
     "verdict": "Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.",
     "evals": "Fast evals from a few hundred items: plan, estimate, compare (intervals that hold).",
+    "replay": "Re-run steps of a recorded RUN (its directory or id) and check they are the same.",
+    "diff": "Where two recorded runs A and B part ways: provenance, first divergence, module.",
 }
 
 

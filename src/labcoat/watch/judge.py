@@ -58,6 +58,8 @@ class Judge:
         self._violated: dict[str, set[str]] = {}
         self._to_ledger: list[dict[str, Any]] = []
         self._waiting: list[tuple[Sample, bool]] = []  # submitted, not judged yet
+        #: step -> evidence every alert at that step gets (a labcoat.record run's replay)
+        self.annotate: Callable[[int], Mapping[str, Any]] | None = None
 
     def submit(self, sample: Sample, sampled: bool, *, now: bool) -> list[Alert]:
         """Queue ``sample``; judge everything queued when ``now`` or when the sample holds a
@@ -124,13 +126,16 @@ class Judge:
         return new
 
     def _raise(self, inv: Invariant, v: Violation, sample: Sample) -> Alert:
+        evidence = dict(v.evidence)
+        if self.annotate is not None:
+            evidence.update(self.annotate(sample.step))
         alert = Alert(
             check=inv.kind,
             step=sample.step,
             rank=self.rank,
             status=v.severity or inv.severity,
             message=v.message,
-            evidence=dict(v.evidence),
+            evidence=evidence,
             subject=v.subject,
             value=v.value,
             time=sample.time,

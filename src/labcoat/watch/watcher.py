@@ -81,6 +81,7 @@ class Watcher(Result):
         group: Any = None,
         on_alert: Callable[[Alert], None] | Sequence[Callable[[Alert], None]] | None = None,
         evaluation: Evaluation | Sequence[Evaluation] | None = None,
+        record: Any = None,
     ):
         self.model = _check_model(model)
         self.optimizer = _check_optimizer(optimizer)
@@ -127,6 +128,13 @@ class Watcher(Result):
         self._judged_at: int | None = None  # observe() calls when samples were last judged
         self.sampler: Sampler | None = None
         self.judge = Judge(self._invariants, callbacks=callbacks, ledger=self.ledger)
+        if record is not None:  # a labcoat.record run: alerts name the checkpoint that replays them
+            if not callable(getattr(record, "alert_evidence", None)):
+                raise InputError(
+                    "`record` must be what labcoat.record(...) returned; got "
+                    f"{type(record).__name__}."
+                )
+            self.judge.annotate = record.alert_evidence
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Watcher":

@@ -1,0 +1,41 @@
+"""Recorded runs, exact replay, hindsight logging and run diffs.
+
+``labcoat.record(model=…, optimizer=…)`` records a run (:mod:`labcoat.replay.record`);
+:func:`replay` re-runs a stretch of it from a checkpoint and checks it is the same run
+(:mod:`labcoat.replay.replay`); :func:`diff` says where two runs part ways
+(:mod:`labcoat.replay.diff`). See docs/replay.md.
+
+Names load on first use, so ``labcoat --help`` does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# the functions, not the modules of the same names (light: neither imports torch)
+from labcoat.replay.diff import diff as diff
+from labcoat.replay.replay import replay as replay
+
+_LAZY: dict[str, str] = {
+    "record": "labcoat.replay.record:record",
+    "Recorder": "labcoat.replay.record:Recorder",
+    "ReplayResult": "labcoat.replay.results:ReplayResult",
+    "DiffResult": "labcoat.replay.results:DiffResult",
+    "open_run": "labcoat.replay.runs:open_run",
+}
+
+__all__ = sorted([*_LAZY, "diff", "replay"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name].split(":")
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'labcoat.replay' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,51 @@
+"""HTML sections for replay and diff results (``result.to_html()``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labcoat.report.ladder import findings_list
+from labcoat.report.page import Section, esc
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f'<div class="scroll"><table><tr>{th}</tr>{body}</table></div>'
+
+
+def replay_section(result: Any, *, title: str = "Replay", id: str = "replay") -> Section:
+    """The findings, then every replayed step: recorded and replayed values side by side."""
+    head = (
+        f'<p class="meta">run {esc(result.run)} · steps {result.from_step}..{result.to_step} · '
+        f"checkpoint {result.checkpoint}</p>"
+    )
+    rows = []
+    for s in result.steps:
+        for name in dict.fromkeys([*s["recorded"], *s["replayed"]]):
+            a, b = s["recorded"].get(name), s["replayed"].get(name)
+            rows.append([s["step"], name, a, b, "" if a == b else "≠"])
+    parts = [head, findings_list(f.to_dict() for f in result.findings)]
+    parts.append(_table(["step", "name", "recorded", "replayed", ""], rows[:500]))
+    for name, values in result.new.items():
+        parts.append(f"<h3>hindsight: {esc(name)}</h3>")
+        parts.append(_table(["step", "value"], values[:500]))
+    return Section(title, "\n".join(parts), id)
+
+
+def diff_section(result: Any, *, title: str = "Run diff", id: str = "diff") -> Section:
+    """The findings, the provenance changes and where the logged values diverge."""
+    parts = [
+        f'<p class="meta">run {esc(result.a)} vs run {esc(result.b)}</p>',
+        findings_list(f.to_dict() for f in result.findings),
+        _table(
+            ["section", "key", "A", "B"],
+            [[r["section"], r["key"], r["a"], r["b"]] for r in result.provenance],
+        ),
+    ]
+    if result.bisect is not None:
+        b = result.bisect
+        parts.append(f"<p>first module that differs at step {b['step']}: {esc(b['module'])}</p>")
+    return Section(title, "\n".join(parts), id)
