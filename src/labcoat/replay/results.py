@@ -90,7 +90,7 @@ class ReplayResult(Result):
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:replay_view"
-    section: ClassVar[str | None] = "labcoat.replay.html:replay_section"
+    section: ClassVar[str | None] = "labcoat.report.sections.replay:replay_section"
     title: ClassVar[str] = "Replay"
 
     @property
@@ -142,7 +142,7 @@ class DiffResult(Result):
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:diff_view"
-    section: ClassVar[str | None] = "labcoat.replay.html:diff_section"
+    section: ClassVar[str | None] = "labcoat.report.sections.replay:diff_section"
     title: ClassVar[str] = "Run diff"
 
     @property

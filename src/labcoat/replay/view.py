@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from labcoat.render import findings_grid
+from labcoat.view import findings_grid
 
 
 def _short(value: Any, *, tail: bool = False) -> str:
