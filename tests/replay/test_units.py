@@ -324,3 +324,34 @@ def test_a_replay_result_is_recorded_where_asked(tmp_path):
     (found,) = ledger.findings(source="replay")
     assert found.check == "replay.exact" and found.status == "fail"
     ledger.close()
+
+
+def _status(result, check: str) -> str:
+    return next(f.status for f in result.findings if f.check == check)
+
+
+@pytest.mark.check("replay.exact", planted=True)
+@pytest.mark.check("replay.exact", healthy=True)
+@pytest.mark.check("replay.finite", planted=True)
+@pytest.mark.check("replay.finite", healthy=True)
+@pytest.mark.check("replay.diverge", planted=True)
+@pytest.mark.check("replay.diverge", healthy=True)
+def test_each_replay_check_fails_its_planted_result_and_passes_its_twin():
+    """The checks judge what a replay or a diff measured (the end-to-end runs behind those
+    measurements are the slow tests of test_replay.py): a value that came back different, a
+    module whose output went non-finite, and two runs of one provenance that part ways."""
+    from labcoat.replay.results import DiffResult, ReplayResult
+
+    row = {"step": 4, "recorded": {"loss": 1.0}, "replayed": {"loss": 1.0}}
+    mismatch = {"step": 4, "name": "loss", "recorded": 1.0, "replayed": 1.0000001}
+    nan = {"activations": {"first_nonfinite": {"step": 5, "module": "0.3"}}}
+    finite = {"activations": {"first_nonfinite": None}}
+    exact = ReplayResult("r", 4, 5, 0, [row], None, {}, finite)
+    drifted = ReplayResult("r", 4, 5, 0, [row], mismatch, {}, nan)
+    assert _status(drifted, "replay.exact") == "fail" and _status(exact, "replay.exact") == "pass"
+    assert _status(drifted, "replay.finite") == "fail" and _status(exact, "replay.finite") == "pass"
+    assert "module '0.3'" in next(f.message for f in drifted.findings if f.check == "replay.finite")
+    parted = DiffResult("a", "b", [], {"step": 3, "name": "loss", "a": 1.0, "b": 2.0})
+    rerun = DiffResult("a", "b", [], None, steps_compared=40)
+    assert _status(parted, "replay.diverge") == "fail"
+    assert _status(rerun, "replay.diverge") == "pass"
