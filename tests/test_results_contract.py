@@ -59,6 +59,31 @@ def _digits_like(n=96, seed=0):
     return x, (x[:, 0] > 0).long()
 
 
+def _newer_engines_recorded(ledger, a, b) -> list:
+    """A verdict, a subset estimate and a replay, each recorded like every other result."""
+    from labcoat.evals import History, estimate, plan_subset
+    from labcoat.replay.results import DiffResult, ReplayResult
+    from labcoat.verdicts import Plan, analyse
+
+    ids = [f"q{i}" for i in range(len(a))]
+    plan = Plan(metric="accuracy", column="correct", id="qid", comparison="superiority", items=80)
+    verdict = analyse(plan, {"qid": ids, "correct": list(a)}, {"qid": ids, "correct": list(b)})
+    rng = np.random.default_rng(1)
+    y = (rng.random((120, 6)) < np.linspace(0.3, 0.8, 6)).astype(float)
+    history = History.from_matrix(y, [f"q{i}" for i in range(120)], [f"m{j}" for j in range(6)])
+    subset = plan_subset(history, 40, reps=2)
+    index = subset.index()
+    est = estimate({k: float(y[index[k], 3]) for k in subset.subset}, subset)
+    row = {"step": 0, "recorded": {"loss": 1.0}, "replayed": {"loss": 1.0}}
+    replayed = ReplayResult("r", 0, 0, 0, [row], None, {}, {})
+    return [
+        verdict.record(ledger),
+        est.record(ledger),
+        replayed.record(ledger),
+        DiffResult("a", "b", [], None).record(ledger),
+    ]
+
+
 @pytest.mark.slow
 def test_every_stored_finding_names_a_registered_check(tmp_path):
     """Each engine's results go through ``record`` into one ledger; every stored finding's
@@ -106,6 +131,7 @@ def test_every_stored_finding_names_a_registered_check(tmp_path):
             progress=False,
         )
         assert report.extras["ledger"]["findings"]
+        stored += _newer_engines_recorded(ledger, a, b)
         assert all(stored)
         registered = _registered()
         unregistered = []
