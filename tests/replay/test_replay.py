@@ -44,6 +44,20 @@ def test_a_mid_epoch_replay_is_bit_identical_with_workers_and_augmentation(tmp_p
     assert (tmp_path / "after.txt").read_text() == "x"  # the replay ended with the block
 
 
+@pytest.mark.ray
+def test_segments_replay_as_ray_tasks_on_one_ray(tmp_path):
+    """--engine ray runs the segments as tasks of one Ray it starts once (two segments asked
+    for at once must not each start a Ray), with the same answer as the process engine."""
+    pytest.importorskip("ray")
+    run = record(tmp_path)
+    code, out, err = cli(tmp_path, "replay", str(run), "--jobs", "2", "--engine", "ray", "--json")
+    assert code == 0, err
+    assert len(out["segments"]) == 2 and out["first_mismatch"] is None
+    code, local, err = cli(tmp_path, "replay", str(run), "--jobs", "2", "--json")
+    assert code == 0, err
+    assert out["steps"] == local["steps"]
+
+
 def test_an_iterable_dataset_replays_exactly(tmp_path):
     run = record(tmp_path, "--iterable")
     code, out, err = cli(tmp_path, "replay", str(run), "--from", "4", "--json")

@@ -127,19 +127,6 @@ def _run_child(
     )
 
 
-def _ray_child(*args: Any) -> dict[str, Any]:
-    try:
-        import ray
-    except ImportError:
-        raise InputError(
-            "--engine ray: ray is not installed; pip install ray, or use --engine process"
-        ) from None
-    if not ray.is_initialized():
-        ray.init(ignore_reinit_error=True, log_to_driver=False)
-    task = ray.remote(_run_child)
-    return ray.get(task.remote(*args))
-
-
 def same(a: Any, b: Any, rtol: float, atol: float) -> bool:
     """Exact equality (NaN equals NaN), or within ``rtol``/``atol`` for numbers."""
     if isinstance(a, list) and isinstance(b, list):
@@ -242,8 +229,13 @@ def replay(
             raise InputError(f"{name}: expected a tolerance >= 0; got {value!r}")
     start, end = plan_window(recorded, from_step, to_step)
     parts = segments(recorded, start, end, n_jobs)
-    child = _ray_child if engine == "ray" else _run_child
-    if len(parts) == 1:
+    child = _run_child
+    if engine == "ray":  # one Ray, started once, runs every segment (labcoat.audit's engine)
+        from labcoat.audit.engine import make_engine
+
+        tasks = [(recorded, cp, hi, probes, timeout) for cp, _, hi in parts]
+        outs = make_engine("ray", n_jobs=n_jobs).map(_run_child, tasks)
+    elif len(parts) == 1:
         outs = [child(recorded, parts[0][0], parts[0][2], probes, timeout)]
     else:
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
