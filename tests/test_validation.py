@@ -23,7 +23,7 @@ from labcoat.errors import InputError
         (PROBABILITY, 0.95, 1.0, "`x` must be a number strictly between 0 and 1; got 1.0."),
         (OneOf(("fast", "full")), "fast", "slow", "one of 'fast', 'full'; got 'slow'."),
         (OneOf(("a",), none=True), None, "b", "one of 'a' or None; got 'b'."),
-        (IsCallable("a callable(x) -> y"), len, 3, "a callable(x) -> y; got a int."),
+        (IsCallable("a callable(x) -> y"), len, 3, "a callable(x) -> y; got an int."),
         (Seed(), 0, -1, "`x` must be an int seed >= 0; got -1."),
     ],
 )

@@ -34,8 +34,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(name: str, needed: str, value: Any, hint: str = "") -> InputError:
     """The one message: "`name` must be <needed>; got <value>." plus an optional fix."""
-    shown = value if isinstance(value, str) and value.startswith("a ") else repr(value)
+    shown = value if isinstance(value, str) and value.startswith(("a ", "an ")) else repr(value)
     return InputError(f"`{name}` must be {needed}; got {shown}." + (f" {hint}" if hint else ""))
+
+
+def article(noun: str) -> str:
+    """``noun`` with its indefinite article, as messages name a type: "an int", "a float"."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 class Constraint(ABC):
@@ -151,10 +156,10 @@ class InstanceOf(Constraint):
         return isinstance(value, self.types)
 
     def shown(self, value: Any) -> Any:
-        return f"a {type(value).__name__}"
+        return article(type(value).__name__)
 
     def __str__(self) -> str:
-        names = self.what or " or ".join(f"a {t.__name__}" for t in self.types)
+        names = self.what or " or ".join(article(t.__name__) for t in self.types)
         return names + (" or None" if self.none else "")
 
 
@@ -187,7 +192,7 @@ class IsCallable(Constraint):
         return (self.none and value is None) or callable(value)
 
     def shown(self, value: Any) -> Any:
-        return f"a {type(value).__name__}"
+        return article(type(value).__name__)
 
     def __str__(self) -> str:
         return self.what + (" or None" if self.none else "")
