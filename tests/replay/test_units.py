@@ -223,6 +223,11 @@ def test_bad_arguments_are_refused(tmp_path):
         labcoat.record(model=object())
     with pytest.raises(InputError, match="no recorded run"):
         labcoat.replay.replay(tmp_path / "nope")
+    from labcoat.replay.probes import check_probes
+
+    with pytest.raises(InputError, match="`--probe` must be one of 'activations'"):
+        check_probes(["activation"])
+    assert check_probes(["grads", "activations", "grads"]) == ["grads", "activations"]
 
 
 def test_a_watch_alert_names_the_checkpoint_that_replays_it(tmp_path):

@@ -16,6 +16,7 @@ import hashlib
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
+from labcoat._validation import OneOf
 from labcoat.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,13 +26,9 @@ PROBES = ("activations", "grads", "watch")
 
 
 def check_probes(names: Any) -> list[str]:
-    out = []
-    for name in names or ():
-        if name not in PROBES:
-            raise InputError(f"--probe: expected one of {', '.join(PROBES)}; got {name!r}")
-        if name not in out:
-            out.append(name)
-    return out
+    """The probes asked for, each once, in order; an unknown name is bad input."""
+    known = OneOf(PROBES)
+    return list(dict.fromkeys(known.check(name, "--probe") for name in names or ()))
 
 
 def _tensors(output: Any) -> list[Any]:
@@ -86,14 +83,29 @@ def _module_names(rec: "Recorder") -> list[tuple[str, Any]]:
     return out
 
 
-class ActivationProbe:
-    name = "activations"
+class _HookProbe:
+    """A probe that measures through torch hooks: per step what its hooks saw, and the first
+    place a non-finite number showed; the hooks are removed when the replay ends."""
+
+    name = ""
 
     def __init__(self, rec: "Recorder"):
         self.rec = rec
         self.handles: list[Any] = []
         self.steps: dict[int, dict[str, Any]] = {}
         self.first_nonfinite: dict[str, Any] | None = None
+
+    def on_step_end(self, step: int) -> None:
+        pass
+
+    def finish(self) -> dict[str, Any]:
+        for h in self.handles:
+            h.remove()
+        return {"first_nonfinite": self.first_nonfinite, "steps": self.steps}
+
+
+class ActivationProbe(_HookProbe):
+    name = "activations"
 
     def start(self) -> None:
         for name, module in _module_names(self.rec):
@@ -113,23 +125,9 @@ class ActivationProbe:
 
         return hook
 
-    def on_step_end(self, step: int) -> None:
-        pass
 
-    def finish(self) -> dict[str, Any]:
-        for h in self.handles:
-            h.remove()
-        return {"first_nonfinite": self.first_nonfinite, "steps": self.steps}
-
-
-class GradProbe:
+class GradProbe(_HookProbe):
     name = "grads"
-
-    def __init__(self, rec: "Recorder"):
-        self.rec = rec
-        self.handles: list[Any] = []
-        self.steps: dict[int, dict[str, float]] = {}
-        self.first_nonfinite: dict[str, Any] | None = None
 
     def start(self) -> None:
         several = len(self.rec.models) > 1
@@ -147,14 +145,6 @@ class GradProbe:
                 self.first_nonfinite = {"step": self.rec.step, "parameter": name}
 
         return hook
-
-    def on_step_end(self, step: int) -> None:
-        pass
-
-    def finish(self) -> dict[str, Any]:
-        for h in self.handles:
-            h.remove()
-        return {"first_nonfinite": self.first_nonfinite, "steps": self.steps}
 
 
 class WatchProbe:
