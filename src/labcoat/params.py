@@ -23,6 +23,7 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
+from labcoat._validation import article
 from labcoat.errors import InputError
 
 _GLOB = frozenset("*?[")
@@ -82,7 +83,8 @@ def as_names(model: nn.Module | None, value: Any, argument: str) -> tuple[str, .
         elif isinstance(item, nn.Module):
             if id(item) not in modules:
                 raise InputError(
-                    f"{where} is a {type(item).__name__} that is not part of the model; pass one "
+                    f"{where} is {article(type(item).__name__)} that is not part of the model; "
+                    "pass one "
                     "of its submodules (e.g. model.encoder), its name, or a glob such as "
                     "'encoder.*'."
                 )

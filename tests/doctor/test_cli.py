@@ -275,7 +275,7 @@ def test_a_name_bound_to_something_else_is_named_as_such(cli, tmp_path):
     path = tmp_path / "exp_value.py"
     path.write_text("experiment = 3\n\ndef build():\n    return 1\n")
     res = cli("doctor", path)
-    assert res.code == 2 and "'experiment' is a int, not a function" in res.err, res.err
+    assert res.code == 2 and "'experiment' is an int, not a function" in res.err, res.err
 
 
 ARGV_FILE = """

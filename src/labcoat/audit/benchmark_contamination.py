@@ -28,6 +28,7 @@ from labcoat._validation import (
     N_JOBS,
     Interval,
     OneOf,
+    article,
     renamed,
     validate_params,
 )
@@ -399,7 +400,8 @@ def _check_items(eval_items: Any) -> list[str]:
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
         raise InputError(
-            f"eval_items: item {bad[0]} is a {type(texts[bad[0]]).__name__}, not text; pass strings"
+            f"eval_items: item {bad[0]} is {article(type(texts[bad[0]]).__name__)}, not text; "
+            "pass strings"
         )
     if not texts:
         raise InputError("eval_items: no items")

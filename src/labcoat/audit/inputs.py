@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import article
 from labcoat.errors import InputError
 
 ARRAY_SUFFIXES = (".npy", ".pt", ".pth")
@@ -38,8 +39,8 @@ def read_array(path: str, name: str) -> np.ndarray:
             obj = obj[0]
         if not isinstance(obj, torch.Tensor):
             raise InputError(
-                f"{name} {path}: holds a {type(obj).__name__}; save a tensor (or an (X, y) tuple "
-                "of tensors)"
+                f"{name} {path}: holds {article(type(obj).__name__)}; save a tensor "
+                "(or an (X, y) tuple of tensors)"
             )
         return obj.detach().cpu().numpy()
     raise InputError(f"{name} {path}: expected .npy or .pt; got {suffix or 'no suffix'}")

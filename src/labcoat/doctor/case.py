@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from labcoat._validation import article
 from labcoat.doctor.copies import (
     Blueprint,
     Setup,
@@ -539,12 +540,12 @@ def _describe(out: Any) -> str:
         return f"tensor {tuple(v.shape)}" if isinstance(v, torch.Tensor) else type(v).__name__
 
     if isinstance(out, dict):
-        return f"a {type(out).__name__} of " + ", ".join(
+        return f"{article(type(out).__name__)} of " + ", ".join(
             f"{k!r}: {part(v)}" for k, v in list(out.items())[:4]
         )
     if isinstance(out, (tuple, list)):
-        return f"a {type(out).__name__} of " + ", ".join(part(v) for v in out[:4])
-    return f"a {type(out).__name__}"
+        return f"{article(type(out).__name__)} of " + ", ".join(part(v) for v in out[:4])
+    return article(type(out).__name__)
 
 
 def one_logit_per_target(y: torch.Tensor, out: torch.Tensor, loss_fn: Callable) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+from labcoat._validation import article
 from labcoat.errors import InputError
 
 if TYPE_CHECKING:
@@ -128,7 +129,9 @@ def load_experiment(spec: str, args: Sequence[str] = ()) -> "Experiment":
         fn = getattr(module, name, None)
         if not callable(fn):
             found = read_top_level(tree).functions
-            what = "no function" if fn is None else f"{name!r} is a {type(fn).__name__}, not a"
+            what = (
+                "no function" if fn is None else f"{name!r} is {article(type(fn).__name__)}, not a"
+            )
             label = f" {name!r}" if fn is None else " function"
             raise InputError(f"{path}: {what}{label}{_defined_hint(found)}")
         try:

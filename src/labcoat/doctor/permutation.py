@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from labcoat._validation import POSITIVE_INT, IsCallable, fail, renamed
+from labcoat._validation import POSITIVE_INT, IsCallable, article, fail, renamed
 from labcoat.errors import InputError
 
 
@@ -164,7 +164,7 @@ def _random_state(seed: Any) -> np.random.RandomState | np.random.Generator:
     raise fail(
         "seed",
         "an int, None, a numpy RandomState or Generator",
-        f"a {type(seed).__name__}",
+        article(type(seed).__name__),
     )
 
 
@@ -173,7 +173,7 @@ def _length(obj: Any, name: str = "y") -> int:
         return len(obj)
     except TypeError:
         raise fail(
-            name, "an array-like with one entry per example", f"a {type(obj).__name__}"
+            name, "an array-like with one entry per example", article(type(obj).__name__)
         ) from None
 
 
@@ -197,6 +197,6 @@ def _checked(score: Any) -> float:
         raise fail(
             "fit_and_score",
             "a callable that returns one number (higher is better)",
-            f"a {type(score).__name__} back",
+            f"{article(type(score).__name__)} back",
         ) from None
     return value

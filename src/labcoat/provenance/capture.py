@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from labcoat._jsonable import dumps, jsonable
+from labcoat._validation import article
 from labcoat.errors import InputError
 from labcoat.provenance.environment import automatic_seeds, capture_environment, host_details
 from labcoat.provenance.fingerprint import Fingerprint, fingerprint_all
@@ -76,7 +77,8 @@ def normalise_seeds(seeds: Any) -> dict[str, Any]:
     if isinstance(seeds, Mapping):
         return {str(k): jsonable(v) for k, v in seeds.items()}
     raise InputError(
-        f"seeds: expected an int or a mapping of name -> seed; got a {type(seeds).__name__}, "
+        f"seeds: expected an int or a mapping of name -> seed; got "
+        f"{article(type(seeds).__name__)}, "
         "e.g. pass seeds={'torch': 0, 'numpy': 0}"
     )
 

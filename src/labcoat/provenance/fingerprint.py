@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from labcoat._validation import article
 from labcoat.errors import InputError
 
 CHUNK_BYTES = 64 << 10
@@ -207,7 +208,8 @@ def fingerprint(obj: Any, *, name: str | None = None, full: bool = False) -> Fin
             "sampled" if any(p.method == "sampled" for p in parts) else "full",
         )
     raise InputError(
-        f"data: cannot fingerprint a {type(obj).__name__}; pass file or directory paths, bytes, "
+        f"data: cannot fingerprint {article(type(obj).__name__)}; pass file or directory paths, "
+        "bytes, "
         "numpy arrays, torch tensors or a TensorDataset (or a dict of name -> one of these)"
     )
 

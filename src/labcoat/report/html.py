@@ -11,6 +11,8 @@ import importlib
 import os
 from typing import Any
 
+from labcoat._validation import article
+
 
 def section_for(result: Any, **options: Any):
     """The page section that draws ``result``: the one its type declares
@@ -18,7 +20,7 @@ def section_for(result: Any, **options: Any):
     declared = getattr(type(result), "section", None)
     if not isinstance(declared, str):
         raise TypeError(
-            f"no report section draws a {type(result).__name__}: its class declares no "
+            f"no report section draws {article(type(result).__name__)}: its class declares no "
             "`section = 'module:function'` (see labcoat.result.Result)"
         )
     module, _, attr = declared.partition(":")

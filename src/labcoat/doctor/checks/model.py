@@ -8,6 +8,7 @@ import math
 import torch
 from torch import nn
 
+from labcoat._validation import article
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.copies import has_nonzero_grad, optimizer_tensors, perturb_zero_tensors
 from labcoat.doctor.losses import takes_probabilities
@@ -202,7 +203,8 @@ def loss_scalar(case: Case) -> Outcome:
         return failed(f"loss_fn raised {failure.signature}", probe="loss", error=failure.signature)
     if not isinstance(loss, torch.Tensor):
         return failed(
-            f"loss_fn returned a {type(loss).__name__}; it must return a tensor to backpropagate"
+            f"loss_fn returned {article(type(loss).__name__)}; it must return a tensor to "
+            "backpropagate"
         )
     if loss.numel() != 1:
         return failed(

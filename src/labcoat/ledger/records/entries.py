@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any, Sequence
 
-from labcoat._validation import OneOf
+from labcoat._validation import OneOf, article
 from labcoat.errors import InputError
 from labcoat.ledger.store.chain import append
 from labcoat.ledger.store.connection import Tx
@@ -85,7 +85,7 @@ def _text(value: Any, name: str, *, required: bool = False) -> str | None:
     if not isinstance(value, str):
         raise InputError(
             f"{name}: expected text; got "
-            + ("nothing" if value is None else f"a {type(value).__name__}")
+            + ("nothing" if value is None else article(type(value).__name__))
         )
     if required and not value.strip():
         raise InputError(f"{name}: is empty; give a short sentence")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from labcoat._jsonable import dumps
+from labcoat._validation import article
 from labcoat.ledger.store.connection import Tx
 
 GENESIS = "0" * 64
@@ -102,7 +103,9 @@ def storable(value: Any, kind: type = str) -> Any:
             raise ValueError(f"non-finite float {value!r} cannot be stored in a chained column")
         return number
     if isinstance(value, (dict, list, tuple, set, bytes)):
-        raise TypeError(f"cannot store a {type(value).__name__} in a text column; encode it first")
+        raise TypeError(
+            f"cannot store {article(type(value).__name__)} in a text column; encode it first"
+        )
     return str(value).replace("\x00", "\ufffd")
 
 
