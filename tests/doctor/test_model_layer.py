@@ -5,6 +5,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from labcoat.errors import InputError
 from tests.doctor.helpers import (
     Tagger,
     TinyLM,
@@ -321,19 +322,48 @@ class TupleOutput(nn.Module):
         return logits, logits.norm(dim=1)
 
 
-def test_a_structured_output_is_named_once_with_the_fix_and_the_self_test_still_holds():
-    unpacking = lambda out, y: F.cross_entropy(out[0], y)
-    report = diagnose(TupleOutput(), loss_fn=unpacking, layers=("model", "update"))
+class TrailingComma(nn.Module):
+    """The bug: ``return logits,`` wraps the output in a tuple that the loss cannot take."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return (self.net(x),)
+
+
+@pytest.mark.check("model.forward", planted=True)
+def test_an_output_the_loss_cannot_take_is_a_broken_model_named_with_the_fix():
+    report = diagnose(TrailingComma(), layers=("model", "update"))
     f = report["model.forward"]
-    assert (
-        f.status == "fail"
-        and "a tuple of tensor (32, 10), tensor (32,)" in f.message
-        and "model(x)[0]" in f.message
-    )
-    assert report["model.loss.scalar"].status == "skip"  # the loss did not fail; the forward did
-    assert report["model.grad.coverage"].status == "pass"  # the user's loss takes the tuple
-    assert report.extras["selftest"]["ok"] is True  # the detached mutant detaches tuples too
+    assert f.status == "fail" and "a tuple of tensor (32, 10)" in f.message
+    assert "model(x)[0]" in f.message
+    assert report["model.loss.scalar"].status == "skip"  # one cause, reported once
     assert report.failed_layer == "model" and not report.selftest_failed
+
+
+@pytest.mark.check("model.forward", healthy=True)
+def test_outputs_the_loss_takes_together_are_refused_as_input_not_called_broken():
+    """A VAE-like model whose loss unpacks its tuple is a design the checks cannot read: the
+    doctor says so (exit 2 from the CLI) instead of failing the model layer."""
+    unpacking = lambda out, y: F.cross_entropy(out[0], y) + 0.0 * out[1].mean()
+    with pytest.raises(InputError, match=r"returns a tuple of tensor .* loss_fn takes them"):
+        diagnose(TupleOutput(), loss_fn=unpacking, layers=("model", "update"))
+    as_dict = lambda out, y: F.cross_entropy(out["logits"], y)
+    with pytest.raises(InputError, match=r"model\(x\)\['logits'\]"):
+        diagnose(DictOutput(), loss_fn=as_dict, layers=("model",))
+
+
+class DictOutput(nn.Module):
+    """A Hugging Face-style output: a dict holding the logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return {"logits": self.net(x)}
 
 
 def test_inputs_in_another_dtype_than_the_weights_are_named_once():

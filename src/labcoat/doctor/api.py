@@ -143,6 +143,7 @@ def diagnose(
             loader=data if isinstance(data, torch.utils.data.DataLoader) else None,
             progress=ControlProgress.resolve(progress),
         )
+        case.refuse_structured_output()
         findings, ran, not_run, timings = run_ladder(
             case, layers=chosen, run_all=run_all, on_finding=on_finding
         )

@@ -30,6 +30,7 @@ from labcoat.doctor.copies import (
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.losses import ignore_index, scores_binary_targets, takes_labels_past_outputs
 from labcoat.doctor.progress import ControlProgress
+from labcoat.errors import InputError
 from labcoat.params import name_matches
 
 Task = str  # "classification" | "regression" | "sequence"
@@ -252,6 +253,28 @@ class Case:
                 "(e.g. model(x)[0] or model(x)['logits'])"
             )
         return out.detach()
+
+    def refuse_structured_output(self) -> None:
+        """Raise an :class:`InputError` when the model returns several outputs that the user's
+        loss consumes together (a VAE's reconstruction, mean and log-variance; logits and an
+        auxiliary loss): a deliberate design the checks cannot read, not a broken model. An
+        output the loss cannot take (``return out,`` by mistake, ``None``) is left to
+        ``model.forward``, which reports it as the bug it is."""
+        try:
+            with torch.no_grad():
+                out = self.eval_model(self.probe_batch.x.to(self.device))
+                if isinstance(out, torch.Tensor) or not _tensors_only(out):
+                    return
+                loss = self.loss_fn(out, self.probe_batch.y.to(self.device))
+        except Exception:  # noqa: BLE001 - the ladder's probes report the user's errors
+            return
+        if isinstance(loss, torch.Tensor) and loss.numel() == 1 and bool(torch.isfinite(loss)):
+            raise InputError(
+                f"the model returns {_describe(out)} and loss_fn takes them together; the "
+                "doctor's checks compare one output tensor with the targets, so it cannot check "
+                "this setup as given: pass a wrapper whose forward returns that tensor (e.g. "
+                "model(x)[0] or model(x)['logits']) with a loss on it"
+            )
 
     @cached_property
     def output(self) -> torch.Tensor:
@@ -531,6 +554,16 @@ def _classes_on_dim_1(out: torch.Tensor, y: torch.Tensor) -> bool:
     if y.ndim < 2 or out.ndim != y.ndim + 1 or torch.is_floating_point(y):
         return False
     return tuple(out.shape[2:]) == tuple(y.shape[1:]) and tuple(out.shape[:-1]) != tuple(y.shape)
+
+
+def _tensors_only(out: Any) -> bool:
+    """Whether ``out`` is a tuple, list or dict holding tensors and nothing else."""
+    values = list(out.values()) if isinstance(out, dict) else out
+    return (
+        isinstance(out, (tuple, list, dict))
+        and len(values) > 0
+        and all(isinstance(v, torch.Tensor) for v in values)
+    )
 
 
 def _describe(out: Any) -> str:
