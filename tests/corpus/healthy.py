@@ -1609,3 +1609,246 @@ def transformer_key_padding_mask():
     seed()
     model = MaskedEncoderClassifier()
     return doctor_verdict(model, padded_sentences(), nn.CrossEntropyLoss(), adam(model, 1e-2))
+
+
+# -- training tricks that change the graph, the output scale or the step -------------------------
+@healthy(
+    "zero_init_classifier_head",
+    source="an MLP whose output layer starts at zero (no gradient reaches the hidden layers on "
+    "the first step)",
+)
+def zero_init_classifier_head():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    nn.init.zeros_(model[2].weight)
+    nn.init.zeros_(model[2].bias)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+class BinaryStraightThrough(nn.Module):
+    """Binarised hidden units trained through a straight-through estimator (sign forward, the
+    tanh's gradient backward), as in binary networks and VQ-style codes."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(64, 32), nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        return self.b(h + (torch.sign(h) - h).detach())
+
+
+@healthy("straight_through_estimator", source="binary hidden units with a straight-through grad")
+def straight_through_estimator():
+    seed()
+    model = BinaryStraightThrough()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+class CheckpointedMLP(nn.Module):
+    """Activation checkpointing: the trunk's activations are recomputed in the backward pass."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        return self.head(checkpoint(self.trunk, x, use_reentrant=False))
+
+
+@healthy("activation_checkpointing", source="torch.utils.checkpoint around the trunk")
+def activation_checkpointing():
+    seed()
+    model = CheckpointedMLP()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+class LearnedTemperature(nn.Module):
+    """Logits times exp(a learned scalar), starting at 1 (CLIP's logit_scale)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+        self.logit_scale = nn.Parameter(torch.tensor(0.0))
+
+    def forward(self, x):
+        return self.net(x) * self.logit_scale.exp()
+
+
+@healthy("learned_temperature", source="a learned scalar temperature on the logits (CLIP-style)")
+def learned_temperature():
+    seed()
+    model = LearnedTemperature()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model))
+
+
+class CosineClassifier(nn.Module):
+    """Normalised features against normalised class weights, times a fixed scale of 16
+    (cosine-softmax / NormFace heads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32))
+        self.weight = nn.Parameter(torch.randn(10, 32))
+
+    def forward(self, x):
+        return 16.0 * F.normalize(self.net(x), dim=1) @ F.normalize(self.weight, dim=1).T
+
+
+@healthy("cosine_classifier", source="a cosine-softmax head with a fixed scale")
+def cosine_classifier():
+    seed()
+    model = CosineClassifier()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+def sam_step(model, batch, optimizer, loss_fn, rho: float = 0.05):
+    """Sharpness-aware minimisation: ascend to the worst nearby weights, take the gradient
+    there, come back, step."""
+    x, y = batch
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    params = [p for p in model.parameters() if p.grad is not None]
+    norm = torch.norm(torch.stack([p.grad.norm() for p in params])) + 1e-12
+    eps = [rho * p.grad / norm for p in params]
+    with torch.no_grad():
+        for p, e in zip(params, eps):
+            p.add_(e)
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    with torch.no_grad():
+        for p, e in zip(params, eps):
+            p.sub_(e)
+    optimizer.step()
+    return loss
+
+
+@healthy("sharpness_aware_step", source="a SAM step: two forward-backward passes per update")
+def sharpness_aware_step():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt, step=sam_step)
+
+
+class EmaStep:
+    """A standard step that also keeps an exponential moving average of the weights."""
+
+    def __init__(self, decay: float = 0.99):
+        self.decay, self.ema = decay, {}
+
+    def __call__(self, model, batch, optimizer, loss_fn):
+        loss = standard_step(model, batch, optimizer, loss_fn)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name not in self.ema:
+                    self.ema[name] = p.detach().clone()
+                else:
+                    self.ema[name].mul_(self.decay).add_(p.detach(), alpha=1 - self.decay)
+        return loss
+
+
+@healthy("weight_ema_in_step", source="a step that updates an EMA copy of the weights")
+def weight_ema_in_step():
+    seed()
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model), step=EmaStep())
+
+
+class FakeQuantised(nn.Module):
+    """Quantisation-aware training: 8-bit fake quantisation of the hidden activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(64, 32), nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = torch.fake_quantize_per_tensor_affine(F.relu(self.a(x)), 0.05, 0, 0, 255)
+        return self.b(h)
+
+
+@healthy("fake_quantisation_aware", source="QAT: fake-quantised activations (uint8)")
+def fake_quantisation_aware():
+    seed()
+    model = FakeQuantised()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+@healthy(
+    "spectral_norm_hidden_layers",
+    source="spectral normalisation on the hidden layers, a plain output layer (SNGP-style)",
+)
+def spectral_norm_hidden_layers():
+    seed()
+    sn = nn.utils.parametrizations.spectral_norm
+    model = nn.Sequential(
+        sn(nn.Linear(64, 64)), nn.ReLU(), sn(nn.Linear(64, 64)), nn.ReLU(), nn.Linear(64, 10)
+    )
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+class RowsAsTokens(nn.Module):
+    """Multi-head self-attention over the image's rows as tokens, mean-pooled."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 32)
+        self.att = nn.MultiheadAttention(32, 4, batch_first=True)
+        self.out = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.inp(x.view(-1, 8, 8))
+        a, _ = self.att(h, h, h, need_weights=False)
+        return self.out((h + a).mean(1))
+
+
+@healthy("multihead_attention_rows", source="nn.MultiheadAttention over rows as tokens")
+def multihead_attention_rows():
+    seed()
+    model = RowsAsTokens()
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), adam(model, 3e-3))
+
+
+@healthy(
+    "batchnorm_heavy_dropout_sgd",
+    source="Linear -> BatchNorm -> ReLU -> Dropout(0.5), SGD lr 0.1 with momentum and decay",
+)
+def batchnorm_heavy_dropout_sgd():
+    seed()
+    model = nn.Sequential(
+        nn.Linear(64, 128), nn.BatchNorm1d(128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10)
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    return doctor_verdict(model, digits(), nn.CrossEntropyLoss(), opt)
+
+
+def _standardised_table(load) -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = load(return_X_y=True)
+    x = torch.tensor(x, dtype=torch.float32)
+    return (x - x.mean(0)) / x.std(0), torch.tensor(y)
+
+
+@healthy("iris_small_table", source="iris: 150 rows, 4 features, one nearly separating class")
+def iris_small_table():
+    from sklearn.datasets import load_iris
+
+    seed()
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+    return doctor_verdict(
+        model, _standardised_table(load_iris), nn.CrossEntropyLoss(), adam(model, 1e-2)
+    )
+
+
+@healthy("wine_small_table", source="wine: 178 rows, 13 features, strongly predictive columns")
+def wine_small_table():
+    from sklearn.datasets import load_wine
+
+    seed()
+    model = nn.Sequential(nn.Linear(13, 16), nn.ReLU(), nn.Linear(16, 3))
+    return doctor_verdict(
+        model, _standardised_table(load_wine), nn.CrossEntropyLoss(), adam(model, 1e-2)
+    )
