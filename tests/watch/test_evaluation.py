@@ -132,4 +132,6 @@ def test_evaluation_fields_and_evaluate_keywords_are_one_list():
         "upper": 1.0,
         "level": 0.95,
         "name": "eval",
+        "ids": None,
+        "estimator": None,
     }
