@@ -232,9 +232,11 @@ def read_history(
 
     OneOf(("auto", "items", "models")).check(orient, "orient")
     if ledger is not None:
-        from labcoat.evals.stored import ledger_history
+        from labcoat.evals.stored import stored_matrix
 
-        stored = ledger_history(ledger, eval=eval)
+        matrix, items, checkpoints, source = stored_matrix(ledger, eval=eval)
+        # a checkpoint is its own group: a run's checkpoints differ as separate models do
+        stored = History.from_matrix(matrix, items, checkpoints, checkpoints, source=source)
         if paths is None or (not isinstance(paths, (str, Path)) and not list(paths)):
             return stored
         files = read_history(paths, orient=orient, id=id, score=score, model=model)

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError, LabcoatNote
-from labcoat.evals.history import History
 
 #: the events' kind (``labcoat.watch.events.ITEM_KIND``)
 ITEM_KIND = "eval_item"
@@ -72,9 +71,12 @@ def stored_items(
     return name, [e for e in events if str(e.data.get("eval", "eval")) == name], where
 
 
-def ledger_history(ledger: Any, *, eval: str | None = None, run: int | None = None) -> History:
-    """A :class:`~labcoat.evals.history.History` of the checkpoints a ledger holds per-item
-    results of (see the module): each (run, step) scored on every item is one model."""
+def stored_matrix(
+    ledger: Any, *, eval: str | None = None, run: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """``(scores (items, checkpoints), item ids, checkpoint names, source)`` of the checkpoints
+    a ledger holds per-item results of (see the module): each (run, step) scored on every item
+    is one model (``read_history(ledger=...)`` makes the history)."""
     name, events, where = stored_items(ledger, eval=eval, run=run)
     when = sorted({(e.run_id, e.step) for e in events}, key=lambda k: (_num(k[0]), _num(k[1])))
     rank = {checkpoint_name(*k): i for i, k in enumerate(when)}
@@ -110,9 +112,7 @@ def ledger_history(ledger: Any, *, eval: str | None = None, run: int | None = No
         )
     with np.errstate(invalid="ignore", divide="ignore"):
         matrix = sums[:, complete] / counts[:, complete]
-    # a checkpoint is its own group: a run's checkpoints differ as much as separate models do
-    kept = model_names[complete]
-    return History.from_matrix(matrix, item_names, kept, groups=kept, source=source)
+    return matrix, item_names, model_names[complete], source
 
 
 def _num(value: int | None) -> int:
@@ -125,4 +125,4 @@ def _natural(ids: set[str]) -> np.ndarray:
     return np.array(sorted(ids, key=(lambda k: (int(k), k)) if numeric else None), dtype=object)
 
 
-__all__ = ["checkpoint_name", "ledger_history", "stored_items"]
+__all__ = ["checkpoint_name", "stored_items", "stored_matrix"]

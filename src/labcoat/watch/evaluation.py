@@ -30,8 +30,8 @@ from torch import nn
 
 from labcoat._validation import POSITIVE_INT, deprecated_alias, renamed
 from labcoat.errors import InputError
-from labcoat.watch.events import ITEM_KIND
 from labcoat.interval import ConfidenceInterval
+from labcoat.watch.events import ITEM_KIND
 
 #: a score function takes one batch and returns one score per item (tensor, array or list)
 ScoreFn = Callable[[Any], Any]

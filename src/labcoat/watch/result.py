@@ -1,9 +1,8 @@
 """What a watched run's event files say, read back as one result: ``labcoat watch report``.
 
 :func:`report` merges the alerts every rank wrote (one desync is one alert, listing the ranks
-that saw it), keeps the other events (evaluations), counts the evaluations' per-item results and summarises
-the sampled series; the
-result is plain data with ``to_dict()`` and a rich view.
+that saw it), keeps the other events (evaluations), counts the evaluations' per-item results
+and summarises the sampled series; the result is plain data with ``to_dict()`` and a rich view.
 """
 
 from __future__ import annotations
