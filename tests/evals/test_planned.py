@@ -102,7 +102,7 @@ def test_the_ledger_keeps_every_items_score_per_checkpoint(watched, plan):
     assert len(evals) == 6 and "plan's interval" in evals[0].message
 
 
-def test_a_history_read_back_from_the_ledger_plans_again(watched, tmp_path):
+def test_a_history_read_back_from_the_ledger_plans_again(watched, dataset, tmp_path):
     _, ledger = watched
     with pytest.warns(LabcoatNote, match="left out 2 checkpoint"):  # steps 29 and 89: subsets
         history = read_history(ledger=ledger)
@@ -110,6 +110,8 @@ def test_a_history_read_back_from_the_ledger_plans_again(watched, tmp_path):
     assert history.n_items == 1797 and history.items[:3].tolist() == ["0", "1", "2"]
     again = plan_subset(history, 60, calibrate=False)
     assert again.budget == 60 and again.n_items == 1797
+    # the next planned evaluation files its results under the same evaluation's name
+    assert planned_evaluation(again, dataset, accuracy(MLP()), every=10).name == "digits"
     # from the path too, and joined with a history file of the same items
     first = History.from_matrix(
         np.column_stack([history.scores[:, 0], 1 - history.scores[:, 1]]),
@@ -124,6 +126,8 @@ def test_a_history_read_back_from_the_ledger_plans_again(watched, tmp_path):
         warnings.simplefilter("ignore", LabcoatNote)
         both = read_history(path, ledger=ledger)
     assert both.models.tolist() == ["a", "b", "run1/step59", "run1/step119"]
+    joined = plan_subset(both, 60, calibrate=False)
+    assert planned_evaluation(joined, dataset, accuracy(MLP()), every=10).name == "digits"
     np.testing.assert_array_equal(both.scores[:, 2:], history.scores)
 
 
@@ -200,7 +204,22 @@ def test_a_plan_from_another_benchmark_is_refused(plan, dataset):
     other = plan_subset(_history([str(i) for i in range(500)]), 40, calibrate=False)
     with pytest.raises(InputError, match="over a benchmark of 500 items, the dataset holds 1797"):
         planned_evaluation(other, dataset, accuracy(MLP()), every=10)
-    assert planned_evaluation(plan, dataset, accuracy(MLP()), every=10).name  # 1797: fits
+    assert planned_evaluation(plan, dataset, accuracy(MLP()), every=10).name == "eval"  # fits
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"full": True, "width": 0.1}, "`full=True` scores every item; give it without `width`"),
+        ({"dataset": 3}, "dataset: must be a mapping item id -> item, a sequence"),
+        ({"score": "accuracy"}, "`score` must be a function batch -> one score per item"),
+        ({"batch_size": 0}, "batch_size"),
+    ],
+)
+def test_bad_planned_evaluation_arguments_say_what_to_pass(plan, dataset, kwargs, match):
+    args = {"dataset": dataset, "score": accuracy(MLP()), **kwargs}
+    with pytest.raises(InputError, match=match):
+        planned_evaluation(plan, args.pop("dataset"), args.pop("score"), every=10, **args)
 
 
 def test_a_ledger_without_eval_results_or_with_one_checkpoint_is_refused(tmp_path, dataset, plan):

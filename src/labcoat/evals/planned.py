@@ -68,7 +68,8 @@ def planned_evaluation(
     threshold (as :func:`~labcoat.evals.sequential`); without them the plan's subset is scored
     and the estimate has the plan's interval. ``full``: score every item (the exact score).
     ``name``: the evaluation's name, which the ledger's per-item results are filed under
-    (default: the plan's history file's stem).
+    (default: the evaluation the plan's history was read from in a ledger, else the history
+    file's stem, else ``"eval"``).
     """
     from labcoat.watch import Evaluation
 
@@ -115,7 +116,7 @@ def planned_evaluation(
             max_draws=limit,
         )
 
-    name_ = name or (Path(plan.source).stem if plan.source else "") or "eval"
+    name_ = name or default_name(plan)
     return Evaluation(
         batches,
         _ScoreData(score),
@@ -127,6 +128,18 @@ def planned_evaluation(
         ids=_batch_ids,
         estimator=estimator,
     )
+
+
+def default_name(plan: Plan) -> str:
+    """The name a planned evaluation files its results under when none is given: the
+    evaluation the plan's history came from (a ledger's), else its history file's stem."""
+    from labcoat.evals.stored import source_eval
+
+    found = source_eval(plan.source)
+    if found is not None:
+        return found
+    path = Path(plan.source)
+    return path.stem if plan.source and path.suffix else "eval"
 
 
 class _ScoreData:

@@ -13,6 +13,7 @@ is left out, with a note): score some checkpoints on the whole benchmark
 
 from __future__ import annotations
 
+import ast
 import os
 import warnings
 from typing import Any
@@ -23,6 +24,23 @@ from labcoat.errors import InputError, LabcoatNote
 
 #: the events' kind (``labcoat.watch.events.ITEM_KIND``)
 ITEM_KIND = "eval_item"
+
+
+def history_source(where: str, name: str) -> str:
+    """A ledger history's ``source``: the ledger and the evaluation's name."""
+    return f"ledger {where}, eval {name!r}"
+
+
+def source_eval(source: str) -> str | None:
+    """The evaluation's name in a :func:`history_source` (None for any other source)."""
+    head, sep, tail = source.rpartition(", eval ")
+    if not (sep and (head.startswith("ledger ") or " + ledger " in head)):
+        return None
+    try:
+        name = ast.literal_eval(tail)
+    except (ValueError, SyntaxError):
+        return None
+    return name if isinstance(name, str) else None
 
 
 def checkpoint_name(run_id: int | None, step: int | None) -> str:
@@ -93,7 +111,7 @@ def stored_matrix(
     np.add.at(sums, (i_idx, m_idx), values)  # ranks of one checkpoint: their mean
     np.add.at(counts, (i_idx, m_idx), 1.0)
     complete = (counts > 0).all(axis=0)
-    source = f"ledger {where}, eval {name!r}"
+    source = history_source(where, name)
     if complete.sum() < 2:
         partial = int((~complete).sum())
         raise InputError(
