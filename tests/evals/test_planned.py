@@ -100,6 +100,12 @@ def test_the_ledger_keeps_every_items_score_per_checkpoint(watched, plan):
     assert list(at_29) == plan.subset and at_29 == dict(w.evaluations[0].items)
     evals = ledger.events(kind="eval")
     assert len(evals) == 6 and "plan's interval" in evals[0].message
+    # the ledger's report draws the evals, not 3,994 item scores as a curve
+    from labcoat.report.build import from_ledger
+    from labcoat.report.sections.watch import as_events, split
+
+    assert "eval_item" not in split(as_events(ledger.events()))[1]
+    assert "digits @ 29" in from_ledger(ledger).to_html()
 
 
 def test_a_history_read_back_from_the_ledger_plans_again(watched, dataset, tmp_path):

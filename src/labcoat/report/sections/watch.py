@@ -142,7 +142,10 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
             )
         body.append(
             charts.forest(
-                "watch-evals", rows, title="Evaluations (anytime-valid intervals)", xlabel="score"
+                "watch-evals",
+                rows,
+                title="Evaluations (anytime-valid intervals; a planned one's: the plan's)",
+                xlabel="score",
             )
         )
         for i, e in enumerate(evals):
