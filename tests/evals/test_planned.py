@@ -178,6 +178,20 @@ def test_plan_ids_the_dataset_lacks_are_refused_before_training(dataset):
     assert evaluate(model, ev.batches, ev.score, **ev.settings()).n == 40
 
 
+def test_a_tensor_dataset_and_a_mapping_of_its_items_give_the_same_scores(plan, dataset):
+    model = MLP()
+    x, y = digits()
+    as_map = {str(i): (x[i], y[i]) for i in range(len(x))}  # batched by default_collate
+    ra, rb = (
+        evaluate(model, ev.batches, ev.score, **ev.settings())
+        for ev in (
+            planned_evaluation(plan, dataset, accuracy(model), every=1),  # rows indexed at once
+            planned_evaluation(plan, as_map, accuracy(model), every=1),
+        )
+    )
+    assert ra.items == rb.items and (ra.mean, ra.low, ra.high) == (rb.mean, rb.low, rb.high)
+
+
 def test_a_lookup_function_that_lacks_an_item_says_which(dataset):
     plan = plan_subset(_history([str(i) for i in range(1797)]), 30, calibrate=False)
     model = MLP()

@@ -91,7 +91,7 @@ def planned_evaluation(
     mode = "full" if full else "sequential" if sequential else "subset"
     lookup = _lookup(plan, dataset, mode)
     if collate is None:
-        from torch.utils.data import default_collate as collate
+        collate = _tensor_rows(dataset) or _default_collate()
     limit = max_draws or 4 * plan.n_items
     if mode == "sequential":
         order = plan.sequence(limit)
@@ -210,12 +210,42 @@ def _lookup(plan: Plan, dataset: Any, mode: str) -> Callable[[str], Any]:
     )
 
 
+def _default_collate() -> Callable[[list[Any]], Any]:
+    from torch.utils.data import default_collate
+
+    return default_collate
+
+
+class _Rows:
+    """A marker: the batch is made by indexing a TensorDataset's tensors at once."""
+
+    def __init__(self, tensors: Sequence[Any]):
+        self.tensors = tensors
+
+
+def _tensor_rows(dataset: Any) -> _Rows | None:
+    """A torch ``TensorDataset`` is batched by indexing its tensors (what ``default_collate``
+    of its items gives: a list of the stacked tensors, without building each item)."""
+    from torch.utils.data import TensorDataset
+
+    return _Rows(dataset.tensors) if isinstance(dataset, TensorDataset) else None
+
+
+def _collated(ids: list[str], lookup: Callable[[str], Any], collate: Any) -> Any:
+    if isinstance(collate, _Rows):
+        import torch
+
+        rows = torch.tensor([int(k) for k in ids])
+        return [t[rows] for t in collate.tensors]
+    return collate([lookup(k) for k in ids])
+
+
 def _batches(
     ids: Sequence[str], size: int, lookup: Callable[[str], Any], collate: Callable
 ) -> Iterator[ItemBatch]:
     for start in range(0, len(ids), size):
         chunk = list(ids[start : start + size])
-        yield ItemBatch(chunk, collate([lookup(k) for k in chunk]))
+        yield ItemBatch(chunk, _collated(chunk, lookup, collate))
 
 
 def _drawn_batches(
@@ -230,7 +260,7 @@ def _drawn_batches(
                 asked.add(i)
                 new.append(str(plan.items[i]))
         if new:
-            yield ItemBatch(new, collate([lookup(k) for k in new]))
+            yield ItemBatch(new, _collated(new, lookup, collate))
 
 
 def _checked(scores: np.ndarray, ids: list[str] | None) -> list[str]:
