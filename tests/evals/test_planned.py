@@ -234,6 +234,7 @@ def test_a_plan_from_another_benchmark_is_refused(plan, dataset):
         ({"dataset": 3}, "dataset: must be a mapping item id -> item, a sequence"),
         ({"score": "accuracy"}, "`score` must be a function batch -> one score per item"),
         ({"batch_size": 0}, "batch_size"),
+        ({"width": 0.1, "max_draws": 0}, "max_draws"),
     ],
 )
 def test_bad_planned_evaluation_arguments_say_what_to_pass(plan, dataset, kwargs, match):

@@ -69,12 +69,15 @@ def planned_evaluation(
     and the estimate has the plan's interval. ``full``: score every item (the exact score).
     ``name``: the evaluation's name, which the ledger's per-item results are filed under
     (default: the evaluation the plan's history was read from in a ledger, else the history
-    file's stem, else ``"eval"``).
+    file's stem, else ``"eval"``). ``max_draws``: with ``width``/``threshold``, the most draws
+    (default: 4 x the benchmark's items, as :func:`~labcoat.evals.sequential`).
     """
     from labcoat.watch import Evaluation
 
     plan = as_plan(plan)
     batch_size = Interval(int, 1).check(batch_size, "batch_size")
+    if max_draws is not None:
+        max_draws = Interval(int, 1).check(max_draws, "max_draws")
     if level is None:
         level = plan.level
     Interval(float, 0.0, 1.0, low_open=True, high_open=True).check(level, "level")
