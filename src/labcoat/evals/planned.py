@@ -278,11 +278,11 @@ def _checked(scores: np.ndarray, ids: list[str] | None) -> list[str]:
     return ids
 
 
-class SubsetEstimate:
-    """The plan's subset scored, then :func:`~labcoat.evals.estimate`: the full benchmark's
-    score with the plan's design-based interval (never stops early)."""
+class _Collected:
+    """An estimator that keeps every item's score and judges them at the end (it never stops
+    early and draws no path)."""
 
-    def __init__(self, plan: Plan, *, level: float, name: str):
+    def __init__(self, plan: Plan, *, level: float, name: str = "eval"):
         self.plan, self.level, self.name = plan, level, name
         self.scores: dict[str, float] = {}
 
@@ -298,6 +298,11 @@ class SubsetEstimate:
 
     def point(self) -> None:
         return None
+
+
+class SubsetEstimate(_Collected):
+    """The plan's subset scored, then :func:`~labcoat.evals.estimate`: the full benchmark's
+    score with the plan's design-based interval (never stops early)."""
 
     def compute(self) -> Any:
         from labcoat.evals.estimate import estimate
@@ -327,25 +332,8 @@ class SubsetEstimate:
         )
 
 
-class FullScore:
+class FullScore(_Collected):
     """Every item of the benchmark scored: the exact score."""
-
-    def __init__(self, plan: Plan, *, level: float):
-        self.plan, self.level = plan, level
-        self.scores: dict[str, float] = {}
-
-    @property
-    def n(self) -> int:
-        return len(self.scores)
-
-    def update(self, scores: np.ndarray, ids: list[str] | None) -> None:
-        self.scores.update(zip(_checked(scores, ids), scores.tolist()))
-
-    def done(self) -> bool:
-        return False
-
-    def point(self) -> None:
-        return None
 
     def compute(self) -> Any:
         from labcoat.watch import EvalSummary
