@@ -20,7 +20,14 @@ the public ``invariants`` option: no invariant at all (the hooks and the samples
 read) and ``nonfinite`` alone (adds the gradient and loss reads, with almost no judging); the
 rest of the full row is the other invariants' judging.
 
+``--evals`` measures instead what a planned evaluation (``labcoat.evals.planned_evaluation``)
+costs beside the plain ``labcoat.watch.Evaluation`` on the same items: the plan's subset of a
+synthetic benchmark, scored by the loop's MLP through ``Watcher.evaluate`` inside a running
+watch (events and ledger writes included), the configurations interleaved, the median time per
+evaluation of each and its ratio to the plain one over pre-batched tensors.
+
     python bench/watch.py [--steps 600] [--block 20] [--load 3] [--no-large] [--parts]
+    python bench/watch.py --evals [--budget 200] [--items 2048] [--repeats 30]
 """
 
 from __future__ import annotations
@@ -191,6 +198,69 @@ def table(args, label: str) -> None:
             )
 
 
+def eval_table(args) -> None:
+    """Planned evaluation vs the plain watch Evaluation on the same items (see the module)."""
+    import numpy as np
+    from torch.utils.data import DataLoader, Subset, TensorDataset
+
+    from labcoat.evals import History, plan_subset, planned_evaluation
+    from labcoat.watch import Evaluation
+
+    n, budget, size = args.items, args.budget, 32
+    model, opt = make_loop(SMALL)
+    x = torch.randn(n, SMALL.widths[0])
+    y = torch.randint(0, SMALL.widths[-1], (n,))
+    data = TensorDataset(x, y)
+    rng = np.random.default_rng(0)  # a history: 8 models, items of varied difficulty
+    p = 1 / (1 + np.exp(-(np.linspace(-1, 1, 8)[None, :] - rng.normal(0, 1.5, (n, 1)))))
+    plan = plan_subset(History.from_matrix((rng.random(p.shape) < p).astype(float)), budget)
+    idx = torch.tensor([int(k) for k in plan.subset])
+    tensors = [(x[idx[i : i + size]], y[idx[i : i + size]]) for i in range(0, budget, size)]
+    named = [(idx[i : i + size], *b) for i, b in zip(range(0, budget, size), tensors)]
+    loader = DataLoader(Subset(data, idx.tolist()), batch_size=size)
+
+    def correct(b):
+        return (model(b[0]).argmax(1) == b[1]).float()
+
+    never = {"width": 1e-9}  # the plain one reads every item too
+    configs = {
+        "plain Evaluation, tensor batches": Evaluation(tensors, correct, every=1, **never),
+        "plain Evaluation, DataLoader": Evaluation(loader, correct, every=1, **never),
+        "plain Evaluation + ids": Evaluation(
+            named, lambda b: correct(b[1:]), every=1, ids=lambda b: b[0], **never
+        ),
+        "planned_evaluation (subset)": planned_evaluation(plan, data, correct, every=1),
+    }
+    print(
+        f"planned vs plain evaluation: {SMALL.name} scoring {budget} of {n} items "
+        f"(batches of {size}), {args.repeats} rounds interleaved, inside a running watch"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for sink in ("no ledger", "ledger"):
+            ledger = False if sink == "no ledger" else labcoat.Ledger(f"{tmp}/ledger.db")
+            times: dict[str, list[float]] = {name: [] for name in configs}
+            with labcoat.watch(model, opt, ledger=ledger, invariants=[]) as w:
+                for r in range(args.repeats + 3):
+                    for name, ev in configs.items():
+                        t = time.perf_counter()
+                        w.evaluate(ev.batches, ev.score, step=r, **ev.settings())
+                        w.judge.flush()  # the ledger's batch, written now, counted here
+                        if r >= 3:  # warm-up rounds
+                            times[name].append(time.perf_counter() - t)
+            base = statistics.median(times["plain Evaluation, tensor batches"])
+            alone = []
+            for _ in range(args.repeats):  # the forward passes alone: what any eval must spend
+                t = time.perf_counter()
+                with torch.no_grad():
+                    [correct(b) for b in tensors]
+                alone.append(time.perf_counter() - t)
+            times = {"scoring alone (forward, no watch)": alone, **times}
+            print(f"  {sink}:")
+            for name, ts in times.items():
+                med = statistics.median(ts)
+                print(f"    {name:36s} {med * 1e3:7.2f} ms/eval  ratio {med / base:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600, help="step pairs per configuration")
@@ -203,8 +273,19 @@ def main() -> None:
         help="also every=1 with no invariant (hooks and samples) and with nonfinite alone "
         "(+ the gradient and loss reads); the rest of every=1's cost is the other invariants",
     )
+    parser.add_argument(
+        "--evals",
+        action="store_true",
+        help="only the planned evaluation vs the plain Evaluation on the same items",
+    )
+    parser.add_argument("--budget", type=int, default=200, help="--evals: items planned")
+    parser.add_argument("--items", type=int, default=2048, help="--evals: benchmark items")
+    parser.add_argument("--repeats", type=int, default=30, help="--evals: rounds")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.evals:
+        eval_table(args)
+        return
     print(f"labcoat.watch overhead: {SMALL.name}, Adam, 1 thread, steps interleaved")
     table(args, "idle")
     with cpu_load(args.load, method="spawn"):  # torch's threads are running: no fork

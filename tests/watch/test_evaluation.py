@@ -99,6 +99,18 @@ def test_periodic_evaluation_runs_every_n_steps_and_is_recorded_as_an_event(tmp_
         (lambda m: evaluate(m, [], lambda b: b), "got no scores"),
         (lambda m: evaluate(m, [torch.zeros(2, 2)], lambda b: b), "one score per item"),
         (lambda m: evaluate(m, [torch.full((3,), 2.0)], lambda b: b), r"must lie in \[0, 1\]"),
+        (
+            lambda m: evaluate(m, [(torch.ones(4, 2), torch.ones(4))], lambda b: b[1].mean()),
+            "batch 1 holds 4 items and got one score",
+        ),
+        (
+            lambda m: evaluate(m, [torch.ones(4)], lambda b: b[:2], ids=lambda b: range(4)),
+            r"returned 2 scores for batch 1, whose `ids` name 4 items",
+        ),
+        (
+            lambda m: Evaluation([], lambda b: b, every=5, ids="id"),
+            "Evaluation `ids` must be a function batch -> item ids; got str",
+        ),
         (lambda m: evaluate(m, [1], lambda b: b, width=None), "needs `width`, `threshold` or both"),
         (lambda m: Evaluation([], lambda b: b, every=0), "`every` must be an int >= 1; got 0"),
     ],
@@ -106,6 +118,37 @@ def test_periodic_evaluation_runs_every_n_steps_and_is_recorded_as_an_event(tmp_
 def test_bad_evaluation_input_says_what_to_pass(call, match):
     with pytest.raises(InputError, match=match):
         call(MLP())
+
+
+def test_one_score_for_a_one_item_batch_is_that_items_score():
+    # the healthy twin of the score-per-batch check: a batch of one item may give a 0-d score
+    res = evaluate(MLP(), [(torch.ones(1, 2), torch.ones(1))] * 3, lambda b: b[1].mean(), width=0.1)
+    assert res.n == 3 and res.mean == 1.0
+
+
+def test_an_evaluation_that_names_its_items_records_each_items_score(tmp_path):
+    from labcoat.report.sections.watch import split
+    from labcoat.watch.result import report
+
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.02)
+    x, y = digits()
+    batches = [(torch.arange(i, i + 100), x[i : i + 100], y[i : i + 100]) for i in (0, 100, 200)]
+    score = lambda b: (model(b[1]).argmax(1) == b[2]).float()  # noqa: E731
+    ev = Evaluation(batches, score, every=40, width=0.3, name="digits", ids=lambda b: b[0])
+    w = train(model, opt, steps=80, every=10, evaluation=ev, events=tmp_path / "e.jsonl")
+    events = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
+    items = [e for e in events if e["kind"] == "eval_item"]
+    assert [len(r.items) for r in w.evaluations] == [r.n for r in w.evaluations]
+    assert len(items) == sum(r.n for r in w.evaluations) and items[0]["eval"] == "digits"
+    first = w.evaluations[0]
+    assert [(e["item"], e["value"]) for e in items if e["step"] == 39] == list(first.items)
+    assert first.items[0][0] == "0" and first.to_event(None)["evidence"]["items"] == first.n
+    assert [e["kind"] for e in w.events] == ["eval", "eval"]  # items are not kept in memory
+    rep = report([tmp_path / "e.jsonl"])
+    assert rep.eval_items == len(items) and [e["kind"] for e in rep.other_events] == ["eval"] * 2
+    assert "eval_item" not in split(events)[1]  # not drawn as a curve
 
 
 def test_evaluation_fields_and_evaluate_keywords_are_one_list():
@@ -132,4 +175,6 @@ def test_evaluation_fields_and_evaluate_keywords_are_one_list():
         "upper": 1.0,
         "level": 0.95,
         "name": "eval",
+        "ids": None,
+        "estimator": None,
     }

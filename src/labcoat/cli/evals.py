@@ -52,7 +52,7 @@ def evals() -> None:
 
 
 @evals.command("plan")
-@click.argument("history", nargs=-1, required=True)
+@click.argument("history", nargs=-1)
 @click.option("--budget", "-k", type=click.IntRange(min=2), required=True, help="Items to plan.")
 @click.option(
     "--method",
@@ -77,6 +77,16 @@ def evals() -> None:
 )
 @level_option
 @click.option("--no-calibrate", is_flag=True, help="Skip the leave-models-out check.")
+@click.option(
+    "--ledger",
+    "ledger",
+    default=None,
+    help="Read the history from the per-item eval results this ledger stored (the checkpoints "
+    "of watched runs; with HISTORY files too, they join them).",
+)
+@click.option(
+    "--eval", "eval_name", default=None, help="With --ledger: the evaluation's name, if several."
+)
 @json_option
 def plan_cmd(
     history: tuple[str, ...],
@@ -90,13 +100,27 @@ def plan_cmd(
     seed: int,
     level: float | None,
     no_calibrate: bool,
+    ledger: str | None,
+    eval_name: str | None,
     as_json: bool,
 ) -> None:
     """Choose BUDGET items of HISTORY's benchmark (per-item results of earlier models: one
-    items x models matrix, a long table, or one file per model)."""
+    items x models matrix, a long table, or one file per model; or, with --ledger, the
+    checkpoints a watched run scored on every item)."""
+    from labcoat.errors import InputError
     from labcoat.evals import plan_subset, read_history
 
-    hist = read_history(list(history), orient=orient, id=id_col, score=score_col, model=model_col)
+    if not history and ledger is None:
+        raise InputError("evals plan: give a HISTORY file, or --ledger PATH to read one from.")
+    hist = read_history(
+        list(history),
+        orient=orient,
+        id=id_col,
+        score=score_col,
+        model=model_col,
+        ledger=ledger,
+        eval=eval_name,
+    )
     plan = plan_subset(
         hist, budget, method=method, seed=seed, level=level or 0.95, calibrate=not no_calibrate
     )

@@ -3,7 +3,9 @@
 Plan a subset from your own history of per-item results, evaluate only those items, and get
 the full-benchmark score with an interval (:func:`estimate`), a paired comparison that says
 "inconclusive, N items needed" instead of ranking inside the noise (:func:`compare`), or a
-sequential eval that stops once it knows (:func:`sequential`)::
+sequential eval that stops once it knows (:func:`sequential`); during training, the watch
+scores each checkpoint on the plan (:func:`planned_evaluation`) and the ledger keeps the
+per-item results for the next plan (``read_history(ledger=...)``)::
 
     history = labcoat.evals.read_history("history.csv")        # items x models
     plan = labcoat.evals.plan_subset(history, budget=200)
@@ -17,6 +19,7 @@ from labcoat.evals.compare import Comparison, compare
 from labcoat.evals.estimate import Estimate, estimate
 from labcoat.evals.history import History, Results, read_history, read_results
 from labcoat.evals.plan import METHODS, Plan, load_plan, plan_subset
+from labcoat.evals.planned import planned_evaluation
 from labcoat.evals.sequential import SequentialEval, sequential
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "estimate",
     "load_plan",
     "plan_subset",
+    "planned_evaluation",
     "read_history",
     "read_results",
     "sequential",

@@ -209,22 +209,40 @@ def read_results(
 
 
 def read_history(
-    paths: str | Path | Sequence[str | Path],
+    paths: str | Path | Sequence[str | Path] | None = None,
     *,
     orient: str = "auto",
     id: str | None = None,
     score: str | None = None,
     model: str | None = None,
+    ledger: Any = None,
+    eval: str | None = None,
 ) -> History:
-    """A :class:`History` from one matrix or long table, or from one file per model.
+    """A :class:`History` from one matrix or long table, or from one file per model, or from
+    the per-item eval results a ledger stored (the checkpoints of watched runs), or both.
 
     ``orient``: ``"auto"`` (the longer side holds the items), ``"items"`` (items are rows) or
     ``"models"`` (models are rows) for a wide matrix. ``id``/``score``/``model``: column names
-    in long tables and per-model files (found by name when not given).
+    in long tables and per-model files (found by name when not given). ``ledger``: a
+    :class:`labcoat.Ledger` or its path; every checkpoint scored on every item is a model (see
+    :mod:`labcoat.evals.stored`); ``eval`` names the evaluation when it holds several. With
+    files too, the checkpoints join the files' models (on the same items).
     """
     from labcoat._validation import OneOf
 
     OneOf(("auto", "items", "models")).check(orient, "orient")
+    if ledger is not None:
+        from labcoat.evals.stored import stored_matrix
+
+        matrix, items, checkpoints, source = stored_matrix(ledger, eval=eval)
+        # a checkpoint is its own group: a run's checkpoints differ as separate models do
+        stored = History.from_matrix(matrix, items, checkpoints, checkpoints, source=source)
+        if paths is None or (not isinstance(paths, (str, Path)) and not list(paths)):
+            return stored
+        files = read_history(paths, orient=orient, id=id, score=score, model=model)
+        return combine(files, stored)
+    if paths is None:
+        raise InputError("history: give at least one file, or a ledger (--ledger).")
     if isinstance(paths, (str, Path)):
         paths = [paths]
     paths = list(paths)
@@ -241,6 +259,32 @@ def read_history(
     if model is not None or any(c in lower for c in MODEL_COLUMNS):
         return _long(table, id, score, model)
     return _wide(table, orient)
+
+
+def combine(first: History, second: History) -> History:
+    """One history of both's models, on the items they share: both must hold the same items."""
+    order = {k: i for i, k in enumerate(first.items.tolist())}
+    keys = second.items.tolist()
+    extra = [k for k in keys if k not in order]
+    missing = sorted(set(order) - set(keys))
+    if extra or missing:
+        example = (extra or missing)[0]
+        raise InputError(
+            f"{second.source}: its item ids do not match {first.source}'s ({len(missing)} missing, "
+            f"{len(extra)} extra, e.g. {example!r}); a history's models must be scored on the "
+            "same items."
+        )
+    where = {k: i for i, k in enumerate(keys)}
+    rows = np.array([where[k] for k in first.items.tolist()])
+    taken = set(first.models.tolist())
+    names = [m if m not in taken else f"{m} ({second.source})" for m in second.models.tolist()]
+    return History.from_matrix(
+        np.column_stack([first.scores, second.scores[rows]]),
+        first.items,
+        [*first.models.tolist(), *names],
+        [*first.groups.tolist(), *second.groups.tolist()],
+        source=f"{first.source} + {second.source}",
+    )
 
 
 def _join(runs: list[Results], source: str) -> History:
@@ -301,4 +345,4 @@ def _wide(table: Any, orient: str) -> History:
     return History.from_matrix(matrix.T, others, labels, source=table.source)
 
 
-__all__ = ["History", "Results", "model_group", "read_history", "read_results"]
+__all__ = ["History", "Results", "combine", "model_group", "read_history", "read_results"]

@@ -24,6 +24,11 @@ from labcoat.watch.alerts import Alert, merge_alerts
 #: ``update_ratio`` (||update|| / ||weights|| of the step, estimated on a strided sample of
 #: each tensor) and ``lr`` (the first param group's learning rate); absent values are null
 SERIES_KIND = "series"
+#: ``kind`` of the per-item records of an evaluation with ``ids`` (see
+#: :class:`~labcoat.watch.evaluation.Evaluation`): one per item and evaluation, with ``step``,
+#: ``rank``, ``value`` (the item's score), ``item`` (its id) and ``eval`` (the evaluation's
+#: name); the ledger keeps ``item`` and ``eval`` under ``data``
+ITEM_KIND = "eval_item"
 
 
 def series_event(sample: Any, rank: int | None) -> dict[str, Any]:

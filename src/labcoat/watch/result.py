@@ -1,8 +1,8 @@
 """What a watched run's event files say, read back as one result: ``labcoat watch report``.
 
 :func:`report` merges the alerts every rank wrote (one desync is one alert, listing the ranks
-that saw it), keeps the other events (evaluations) and summarises the sampled series; the
-result is plain data with ``to_dict()`` and a rich view.
+that saw it), keeps the other events (evaluations), counts the evaluations' per-item results
+and summarises the sampled series; the result is plain data with ``to_dict()`` and a rich view.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.result import Result
 from labcoat.watch.alerts import Alert, Findings, merge_alerts
-from labcoat.watch.events import SERIES_KIND, read_events
+from labcoat.watch.events import ITEM_KIND, SERIES_KIND, read_events
 
 SERIES_FIELDS = ("step", "rank", "loss", "grad_norm", "update_ratio")
 
@@ -37,6 +37,8 @@ class WatchReport(Result):
     #: the events as read, for the HTML page's curves; not part of :meth:`to_dict`
     raw: list[dict[str, Any]] = field(default_factory=list, repr=False)
     sources: list[str] = field(default_factory=list)
+    #: per-item eval results the files hold (``eval_item`` events: counted, not listed)
+    eval_items: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,7 @@ class WatchReport(Result):
             "events": self.events,
             "ranks": self.ranks,
             "series": self.series,
+            "eval_items": self.eval_items,
         }
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
@@ -78,10 +81,22 @@ def report(paths: Iterable[str | os.PathLike[str]]) -> WatchReport:
     events = list(read_events(paths))
     alerts = merge_alerts(Alert.from_event(e) for e in events if Alert.is_alert_event(e))
     series = [e for e in events if e["kind"] == SERIES_KIND]
-    others = [e for e in events if not Alert.is_alert_event(e) and e["kind"] != SERIES_KIND]
+    items = sum(e["kind"] == ITEM_KIND for e in events)
+    others = [
+        e
+        for e in events
+        if not Alert.is_alert_event(e) and e["kind"] not in (SERIES_KIND, ITEM_KIND)
+    ]
     ranks = sorted({e["rank"] for e in events if e.get("rank") is not None})
     return WatchReport(
-        alerts, others, len(events), ranks, _series_summary(series), events, list(map(str, paths))
+        alerts,
+        others,
+        len(events),
+        ranks,
+        _series_summary(series),
+        events,
+        list(map(str, paths)),
+        items,
     )
 
 

@@ -275,9 +275,11 @@ class Watcher(Result):
         """Evaluate the model now, stopping once the interval is tight; recorded as an event.
 
         ``settings`` are :func:`~labcoat.watch.evaluation.evaluate`'s (width, threshold, lower,
-        upper, level, name). ``score(batch)`` returns one score per item in
+        upper, level, name, ids, estimator). ``score(batch)`` returns one score per item in
         ``[lower, upper]``; scores stream into an anytime-valid confidence sequence, so stopping
-        at ``width`` (or once ``threshold`` is excluded) keeps its ``level``.
+        at ``width`` (or once ``threshold`` is excluded) keeps its ``level``. With ``ids``
+        (batch -> item ids), each item's score is recorded as an ``eval_item`` event (the
+        events file and the ledger), named by the evaluation and this step.
         """
         if self.sampler is not None:
             self.sampler.evaluating = True
@@ -289,7 +291,10 @@ class Watcher(Result):
                 self.sampler.evaluating = False
         self._evaluations.append(result)
         self.judge.drain()  # alerts of the steps before it come first
-        self.judge.emit(result.to_event(self.info.rank if self._started else None))
+        rank = self.info.rank if self._started else None
+        self.judge.emit(result.to_event(rank))
+        for item in result.item_events(rank):  # with `ids`: to the events file and the ledger
+            self.judge.emit(item, urgent=False)
         return result
 
     def record_loss(self, step: int, loss: Any) -> None:

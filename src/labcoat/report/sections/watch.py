@@ -28,6 +28,8 @@ KNOWN = {
 #: the fields of a ``series`` record drawn as curves (the others summarise or repeat them)
 SERIES_FIELDS = tuple(KNOWN)
 SERIES_KIND = "series"
+#: the per-item results of an evaluation (labcoat.watch.events.ITEM_KIND), left out of the curves
+ITEM_KIND = "eval_item"
 
 
 def _number(value: Any) -> float | None:
@@ -64,6 +66,8 @@ def split(
             continue
         if e.get("kind") == "eval":
             evals.append(e)
+            continue
+        if e.get("kind") == ITEM_KIND:  # an eval's per-item results: not a curve
             continue
         step, rank = e.get("step"), e.get("rank") or 0
         if step is None:
@@ -138,7 +142,10 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
             )
         body.append(
             charts.forest(
-                "watch-evals", rows, title="Evaluations (anytime-valid intervals)", xlabel="score"
+                "watch-evals",
+                rows,
+                title="Evaluations (anytime-valid intervals; a planned one's: the plan's)",
+                xlabel="score",
             )
         )
         for i, e in enumerate(evals):
