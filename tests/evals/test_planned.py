@@ -265,14 +265,14 @@ def test_evals_plan_reads_the_history_from_a_ledger(watched, tmp_path, capsys):
 
     _, ledger = watched
     out = tmp_path / "plan.json"
-    code = main(["evals", "plan", "--ledger", ledger.location, "-k", "50", "-o", str(out)])
+    code = main(["evals", "plan", "--from-ledger", ledger.location, "-k", "50", "-o", str(out)])
     assert code == 0 and len(labcoat.evals.load_plan(out).subset) == 50
     assert "labcoat: note: " in capsys.readouterr().err  # the two subset-only checkpoints
     empty = labcoat.Ledger(tmp_path / "empty.db")
     empty.record_event("loss", step=1, value=0.5)
     empty.close()
-    assert main(["evals", "plan", "--ledger", str(tmp_path / "empty.db"), "-k", "5"]) == 2
+    assert main(["evals", "plan", "--from-ledger", str(tmp_path / "empty.db"), "-k", "5"]) == 2
     err = capsys.readouterr().err
     assert "holds no per-item eval results" in err and len(err.strip().splitlines()) == 1
     assert main(["evals", "plan", "-k", "5"]) == 2
-    assert "give a HISTORY file, or --ledger PATH" in capsys.readouterr().err
+    assert "give a HISTORY file, or --from-ledger PATH" in capsys.readouterr().err

@@ -78,14 +78,18 @@ def evals() -> None:
 @level_option
 @click.option("--no-calibrate", is_flag=True, help="Skip the leave-models-out check.")
 @click.option(
-    "--ledger",
+    "--from-ledger",
     "ledger",
     default=None,
+    metavar="PATH",
     help="Read the history from the per-item eval results this ledger stored (the checkpoints "
     "of watched runs; with HISTORY files too, they join them).",
 )
 @click.option(
-    "--eval", "eval_name", default=None, help="With --ledger: the evaluation's name, if several."
+    "--eval",
+    "eval_name",
+    default=None,
+    help="With --from-ledger: the evaluation's name, if several.",
 )
 @json_option
 def plan_cmd(
@@ -105,13 +109,13 @@ def plan_cmd(
     as_json: bool,
 ) -> None:
     """Choose BUDGET items of HISTORY's benchmark (per-item results of earlier models: one
-    items x models matrix, a long table, or one file per model; or, with --ledger, the
+    items x models matrix, a long table, or one file per model; or, with --from-ledger, the
     checkpoints a watched run scored on every item)."""
     from labcoat.errors import InputError
     from labcoat.evals import plan_subset, read_history
 
     if not history and ledger is None:
-        raise InputError("evals plan: give a HISTORY file, or --ledger PATH to read one from.")
+        raise InputError("evals plan: give a HISTORY file, or --from-ledger PATH to read one from.")
     hist = read_history(
         list(history),
         orient=orient,

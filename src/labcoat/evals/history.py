@@ -242,7 +242,7 @@ def read_history(
         files = read_history(paths, orient=orient, id=id, score=score, model=model)
         return combine(files, stored)
     if paths is None:
-        raise InputError("history: give at least one file, or a ledger (--ledger).")
+        raise InputError("history: give at least one file, or a ledger (--from-ledger).")
     if isinstance(paths, (str, Path)):
         paths = [paths]
     paths = list(paths)

@@ -22,7 +22,6 @@ checkpoints back as a history for the next plan.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
@@ -32,7 +31,6 @@ from labcoat._validation import Interval
 from labcoat.errors import InputError
 from labcoat.evals.history import Results
 from labcoat.evals.plan import Plan, as_plan
-from labcoat.interval import ConfidenceInterval
 
 
 class ItemBatch(NamedTuple):
@@ -416,32 +414,15 @@ class SequentialDraws:
         return (self.cs.n, float(self.cs.mean), float(ci.low), float(ci.high))
 
     def compute(self) -> Any:
-        from labcoat.evals.sequential import SequentialEval
+        from labcoat.evals.sequential import sequential_result
         from labcoat.watch import EvalSummary
 
-        drawn, n_items, total = self.pos, len(self.fed), self.plan.n_items
-        th, level = self.threshold, float(self.level)
-        if self.stopped and th is not None and self.cs.excludes(th):
-            side = "above" if self.cs.interval.low > th else "below"
-            reason = f"{side} {th:g} after {drawn} draws ({n_items} distinct items)"
-        elif self.stopped:
-            reason = f"interval narrower than {self.width:g} after {drawn} draws ({n_items} items)"
-        elif self.exact:
-            reason = f"every item evaluated ({drawn} draws): the full-benchmark score is exact"
-        else:
-            reason = f"not decided after {drawn} draws ({n_items} distinct items)"
-        if self.exact and not self.stopped:
-            exact = sum(self.known[i] for i in self.fed) / n_items
-            result = SequentialEval(
-                exact, ConfidenceInterval(exact, exact), drawn, n_items, total, True, reason,
-                level, False, th,
-            )  # fmt: skip
-        else:
-            mean = float(self.cs.mean) if self.cs.n else math.nan
-            result = SequentialEval(
-                mean, self.cs.interval, drawn, n_items, total, self.stopped, reason, level,
-                False, th,
-            )  # fmt: skip
+        drawn, total, level = self.pos, self.plan.n_items, float(self.level)
+        result = sequential_result(
+            self.cs, [self.known[i] for i in self.fed], drawn=drawn, n_total=total,
+            stopped=self.stopped, width=self.width, threshold=self.threshold, level=level,
+        )  # fmt: skip
+        n_items, reason = result.n_items, result.reason
         return EvalSummary(
             n=n_items,
             mean=result.mean,

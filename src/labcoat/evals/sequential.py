@@ -148,7 +148,7 @@ def sequential(
     cs = ConfidenceSequence(-1.0 if paired else 0.0, 1.0, level)
     limit = max_draws or 4 * plan.n_items
     order = plan.sequence(limit)
-    stopped, reason, drawn = False, "", 0
+    stopped, drawn = False, 0
     for start in range(0, limit, batch):
         chunk = [value(str(plan.items[i])) for i in order[start : start + batch]]
         cs.update(chunk)
@@ -158,25 +158,47 @@ def sequential(
             break
         if len(cache) == plan.n_items:
             break
-    n_items = len(cache)
+    return sequential_result(
+        cs, list(cache.values()), drawn=drawn, n_total=plan.n_items, stopped=stopped,
+        width=width, threshold=threshold, level=level, paired=paired,
+    )  # fmt: skip
+
+
+def sequential_result(
+    cs: Any,
+    scores: list[float],
+    *,
+    drawn: int,
+    n_total: int,
+    stopped: bool,
+    width: float | None,
+    threshold: float | None,
+    level: float,
+    paired: bool = False,
+) -> SequentialEval:
+    """The result of a sequential eval from its confidence sequence ``cs`` and the scores of the
+    distinct items drawn: why it stopped, and the exact score once every item is in. One place,
+    for :func:`sequential` and the watch's planned evaluation."""
+    n_items = len(scores)
     if stopped and threshold is not None and cs.excludes(threshold):
         side = "above" if cs.interval.low > threshold else "below"
         reason = f"{side} {threshold:g} after {drawn} draws ({n_items} distinct items)"
     elif stopped:
         reason = f"interval narrower than {width:g} after {drawn} draws ({n_items} items)"
-    elif n_items == plan.n_items:
+    elif n_items == n_total:
         reason = f"every item evaluated ({drawn} draws): the full-benchmark score is exact"
-        exact = sum(cache.values()) / n_items
+        exact = sum(scores) / n_items
         return SequentialEval(
-            exact, ConfidenceInterval(exact, exact), drawn, n_items, plan.n_items, True,
+            exact, ConfidenceInterval(exact, exact), drawn, n_items, n_total, True,
             reason, float(level), paired, threshold,
         )  # fmt: skip
     else:
         reason = f"not decided after {drawn} draws ({n_items} distinct items)"
+    mean = float(cs.mean) if cs.n else math.nan
     return SequentialEval(
-        float(cs.mean), cs.interval, drawn, n_items, plan.n_items, stopped, reason,
+        mean, cs.interval, drawn, n_items, n_total, stopped, reason,
         float(level), paired, threshold,
     )  # fmt: skip
 
 
-__all__ = ["SequentialEval", "sequential"]
+__all__ = ["SequentialEval", "sequential", "sequential_result"]
