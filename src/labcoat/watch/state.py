@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from labcoat._validation import article
+
 _TAG = "__labcoat__"
 
 
@@ -41,7 +43,7 @@ def encode(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         fields = {f.name: encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
         return {_TAG: "dataclass", "type": type(obj).__name__, "fields": fields}
-    raise TypeError(f"cannot checkpoint a {type(obj).__name__}")
+    raise TypeError(f"cannot checkpoint {article(type(obj).__name__)}")
 
 
 def decode(data: Any, like: Any = None, types: dict[str, type] | None = None) -> Any:

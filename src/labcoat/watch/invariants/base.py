@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Mapping
 
-from labcoat._validation import Interval, OneOf, fail
+from labcoat._validation import Interval, OneOf, article, fail
 from labcoat.errors import InputError
 from labcoat.findings import Check, CheckRegistry, Severity
 from labcoat.watch.sample import CrossRank, Sample, WatchContext
@@ -210,7 +210,7 @@ def create(
             raise fail(
                 "invariants",
                 "alert kinds (str) or Invariant objects",
-                f"a {type(item).__name__}",
+                article(type(item).__name__),
                 f"Known kinds: {', '.join(registry.ids())}.",
             )
     listed = [inv.kind for inv in chosen]
