@@ -65,6 +65,8 @@ PLAN_VERSION = 2
 #: the item model on 9 or more) and items
 MODEL_MIN_GROUPS = 12
 MODEL_MIN_ITEMS = 50
+#: distinct held-out models outside their history's range needed to weigh the item model there
+MODEL_MIN_OUTSIDE = 6
 #: the least a model-based plan's calibration may narrow the design's own intervals
 MODEL_INFLATION_FLOOR = 0.5
 #: the weights on the design-based estimate tried by the calibration of a model-based plan
@@ -249,8 +251,14 @@ class Plan(Result):
     ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """A model-based plan's estimates of models scoring ``y`` ``(len(idx), models)`` on the
         drawn items ``idx``: ``(estimate, se, df, inflation, extrapolated, design estimate,
-        model estimate)``, one entry per model; where the design-based estimate lies outside
-        the history's range the estimate is the design-based one with its own inflation."""
+        model estimate)``, one entry per model.
+
+        Inside the history's range the estimate is ``w s + (1 - w) m`` with the calibrated
+        factor. Outside it (judged by the design-based ``s``) the calibration has too few cases
+        to trust, so the interval is made to contain the design-based one, which holds by
+        design: the estimate is ``w_out s + (1 - w_out) m`` (``w_out`` from the held-out models
+        that lay outside their history, 1 when there were too few) and the half-width is the
+        design-based one plus ``|estimate - s|``."""
         y = np.asarray(y, dtype=float)
         if y.ndim == 1:
             y = y[:, None]
@@ -259,8 +267,11 @@ class Plan(Result):
         lo, hi = self.history_range
         outside = (s < lo) | (s > hi)
         w = self.weight
-        est = np.where(outside, s, w * s + (1.0 - w) * m)
-        inflation = np.where(outside, self.design_inflation, self.inflation)
+        w_out = float(self.calibration.get("weight_outside", 1.0))
+        est = np.where(outside, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
+        half = np.maximum(D.t_quantile(self.level, df) * se, 1e-12)
+        widened = self.design_inflation + np.abs(est - s) / half
+        inflation = np.where(outside, widened, self.inflation)
         return est, se, df, inflation, outside, s, m
 
     def index(self) -> dict[str, int]:
@@ -509,7 +520,8 @@ def calibrate_model(
     rng = np.random.default_rng([seed, 13])
     y_all = history.scores
     truth = y_all.mean(axis=0)
-    rows: dict[str, list[np.ndarray]] = {k: [] for k in ("s", "m", "t", "q", "se", "out", "r")}
+    keys = ("s", "m", "t", "q", "se", "out", "r", "id")
+    rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     held_models = 0
     splits = _model_folds(history, folds, rng)
     for _, held in splits:
@@ -531,14 +543,20 @@ def calibrate_model(
             rows["out"].append((s < lo) | (s > hi))
             ridx = rng.choice(history.n_items, budget, replace=False)
             rows["r"].append(np.abs(yt[ridx].mean(axis=0) - truth[held]))
-    s, m, t, q, se, out, err_random = (np.concatenate(rows[k]) for k in rows)
+            rows["id"].append(np.flatnonzero(held))
+    s, m, t, q, se, out, err_random, ids = (np.concatenate(rows[k]) for k in rows)
     half = np.maximum(q * se, 1e-12)
     inside = ~out
     if not inside.any():  # every held-out case extrapolated: the design alone
         inside = np.ones_like(out)
     errors = np.abs(WEIGHTS[:, None] * s[inside] + (1.0 - WEIGHTS[:, None]) * m[inside] - t[inside])
     w = float(WEIGHTS[int(np.argmin(errors.mean(axis=1)))])
-    est = np.where(out, s, w * s + (1.0 - w) * m)
+    # outside the range: a weight of its own, from enough distinct held-out models only
+    w_out = 1.0
+    if np.unique(ids[out]).size >= MODEL_MIN_OUTSIDE:
+        e_out = np.abs(WEIGHTS[:, None] * s[out] + (1.0 - WEIGHTS[:, None]) * m[out] - t[out])
+        w_out = float(WEIGHTS[int(np.argmin(e_out.mean(axis=1)))])
+    est = np.where(out, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
     target = level + (1.0 - level) * CALIBRATION_MARGIN
     corrected = min(1.0, target * (1.0 + 1.0 / max(held_models, 1)))
     ratios = np.abs(est - t)[inside] / half[inside]
@@ -550,6 +568,7 @@ def calibrate_model(
         "inflation_design": float(min(max(INFLATION_FLOOR, need_design), INFLATION_CAP)),
         "inflation_cap": INFLATION_CAP,
         "weight": w,
+        "weight_outside": w_out,
         "quantile": corrected,
         "mae": float(np.abs(est - t).mean()),
         "mae_design": float(np.abs(s - t).mean()),
