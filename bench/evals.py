@@ -184,9 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=40, help="subsets per split and budget")
     parser.add_argument("--cal-reps", type=int, default=20, help="subsets per calibration fold")
-    parser.add_argument(
-        "--method", default="stratified", choices=["stratified", "irt", "model"]
-    )
+    parser.add_argument("--method", default="stratified", choices=["stratified", "irt", "model"])
     parser.add_argument("--only", default=None, choices=["math", "chem"])
     args = parser.parse_args(argv)
     if not DATA.is_dir():

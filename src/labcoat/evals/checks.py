@@ -149,8 +149,7 @@ def _estimate_fit(est: Any) -> Outcome:
             else "the estimate corrects it by design, but the subset gains less than planned"
         )
         return warned(
-            f"the history's item model is off by {r:+.3f} for this model (>3 se); "
-            + consequence,
+            f"the history's item model is off by {r:+.3f} for this model (>3 se); " + consequence,
             residual=r,
             se=se,
         )
@@ -162,7 +161,7 @@ def _estimate_fit(est: Any) -> Outcome:
     layer="estimate",
     falsifies="a model-based estimate is used only inside the history it was calibrated on",
     predicts="the design-based estimate lies within the history's range of scores; outside it the "
-    "estimate falls back to the design-based one",
+    "interval is widened to contain the design-based one",
     severity="warn",
 )
 def _estimate_extrapolation(est: Any) -> Outcome:
@@ -174,8 +173,8 @@ def _estimate_extrapolation(est: Any) -> Outcome:
         return warned(
             f"the design-based estimate {est.design_score:.4f} lies {side} the history's range "
             f"[{lo:.4f}, {hi:.4f}]: the item model would extrapolate (its ability shrinks "
-            f"toward the history's; it predicts {est.model_score:.4f}), so the estimate and "
-            "its interval are the design-based ones",
+            f"toward the history's; it predicts {est.model_score:.4f}), so the interval is "
+            "widened to contain the design-based one, which holds by design",
             design_score=est.design_score,
             model_score=est.model_score,
             history_range=[lo, hi],

@@ -21,10 +21,11 @@ models' per-item results:
   design: the weight ``w`` is the one with the least error on history models held out, and the
   interval is calibrated the same way (below). A model whose design-based estimate lies outside
   the history's range of scores is one the item model would extrapolate to (its ability shrinks
-  toward the history's), so its estimate falls back to the design-based one and its interval
-  (``evals.estimate.extrapolation``). :func:`~labcoat.evals.compare` ranks on the design-based
-  paired difference (its interval holds by design); :func:`~labcoat.evals.sequential` does not
-  depend on the method.
+  toward the history's), and the calibration has too few such cases to vouch for an interval:
+  its interval is widened to contain the design-based one, which holds by design, and the
+  ``evals.estimate.extrapolation`` finding says so (see :meth:`Plan.combined`).
+  :func:`~labcoat.evals.compare` ranks on the design-based paired difference (its interval
+  holds by design); :func:`~labcoat.evals.sequential` does not depend on the method.
 * ``"random"``: plain random sampling, the baseline.
 
 The plan is calibrated leave-models-out: groups of history models are held out, the design is
