@@ -27,6 +27,7 @@ sampling with its t interval (random); with ``--method model`` the model-based p
   --reps 30).
 
 Run: python bench/evals.py [--reps 40] [--method stratified|irt|model] [--only math|chem]
+[--seed N]
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cal-reps", type=int, default=20, help="subsets per calibration fold")
     parser.add_argument("--method", default="stratified", choices=["stratified", "irt", "model"])
     parser.add_argument("--only", default=None, choices=["math", "chem"])
+    parser.add_argument("--seed", type=int, default=0, help="seed of the folds, plans and draws")
     args = parser.parse_args(argv)
     if not DATA.is_dir():
         print(f"no reference data at {DATA}; nothing to measure", file=sys.stderr)
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         history = read_history(DATA / file)
         start = time.perf_counter()
-        stats = run(key, history, args.method, args.reps, args.cal_reps)
+        stats = run(key, history, args.method, args.reps, args.cal_reps, seed=args.seed)
         report(f"{title}, method={args.method}, {time.perf_counter() - start:.0f} s", stats)
     return 0
 
