@@ -173,3 +173,22 @@ def test_a_version_one_plan_still_loads_and_a_newer_one_is_refused(history, tmp_
 def test_a_model_plan_needs_its_calibration(big_history):
     with pytest.raises(InputError, match="calibrate"):
         plan_subset(big_history, 60, method="model", calibrate=False)
+
+
+def test_cli_plans_estimates_and_compares_model_based(cli, big_history, tmp_path):
+    from .test_readers_cli import _write_matrix, _write_results
+
+    history = _write_matrix(tmp_path / "history.csv", big_history.scores)
+    plan = tmp_path / "plan.json"
+    out = cli("evals", "plan", history, "--budget", "60", "--method", "model", "-o", plan, "--json")
+    assert out.code == 0, out.err
+    assert json.loads(out.out)["method"] == "model"
+    a = _write_results(tmp_path / "a.csv", new_model(1.2))
+    b = _write_results(tmp_path / "b.csv", new_model(-1.2))
+    est = cli("evals", "estimate", a, "--plan", plan, "--json", "--no-ledger")
+    assert est.code == 0, est.err
+    assert 0.0 <= json.loads(est.out)["weight"] <= 1.0
+    cmp = cli("evals", "compare", a, b, "--plan", plan, "--json", "--no-ledger")
+    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "a better"
+    refused = cli("evals", "plan", history, "--budget", "60", "--method", "model", "--no-calibrate")
+    assert refused.code == 2 and refused.err.count("\n") == 1

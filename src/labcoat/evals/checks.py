@@ -13,6 +13,10 @@ CHECKS = CheckRegistry("evals", ["plan", "estimate", "compare", "sequential"])
 MIN_ITEMS = 20
 #: below this many degrees of freedom the design-based variance is itself too noisy
 MIN_DF = 10
+#: the least history a model-based plan needs: model groups (so every leave-models-out fold fits
+#: the item model on 9 or more) and items
+MODEL_MIN_GROUPS = 12
+MODEL_MIN_ITEMS = 50
 
 
 @CHECKS.check(
@@ -69,8 +73,6 @@ def _plan_calibration(plan: Any) -> Outcome:
     severity="warn",
 )
 def _plan_model_history(plan: Any) -> Outcome:
-    from labcoat.evals.plan import MODEL_MIN_GROUPS, MODEL_MIN_ITEMS
-
     if (plan.requested_method or plan.method) != "model":
         return skipped(f"method {plan.method!r} is not model-based")
     if plan.method != "model":
@@ -225,4 +227,4 @@ def findings_for(result: Any, ids: tuple[str, ...]) -> list:
     return [CHECKS[i].evaluate(result) for i in ids]
 
 
-__all__ = ["CHECKS", "MIN_DF", "MIN_ITEMS", "findings_for"]
+__all__ = ["CHECKS", "MIN_DF", "MIN_ITEMS", "MODEL_MIN_GROUPS", "MODEL_MIN_ITEMS", "findings_for"]

@@ -55,6 +55,7 @@ import numpy as np
 from labcoat._validation import Interval, OneOf
 from labcoat.errors import InputError
 from labcoat.evals import _design as D
+from labcoat.evals.checks import MODEL_MIN_GROUPS, MODEL_MIN_ITEMS
 from labcoat.evals.history import History
 from labcoat.evals.irt import ItemModel, crossfit, fit_items
 from labcoat.findings import Finding
@@ -62,10 +63,6 @@ from labcoat.result import Result
 
 METHODS = ("stratified", "irt", "model", "random")
 PLAN_VERSION = 2
-#: the least history a model-based plan needs: model groups (so every leave-models-out fold fits
-#: the item model on 9 or more) and items
-MODEL_MIN_GROUPS = 12
-MODEL_MIN_ITEMS = 50
 #: distinct held-out models outside their history's range needed to weigh the item model there
 MODEL_MIN_OUTSIDE = 6
 #: the least a model-based plan's calibration may narrow the design's own intervals
