@@ -520,7 +520,6 @@ def calibrate_model(
     truth = y_all.mean(axis=0)
     keys = ("s", "m", "t", "q", "se", "out", "r", "id")
     rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
-    held_models = 0
     splits = _model_folds(history, folds, rng)
     for _, held in splits:
         rest = y_all[:, ~held]
@@ -529,7 +528,6 @@ def calibrate_model(
         means = rest.mean(axis=0)
         lo, hi = float(means.min()), float(means.max())
         yt = y_all[:, held]
-        held_models += int(held.sum())
         for _ in range(reps):
             idx = design.draw(rng)
             s, se, df, _ = design.estimate(yt[idx], idx)
@@ -556,6 +554,7 @@ def calibrate_model(
         w_out = float(WEIGHTS[int(np.argmin(e_out.mean(axis=1)))])
     est = np.where(out, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
     target = level + (1.0 - level) * CALIBRATION_MARGIN
+    held_models = int(np.unique(ids).size)  # distinct: the top fold's are in a random fold too
     corrected = min(1.0, target * (1.0 + 1.0 / max(held_models, 1)))
     ratios = np.abs(est - t)[inside] / half[inside]
     need = float(np.quantile(ratios, corrected, method="higher"))
