@@ -56,11 +56,12 @@ def evals() -> None:
 @click.option("--budget", "-k", type=click.IntRange(min=2), required=True, help="Items to plan.")
 @click.option(
     "--method",
-    type=click.Choice(["stratified", "irt", "random"]),
+    type=click.Choice(["stratified", "irt", "model", "random"]),
     default="stratified",
     show_default=True,
     help="stratified: by difficulty and item clusters; irt: plus an item model as control "
-    "variate; random: plain random sampling.",
+    "variate; model: model-based (item model's predictions, calibrated on the history); "
+    "random: plain random sampling.",
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Plan file.")
 @click.option(

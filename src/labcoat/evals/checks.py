@@ -13,6 +13,10 @@ CHECKS = CheckRegistry("evals", ["plan", "estimate", "compare", "sequential"])
 MIN_ITEMS = 20
 #: below this many degrees of freedom the design-based variance is itself too noisy
 MIN_DF = 10
+#: the least history a model-based plan needs: model groups (so every leave-models-out fold fits
+#: the item model on 9 or more) and items
+MODEL_MIN_GROUPS = 12
+MODEL_MIN_ITEMS = 50
 
 
 @CHECKS.check(
@@ -58,6 +62,39 @@ def _plan_calibration(plan: Any) -> Outcome:
         message += "; the cap was reached, so intervals may still undercover"
         return warned(message, **evidence)
     return passed(message, **evidence)
+
+
+@CHECKS.check(
+    "evals.plan.model_history",
+    layer="plan",
+    falsifies="the history is large enough for the model-based method that was asked for",
+    predicts="at least MODEL_MIN_GROUPS model groups and MODEL_MIN_ITEMS items, else a stratified "
+    "plan",
+    severity="warn",
+)
+def _plan_model_history(plan: Any) -> Outcome:
+    if (plan.requested_method or plan.method) != "model":
+        return skipped(f"method {plan.method!r} is not model-based")
+    if plan.method != "model":
+        return warned(
+            f"a model-based plan needs a history of at least {MODEL_MIN_GROUPS} model groups and "
+            f"{MODEL_MIN_ITEMS} items to fit and calibrate the item model; this one has "
+            f"{len(plan.models)} models on {plan.n_items} items, so the plan is stratified "
+            "(design-based) instead",
+            models=len(plan.models),
+            items=plan.n_items,
+            min_groups=MODEL_MIN_GROUPS,
+            min_items=MODEL_MIN_ITEMS,
+        )
+    cal = plan.calibration
+    return passed(
+        f"model-based on {len(plan.models)} history models: weight {cal['weight']:.2f} on the "
+        f"design-based estimate; held-out MAE {cal['mae']:.4f} (design-based "
+        f"{cal['mae_design']:.4f}, random sampling {cal['mae_random']:.4f})",
+        weight=cal["weight"],
+        mae=cal["mae"],
+        mae_design=cal["mae_design"],
+    )
 
 
 @CHECKS.check(
@@ -107,13 +144,50 @@ def _estimate_fit(est: Any) -> Outcome:
         return skipped("no item model in this plan")
     r, se = est.model_residual
     if se > 0 and abs(r) > 3.0 * se:
+        consequence = (
+            "the model-based part of the estimate may be off by as much (its interval was "
+            "calibrated on history models the item model fits)"
+            if est.method == "model"
+            else "the estimate corrects it by design, but the subset gains less than planned"
+        )
         return warned(
-            f"the history's item model is off by {r:+.3f} for this model (>3 se); the estimate "
-            "corrects it by design, but the subset gains less than planned",
+            f"the history's item model is off by {r:+.3f} for this model (>3 se); " + consequence,
             residual=r,
             se=se,
         )
     return passed(f"item model residual {r:+.3f} (se {se:.3f})", residual=r, se=se)
+
+
+@CHECKS.check(
+    "evals.estimate.extrapolation",
+    layer="estimate",
+    falsifies="a model-based estimate is used only inside the history it was calibrated on",
+    predicts="the design-based estimate lies within the history's range of scores; outside it the "
+    "interval is widened to contain the design-based one",
+    severity="warn",
+)
+def _estimate_extrapolation(est: Any) -> Outcome:
+    if est.method != "model":
+        return skipped(f"method {est.method!r} is design-based")
+    lo, hi = est.history_range
+    if est.extrapolated:
+        side = "above" if est.design_score > hi else "below"
+        return warned(
+            f"the design-based estimate {est.design_score:.4f} lies {side} the history's range "
+            f"[{lo:.4f}, {hi:.4f}]: the item model would extrapolate (its ability shrinks "
+            f"toward the history's; it predicts {est.model_score:.4f}), so the interval is "
+            "widened to contain the design-based one, which holds by design",
+            design_score=est.design_score,
+            model_score=est.model_score,
+            history_range=[lo, hi],
+        )
+    return passed(
+        f"within the history's range [{lo:.4f}, {hi:.4f}]: {est.weight:.2f} x design-based "
+        f"{est.design_score:.4f} + {1 - est.weight:.2f} x model-based {est.model_score:.4f}",
+        design_score=est.design_score,
+        model_score=est.model_score,
+        weight=est.weight,
+    )
 
 
 @CHECKS.check(
@@ -153,4 +227,4 @@ def findings_for(result: Any, ids: tuple[str, ...]) -> list:
     return [CHECKS[i].evaluate(result) for i in ids]
 
 
-__all__ = ["CHECKS", "MIN_DF", "MIN_ITEMS", "findings_for"]
+__all__ = ["CHECKS", "MIN_DF", "MIN_ITEMS", "MODEL_MIN_GROUPS", "MODEL_MIN_ITEMS", "findings_for"]

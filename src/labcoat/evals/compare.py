@@ -6,6 +6,10 @@ draws), so the difference's interval is much narrower than the two scores' inter
 side. The subset never ranks inside its noise: when the interval includes 0 the answer is
 ``"inconclusive"`` together with ``items_needed``, the planned-design subset size at which the
 observed difference would be resolved (the full benchmark when it is too small to resolve).
+
+On a model-based plan (``method="model"``) the comparison is the design-based one: the paired
+stratified difference with the design's own calibrated interval, which holds by design for any
+two models; the item model's prediction is not used to rank.
 """
 
 from __future__ import annotations
@@ -161,7 +165,9 @@ def compare(
     idx = np.array(order, dtype=int)
     ya = ya[[pos_a[i] for i in order]]
     yb = yb[[pos_b[i] for i in order]]
-    design, model = plan.design, plan.item_model
+    design = plan.design
+    # a model-based plan ranks on the design-based paired difference (valid by design)
+    model = None if plan.method == "model" else plan.item_model
     diff, se, df, _ = design.estimate(ya, idx, model, paired_with=yb)
     sa = design.estimate(ya, idx, model)[0]
     sb = design.estimate(yb, idx, model)[0]
@@ -186,7 +192,7 @@ def compare(
         score_b=float(sb[0]),
         name_a=name_a,
         name_b=name_b,
-        inflation=plan.inflation,
+        inflation=plan.design_inflation,
         refused=refused,
         reason=reason,
         fallback_halfwidth=hoeffding_halfwidth(plan, idx, level, span=2.0),

@@ -2,7 +2,11 @@
 
 The estimate is the plan's design-based estimator (the stratified mean, or the difference
 estimator around the history's item model for ``method="irt"``); its interval is Student's t
-on the design-based standard error, widened by the plan's leave-models-out calibration. With
+on the design-based standard error, widened by the plan's leave-models-out calibration. For a
+model-based plan (``method="model"``) the estimate is the plan's calibrated mix of the
+stratified mean and the item model's prediction, and its interval is the design-based one
+scaled by the factor that covered history models held out; a model outside the history's range
+gets the design-based estimate and interval instead (``evals.estimate.extrapolation``). With
 too few items for the variance to be estimated, :func:`estimate` refuses: the result's
 interval check fails and its interval is the distribution-free Hoeffding bound of the design,
 which holds at any size but is wide.
@@ -21,6 +25,7 @@ from labcoat.errors import InputError
 from labcoat.evals import _design as D
 from labcoat.evals.checks import MIN_DF, MIN_ITEMS
 from labcoat.evals.history import Results
+from labcoat.evals.irt import crossfit
 from labcoat.evals.plan import Plan, as_plan
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
@@ -127,6 +132,10 @@ class Estimate(Result):
     fallback_halfwidth: float = math.nan
     model_residual: tuple[float, float] | None = None
     history_range: tuple[float, float] = (math.nan, math.nan)
+    design_score: float = math.nan
+    model_score: float = math.nan
+    weight: float = 1.0
+    extrapolated: bool = False
 
     @property
     def n_missing(self) -> int:
@@ -172,7 +181,13 @@ class Estimate(Result):
         from labcoat.evals.checks import findings_for
 
         return findings_for(
-            self, ("evals.estimate.items", "evals.estimate.interval", "evals.estimate.model_fit")
+            self,
+            (
+                "evals.estimate.items",
+                "evals.estimate.interval",
+                "evals.estimate.model_fit",
+                "evals.estimate.extrapolation",
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +209,10 @@ class Estimate(Result):
             "refused": self.refused,
             "reason": self.reason,
             "stronger_than_history": self.stronger_than_history,
+            "design_score": self.design_score,
+            "model_score": self.model_score,
+            "weight": self.weight,
+            "extrapolated": self.extrapolated,
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -219,7 +238,23 @@ def estimate(
     level = plan.level if level is None else level
     Interval(float, 0.0, 1.0, low_open=True, high_open=True).check(level, "level")
     idx, y, missing = planned_scores(plan, res, allow_missing=allow_missing)
-    est, se, df, residual = plan.design.estimate(y, idx, plan.item_model)
+    extra: dict[str, Any] = {}
+    inflation = plan.inflation
+    if plan.method == "model":
+        est, se, df, infl, outside, s, m = plan.combined(y, idx)
+        inflation = float(infl[0])
+        # the item model's cross-fitted residual on the drawn items: how far off it is here
+        pred, _ = crossfit(plan.item_model, y[:, None], idx, plan.design.strata[idx])
+        r = y - pred[:, 0]
+        residual = (np.array([r.mean()]), np.array([r.std(ddof=1) / math.sqrt(r.size)]))
+        extra = {
+            "design_score": float(s[0]),
+            "model_score": float(m[0]),
+            "weight": 1.0 if outside[0] else plan.weight,
+            "extrapolated": bool(outside[0]),
+        }
+    else:
+        est, se, df, residual = plan.design.estimate(y, idx, plan.item_model)
     score = float(np.clip(est[0], 0.0, 1.0))
     refused, reason = False, ""
     if idx.size < MIN_ITEMS or df < MIN_DF:
@@ -238,13 +273,14 @@ def estimate(
         n_total=plan.n_items,
         method=plan.method,
         model=res.model,
-        inflation=plan.inflation,
+        inflation=inflation,
         missing=tuple(missing),
         refused=refused,
         reason=reason,
         fallback_halfwidth=hoeffding_halfwidth(plan, idx, level),
         model_residual=None if residual is None else (float(residual[0][0]), float(residual[1][0])),
         history_range=plan.history_range,
+        **extra,
     )
 
 

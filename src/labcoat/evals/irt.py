@@ -1,13 +1,16 @@
-"""A multidimensional item response model fitted on the history, used only as a control variate.
+"""A multidimensional item response model fitted on the history: a control variate, or a predictor.
 
 ``P(model m answers item i) = sigmoid(a_i . theta_m + b_i)`` with ``r`` ability dimensions
 (``r = 1`` is the two-parameter logistic model of tinyBenchmarks and metabench). Items and
 models are fitted by alternating, vectorised Newton steps with Gaussian priors (MAP), so the
 fit is deterministic and takes well under a second on thousands of items.
 
-The fit never decides what the estimate is: :mod:`labcoat.evals.estimate` adds the design-based
-mean of the residuals ``y - p`` to the model's prediction (a difference estimator), so a wrong
-or misfitting model costs precision, never validity.
+For ``method="irt"`` the fit never decides what the estimate is: :mod:`labcoat.evals.estimate`
+adds the design-based mean of the residuals ``y - p`` to the model's prediction (a difference
+estimator), so a wrong or misfitting model costs precision, never validity. For
+``method="model"`` it predicts the items a model was not evaluated on
+(:meth:`ItemModel.expected_score`, the p-IRT estimate of tinyBenchmarks): a biased estimate,
+whose weight and interval the plan calibrates leave-models-out on the history.
 """
 
 from __future__ import annotations
@@ -65,6 +68,19 @@ class ItemModel:
             if np.abs(step).max() < 1e-6:
                 break
         return theta
+
+    def expected_score(self, y: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """The model-based full-benchmark score ``(models,)`` of models whose scores on the
+        drawn ``items`` are ``y`` ``(len(items), models)``: their observed scores plus the
+        predicted probabilities of every item not drawn, over the benchmark's size."""
+        y = np.asarray(y, dtype=float)
+        if y.ndim == 1:
+            y = y[:, None]
+        theta = self.abilities(y, items)
+        p = self.predict(theta)
+        unseen = np.ones(self.b.size, dtype=bool)
+        unseen[items] = False
+        return (y.sum(axis=0) + p[unseen].sum(axis=0)) / self.b.size
 
     def to_dict(self) -> dict:
         return {

@@ -12,12 +12,34 @@ models' per-item results:
 * ``"irt"``: the same design, with an item response model fitted on the history as a control
   variate (a difference estimator): still unbiased by design, more precise where the history
   predicts which items a new model gets right.
+* ``"model"``: model-based, where the history is large enough (at least
+  :data:`MODEL_MIN_GROUPS` model groups and :data:`MODEL_MIN_ITEMS` items; with less the plan
+  falls back to ``"stratified"`` and says so in the ``evals.plan.model_history`` finding). The
+  same stratified draw; the estimate is ``w * stratified + (1 - w) * p-IRT``, where p-IRT is the
+  observed items' sum plus the item model's predicted probabilities of every item not drawn,
+  over the benchmark's size (tinyBenchmarks' estimator, Maia Polo et al. 2024). Not unbiased by
+  design: the weight ``w`` is the one with the least error on history models held out, and the
+  interval is calibrated the same way (below). A model whose design-based estimate lies outside
+  the history's range of scores is one the item model would extrapolate to (its ability shrinks
+  toward the history's), and the calibration has too few such cases to vouch for an interval:
+  its interval is widened to contain the design-based one, which holds by design, and the
+  ``evals.estimate.extrapolation`` finding says so (see :meth:`Plan.combined`).
+  :func:`~labcoat.evals.compare` ranks on the design-based paired difference (its interval
+  holds by design); :func:`~labcoat.evals.sequential` does not depend on the method.
 * ``"random"``: plain random sampling, the baseline.
 
 The plan is calibrated leave-models-out: groups of history models are held out, the design is
 rebuilt on the rest, and the held-out models' intervals are checked against their full-benchmark
 scores. Where they undercover, the plan widens its intervals by the factor that covers
-(``calibration["inflation"]``, at most 2).
+(``calibration["inflation"]``, at most 2). For ``"model"`` the calibration is what makes the
+interval: its folds add one that holds out the strongest groups (so extrapolation is among the
+held-out cases), the weight is chosen on the held-out errors, and the interval's factor is the
+quantile of ``|estimate - full score| / (t * se)`` over held-out models and draws, taken a little
+above the level (:data:`CALIBRATION_MARGIN`) and corrected for the finite number of held-out
+models (the quantile at ``q (1 + 1/M)`` for ``M`` held-out models).
+
+Plans are JSON (:data:`PLAN_VERSION` 2; version-1 plans, which have no ``"model"`` method, load
+unchanged).
 """
 
 from __future__ import annotations
@@ -33,13 +55,20 @@ import numpy as np
 from labcoat._validation import Interval, OneOf
 from labcoat.errors import InputError
 from labcoat.evals import _design as D
+from labcoat.evals.checks import MODEL_MIN_GROUPS, MODEL_MIN_ITEMS
 from labcoat.evals.history import History
 from labcoat.evals.irt import ItemModel, crossfit, fit_items
 from labcoat.findings import Finding
 from labcoat.result import Result
 
-METHODS = ("stratified", "irt", "random")
-PLAN_VERSION = 1
+METHODS = ("stratified", "irt", "model", "random")
+PLAN_VERSION = 2
+#: distinct held-out models outside their history's range needed to weigh the item model there
+MODEL_MIN_OUTSIDE = 6
+#: the least a model-based plan's calibration may narrow the design's own intervals
+MODEL_INFLATION_FLOOR = 0.5
+#: the weights on the design-based estimate tried by the calibration of a model-based plan
+WEIGHTS = np.linspace(0.0, 1.0, 21)
 #: the most an interval is widened by calibration before the plan warns instead
 INFLATION_CAP = 2.0
 #: the least the calibration may narrow the design's own intervals
@@ -183,6 +212,7 @@ class Plan(Result):
     source: str = ""
     models: tuple[str, ...] = ()
     history_range: tuple[float, float] = (math.nan, math.nan)
+    requested_method: str = ""
 
     @property
     def subset(self) -> list[str]:
@@ -201,6 +231,47 @@ class Plan(Result):
     def inflation(self) -> float:
         return float(self.calibration.get("inflation", 1.0)) if self.calibration else 1.0
 
+    @property
+    def design_inflation(self) -> float:
+        """The calibrated factor of the design-based intervals (for a model-based plan, those of
+        its fallback and of :func:`~labcoat.evals.compare`)."""
+        if self.method == "model" and self.calibration:
+            return float(self.calibration.get("inflation_design", 1.0))
+        return self.inflation
+
+    @property
+    def weight(self) -> float:
+        """A model-based plan's weight on the design-based estimate (1: design-based only)."""
+        return float(self.calibration.get("weight", 1.0)) if self.method == "model" else 1.0
+
+    def combined(
+        self, y: np.ndarray, idx: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A model-based plan's estimates of models scoring ``y`` ``(len(idx), models)`` on the
+        drawn items ``idx``: ``(estimate, se, df, inflation, extrapolated, design estimate,
+        model estimate)``, one entry per model.
+
+        Inside the history's range the estimate is ``w s + (1 - w) m`` with the calibrated
+        factor. Outside it (judged by the design-based ``s``) the calibration has too few cases
+        to trust, so the interval is made to contain the design-based one, which holds by
+        design: the estimate is ``w_out s + (1 - w_out) m`` (``w_out`` from the held-out models
+        that lay outside their history, 1 when there were too few) and the half-width is the
+        design-based one plus ``|estimate - s|``."""
+        y = np.asarray(y, dtype=float)
+        if y.ndim == 1:
+            y = y[:, None]
+        s, se, df, _ = self.design.estimate(y, idx)
+        m = self.item_model.expected_score(y, idx)
+        lo, hi = self.history_range
+        outside = (s < lo) | (s > hi)
+        w = self.weight
+        w_out = float(self.calibration.get("weight_outside", 1.0))
+        est = np.where(outside, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
+        half = np.maximum(D.t_quantile(self.level, df) * se, 1e-12)
+        widened = self.design_inflation + np.abs(est - s) / half
+        inflation = np.where(outside, widened, self.inflation)
+        return est, se, df, inflation, outside, s, m
+
     def index(self) -> dict[str, int]:
         return {str(k): i for i, k in enumerate(self.items.tolist())}
 
@@ -214,13 +285,16 @@ class Plan(Result):
     def findings(self) -> list[Finding]:
         from labcoat.evals.checks import findings_for
 
-        return findings_for(self, ("evals.plan.size", "evals.plan.calibration"))
+        return findings_for(
+            self, ("evals.plan.size", "evals.plan.calibration", "evals.plan.model_history")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": PLAN_VERSION,
             "kind": "labcoat.evals.plan",
             "method": self.method,
+            "requested_method": self.requested_method or self.method,
             "budget": self.budget,
             "level": self.level,
             "seed": self.seed,
@@ -251,6 +325,12 @@ class Plan(Result):
                 f"{source}: not a labcoat eval plan (no 'kind': 'labcoat.evals.plan'); make one "
                 "with `labcoat evals plan HISTORY --budget K -o plan.json`."
             )
+        version = data.get("version", 1)
+        if not isinstance(version, int) or version > PLAN_VERSION:
+            raise InputError(
+                f"{source}: an eval plan of version {version!r}, newer than this labcoat reads "
+                f"(up to {PLAN_VERSION}); upgrade labcoat or make the plan again."
+            )
         try:
             d = data["design"]
             design = Design(
@@ -273,6 +353,7 @@ class Plan(Result):
                 source=str(data.get("source", "")),
                 models=tuple(data.get("models", ())),
                 history_range=tuple(data.get("history_range", (math.nan, math.nan))),
+                requested_method=str(data.get("requested_method", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(
@@ -281,6 +362,13 @@ class Plan(Result):
             ) from None
         if design.strata.size != items.size or (chosen >= items.size).any():
             raise InputError(f"{source}: a damaged eval plan (its design does not fit its items).")
+        if plan.method not in METHODS or (
+            plan.method == "model" and (plan.item_model is None or "weight" not in plan.calibration)
+        ):
+            raise InputError(
+                f"{source}: a damaged eval plan (method {plan.method!r} without what it needs); "
+                "make it again with `labcoat evals plan`."
+            )
         return plan
 
 
@@ -318,10 +406,14 @@ def plan_subset(
     """Choose ``budget`` items of the history's benchmark to evaluate new models on.
 
     ``history``: a :class:`History`, or anything :func:`~labcoat.evals.read_history` reads.
-    ``method``: ``"stratified"``, ``"irt"`` or ``"random"`` (see the module). ``clusters``:
-    optional item cluster labels (one per item, e.g. a subject column) used instead of the
-    clusters found in the history. ``calibrate``: check the design leave-models-out on the
-    history (``reps`` subsets per held-out fold) and widen intervals where they undercover.
+    ``method``: ``"stratified"``, ``"irt"``, ``"model"`` or ``"random"`` (see the module);
+    ``"model"`` falls back to ``"stratified"`` on a history smaller than
+    :data:`MODEL_MIN_GROUPS` model groups or :data:`MODEL_MIN_ITEMS` items (the plan's
+    ``requested_method`` keeps what was asked, and its ``evals.plan.model_history`` finding
+    warns). ``clusters``: optional item cluster labels (one per item, e.g. a subject column)
+    used instead of the clusters found in the history. ``calibrate``: check the design
+    leave-models-out on the history (``reps`` subsets per held-out fold) and widen intervals
+    where they undercover; a model-based plan needs it (its weight and interval come from it).
     """
     if not isinstance(history, History):
         from labcoat.evals.history import read_history
@@ -341,12 +433,25 @@ def plan_subset(
                 f"`clusters` must give one label per item ({history.n_items}); got {labels.size}."
             )
         _, clusters = np.unique(labels.astype(str), return_inverse=True)
+    requested = method
+    if method == "model":
+        if not calibrate:
+            raise InputError(
+                "method='model' needs calibrate=True (drop --no-calibrate): its weight and its "
+                "interval come from the leave-models-out calibration on the history."
+            )
+        if not model_history_ok(history):
+            method = "stratified"
     design = build_design(scores, budget, method, clusters=clusters, seed=seed)
     rng = np.random.default_rng(seed)
     chosen = design.draw(rng)
-    item_model = fit_items(scores) if method == "irt" else None
+    item_model = fit_items(scores) if method in ("irt", "model") else None
     calibration: dict[str, Any] = {}
-    if calibrate and np.unique(history.groups).size >= 3:
+    if method == "model":
+        calibration = calibrate_model(
+            history, budget, level=level, seed=seed, reps=reps, clusters=clusters
+        )
+    elif calibrate and np.unique(history.groups).size >= 3:
         calibration = calibrate_design(
             history, budget, method, level=level, seed=seed, reps=reps, clusters=clusters
         )
@@ -363,7 +468,115 @@ def plan_subset(
         source=history.source,
         models=tuple(str(m) for m in history.models),
         history_range=(float(means.min()), float(means.max())),
+        requested_method=requested,
     )
+
+
+def model_history_ok(history: History) -> bool:
+    """Whether a history is large enough for a model-based plan (see :data:`MODEL_MIN_GROUPS`,
+    :data:`MODEL_MIN_ITEMS`)."""
+    groups = np.unique(history.groups).size
+    return bool(groups >= MODEL_MIN_GROUPS and history.n_items >= MODEL_MIN_ITEMS)
+
+
+def _model_folds(
+    history: History, folds: int, rng: np.random.Generator
+) -> list[tuple[str, np.ndarray]]:
+    """Held-out masks for a model-based plan's calibration: ``folds`` random folds of model
+    groups, and one of the strongest eighth of the groups (at least 2), so that models stronger
+    than all the rest are among the held-out cases."""
+    groups = np.unique(history.groups)
+    k = int(min(folds, groups.size))
+    fold_of = dict(zip(rng.permutation(groups).tolist(), np.arange(groups.size) % k))
+    fold = np.array([fold_of[g] for g in history.groups.tolist()])
+    out = [(f"fold{f}", fold == f) for f in range(k)]
+    means = history.scores.mean(axis=0)
+    strength = {g: float(means[history.groups == g].mean()) for g in groups.tolist()}
+    top = sorted(strength, key=strength.get)[-max(2, groups.size // 8) :]
+    out.append(("top", np.isin(history.groups, top)))
+    return out
+
+
+def calibrate_model(
+    history: History,
+    budget: int,
+    *,
+    level: float = 0.95,
+    seed: int = 0,
+    reps: int = 20,
+    folds: int = 5,
+    clusters: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """Leave-models-out calibration of a model-based plan: for every fold of
+    :func:`_model_folds`, refit the item model and rebuild the design on the other models, draw
+    ``reps`` subsets, and record each held-out model's design-based and model-based estimates
+    against its full-benchmark score. Returns the weight on the design-based estimate with the
+    least mean absolute error (over the held-out cases inside their history's range, the ones
+    the combined estimate is used for), the factor that makes the combined interval cover (at
+    ``level`` plus the margin, finite-sample corrected), the design-based intervals' own factor
+    (for the fallback and for comparisons), and the errors beside random sampling's."""
+    rng = np.random.default_rng([seed, 13])
+    y_all = history.scores
+    truth = y_all.mean(axis=0)
+    keys = ("s", "m", "t", "q", "se", "out", "r", "id")
+    rows: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    splits = _model_folds(history, folds, rng)
+    for _, held in splits:
+        rest = y_all[:, ~held]
+        design = build_design(rest, budget, "stratified", clusters=clusters, seed=seed)
+        model = fit_items(rest)
+        means = rest.mean(axis=0)
+        lo, hi = float(means.min()), float(means.max())
+        yt = y_all[:, held]
+        for _ in range(reps):
+            idx = design.draw(rng)
+            s, se, df, _ = design.estimate(yt[idx], idx)
+            rows["s"].append(s)
+            rows["m"].append(model.expected_score(yt[idx], idx))
+            rows["t"].append(truth[held])
+            rows["se"].append(se)
+            rows["q"].append(np.full(s.size, D.t_quantile(level, df)))
+            rows["out"].append((s < lo) | (s > hi))
+            ridx = rng.choice(history.n_items, budget, replace=False)
+            rows["r"].append(np.abs(yt[ridx].mean(axis=0) - truth[held]))
+            rows["id"].append(np.flatnonzero(held))
+    s, m, t, q, se, out, err_random, ids = (np.concatenate(rows[k]) for k in rows)
+    half = np.maximum(q * se, 1e-12)
+    inside = ~out
+    if not inside.any():  # every held-out case extrapolated: the design alone
+        inside = np.ones_like(out)
+    errors = np.abs(WEIGHTS[:, None] * s[inside] + (1.0 - WEIGHTS[:, None]) * m[inside] - t[inside])
+    w = float(WEIGHTS[int(np.argmin(errors.mean(axis=1)))])
+    # outside the range: a weight of its own, from enough distinct held-out models only
+    w_out = 1.0
+    if np.unique(ids[out]).size >= MODEL_MIN_OUTSIDE:
+        e_out = np.abs(WEIGHTS[:, None] * s[out] + (1.0 - WEIGHTS[:, None]) * m[out] - t[out])
+        w_out = float(WEIGHTS[int(np.argmin(e_out.mean(axis=1)))])
+    est = np.where(out, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
+    target = level + (1.0 - level) * CALIBRATION_MARGIN
+    held_models = int(np.unique(ids).size)  # distinct: the top fold's are in a random fold too
+    corrected = min(1.0, target * (1.0 + 1.0 / max(held_models, 1)))
+    ratios = np.abs(est - t)[inside] / half[inside]
+    need = float(np.quantile(ratios, corrected, method="higher"))
+    need_design = float(np.quantile(np.abs(s - t) / half, target, method="higher"))
+    return {
+        "coverage_raw": float(np.mean(ratios <= 1.0)),
+        "inflation": float(min(max(MODEL_INFLATION_FLOOR, need), INFLATION_CAP)),
+        "inflation_design": float(min(max(INFLATION_FLOOR, need_design), INFLATION_CAP)),
+        "inflation_cap": INFLATION_CAP,
+        "weight": w,
+        "weight_outside": w_out,
+        "quantile": corrected,
+        "mae": float(np.abs(est - t).mean()),
+        "mae_design": float(np.abs(s - t).mean()),
+        "mae_model": float(np.abs(m - t).mean()),
+        "mae_random": float(err_random.mean()),
+        "extrapolated": float(out.mean()),
+        "held_out_models": held_models,
+        "folds": len(splits),
+        "reps": reps,
+        "trials": int(ratios.size),
+    }
 
 
 def calibrate_design(
@@ -421,4 +634,15 @@ def calibrate_design(
     }
 
 
-__all__ = ["METHODS", "Design", "Plan", "as_plan", "build_design", "load_plan", "plan_subset"]
+__all__ = [
+    "METHODS",
+    "MODEL_MIN_GROUPS",
+    "MODEL_MIN_ITEMS",
+    "Design",
+    "Plan",
+    "as_plan",
+    "build_design",
+    "load_plan",
+    "model_history_ok",
+    "plan_subset",
+]

@@ -36,6 +36,14 @@ def plan_view(plan: Any) -> Group:
             ("held-out coverage", f"{cal['coverage_raw']:.1%} (inflation x{cal['inflation']:.2f})"),
             ("held-out MAE", f"{cal['mae']:.4f} (random sampling: {cal['mae_random']:.4f})"),
         ]
+        if "weight" in cal:
+            rows.append(
+                (
+                    "model-based",
+                    f"{cal['weight']:.2f} x design-based + {1 - cal['weight']:.2f} x item model "
+                    f"(design-based alone: held-out MAE {cal['mae_design']:.4f})",
+                )
+            )
     shown = ", ".join(plan.subset[:12]) + (", ..." if plan.budget > 12 else "")
     rows.append(("evaluate", shown))
     return _with_findings(_rows("Eval plan", rows), plan)
@@ -53,6 +61,14 @@ def estimate_view(est: Any) -> Group:
         ),
         ("detectable", f"a difference of {est.detectable:.3f} (80% power)"),
     ]
+    if est.method == "model":
+        rows.append(
+            (
+                "parts",
+                f"design-based {est.design_score:.4f}, item model {est.model_score:.4f}, "
+                f"weight {est.weight:.2f}" + (" (outside the history)" if est.extrapolated else ""),
+            )
+        )
     return _with_findings(_rows("Eval estimate", rows), est)
 
 
