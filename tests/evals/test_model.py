@@ -57,8 +57,20 @@ def test_model_history_passes_a_history_of_twenty_four_models(model_plan):
 
 
 def test_model_history_is_skipped_for_a_design_based_plan(history):
-    plan = plan_subset(history, 60, reps=2)
+    plan = plan_subset(history, 60, method="stratified", reps=2)
     assert status(plan, "evals.plan.model_history") == "skip"
+
+
+def test_auto_is_model_based_on_a_large_history_and_stratified_without_a_warning_on_a_small(
+    history, big_history
+):
+    small = plan_subset(history, 60, reps=2)  # the default method is "auto"
+    assert small.method == "stratified" and small.requested_method == "auto"
+    finding = next(f for f in small.findings if f.check == "evals.plan.model_history")
+    assert finding.status == "skip" and "'auto' chose the stratified design" in finding.message
+    large = plan_subset(big_history, 60, reps=4)
+    assert large.method == "model" and status(large, "evals.plan.model_history") == "pass"
+    assert plan_subset(big_history, 60, calibrate=False).method == "stratified"
 
 
 @pytest.mark.check("evals.estimate.extrapolation", planted=True)

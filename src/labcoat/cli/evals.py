@@ -56,12 +56,13 @@ def evals() -> None:
 @click.option("--budget", "-k", type=click.IntRange(min=2), required=True, help="Items to plan.")
 @click.option(
     "--method",
-    type=click.Choice(["stratified", "irt", "model", "random"]),
-    default="stratified",
+    type=click.Choice(["auto", "stratified", "irt", "model", "random"]),
+    default="auto",
     show_default=True,
-    help="stratified: by difficulty and item clusters; irt: plus an item model as control "
-    "variate; model: model-based (item model's predictions, calibrated on the history); "
-    "random: plain random sampling.",
+    help="auto: model where the history is large enough, else stratified; stratified: by "
+    "difficulty and item clusters; irt: plus an item model as control variate; model: "
+    "model-based (item model's predictions, calibrated on the history); random: plain random "
+    "sampling.",
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="Plan file.")
 @click.option(

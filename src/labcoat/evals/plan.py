@@ -3,7 +3,9 @@
 :func:`plan_subset` builds the design from a :class:`~labcoat.evals.history.History` of earlier
 models' per-item results:
 
-* ``"stratified"`` (default): items are grouped into clusters the history's models answer alike
+* ``"auto"`` (default): ``"model"`` where the history is large enough for it, else
+  ``"stratified"``; the plan's ``method`` says which was used.
+* ``"stratified"``: items are grouped into clusters the history's models answer alike
   (k-means on difficulty and the leading principal components of the responses), each cluster
   is cut into runs of like difficulty, and one item (more where the budget allows) is drawn at
   random from every run. The estimate is the stratified mean: unbiased by design, whatever
@@ -396,7 +398,7 @@ def plan_subset(
     history: History | Any,
     budget: int,
     *,
-    method: str = "stratified",
+    method: str = "auto",
     level: float = 0.95,
     seed: int = 0,
     clusters: Any = None,
@@ -406,9 +408,10 @@ def plan_subset(
     """Choose ``budget`` items of the history's benchmark to evaluate new models on.
 
     ``history``: a :class:`History`, or anything :func:`~labcoat.evals.read_history` reads.
-    ``method``: ``"stratified"``, ``"irt"``, ``"model"`` or ``"random"`` (see the module);
-    ``"model"`` falls back to ``"stratified"`` on a history smaller than
-    :data:`MODEL_MIN_GROUPS` model groups or :data:`MODEL_MIN_ITEMS` items (the plan's
+    ``method``: ``"auto"`` (the default: ``"model"`` where the history is large enough and
+    ``calibrate`` is on, else ``"stratified"``), ``"stratified"``, ``"irt"``, ``"model"`` or
+    ``"random"`` (see the module); ``"model"`` falls back to ``"stratified"`` on a history
+    smaller than :data:`MODEL_MIN_GROUPS` model groups or :data:`MODEL_MIN_ITEMS` items (the plan's
     ``requested_method`` keeps what was asked, and its ``evals.plan.model_history`` finding
     warns). ``clusters``: optional item cluster labels (one per item, e.g. a subject column)
     used instead of the clusters found in the history. ``calibrate``: check the design
@@ -419,7 +422,7 @@ def plan_subset(
         from labcoat.evals.history import read_history
 
         history = read_history(history)
-    OneOf(METHODS).check(method, "method")
+    OneOf(("auto", *METHODS)).check(method, "method")
     Interval(float, 0.0, 1.0, low_open=True, high_open=True).check(level, "level")
     Interval(int, 0).check(seed, "seed")
     budget = Interval(int, 2, history.n_items).check(
@@ -434,7 +437,9 @@ def plan_subset(
             )
         _, clusters = np.unique(labels.astype(str), return_inverse=True)
     requested = method
-    if method == "model":
+    if method == "auto":
+        method = "model" if calibrate and model_history_ok(history) else "stratified"
+    elif method == "model":
         if not calibrate:
             raise InputError(
                 "method='model' needs calibrate=True (drop --no-calibrate): its weight and its "
