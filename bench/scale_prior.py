@@ -113,6 +113,15 @@ def excess_slopes(pairs) -> np.ndarray:
     return np.maximum(np.abs(e[inside]) - floor, 0.0) / d[inside], d[inside]
 
 
+def prior_slope(pairs_list) -> dict:
+    """The prior's entry for one form from the backtest pairs of many curves."""
+    parts = [excess_slopes(p) for p in pairs_list]
+    s = np.concatenate([p[0] for p in parts])
+    d = np.concatenate([p[1] for p in parts])
+    b = float(np.quantile(s, LEVEL))
+    return {"upper": b, "lower": b, "max_distance": float(d.max()), "pairs": s.size}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write prior_table.py")

@@ -80,8 +80,11 @@ def fit(
             huber_delta=huber_delta,
         )
     selection = pairs = None
+    alternatives: dict[str, Any] = {}
     if isinstance(form, str) and form == "auto":
-        chosen, selection, pairs = choose_form(N, D, L, float(huber_delta), p0)
+        chosen, selection, pairs, alternatives = choose_form(
+            N, D, L, float(huber_delta), p0, level=level
+        )
     else:
         chosen = resolve_form(form, p0, 1 if D is None else 2)
     x, loss = training_data(N, D, L, chosen)
@@ -106,18 +109,19 @@ def fit(
         _x=x,
         _loss=loss,
         _pairs=pairs,
+        _alternatives=alternatives,
     )
     result.findings = diagnose(result)
     result.record(ledger)
     return result
 
 
-def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any):
+def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.95):
     """``form="auto"``: every learning-curve candidate backtested from rolling origins on these
     runs; the lowest RMSE of log loss over the extrapolations of the later half of the origins
     wins (ties: the simpler form). On 21 ColPret curves (the last quarter held out) that choice
     matched the best single form, where the RMSE over every origin lost 22 % to it."""
-    from labcoat.scale.calibrate import rolling_pairs
+    from labcoat.scale.calibrate import plausible_forms, rolling_pairs
     from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
 
     if D is not None:
@@ -130,23 +134,43 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any):
     x, loss = training_data(N, None, L, CURVES["m1"])
     scores: dict[str, float] = {}
     found: dict[str, Any] = {}
+    thetas: dict[str, np.ndarray] = {}
     for name in AUTO_CANDIDATES:
         form = CURVES[name]
         if loss.size < len(form.names) + 1:
             continue
-        theta = grid_search(form, x, loss, delta).theta
-        found[name] = rolling_pairs(form, x, loss, delta, theta)
+        thetas[name] = grid_search(form, x, loss, delta).theta
+        found[name] = rolling_pairs(form, x, loss, delta, thetas[name])
         scores[name] = found[name].late_rmse
-    finite = {k: v for k, v in scores.items() if np.isfinite(v)}
-    if finite:
-        name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))
-        pairs = found[name]
-        why = (
-            f"lowest rolling-origin RMSE of log loss, {finite[name]:.3g}, over the extrapolations "
-            f"of the later {pairs.n_origins - pairs.n_origins // 2} of {pairs.n_origins} origins"
+    name, why = pick_form(found)
+    plausible, ratio = plausible_forms(found, name, level)
+    selection = {
+        "chosen": name,
+        "why": why,
+        "backtest_rmse": scores,
+        "indistinguishable": plausible,
+        "indistinguishable_within": ratio,
+    }
+    if plausible:
+        selection["why"] += (
+            f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the backtest at "
+            f"{level:.0%}), so the calibrated interval covers their predictions too"
         )
-    else:
-        name = "m2" if "m2" in scores else "m1"
-        why = "too few runs for rolling-origin backtests; m2 (power law with a floor) by default"
-    selection = {"chosen": name, "why": why, "backtest_rmse": scores}
-    return CURVES[name], selection, found.get(name)
+    alternatives = {k: thetas[k] for k in plausible}
+    return CURVES[name], selection, found.get(name), alternatives
+
+
+def pick_form(found: Mapping[str, Any]) -> tuple[str, str]:
+    """The candidate ``form="auto"`` picks from each one's rolling-origin pairs, and why."""
+    from labcoat.scale.curves import AUTO_CANDIDATES
+
+    finite = {k: p.late_rmse for k, p in found.items() if np.isfinite(p.late_rmse)}
+    if not finite:
+        name = "m2" if "m2" in found else "m1"
+        return name, "too few runs for rolling-origin backtests; m2 (power law with a floor) by default"
+    name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))
+    pairs = found[name]
+    return name, (
+        f"lowest rolling-origin RMSE of log loss, {finite[name]:.3g}, over the extrapolations "
+        f"of the later {pairs.n_origins - pairs.n_origins // 2} of {pairs.n_origins} origins"
+    )
