@@ -22,7 +22,6 @@ cache written by an earlier run, seconds)
 from __future__ import annotations
 
 import argparse
-import csv
 import pickle
 import sys
 import time
@@ -31,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from scale_prior import COLPRET, DELTA, _thin, curves, prior_slope
+from scale_prior import COLPRET, DELTA, all_curves, olmo_curves, prior_slope
 
 from labcoat.scale import calibrate as cal
 from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
@@ -39,50 +38,6 @@ from labcoat.scale.search import grid_search
 
 LEVEL = 0.95
 HOLDOUT_SHARES = (0.15, 0.25)
-
-
-def all_curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The prior's curves plus OPT's validation trajectories (log perplexity against tokens)."""
-    out = dict(curves())
-    groups = defaultdict(list)
-    with (COLPRET / "aggregated_eval/opt_trajectories.csv").open() as fh:
-        for r in csv.DictReader(fh):
-            groups[r["model_size"]].append((10 ** float(r["num_token"]), np.log(float(r["ppl"]))))
-    for size, rows in groups.items():
-        a = np.array(rows)
-        x, y = _thin(a[:, 0], a[:, 1])
-        if x.size >= 12:
-            out[f"opt/{size}"] = (x, y)
-    return out
-
-
-OLMO_TASKS = ("piqa_len_norm", "arc_easy_acc", "hellaswag_len_norm", "openbook_qa_len_norm",
-              "winogrande_acc", "sciq_acc")
-OLMO_LOSSES = ("c4_en-validation/CrossEntropyLoss", "pile-validation/CrossEntropyLoss")
-
-
-def olmo_curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """OLMo's validation losses and downstream errors (1 − accuracy) against steps: the
-    error-rate curves are noisy and bend, like the benchmark's few-shot error curves."""
-    columns = [f"downstream/{t}" for t in OLMO_TASKS] + list(OLMO_LOSSES)
-    groups = defaultdict(list)
-    with (COLPRET / "aggregated_eval/olmo.csv").open() as fh:
-        for r in csv.DictReader(fh):
-            if not r["Step"] or float(r["Step"]) <= 0:
-                continue
-            for col in columns:
-                if r.get(col):
-                    value = float(r[col])
-                    value = 1.0 - value if col.startswith("downstream/") else value
-                    groups[(r["model_name"].strip(), col.split("/")[-1] if "downstream" in col
-                            else col.split("-")[0])].append((float(r["Step"]), value))
-    out = {}
-    for (model, what), rows in groups.items():
-        a = np.array(rows)
-        x, y = _thin(a[:, 0], a[:, 1])
-        if x.size >= 12:
-            out[f"olmo-{'err' if 'acc' in what or 'norm' in what else 'loss'}/{model}/{what}"] = (x, y)
-    return out
 
 
 def collect(data, shares=HOLDOUT_SHARES, records=None) -> list[dict]:
@@ -98,7 +53,13 @@ def collect(data, shares=HOLDOUT_SHARES, records=None) -> list[dict]:
             fit, test = lx <= cut, lx > cut
             xf, yf = x[fit][None], y[fit]
             group = name.split("/")[0]
-            rec = {"curve": name, "family": group.split("-")[0], "group": group, "share": share, "forms": {}}
+            rec = {
+                "curve": name,
+                "family": group.split("-")[0],
+                "group": group,
+                "share": share,
+                "forms": {},
+            }
             rec["distance"] = cal.distance(xf, x[test][None])
             for form_name in AUTO_CANDIDATES:
                 form = CURVES[form_name]
@@ -124,9 +85,7 @@ def family_priors(records) -> dict[str, dict]:
         for form_name in AUTO_CANDIDATES:
             pairs = [r["forms"][form_name]["pairs"] for r in others if form_name in r["forms"]]
             forms[form_name] = prior_slope(pairs)
-        forms["default"] = prior_slope(
-            [f["pairs"] for r in others for f in r["forms"].values()]
-        )
+        forms["default"] = prior_slope([f["pairs"] for r in others for f in r["forms"].values()])
         out[family] = {**PRIOR, "forms": {**PRIOR["forms"], **forms}}
     return out
 
@@ -138,18 +97,19 @@ def choose(rec: dict) -> str:
     return pick_form({k: v["pairs"] for k, v in rec["forms"].items()})[0]
 
 
-def evaluate(records, priors, level=LEVEL, widen=True) -> dict:
+def evaluate(records, priors, level=LEVEL, widen=True, use_prior=True) -> dict:
     covered, widths, fam_cov = [], [], defaultdict(list)
     rmse = defaultdict(list)
     chosen = defaultdict(int)
     for rec in records:
+        rec.setdefault("group", rec["family"])
         name = choose(rec)
         chosen[name] += 1
         form = rec["forms"][name]
         original = cal.load_prior
         cal.load_prior = lambda: priors[rec["family"]]
         try:
-            calibration = cal.calibrate(form["pairs"], level, name)
+            calibration = cal.calibrate(form["pairs"], level, name, use_prior=use_prior)
         finally:
             cal.load_prior = original
         e = form["error"]
@@ -191,12 +151,16 @@ def report(result: dict) -> None:
         "median RMSE of log loss: auto "
         f"{rmse['auto']:.4f}; " + ", ".join(f"{k} {v:.4f}" for k, v in plain.items())
     )
-    print(f"auto vs best plain ({best}): {rmse['auto'] / plain[best]:.3f}x; chose {result['chosen']}")
+    print(
+        f"auto vs best plain ({best}): {rmse['auto'] / plain[best]:.3f}x; chose {result['chosen']}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, help="pickle of the fits: read if present, else written")
+    parser.add_argument(
+        "--cache", type=Path, help="pickle of the fits: read if present, else written"
+    )
     args = parser.parse_args()
     if not COLPRET.is_dir():
         sys.exit(f"{COLPRET} not found")
@@ -211,8 +175,17 @@ def main() -> None:
             records = collect(data, records=records)
         if args.cache:
             args.cache.write_bytes(pickle.dumps(records))
-    print(f"{len(records)} curve-splits, {time.perf_counter() - start:.0f} s")
-    report(evaluate(records, family_priors(records)))
+    records = [
+        r for r in records if any(np.isfinite(f["pairs"].late_rmse) for f in r["forms"].values())
+    ]
+    print(f"{len(records)} curve-splits with backtests, {time.perf_counter() - start:.0f} s")
+    priors = family_priors(records)
+    print("\n== as shipped: own backtests, the forms auto cannot tell apart, the prior's floor ==")
+    report(evaluate(records, priors))
+    print("\n== without the form-choice widening (the previous version) ==")
+    report(evaluate(records, priors, widen=False))
+    print("\n== the chosen form's own backtests only (no prior, no widening) ==")
+    report(evaluate(records, priors, widen=False, use_prior=False))
 
 
 if __name__ == "__main__":

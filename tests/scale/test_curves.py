@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,17 @@ def test_auto_picks_a_floor_for_a_curve_with_a_floor_and_says_why():
     assert scores["m1"] > 3 * scores[fit.selection["chosen"]]  # a plain power law misses the floor
     assert "rolling-origin" in fit.selection["why"]
     assert fit.to_dict()["selection"]["chosen"] == fit.form.name
+    # the interval holds every form the backtest could not tell apart, not a missed one
+    close = fit.selection["indistinguishable"]
+    assert close and "m1" not in close and set(close) == set(fit._alternatives)
+    far = [1e6, 1e7]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred = fit.predict(far)
+    assert pred.calibration["form_choice"] == sorted(close)
+    for name in close:
+        other = np.exp(CURVES[name].log_predict(fit._alternatives[name], np.array([far]))[0])
+        assert np.all((pred.interval[0] <= other) & (other <= pred.interval[1]))
 
 
 def test_auto_needs_one_variable():

@@ -46,7 +46,8 @@ def fit(
     ``form``: ``"chinchilla"`` (L = E + A/N^α + B/D^β), ``"curve"`` (L = E + A/x^α, pass
     ``D=None``), a learning-curve form of one variable (``"m1"``…``"m4"``, ``"broken"``: see
     :mod:`labcoat.scale.curves`), ``"auto"`` (the learning-curve form with the lowest
-    rolling-origin backtest error on these runs; ``fit.selection`` says which and why) or a
+    rolling-origin backtest error on these runs; ``fit.selection`` says which and why, and which
+    candidates it could not tell apart) or a
     function ``f(N, D, **params)`` / ``f(x, **params)`` with ``p0`` (initial guesses, a value
     or a list of values per parameter). Huber loss (``huber_delta``) on log
     loss, every grid start, best final objective wins; ``bootstrap`` resamples of the runs are
@@ -58,7 +59,9 @@ def fit(
     run) instead: through the loss law and a ``link`` (``"exponential"``, Gadre et al. 2024;
     ``"sigmoid"``, OLMo ladder) or, with ``via="compute"``, against compute directly; returns a
     :class:`~labcoat.scale.downstream.DownstreamFit` whose verdict says whether the task is
-    predictable from these runs, with intervals calibrated at ``level``.
+    predictable from these runs, with intervals calibrated at ``level``. With ``form="auto"``,
+    ``level`` is also the level at which the candidates the backtest cannot tell apart from the
+    chosen form are found; the calibrated interval covers their predictions too.
     """
     if target != "loss":
         from labcoat.scale.downstream import fit_downstream
@@ -167,7 +170,10 @@ def pick_form(found: Mapping[str, Any]) -> tuple[str, str]:
     finite = {k: p.late_rmse for k, p in found.items() if np.isfinite(p.late_rmse)}
     if not finite:
         name = "m2" if "m2" in found else "m1"
-        return name, "too few runs for rolling-origin backtests; m2 (power law with a floor) by default"
+        return (
+            name,
+            "too few runs for rolling-origin backtests; m2 (power law with a floor) by default",
+        )
     name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))
     pairs = found[name]
     return name, (

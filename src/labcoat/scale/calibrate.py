@@ -80,6 +80,8 @@ class Calibration:
     pairs: Pairs | None = field(default=None, repr=False)
     #: the prior's line (a, b) the band never falls inside: ±(a + b·d)
     floor: tuple[float, float] | None = None
+    #: the backtest band is multiplied by this (see :func:`frontier_factor`); 1: not at all
+    factor: float = 1.0
 
     def band(self, distance: Any, shifts: Any = ()) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) log-error offsets at each distance; ``shifts`` (form="auto": each
@@ -87,6 +89,7 @@ class Calibration:
         by :func:`widen_for_choice` before the prior's floor applies."""
         d = np.maximum(np.asarray(distance, dtype=float), 0.0)
         lo, hi = self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
+        lo, hi = self.factor * lo, self.factor * hi
         lo, hi = widen_for_choice(lo, hi, shifts)
         if self.floor is not None:
             reach = self.floor[0] + self.floor[1] * d
@@ -110,6 +113,7 @@ class Calibration:
                 if self.floor is None
                 else {"at_0": self.floor[0], "per_log_distance": self.floor[1]},
                 "coverage": self.coverage,
+                "frontier_factor": self.factor,
                 "max_distance": self.max_distance,
                 "n_origins": self.n_origins,
                 "n_pairs": self.n_pairs,
@@ -330,6 +334,22 @@ def load_prior() -> dict[str, Any]:
     from labcoat.scale.prior_table import PRIOR
 
     return PRIOR
+
+
+def frontier_factor(level: float) -> float:
+    """How much wider than its own backtest band an extrapolation's error ran on public curves.
+
+    On ColPret curves held out by scale (``bench/scale_colpret.py``), the error of a fit at the
+    held-out points exceeded the band its own rolling-origin backtests gave, by a factor whose
+    ``level`` quantile (with the (n + 1) finite-sample correction of split-conformal quantiles)
+    ``bench/scale_prior.py`` stores: the frontier of a set of runs is harder to predict than
+    the backtests inside it show. Used where no prior floor exists (downstream metrics, whose
+    errors are additive, not in log loss); linear between the stored levels, 1 below them."""
+    table = load_prior().get("frontier")
+    if not table:
+        return 1.0
+    levels, factors = table["levels"], table["factors"]
+    return float(max(np.interp(level, levels, factors, left=1.0, right=factors[-1]), 1.0))
 
 
 def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration:
