@@ -77,3 +77,11 @@ def test_auto_picks_a_floor_for_a_curve_with_a_floor_and_says_why():
 def test_auto_needs_one_variable():
     with pytest.raises(InputError, match="'auto' chooses among learning-curve forms"):
         scale.fit([1e8, 2e8], [1e9, 2e9], [3.0, 2.9], form="auto", ledger=False)
+
+
+def test_the_level_auto_compares_forms_at_is_a_probability():
+    x = np.logspace(2, 4, 8)
+    with pytest.raises(InputError, match="`level` must be a number strictly between 0 and 1"):
+        scale.fit(x, None, 3 * x**-0.1, form="m1", level=1.5, bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, 3 * x**-0.1, form="m1", level=0.9, bootstrap=0, ledger=False)
+    assert fit.params["c"] == pytest.approx(0.1, rel=1e-3)

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from labcoat._validation import N_JOBS, Interval, Seed, validate_params
+from labcoat._validation import N_JOBS, PROBABILITY, Interval, Seed, validate_params
 from labcoat.errors import InputError
 from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
@@ -21,6 +21,7 @@ from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
         "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 1000)."),
         "seed": Seed(),
         "n_jobs": N_JOBS,
+        "level": PROBABILITY,
     }
 )
 def fit(
