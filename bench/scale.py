@@ -13,7 +13,7 @@ dropped) when present, else 240 synthetic runs of the same law.
 3. With --extrapolation: the held-out figures of bench/scale_extrapolation.py in the same run
    (coverage and width of calibrated and bootstrap 95 % intervals on the 92-task benchmark and
    the Chinchilla points, auto against the best of M1–M4, the downstream backtest on the
-   over-training grid).
+   over-training grid, and the ColPret curves held out by scale that they were tuned on).
 
 Run: python bench/scale.py [--starts K] [--extrapolation]   (a few minutes on two cores; the
 extrapolation part about half an hour)

@@ -9,6 +9,8 @@
 2. The Chinchilla points (5 highest losses dropped), the 42 largest held out by model size and
    by compute: coverage and width, calibrated and bootstrap.
 3. The downstream backtest on the over-training grid (ColPret's overtrain_downstreams.csv).
+4. The ColPret curves held out by scale that the calibration and ``auto`` were tuned on
+   (bench/scale_colpret.py).
 
 Run: python bench/scale_extrapolation.py [--bootstrap 100] [--tasks K] [--jobs J]
 """
@@ -152,12 +154,22 @@ def run_downstream() -> None:
     )
 
 
+def run_colpret(cache: str | None = None) -> None:
+    """The figures calibration and auto were tuned on (bench/scale_colpret.py)."""
+    import scale_colpret
+
+    print("\n== ColPret curves held out by scale (the tuning data; leave-one-family-out prior) ==")
+    sys.argv = [sys.argv[0]] + (["--cache", cache] if cache else [])
+    scale_colpret.main()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", type=int, default=100)
     parser.add_argument("--tasks", type=int, default=None, help="only the first K tasks")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--parts", default="benchmark,chinchilla,downstream")
+    parser.add_argument("--parts", default="benchmark,chinchilla,downstream,colpret")
+    parser.add_argument("--colpret-cache", default=None, help="bench/scale_colpret.py --cache")
     args = parser.parse_args()
     if not (SHARED / "scaling").is_dir():
         sys.exit("../shared/data/scaling not found")
@@ -167,6 +179,8 @@ def main() -> None:
         run_chinchilla(args.bootstrap)
     if "downstream" in parts:
         run_downstream()
+    if "colpret" in parts:
+        run_colpret(args.colpret_cache)
     if "benchmark" in parts:
         run_benchmark(args.bootstrap, args.tasks, args.jobs)
 

@@ -8,9 +8,11 @@ The table is written to ``src/labcoat/scale/prior_table.py``.
 
 Data (ColPret, ../shared/data/scaling/colpret; and the Chinchilla points, ../shared/data/
 chinchilla): GPT-3 training curves, RedPajama-INCITE 2.4B/6.7B, DataBlations single-epoch runs,
-Pile-T5 and OLMo validation loss against steps; the Chinchilla points for the two-variable form.
+Pile-T5, OPT and OLMo validation loss against steps or tokens, and OLMo's downstream errors
+(1 − accuracy) against steps; the Chinchilla points for the two-variable form. The same curves
+are those bench/scale_colpret.py holds out by scale to evaluate the calibration.
 The 92-task benchmark (benchmark.*.csv) is never read here: it is held-out test data.
-Run: python bench/scale_prior.py [--write]   (about two minutes on two cores)
+Run: python bench/scale_prior.py [--write]   (about five minutes on two cores)
 """
 
 from __future__ import annotations
@@ -94,6 +96,63 @@ def curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return {k: v for k, v in out.items() if v[0].size >= 12}
 
 
+def all_curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The prior's curves plus OPT's validation trajectories (log perplexity against tokens)."""
+    out = dict(curves())
+    groups = defaultdict(list)
+    with (COLPRET / "aggregated_eval/opt_trajectories.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            groups[r["model_size"]].append((10 ** float(r["num_token"]), np.log(float(r["ppl"]))))
+    for size, rows in groups.items():
+        a = np.array(rows)
+        x, y = _thin(a[:, 0], a[:, 1])
+        if x.size >= 12:
+            out[f"opt/{size}"] = (x, y)
+    return out
+
+
+OLMO_TASKS = (
+    "piqa_len_norm",
+    "arc_easy_acc",
+    "hellaswag_len_norm",
+    "openbook_qa_len_norm",
+    "winogrande_acc",
+    "sciq_acc",
+)
+OLMO_LOSSES = ("c4_en-validation/CrossEntropyLoss", "pile-validation/CrossEntropyLoss")
+
+
+def olmo_curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """OLMo's validation losses and downstream errors (1 − accuracy) against steps: the
+    error-rate curves are noisy and bend, like the benchmark's few-shot error curves."""
+    columns = [f"downstream/{t}" for t in OLMO_TASKS] + list(OLMO_LOSSES)
+    groups = defaultdict(list)
+    with (COLPRET / "aggregated_eval/olmo.csv").open() as fh:
+        for r in csv.DictReader(fh):
+            if not r["Step"] or float(r["Step"]) <= 0:
+                continue
+            for col in columns:
+                if r.get(col):
+                    value = float(r[col])
+                    value = 1.0 - value if col.startswith("downstream/") else value
+                    groups[
+                        (
+                            r["model_name"].strip(),
+                            col.split("/")[-1] if "downstream" in col else col.split("-")[0],
+                        )
+                    ].append((float(r["Step"]), value))
+    out = {}
+    for (model, what), rows in groups.items():
+        a = np.array(rows)
+        x, y = _thin(a[:, 0], a[:, 1])
+        if x.size >= 12:
+            out[f"olmo-{'err' if 'acc' in what or 'norm' in what else 'loss'}/{model}/{what}"] = (
+                x,
+                y,
+            )
+    return out
+
+
 def chinchilla():
     path = SHARED / "chinchilla" / "svg_extracted_data.csv"
     with path.open() as fh:
@@ -113,14 +172,61 @@ def excess_slopes(pairs) -> np.ndarray:
     return np.maximum(np.abs(e[inside]) - floor, 0.0) / d[inside], d[inside]
 
 
+def prior_slope(pairs_list) -> dict:
+    """The prior's entry for one form from the backtest pairs of many curves."""
+    parts = [excess_slopes(p) for p in pairs_list]
+    s = np.concatenate([p[0] for p in parts])
+    d = np.concatenate([p[1] for p in parts])
+    b = float(np.quantile(s, LEVEL))
+    return {"upper": b, "lower": b, "max_distance": float(d.max()), "pairs": s.size}
+
+
+FRONTIER_LEVELS = (0.8, 0.9, 0.95, 0.99)
+
+
+def frontier(records, levels=FRONTIER_LEVELS) -> dict:
+    """The factor by which held-out-by-scale errors exceeded the fit's own backtest band.
+
+    For every curve split of ``bench/scale_colpret.py`` (the larger 15 % or 25 % of each
+    curve's log range held out), the form ``form="auto"`` picks is calibrated from its own
+    backtests alone (no prior, no form-choice widening) and each held-out error is divided by
+    the band's reach at its distance; the factor at a level is the split-conformal quantile of
+    those ratios, the ``⌈(n + 1)·level⌉``-th smallest of n."""
+    from labcoat.scale.api import pick_form
+    from labcoat.scale.calibrate import calibrate
+
+    factors, n = [], 0
+    for level in levels:
+        ratios = []
+        for rec in records:
+            found = {k: v["pairs"] for k, v in rec["forms"].items()}
+            if not any(np.isfinite(p.late_rmse) for p in found.values()):
+                continue
+            name = pick_form(found)[0]
+            band = calibrate(found[name], level, name, use_prior=False)
+            if band.method == "prior":
+                continue
+            lo, hi = band.band(rec["distance"])
+            e = rec["forms"][name]["error"]
+            ratios.append(np.where(e >= 0, e / np.maximum(hi, 1e-12), e / np.minimum(lo, -1e-12)))
+        r = np.sort(np.concatenate(ratios))
+        n = r.size
+        k = min(int(np.ceil((n + 1) * level)), n) - 1
+        factors.append(max(float(r[k]), 1.0))
+    return {"levels": list(levels), "factors": factors, "points": n, "splits": len(records)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write prior_table.py")
+    parser.add_argument(
+        "--cache", type=Path, help="bench/scale_colpret.py's pickle of held-out-by-scale fits"
+    )
     args = parser.parse_args()
     if not COLPRET.is_dir():
         sys.exit(f"{COLPRET} not found: the prior needs ../shared/data")
     start = time.perf_counter()
-    data = curves()
+    data = {**all_curves(), **olmo_curves()}
     print(f"{len(data)} public curves: {', '.join(sorted(data))}")
     forms = {**CURVES, "curve": CURVE}
     table: dict[str, dict] = {}
@@ -155,10 +261,27 @@ def main() -> None:
         "pairs": s_all.size,
     }
     print(f"default  slope {b:.4f} per log unit; {time.perf_counter() - start:.0f} s")
+    import pickle
+
+    from scale_colpret import collect
+
+    if args.cache and args.cache.is_file():
+        records = pickle.loads(args.cache.read_bytes())
+    else:
+        records = collect(data)
+        if args.cache:
+            args.cache.write_bytes(pickle.dumps(records))
+    front = frontier(records)
+    print(
+        "frontier factors (held-out error / own backtest band): "
+        + ", ".join(f"{lv:.0%} ×{f:.2f}" for lv, f in zip(front["levels"], front["factors"]))
+        + f" over {front['points']} held-out points of {front['splits']} curve splits"
+    )
     prior = {
+        "frontier": front,
         "level": LEVEL,
         "source": "bench/scale_prior.py: ColPret curves (GPT-3, RedPajama, DataBlations, "
-        "Pile-T5, OLMo) and the Chinchilla points",
+        "Pile-T5, OPT; OLMo losses and downstream errors) and the Chinchilla points",
         "forms": {k: {**v, "coverage": None} for k, v in table.items()},
     }
     if args.write:

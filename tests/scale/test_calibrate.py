@@ -107,3 +107,72 @@ def test_scale_confidence_interval_is_the_shared_one_with_a_deprecation():
     with pytest.warns(DeprecationWarning, match="labcoat.interval.ConfidenceInterval"):
         from labcoat.scale import ConfidenceInterval as old
     assert old is ConfidenceInterval
+
+
+def _pairs(rmse, n_origins=8):
+    """Backtest pairs whose every error is ``rmse``: late RMSE exactly ``rmse``."""
+    from labcoat.scale.calibrate import Pairs
+
+    origins = np.repeat(np.arange(n_origins), 5)
+    return Pairs(
+        np.full(origins.size, 0.5), np.full(origins.size, rmse), origins, n_origins, np.zeros(5)
+    )
+
+
+def test_forms_within_the_backtests_noise_of_the_chosen_one_are_indistinguishable():
+    from scipy import stats
+
+    from labcoat.scale.calibrate import plausible_forms
+
+    found = {"m1": _pairs(0.01), "m2": _pairs(0.02), "m3": _pairs(0.04)}
+    close, ratio = plausible_forms(found, "m1", 0.95)
+    assert ratio == pytest.approx(np.sqrt(stats.f.ppf(0.95, 4, 4)))  # 4 late origins: ×2.53
+    assert close == ["m2"]  # planted: twice the error is within the noise of 4 origins
+    assert "m3" not in close  # healthy: four times the error is worse by the evidence
+    assert plausible_forms({"m1": _pairs(0.01, n_origins=0)}, "m1", 0.95)[0] == []
+
+
+def test_the_band_moves_onto_each_indistinguishable_forms_prediction_before_the_floor():
+    from labcoat.scale.calibrate import Calibration, widen_for_choice
+
+    lo, hi = np.array([-0.02, -0.03]), np.array([0.02, 0.03])
+    same = widen_for_choice(lo, hi, [])  # healthy: nothing to add
+    assert np.array_equal(same[0], lo) and np.array_equal(same[1], hi)
+    wide = widen_for_choice(lo, hi, [np.array([0.1, -0.2]), np.array([np.nan, 0.0])])
+    assert wide[0] == pytest.approx([-0.02, -0.23]) and wide[1] == pytest.approx([0.12, 0.03])
+    calibration = Calibration(0.95, "backtest", (0.02, 0.01), (-0.02, 0.01), None, 1.0, 4, 40)
+    calibration.floor = (0.05, 0.0)
+    lo, hi = calibration.band([0.0], [np.array([0.01])])
+    assert (lo[0], hi[0]) == pytest.approx((-0.05, 0.05))  # the floor still bounds it below
+    lo, hi = calibration.band([0.0], [np.array([0.1])])
+    assert hi[0] == pytest.approx(0.12)
+
+
+def test_the_frontier_factor_comes_from_the_table_and_multiplies_the_band(monkeypatch):
+    from labcoat.scale import calibrate as cal
+
+    shipped = cal.load_prior()
+    table = {**shipped, "frontier": {"levels": [0.8, 0.95], "factors": [1.5, 2.5]}}
+    monkeypatch.setattr(cal, "load_prior", lambda: table)
+    assert cal.frontier_factor(0.95) == pytest.approx(2.5)  # planted: the table's factor
+    assert cal.frontier_factor(0.875) == pytest.approx(2.0)  # linear between levels
+    assert cal.frontier_factor(0.5) == 1.0  # below the table: not widened
+    band = cal.Calibration(0.95, "backtest", (0.02, 0.01), (-0.02, 0.01), None, 1.0, 4, 40)
+    plain = band.band([1.0])
+    band.factor = 2.5
+    wide = band.band([1.0])
+    assert wide[1][0] == pytest.approx(2.5 * plain[1][0]) and wide[0][0] == pytest.approx(-0.075)
+    assert band.to_dict()["frontier_factor"] == 2.5
+    monkeypatch.setattr(
+        cal, "load_prior", lambda: {k: v for k, v in shipped.items() if k != "frontier"}
+    )
+    assert cal.frontier_factor(0.95) == 1.0  # healthy twin: no table, the band as measured
+
+
+def test_the_shipped_frontier_factor_widens_downstream_bands_at_95():
+    from labcoat.scale.calibrate import frontier_factor, load_prior
+
+    table = load_prior()["frontier"]
+    assert table["levels"] == sorted(table["levels"]) and table["splits"] > 50
+    assert 1.0 < frontier_factor(0.95) < 5.0
+    assert frontier_factor(0.9) <= frontier_factor(0.95) <= frontier_factor(0.99)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -59,8 +61,27 @@ def test_auto_picks_a_floor_for_a_curve_with_a_floor_and_says_why():
     assert scores["m1"] > 3 * scores[fit.selection["chosen"]]  # a plain power law misses the floor
     assert "rolling-origin" in fit.selection["why"]
     assert fit.to_dict()["selection"]["chosen"] == fit.form.name
+    # the interval holds every form the backtest could not tell apart, not a missed one
+    close = fit.selection["indistinguishable"]
+    assert close and "m1" not in close and set(close) == set(fit._alternatives)
+    far = [1e6, 1e7]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred = fit.predict(far)
+    assert pred.calibration["form_choice"] == sorted(close)
+    for name in close:
+        other = np.exp(CURVES[name].log_predict(fit._alternatives[name], np.array([far]))[0])
+        assert np.all((pred.interval[0] <= other) & (other <= pred.interval[1]))
 
 
 def test_auto_needs_one_variable():
     with pytest.raises(InputError, match="'auto' chooses among learning-curve forms"):
         scale.fit([1e8, 2e8], [1e9, 2e9], [3.0, 2.9], form="auto", ledger=False)
+
+
+def test_the_level_auto_compares_forms_at_is_a_probability():
+    x = np.logspace(2, 4, 8)
+    with pytest.raises(InputError, match="`level` must be a number strictly between 0 and 1"):
+        scale.fit(x, None, 3 * x**-0.1, form="m1", level=1.5, bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, 3 * x**-0.1, form="m1", level=0.9, bootstrap=0, ledger=False)
+    assert fit.params["c"] == pytest.approx(0.1, rel=1e-3)

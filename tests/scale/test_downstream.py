@@ -68,3 +68,21 @@ def test_scale_fit_takes_a_downstream_target():
         scale.fit(N, D, L, target="accuracy", ledger=False)
     fit = scale.fit(N, D, L, target="error", metric=np.linspace(0.8, 0.4, 12), via="compute")
     assert isinstance(fit, scale.DownstreamFit) and fit.via == "compute"
+
+
+def test_downstream_bands_carry_the_frontier_factor(monkeypatch):
+    from labcoat.scale import calibrate as cal
+
+    N, D, L, rng = grid(n=24)
+    err = np.clip(0.9 - 3.0 * np.exp(-1.5 * L) + rng.normal(0, 0.005, L.size), 0, 1)
+    table = {**cal.load_prior(), "frontier": {"levels": [0.9, 0.99], "factors": [3.0, 3.0]}}
+    monkeypatch.setattr(cal, "load_prior", lambda: table)
+    fit = fit_downstream(N, D, L, err, target="error", via="compute")
+    assert fit.calibration.factor == 3.0 and fit.calibration.method.endswith("×frontier")
+    monkeypatch.setattr(cal, "load_prior", lambda: {"forms": {}})
+    plain = fit_downstream(N, D, L, err, target="error", via="compute")
+    assert plain.calibration.factor == 1.0 and "frontier" not in plain.calibration.method
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide, narrow = fit.predict(2e9, 4e10), plain.predict(2e9, 4e10)
+    assert np.all(wide.interval[1] - wide.interval[0] >= narrow.interval[1] - narrow.interval[0])

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from labcoat._validation import N_JOBS, Interval, Seed, validate_params
+from labcoat._validation import N_JOBS, PROBABILITY, Interval, Seed, validate_params
 from labcoat.errors import InputError
 from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
@@ -21,6 +21,7 @@ from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
         "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 1000)."),
         "seed": Seed(),
         "n_jobs": N_JOBS,
+        "level": PROBABILITY,
     }
 )
 def fit(
@@ -46,7 +47,8 @@ def fit(
     ``form``: ``"chinchilla"`` (L = E + A/N^α + B/D^β), ``"curve"`` (L = E + A/x^α, pass
     ``D=None``), a learning-curve form of one variable (``"m1"``…``"m4"``, ``"broken"``: see
     :mod:`labcoat.scale.curves`), ``"auto"`` (the learning-curve form with the lowest
-    rolling-origin backtest error on these runs; ``fit.selection`` says which and why) or a
+    rolling-origin backtest error on these runs; ``fit.selection`` says which and why, and which
+    candidates it could not tell apart) or a
     function ``f(N, D, **params)`` / ``f(x, **params)`` with ``p0`` (initial guesses, a value
     or a list of values per parameter). Huber loss (``huber_delta``) on log
     loss, every grid start, best final objective wins; ``bootstrap`` resamples of the runs are
@@ -58,7 +60,9 @@ def fit(
     run) instead: through the loss law and a ``link`` (``"exponential"``, Gadre et al. 2024;
     ``"sigmoid"``, OLMo ladder) or, with ``via="compute"``, against compute directly; returns a
     :class:`~labcoat.scale.downstream.DownstreamFit` whose verdict says whether the task is
-    predictable from these runs, with intervals calibrated at ``level``.
+    predictable from these runs, with intervals calibrated at ``level``. With ``form="auto"``,
+    ``level`` is also the level at which the candidates the backtest cannot tell apart from the
+    chosen form are found; the calibrated interval covers their predictions too.
     """
     if target != "loss":
         from labcoat.scale.downstream import fit_downstream
@@ -80,8 +84,11 @@ def fit(
             huber_delta=huber_delta,
         )
     selection = pairs = None
+    alternatives: dict[str, Any] = {}
     if isinstance(form, str) and form == "auto":
-        chosen, selection, pairs = choose_form(N, D, L, float(huber_delta), p0)
+        chosen, selection, pairs, alternatives = choose_form(
+            N, D, L, float(huber_delta), p0, level=level
+        )
     else:
         chosen = resolve_form(form, p0, 1 if D is None else 2)
     x, loss = training_data(N, D, L, chosen)
@@ -106,18 +113,19 @@ def fit(
         _x=x,
         _loss=loss,
         _pairs=pairs,
+        _alternatives=alternatives,
     )
     result.findings = diagnose(result)
     result.record(ledger)
     return result
 
 
-def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any):
+def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.95):
     """``form="auto"``: every learning-curve candidate backtested from rolling origins on these
     runs; the lowest RMSE of log loss over the extrapolations of the later half of the origins
     wins (ties: the simpler form). On 21 ColPret curves (the last quarter held out) that choice
     matched the best single form, where the RMSE over every origin lost 22 % to it."""
-    from labcoat.scale.calibrate import rolling_pairs
+    from labcoat.scale.calibrate import plausible_forms, rolling_pairs
     from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
 
     if D is not None:
@@ -130,23 +138,46 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any):
     x, loss = training_data(N, None, L, CURVES["m1"])
     scores: dict[str, float] = {}
     found: dict[str, Any] = {}
+    thetas: dict[str, np.ndarray] = {}
     for name in AUTO_CANDIDATES:
         form = CURVES[name]
         if loss.size < len(form.names) + 1:
             continue
-        theta = grid_search(form, x, loss, delta).theta
-        found[name] = rolling_pairs(form, x, loss, delta, theta)
+        thetas[name] = grid_search(form, x, loss, delta).theta
+        found[name] = rolling_pairs(form, x, loss, delta, thetas[name])
         scores[name] = found[name].late_rmse
-    finite = {k: v for k, v in scores.items() if np.isfinite(v)}
-    if finite:
-        name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))
-        pairs = found[name]
-        why = (
-            f"lowest rolling-origin RMSE of log loss, {finite[name]:.3g}, over the extrapolations "
-            f"of the later {pairs.n_origins - pairs.n_origins // 2} of {pairs.n_origins} origins"
+    name, why = pick_form(found)
+    plausible, ratio = plausible_forms(found, name, level)
+    selection = {
+        "chosen": name,
+        "why": why,
+        "backtest_rmse": scores,
+        "indistinguishable": plausible,
+        "indistinguishable_within": ratio,
+    }
+    if plausible:
+        selection["why"] += (
+            f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the backtest at "
+            f"{level:.0%}), so the calibrated interval covers their predictions too"
         )
-    else:
-        name = "m2" if "m2" in scores else "m1"
-        why = "too few runs for rolling-origin backtests; m2 (power law with a floor) by default"
-    selection = {"chosen": name, "why": why, "backtest_rmse": scores}
-    return CURVES[name], selection, found.get(name)
+    alternatives = {k: thetas[k] for k in plausible}
+    return CURVES[name], selection, found.get(name), alternatives
+
+
+def pick_form(found: Mapping[str, Any]) -> tuple[str, str]:
+    """The candidate ``form="auto"`` picks from each one's rolling-origin pairs, and why."""
+    from labcoat.scale.curves import AUTO_CANDIDATES
+
+    finite = {k: p.late_rmse for k, p in found.items() if np.isfinite(p.late_rmse)}
+    if not finite:
+        name = "m2" if "m2" in found else "m1"
+        return (
+            name,
+            "too few runs for rolling-origin backtests; m2 (power law with a floor) by default",
+        )
+    name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))
+    pairs = found[name]
+    return name, (
+        f"lowest rolling-origin RMSE of log loss, {finite[name]:.3g}, over the extrapolations "
+        f"of the later {pairs.n_origins - pairs.n_origins // 2} of {pairs.n_origins} origins"
+    )

@@ -80,11 +80,17 @@ class Calibration:
     pairs: Pairs | None = field(default=None, repr=False)
     #: the prior's line (a, b) the band never falls inside: ±(a + b·d)
     floor: tuple[float, float] | None = None
+    #: the backtest band is multiplied by this (see :func:`frontier_factor`); 1: not at all
+    factor: float = 1.0
 
-    def band(self, distance: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) log-error offsets at each distance."""
+    def band(self, distance: Any, shifts: Any = ()) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) log-error offsets at each distance; ``shifts`` (form="auto": each
+        indistinguishable form's log prediction minus the chosen one's) widen the backtest band
+        by :func:`widen_for_choice` before the prior's floor applies."""
         d = np.maximum(np.asarray(distance, dtype=float), 0.0)
         lo, hi = self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
+        lo, hi = self.factor * lo, self.factor * hi
+        lo, hi = widen_for_choice(lo, hi, shifts)
         if self.floor is not None:
             reach = self.floor[0] + self.floor[1] * d
             lo, hi = np.minimum(lo, -reach), np.maximum(hi, reach)
@@ -107,6 +113,7 @@ class Calibration:
                 if self.floor is None
                 else {"at_0": self.floor[0], "per_log_distance": self.floor[1]},
                 "coverage": self.coverage,
+                "frontier_factor": self.factor,
                 "max_distance": self.max_distance,
                 "n_origins": self.n_origins,
                 "n_pairs": self.n_pairs,
@@ -329,6 +336,22 @@ def load_prior() -> dict[str, Any]:
     return PRIOR
 
 
+def frontier_factor(level: float) -> float:
+    """How much wider than its own backtest band an extrapolation's error ran on public curves.
+
+    On ColPret curves held out by scale (``bench/scale_colpret.py``), the error of a fit at the
+    held-out points exceeded the band its own rolling-origin backtests gave, by a factor whose
+    ``level`` quantile (with the (n + 1) finite-sample correction of split-conformal quantiles)
+    ``bench/scale_prior.py`` stores: the frontier of a set of runs is harder to predict than
+    the backtests inside it show. Used where no prior floor exists (downstream metrics, whose
+    errors are additive, not in log loss); linear between the stored levels, 1 below them."""
+    table = load_prior().get("frontier")
+    if not table:
+        return 1.0
+    levels, factors = table["levels"], table["factors"]
+    return float(max(np.interp(level, levels, factors, left=1.0, right=factors[-1]), 1.0))
+
+
 def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration:
     """Slopes from the prior (scaled from its level by the normal quantile), intercepts from
     the fit's residuals, widened by the spread of however few backtest errors there are."""
@@ -350,6 +373,38 @@ def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration
         n_pairs=int(pairs.errors.size),
         pairs=pairs,
     )
+
+
+def plausible_forms(found: dict[str, Pairs], chosen: str, level: float) -> tuple[list[str], float]:
+    """The candidates the backtest cannot tell apart from ``chosen`` at ``level``, and the ratio.
+
+    ``form="auto"`` picks the lowest late-origin RMSE, so the winner's backtest errors are
+    optimistic about its own extrapolation error (on ColPret curves held out by scale, its late
+    backtest RMSE was half its held-out RMSE in the median). A form whose late RMSE is within
+    ``√F_level(k, k)`` of the winner's (``k`` late origins each) is not worse by the
+    backtest's evidence; the calibrated interval covers each such form's prediction too."""
+    pairs = found.get(chosen)
+    if pairs is None or not np.isfinite(pairs.late_rmse) or pairs.late_rmse <= 0:
+        return [], float("nan")
+    k = max(pairs.n_origins - pairs.n_origins // 2, 1)
+    ratio = float(np.sqrt(stats.f.ppf(level, k, k)))
+    best = pairs.late_rmse
+    out = [
+        name
+        for name, p in found.items()
+        if name != chosen and np.isfinite(p.late_rmse) and p.late_rmse <= ratio * best
+    ]
+    return out, ratio
+
+
+def widen_for_choice(lo, hi, shifts) -> tuple[np.ndarray, np.ndarray]:
+    """The band moved onto each plausible form's prediction (``shifts``: its log prediction
+    minus the chosen one's) and joined: the interval holds the error of the choice too."""
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    for shift in shifts:
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        lo, hi = np.minimum(lo, shift + lo), np.maximum(hi, shift + hi)
+    return lo, hi
 
 
 def warn_if_beyond(calibration: Calibration, distances: np.ndarray) -> None:

@@ -12,7 +12,9 @@ rolling origins (by compute) and scored on the larger runs against a constant (t
 of the fitted runs). A task whose backtest error is no better than the constant's, or whose
 link residuals trend with the loss, is declared *not predictable*: the fit still exists, but
 ``predict`` warns, and the finding fails. Intervals are calibrated from the same backtests,
-additive on the metric's scale and widening with log distance.
+additive on the metric's scale and widening with log distance, then multiplied by the frontier
+factor (:func:`labcoat.scale.calibrate.frontier_factor`): on public curves held out by scale,
+errors at the frontier of the runs exceeded the band of the fit's own backtests by that factor.
 """
 
 from __future__ import annotations
@@ -260,7 +262,14 @@ def fit_downstream(
 ) -> DownstreamFit:
     """Fit a downstream ``metric`` (``target``: ``"accuracy"`` or ``"error"``, in [0, 1]) of
     the runs at ``(N, D)`` (or ``x`` with ``D=None``) whose losses are ``L``."""
-    from labcoat.scale.calibrate import Pairs, band, calibrate, distance, orderings
+    from labcoat.scale.calibrate import (
+        Pairs,
+        band,
+        calibrate,
+        distance,
+        frontier_factor,
+        orderings,
+    )
     from labcoat.scale.data import as_losses, as_points, as_positive
     from labcoat.scale.diagnostics import polynomial_trend
     from labcoat.scale.forms import resolve_form
@@ -355,6 +364,9 @@ def fit_downstream(
         (a, b), _ = band(d, e, level)
         calibration.upper, calibration.lower, calibration.method = (a, b), (-a, b), "backtest"
         calibration.max_distance = float(d.max())
+    calibration.factor = frontier_factor(level)
+    if calibration.factor > 1:
+        calibration.method += "×frontier"
     names = {"exponential": ("E", "log_k", "gamma"), "sigmoid": ("b", "a", "k", "u0")}
     result = DownstreamFit(
         target=target,

@@ -143,6 +143,8 @@ class ScalingFit(Result):
     _loss: np.ndarray = field(default=None, repr=False)
     _pairs: Any = field(default=None, repr=False)  # rolling-origin errors, computed once
     _calibrations: dict = field(default_factory=dict, repr=False)
+    #: form="auto": the other forms the backtest could not tell apart (name -> parameters)
+    _alternatives: dict = field(default_factory=dict, repr=False)
 
     def backtest_pairs(self):
         """Rolling-origin errors of this form on these runs (refits at each origin; cached)."""
@@ -242,9 +244,18 @@ class ScalingFit(Result):
                 band = tuple(np.exp(q) for q in self._prediction_quantiles(laws, level))
         if interval == "calibrated":
             calibrated = self.calibration(level)
-            lo, hi = calibrated.band(far)
-            band = (np.exp(center + lo), np.exp(center + hi))
             calibration = calibrated.to_dict()
+            shifts = []
+            if self._alternatives:
+                from labcoat.scale.curves import CURVES
+
+                shifts = [
+                    CURVES[name].log_predict(theta, x)[0] - center
+                    for name, theta in self._alternatives.items()
+                ]
+                calibration["form_choice"] = sorted(self._alternatives)
+            lo, hi = calibrated.band(far, shifts)
+            band = (np.exp(center + lo), np.exp(center + hi))
             warn_if_beyond(calibrated, far)
         points = dict(zip(self.form.variables, x))
         return Prediction(points, np.exp(center), ci, band, level, interval, far, calibration)
