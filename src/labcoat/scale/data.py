@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from labcoat._validation import fail
+from labcoat._validation import article, fail
 from labcoat.errors import InputError
 
 
@@ -16,7 +16,9 @@ def as_positive(values: Any, name: str) -> np.ndarray:
         arr = np.atleast_1d(np.asarray(values, dtype=float))
     except (TypeError, ValueError):
         raise fail(
-            name, "a 1-D sequence of numbers", f"a {type(values).__name__} that is not numbers"
+            name,
+            "a 1-D sequence of numbers",
+            f"{article(type(values).__name__)} that is not numbers",
         ) from None
     if arr.ndim != 1:
         raise fail(name, "a 1-D sequence of numbers", f"a {arr.ndim}-D array of shape {arr.shape}")
@@ -40,7 +42,7 @@ def as_points(N: Any, D: Any, form: Any) -> np.ndarray:
         return as_positive(N, names[0])[None]
     if len(names) != 2:
         raise fail(
-            "D", f"None for form {form.name!r}, which takes one variable", f"a {type(D).__name__}"
+            "D", f"None for form {form.name!r}, which takes one variable", article(type(D).__name__)
         )
     n, d = as_positive(N, "N"), as_positive(D, "D")
     if n.size != d.size:
