@@ -198,7 +198,7 @@ def table(args, label: str) -> None:
             )
 
 
-def eval_table(args) -> None:
+def eval_table(args, label: str) -> None:
     """Planned evaluation vs the plain watch Evaluation on the same items (see the module)."""
     import numpy as np
     from torch.utils.data import DataLoader, Subset, TensorDataset
@@ -233,7 +233,7 @@ def eval_table(args) -> None:
     }
     print(
         f"planned vs plain evaluation: {SMALL.name} scoring {budget} of {n} items "
-        f"(batches of {size}), {args.repeats} rounds interleaved, inside a running watch"
+        f"(batches of {size}), {args.repeats} rounds interleaved, inside a running watch; {label}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for sink in ("no ledger", "ledger"):
@@ -284,7 +284,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.evals:
-        eval_table(args)
+        eval_table(args, "idle")
+        with cpu_load(args.load, method="spawn"):
+            eval_table(args, f"busy ({args.load} CPU-bound processes beside it)")
         return
     print(f"labcoat.watch overhead: {SMALL.name}, Adam, 1 thread, steps interleaved")
     table(args, "idle")
