@@ -148,3 +148,80 @@ def healthy_runs():
     tf = TinyTransformer()
     opt = torch.optim.AdamW(tf.parameters(), lr=2e-3, weight_decay=0.01)
     yield "transformer", tf, opt, warmup_decay(opt, 30, 250), 250
+
+
+# -- the frameworks' own trainers (the caller passes the imported module, so this file needs
+# neither) -----------------------------------------------------------------------------------
+
+
+def lightning_fit(pl, callback, steps: int, *, ckpt_path=None, shuffle: bool = False):
+    """A real Lightning ``Trainer`` fitting the MLP on digits for ``steps`` steps on the CPU,
+    with ``callback``; ``ckpt_path`` resumes from a checkpoint. Returns the trainer."""
+
+    class Module(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = MLP()
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return F.cross_entropy(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters(), lr=3e-3)
+
+    x, y = digits()
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=shuffle
+    )
+    torch.manual_seed(0)
+    trainer = pl.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+    )
+    trainer.fit(Module(), loader, ckpt_path=ckpt_path)
+    return trainer
+
+
+def hf_train(transformers, callback, out, steps: int, *, save_steps=None, resume=None) -> None:
+    """A real Hugging Face ``Trainer`` training the MLP on digits for ``steps`` steps on the
+    CPU, with ``callback``; checkpoints every ``save_steps`` (None: none) into ``out``, and
+    ``resume`` resumes from one."""
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = MLP()
+
+        def forward(self, x, labels=None):
+            logits = self.net(x)
+            return {"loss": F.cross_entropy(logits, labels), "logits": logits}
+
+    x, y = digits()
+    data = [{"x": x[i], "labels": y[i]} for i in range(512)]
+    saving = (
+        {"save_strategy": "no"}
+        if save_steps is None
+        else {"save_strategy": "steps", "save_steps": save_steps}
+    )
+    args = transformers.TrainingArguments(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=32,
+        logging_steps=1,
+        learning_rate=3e-3,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        **saving,
+    )
+    torch.manual_seed(0)
+    trainer = transformers.Trainer(
+        model=Classifier(), args=args, train_dataset=data, callbacks=[callback]
+    )
+    trainer.train(resume_from_checkpoint=resume)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from labcoat.errors import InputError
-from tests.watch._training import MLP, digits
+from tests.watch._training import MLP, digits, hf_train, lightning_fit
 
 pytestmark = pytest.mark.slow  # whole Lightning and Hugging Face trainers: make test-all
 
@@ -124,31 +124,8 @@ def test_huggingface_trainer_end_to_end(tmp_path):
     transformers = pytest.importorskip("transformers")
     from labcoat.watch.integrations.huggingface import LabcoatWatchCallback
 
-    class Classifier(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = MLP()
-
-        def forward(self, x, labels=None):
-            logits = self.net(x)
-            return {"loss": F.cross_entropy(logits, labels), "logits": logits}
-
-    x, y = digits()
-    data = [{"x": x[i], "labels": y[i]} for i in range(512)]
     cb = LabcoatWatchCallback(every=1)
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path),
-        max_steps=40,
-        per_device_train_batch_size=32,
-        logging_steps=1,
-        learning_rate=3e-3,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    torch.manual_seed(0)
-    transformers.Trainer(model=Classifier(), args=args, train_dataset=data, callbacks=[cb]).train()
+    hf_train(transformers, cb, tmp_path, 40)
     assert cb.watcher.observed == 40 and cb.alerts == []
 
 
@@ -156,32 +133,6 @@ def test_lightning_trainer_end_to_end():
     pl = pytest.importorskip("lightning.pytorch")
     from labcoat.watch.integrations.lightning import LabcoatWatch
 
-    class Module(pl.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.net = MLP()
-
-        def training_step(self, batch, batch_idx):
-            x, y = batch
-            return F.cross_entropy(self.net(x), y)
-
-        def configure_optimizers(self):
-            return torch.optim.Adam(self.parameters(), lr=3e-3)
-
-    x, y = digits()
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True
-    )
     cb = LabcoatWatch(every=1)
-    torch.manual_seed(0)
-    trainer = pl.Trainer(
-        max_steps=40,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[cb],
-    )
-    trainer.fit(Module(), loader)
+    lightning_fit(pl, cb, 40, shuffle=True)
     assert cb.watcher.observed == 40 and cb.alerts == []
