@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "labcoat._validation",
         "labcoat._groups",
         "labcoat._moved",
+        "labcoat._lazy",
         "labcoat.extras",
         "labcoat.outputs",
         "labcoat.interval",

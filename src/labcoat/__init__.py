@@ -6,9 +6,7 @@ and ``labcoat --help`` stay fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from labcoat._lazy import lazy
 from labcoat._version import __version__
 from labcoat.errors import InputError, LabcoatError
 from labcoat.findings import Check, Finding, Outcome
@@ -34,16 +32,4 @@ _LAZY: dict[str, str] = {
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, _, attr = _LAZY[name].partition(":")
-        value = importlib.import_module(module)
-        if attr:
-            value = getattr(value, attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'labcoat' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy("labcoat", _LAZY)

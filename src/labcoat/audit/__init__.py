@@ -9,8 +9,7 @@ that needs them runs; the corpus pipelines run locally by default or on Ray with
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from labcoat._lazy import lazy
 
 #: public name -> "module:attribute", imported on first access
 _LAZY: dict[str, str] = {
@@ -36,14 +35,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, _, attr = _LAZY[name].partition(":")
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'labcoat.audit' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy("labcoat.audit", _LAZY)

@@ -10,28 +10,19 @@ an experiment file is looked over, before torch is imported (PEP 562).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from labcoat._lazy import lazy
 
-#: public name -> the module that defines it
+#: public name -> "module:attribute", imported on first access
 _LAZY = {
-    "Experiment": "labcoat.doctor.api",
-    "diagnose": "labcoat.doctor.api",
-    "LAYERS": "labcoat.doctor.registry",
-    "REGISTRY": "labcoat.doctor.checks",  # importing the checks registers every one of them
-    "Report": "labcoat.doctor.result",
+    "Experiment": "labcoat.doctor.api:Experiment",
+    "diagnose": "labcoat.doctor.api:diagnose",
+    "LAYERS": "labcoat.doctor.registry:LAYERS",
+    # importing the checks registers every one of them
+    "REGISTRY": "labcoat.doctor.checks:REGISTRY",
+    "Report": "labcoat.doctor.result:Report",
 }
 
 __all__ = ["Experiment", "LAYERS", "REGISTRY", "Report", "diagnose"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'labcoat.doctor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy("labcoat.doctor", _LAZY)

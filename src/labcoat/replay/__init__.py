@@ -10,8 +10,7 @@ Names load on first use, so ``labcoat --help`` does not import torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from labcoat._lazy import lazy
 
 # the functions, not the modules of the same names (light: neither imports torch)
 from labcoat.replay.diff import diff as diff
@@ -28,14 +27,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "diff", "replay"])
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name].split(":")
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'labcoat.replay' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy("labcoat.replay", _LAZY)

@@ -10,10 +10,11 @@ Names load on first use, so ``labcoat watch report`` and ``labcoat --help`` do n
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import Any
+
+from labcoat._lazy import lazy
 
 #: public name -> "module:attribute", imported on first access
 _LAZY: dict[str, str] = {
@@ -45,17 +46,7 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name].split(":")
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'labcoat.watch' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy("labcoat.watch", _LAZY)
 
 
 class _CallableModule(types.ModuleType):
