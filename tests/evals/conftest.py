@@ -38,6 +38,17 @@ def new_model(ability: float, n_items: int = 300, seed: int = 0, draw_seed: int 
     return (rng.random(p.shape[0]) < p[:, 0]).astype(float)
 
 
+def planned(plan, scores) -> dict[str, float]:
+    """A model's results on the plan's subset, from its scores on every item."""
+    index = plan.index()
+    return {k: float(scores[index[k]]) for k in plan.subset}
+
+
+def status(result, check: str) -> str:
+    """The status of ``check``'s finding on ``result``."""
+    return next(f for f in result.findings if f.check == check).status
+
+
 def shared(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():

@@ -9,12 +9,7 @@ import pytest
 from labcoat.errors import InputError
 from labcoat.evals import History, compare, estimate, load_plan, plan_subset, sequential
 
-from .conftest import new_model
-
-
-def _results(plan, scores):
-    index = plan.index()
-    return {k: float(scores[index[k]]) for k in plan.subset}
+from .conftest import new_model, planned
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +26,7 @@ def test_a_plan_is_calibrated_on_held_out_history_models(plan):
 
 def test_the_estimate_covers_a_model_stronger_than_the_history(plan):
     target = new_model(2.0)
-    est = estimate(_results(plan, target), plan)
+    est = estimate(planned(plan, target), plan)
     assert est.ok and not est.refused
     assert est.ci.contains(target.mean())
     assert est.stronger_than_history
@@ -42,14 +37,14 @@ def test_a_too_small_plan_refuses_and_its_estimate_refuses(history):
     small = plan_subset(history, 8, calibrate=False)
     assert not small.ok and small.findings[0].status == "fail"
     target = new_model(0.0)
-    est = estimate(_results(small, target), small)
+    est = estimate(planned(small, target), small)
     assert est.refused and not est.ok
     # the refusal's interval is the distribution-free bound: wide, and still covering
     assert est.ci.width > 0.4 and est.ci.contains(target.mean())
 
 
 def test_planned_items_without_a_result_exit_2_unless_allowed(plan):
-    results = _results(plan, new_model(0.0))
+    results = planned(plan, new_model(0.0))
     dropped = dict(list(results.items())[10:])
     with pytest.raises(InputError, match="10 of the 60 planned items have no result"):
         estimate(dropped, plan)
@@ -73,17 +68,17 @@ def test_a_history_of_one_model_is_refused():
 def test_compare_decides_a_clear_gap_and_refuses_inside_the_noise(history):
     plan = plan_subset(history, 120, reps=3)
     strong, weak = new_model(2.0), new_model(-1.5)
-    clear = compare(_results(plan, strong), _results(plan, weak), plan)
+    clear = compare(planned(plan, strong), planned(plan, weak), plan)
     assert clear.decision == "a better" and clear.items_needed is None
     twin = new_model(0.3, draw_seed=5)
-    close = compare(_results(plan, twin), _results(plan, new_model(0.3, draw_seed=6)), plan)
+    close = compare(planned(plan, twin), planned(plan, new_model(0.3, draw_seed=6)), plan)
     assert close.decision == "inconclusive"
     assert 120 <= close.items_needed <= 300
 
 
 def test_compare_on_a_too_small_subset_refuses_even_a_clear_gap(history):
     small = plan_subset(history, 12, calibrate=False)
-    cmp = compare(_results(small, new_model(2.0)), _results(small, new_model(-1.5)), small)
+    cmp = compare(planned(small, new_model(2.0)), planned(small, new_model(-1.5)), small)
     assert cmp.refused and cmp.decision == "inconclusive" and not cmp.ok
 
 
@@ -91,7 +86,7 @@ def test_the_plan_round_trips_through_its_file(plan, tmp_path):
     path = plan.save(tmp_path / "plan.json")
     again = load_plan(path)
     assert again.subset == plan.subset and again.inflation == plan.inflation
-    target = _results(plan, new_model(0.5))
+    target = planned(plan, new_model(0.5))
     assert estimate(target, again).score == estimate(target, plan).score
 
 
@@ -113,7 +108,7 @@ def test_irt_plan_stays_unbiased_when_its_model_is_wrong(history):
         idx = design.draw(draws)
         errors.append(design.estimate(odd[idx], idx, plan.item_model)[0][0] - odd.mean())
     assert abs(np.mean(errors)) < 3 * np.std(errors) / np.sqrt(len(errors))
-    assert estimate(_results(plan, odd), plan).findings[2].check == "evals.estimate.model_fit"
+    assert estimate(planned(plan, odd), plan).findings[2].check == "evals.estimate.model_fit"
 
 
 def test_sequential_stops_once_the_threshold_is_settled(plan):
@@ -132,7 +127,7 @@ def test_sequential_stops_once_the_threshold_is_settled(plan):
 
 def test_sequential_replay_needs_every_drawn_item(plan):
     with pytest.raises(InputError, match="has no result for item"):
-        sequential(_results(plan, new_model(0.0)), plan, width=0.05)
+        sequential(planned(plan, new_model(0.0)), plan, width=0.05)
 
 
 def test_the_engine_is_reachable_lazily_and_its_checks_are_registered():
@@ -147,7 +142,7 @@ def test_the_engine_is_reachable_lazily_and_its_checks_are_registered():
 def test_results_record_their_findings_in_a_ledger(plan, tmp_path):
     from labcoat.ledger import Ledger
 
-    est = estimate(_results(plan, new_model(0.5)), plan)
+    est = estimate(planned(plan, new_model(0.5)), plan)
     ids = est.record(tmp_path / "ledger.db")
     assert ids and len(ids) == len(est.findings)
     page = est.to_html()

@@ -9,16 +9,7 @@ import pytest
 from labcoat.evals import compare, estimate, plan_subset, sequential
 from labcoat.evals.plan import Design
 
-from .conftest import new_model
-
-
-def status(result, check: str) -> str:
-    return next(f for f in result.findings if f.check == check).status
-
-
-def _results(plan, scores):
-    index = plan.index()
-    return {k: float(scores[index[k]]) for k in plan.subset}
+from .conftest import new_model, planned, status
 
 
 @pytest.fixture(scope="module")
@@ -67,25 +58,25 @@ def test_plan_calibration_passes_the_honest_design(plan):
 
 @pytest.mark.check("evals.estimate.items", planted=True)
 def test_estimate_items_warns_when_planned_items_have_no_result(plan):
-    dropped = dict(list(_results(plan, new_model(0.0)).items())[10:])
+    dropped = dict(list(planned(plan, new_model(0.0)).items())[10:])
     est = estimate(dropped, plan, allow_missing=True)
     assert status(est, "evals.estimate.items") == "warn" and est.n_missing == 10
 
 
 @pytest.mark.check("evals.estimate.items", healthy=True)
 def test_estimate_items_passes_when_every_planned_item_is_scored(plan):
-    assert status(estimate(_results(plan, new_model(0.0)), plan), "evals.estimate.items") == "pass"
+    assert status(estimate(planned(plan, new_model(0.0)), plan), "evals.estimate.items") == "pass"
 
 
 @pytest.mark.check("evals.estimate.interval", planted=True)
 def test_estimate_interval_fails_an_estimate_from_too_few_items(small):
-    est = estimate(_results(small, new_model(0.0)), small)
+    est = estimate(planned(small, new_model(0.0)), small)
     assert est.refused and status(est, "evals.estimate.interval") == "fail"
 
 
 @pytest.mark.check("evals.estimate.interval", healthy=True)
 def test_estimate_interval_passes_an_estimate_from_sixty_items(plan):
-    est = estimate(_results(plan, new_model(0.0)), plan)
+    est = estimate(planned(plan, new_model(0.0)), plan)
     assert not est.refused and status(est, "evals.estimate.interval") == "pass"
 
 
@@ -98,14 +89,14 @@ def irt_plan(history):
 def test_model_fit_warns_for_a_model_that_solves_every_item(irt_plan):
     """The item model's ability prior comes from the history: for a model that solves every
     item its predictions fall short and the residual shows (the estimate stays unbiased)."""
-    est = estimate(_results(irt_plan, np.ones(300)), irt_plan)
+    est = estimate(planned(irt_plan, np.ones(300)), irt_plan)
     r, se = est.model_residual
     assert r > 3 * se and status(est, "evals.estimate.model_fit") == "warn"
 
 
 @pytest.mark.check("evals.estimate.model_fit", healthy=True)
 def test_model_fit_passes_a_model_like_the_history_s(irt_plan):
-    est = estimate(_results(irt_plan, new_model(0.3)), irt_plan)
+    est = estimate(planned(irt_plan, new_model(0.3)), irt_plan)
     assert status(est, "evals.estimate.model_fit") == "pass"
 
 
@@ -117,14 +108,14 @@ def strong_weak():
 @pytest.mark.check("evals.compare.decision", planted=True)
 def test_compare_decision_fails_a_ranking_from_a_too_small_subset(small, strong_weak):
     strong, weak = strong_weak
-    cmp = compare(_results(small, strong), _results(small, weak), small)
+    cmp = compare(planned(small, strong), planned(small, weak), small)
     assert cmp.refused and status(cmp, "evals.compare.decision") == "fail"
 
 
 @pytest.mark.check("evals.compare.decision", healthy=True)
 def test_compare_decision_passes_a_clear_gap_on_sixty_items(plan, strong_weak):
     strong, weak = strong_weak
-    cmp = compare(_results(plan, strong), _results(plan, weak), plan)
+    cmp = compare(planned(plan, strong), planned(plan, weak), plan)
     assert cmp.decision == "a better" and status(cmp, "evals.compare.decision") == "pass"
 
 

@@ -14,18 +14,9 @@ from labcoat.evals import History, compare, estimate, load_plan, plan_subset, se
 from labcoat.evals._design import t_quantile
 from labcoat.evals.plan import Plan
 
-from .conftest import new_model, simulate
+from .conftest import new_model, planned, simulate, status
 
 ABILITIES = tuple(np.linspace(-1.5, 1.3, 24))
-
-
-def status(result, check: str) -> str:
-    return next(f for f in result.findings if f.check == check).status
-
-
-def _results(plan, scores):
-    index = plan.index()
-    return {k: float(scores[index[k]]) for k in plan.subset}
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +69,7 @@ def test_extrapolation_warns_for_a_model_stronger_than_the_history(model_plan):
     """A model that solves every item lies above the history's range: the item model would
     shrink its ability toward the history's, so the interval is widened to contain the
     design-based one (which holds by design) and the finding says so."""
-    est = estimate(_results(model_plan, np.ones(300)), model_plan)
+    est = estimate(planned(model_plan, np.ones(300)), model_plan)
     assert est.extrapolated and est.design_score > model_plan.history_range[1]
     assert status(est, "evals.estimate.extrapolation") == "warn"
     half = model_plan.design_inflation * t_quantile(est.level, est.df) * est.se
@@ -88,7 +79,7 @@ def test_extrapolation_warns_for_a_model_stronger_than_the_history(model_plan):
 
 @pytest.mark.check("evals.estimate.extrapolation", healthy=True)
 def test_extrapolation_passes_a_model_inside_the_history(model_plan):
-    est = estimate(_results(model_plan, new_model(0.3)), model_plan)
+    est = estimate(planned(model_plan, new_model(0.3)), model_plan)
     assert not est.extrapolated and est.weight == model_plan.weight
     expected = est.weight * est.design_score + (1 - est.weight) * est.model_score
     assert est.score == pytest.approx(expected)
@@ -146,10 +137,10 @@ def test_the_coverage_check_catches_intervals_a_third_as_wide(model_plan):
 
 def test_compare_on_a_model_plan_ranks_on_the_design_based_paired_difference(model_plan):
     strong, weak = new_model(1.2), new_model(-1.2)
-    cmp = compare(_results(model_plan, strong), _results(model_plan, weak), model_plan)
+    cmp = compare(planned(model_plan, strong), planned(model_plan, weak), model_plan)
     assert cmp.decision == "a better" and cmp.inflation == model_plan.design_inflation
     assert cmp.score_a == pytest.approx(
-        estimate(_results(model_plan, strong), model_plan).design_score
+        estimate(planned(model_plan, strong), model_plan).design_score
     )
 
 
@@ -164,7 +155,7 @@ def test_a_model_plan_survives_json_and_estimates_the_same(model_plan, tmp_path)
     path = model_plan.save(tmp_path / "plan.json")
     again = load_plan(path)
     assert again.method == "model" and again.weight == model_plan.weight
-    res = _results(model_plan, new_model(0.3))
+    res = planned(model_plan, new_model(0.3))
     assert estimate(res, again).score == pytest.approx(estimate(res, model_plan).score, abs=1e-4)
 
 
@@ -175,7 +166,7 @@ def test_a_version_one_plan_still_loads_and_a_newer_one_is_refused(history, tmp_
     del old["requested_method"]
     loaded = Plan.from_dict(json.loads(json.dumps(old)))
     assert loaded.method == "stratified" and loaded.requested_method == ""
-    res = _results(plan, new_model(0.0))
+    res = planned(plan, new_model(0.0))
     assert estimate(res, loaded).score == pytest.approx(estimate(res, plan).score)
     old["version"] = 99
     with pytest.raises(InputError, match="newer"):
