@@ -245,14 +245,14 @@ class Case:
     def forward(self, model: nn.Module, x: torch.Tensor) -> torch.Tensor:
         """``model(x)`` without gradients, insisting on a tensor output."""
         with torch.no_grad():
-            out = model(x.to(self.device))
-        if not isinstance(out, torch.Tensor):
-            raise TypeError(
-                f"the model returned {_describe(out)}; the doctor's checks need the one tensor "
-                "your loss compares with the targets: pass a wrapper whose forward returns it "
-                "(e.g. model(x)[0] or model(x)['logits'])"
-            )
-        return out.detach()
+            return _one_tensor(model(x.to(self.device)))
+
+    @cached_property
+    def _probe_forward(self) -> Any:
+        """The pristine copy's eval-mode output on the probe batch, as the model returns it:
+        computed once for :meth:`refuse_structured_output` and :attr:`output`."""
+        with torch.no_grad():
+            return self.eval_model(self.probe_batch.x.to(self.device))
 
     def refuse_structured_output(self) -> None:
         """Raise an :class:`InputError` when the model returns several outputs that the user's
@@ -261,10 +261,10 @@ class Case:
         output the loss cannot take (``return out,`` by mistake, ``None``) is left to
         ``model.forward``, which reports it as the bug it is."""
         try:
+            out = self._probe_forward
+            if isinstance(out, torch.Tensor) or not _tensors_only(out):
+                return
             with torch.no_grad():
-                out = self.eval_model(self.probe_batch.x.to(self.device))
-                if isinstance(out, torch.Tensor) or not _tensors_only(out):
-                    return
                 loss = self.loss_fn(out, self.probe_batch.y.to(self.device))
         except Exception:  # noqa: BLE001 - the ladder's probes report the user's errors
             return
@@ -279,7 +279,7 @@ class Case:
     @cached_property
     def output(self) -> torch.Tensor:
         """Eval-mode output of the pristine copy on the probe batch."""
-        return self._probe("forward", lambda: self.forward(self.eval_model, self.probe_batch.x))
+        return self._probe("forward", lambda: _one_tensor(self._probe_forward))
 
     @cached_property
     def inferred_task(self) -> Task:
@@ -554,6 +554,17 @@ def _classes_on_dim_1(out: torch.Tensor, y: torch.Tensor) -> bool:
     if y.ndim < 2 or out.ndim != y.ndim + 1 or torch.is_floating_point(y):
         return False
     return tuple(out.shape[2:]) == tuple(y.shape[1:]) and tuple(out.shape[:-1]) != tuple(y.shape)
+
+
+def _one_tensor(out: Any) -> torch.Tensor:
+    """``out`` detached if it is a tensor; else the error that names what came back, and the fix."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(
+            f"the model returned {_describe(out)}; the doctor's checks need the one tensor "
+            "your loss compares with the targets: pass a wrapper whose forward returns it "
+            "(e.g. model(x)[0] or model(x)['logits'])"
+        )
+    return out.detach()
 
 
 def _tensors_only(out: Any) -> bool:
