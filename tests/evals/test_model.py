@@ -52,16 +52,32 @@ def test_model_history_is_skipped_for_a_design_based_plan(history):
     assert status(plan, "evals.plan.model_history") == "skip"
 
 
-def test_auto_is_model_based_on_a_large_history_and_stratified_without_a_warning_on_a_small(
+def test_auto_is_model_based_where_it_pays_and_stratified_without_a_warning_on_a_small(
     history, big_history
 ):
     small = plan_subset(history, 60, reps=2)  # the default method is "auto"
     assert small.method == "stratified" and small.requested_method == "auto"
     finding = next(f for f in small.findings if f.check == "evals.plan.model_history")
     assert finding.status == "skip" and "'auto' chose the stratified design" in finding.message
-    large = plan_subset(big_history, 60, reps=4)
+    large = plan_subset(History.from_matrix(_mixed()), 60, reps=4)  # the item model pays
     assert large.method == "model" and status(large, "evals.plan.model_history") == "pass"
     assert plan_subset(big_history, 60, calibrate=False).method == "stratified"
+
+
+def test_auto_keeps_the_design_where_the_item_model_does_not_pay_on_held_out_models():
+    """A large history with no item structure (every item has the same odds for a model): the
+    item model barely lowers the held-out error and its calibrated interval is wider by more,
+    so 'auto' keeps the design, says why, and calibrates the design's interval as a stratified
+    plan does (the twin, where it pays, is the test above)."""
+    rng = np.random.default_rng(3)
+    p = np.linspace(0.2, 0.8, 24)
+    history = History.from_matrix((rng.random((300, 24)) < p[None, :]).astype(float))
+    plan = plan_subset(history, 60, reps=4)
+    assert plan.method == "stratified" and plan.requested_method == "auto"
+    assert plan.item_model is None and "inflation" in plan.calibration
+    finding = next(f for f in plan.findings if f.check == "evals.plan.model_history")
+    assert finding.status == "skip" and "calibrated interval was x" in finding.message
+    assert plan_subset(history, 60, method="model", reps=4).method == "model"  # asked: kept
 
 
 @pytest.mark.check("evals.estimate.extrapolation", planted=True)

@@ -77,11 +77,12 @@ def _plan_model_history(plan: Any) -> Outcome:
     if asked not in ("model", "auto"):
         return skipped(f"method {plan.method!r} is not model-based")
     if plan.method != "model" and asked == "auto":
-        return skipped(
-            f"method 'auto' chose the stratified design: {len(plan.models)} history models on "
-            f"{plan.n_items} items (a model-based plan needs {MODEL_MIN_GROUPS} model groups and "
-            f"{MODEL_MIN_ITEMS} items, and the calibration)"
+        why = plan.calibration.get("auto") or (
+            f"{len(plan.models)} history models on {plan.n_items} items (a model-based plan "
+            f"needs {MODEL_MIN_GROUPS} model groups and {MODEL_MIN_ITEMS} items, and the "
+            "calibration)"
         )
+        return skipped(f"method 'auto' chose the stratified design: {why}")
     if plan.method != "model":
         return warned(
             f"a model-based plan needs a history of at least {MODEL_MIN_GROUPS} model groups and "

@@ -408,8 +408,9 @@ def plan_subset(
     """Choose ``budget`` items of the history's benchmark to evaluate new models on.
 
     ``history``: a :class:`History`, or anything :func:`~labcoat.evals.read_history` reads.
-    ``method``: ``"auto"`` (the default: ``"model"`` where the history is large enough and
-    ``calibrate`` is on, else ``"stratified"``), ``"stratified"``, ``"irt"``, ``"model"`` or
+    ``method``: ``"auto"`` (the default: ``"model"`` where the history is large enough,
+    ``calibrate`` is on and the model-based estimate pays on held-out history models, else
+    ``"stratified"``), ``"stratified"``, ``"irt"``, ``"model"`` or
     ``"random"`` (see the module); ``"model"`` falls back to ``"stratified"`` on a history
     smaller than :data:`MODEL_MIN_GROUPS` model groups or :data:`MODEL_MIN_ITEMS` items (the plan's
     ``requested_method`` keeps what was asked, and its ``evals.plan.model_history`` finding
@@ -456,8 +457,12 @@ def plan_subset(
         calibration = calibrate_model(
             history, budget, level=level, seed=seed, reps=reps, clusters=clusters
         )
-    elif calibrate and np.unique(history.groups).size >= 3:
-        calibration = calibrate_design(
+        unpaid = model_unpaid(calibration)
+        if requested == "auto" and unpaid:  # the design, whose interval holds by design
+            method, item_model = "stratified", None
+            calibration = {"auto": unpaid}
+    if method != "model" and calibrate and np.unique(history.groups).size >= 3:
+        calibration = calibration | calibrate_design(
             history, budget, method, level=level, seed=seed, reps=reps, clusters=clusters
         )
     means = scores.mean(axis=0)
@@ -475,6 +480,28 @@ def plan_subset(
         history_range=(float(means.min()), float(means.max())),
         requested_method=requested,
     )
+
+
+def model_unpaid(calibration: dict[str, Any]) -> str:
+    """Why a model-based plan does not earn its place on this history (empty when it does):
+    ``method="auto"`` keeps it only where, on the held-out history models, it makes smaller
+    errors than the design-based estimate and its calibrated interval is wider than the
+    design-based one by less than its error is smaller (a few held-out models make the
+    calibrated factor conservative, which can cost more width than the item model saves)."""
+    cal = calibration
+    gain = cal["mae_design"] / max(cal["mae"], 1e-12)
+    widening = cal["inflation"] / cal["inflation_design"]
+    if gain <= 1.0:
+        return (
+            f"on held-out history models the item model did not lower the error (MAE "
+            f"{cal['mae']:.4f}, design-based {cal['mae_design']:.4f})"
+        )
+    if widening > gain:
+        return (
+            f"on held-out history models its calibrated interval was x{widening:.2f} the "
+            f"design-based one's width for errors only x{1 / gain:.2f} as large"
+        )
+    return ""
 
 
 def model_history_ok(history: History) -> bool:
