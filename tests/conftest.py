@@ -212,7 +212,7 @@ def _declared_claims(items) -> dict[str, dict[str, list[str]]]:
 def contract_gaps(claims: dict[str, dict[str, list[str]]]) -> list[str]:
     """One line per registered check that lacks a planted bug or a healthy twin."""
     sys.path.insert(0, str(SRC))
-    from labcoat.findings import registries
+    from labcoat.engines import registries
 
     gaps = []
     for registry in registries():

@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=3)
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
-    from labcoat.findings import registries
+    from labcoat.engines import registries
     from tests.conftest import check_key
 
     seen: dict[str, list[tuple[str, str]]] = {}

@@ -74,6 +74,8 @@ class ReplayResult(Result):
     """A replayed window: what was logged then and now, the first mismatch, hindsight values
     and the probes' measurements."""
 
+    KIND = "replay.replay"
+
     run: str
     from_step: int
     to_step: int
@@ -131,6 +133,8 @@ class ReplayResult(Result):
 class DiffResult(Result):
     """Two recorded runs compared: provenance, the first divergence of their logged values and,
     with bisection, the first module whose activations differ there."""
+
+    KIND = "replay.diff"
 
     a: str
     b: str

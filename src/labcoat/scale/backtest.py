@@ -33,6 +33,8 @@ class BacktestResult(Result):
     the error against extrapolation distance; ``findings`` are the diagnostics of the fit on
     the smaller runs."""
 
+    KIND = "scale.backtest"
+
     engine = "scale"
     view = "labcoat.scale.view:backtest_view"
     section = "labcoat.report.sections.scale:scale_section"
@@ -201,6 +203,8 @@ def backtest(
 @dataclass
 class BacktestSet(Result):
     """One backtest per group (``by=``): each group's result, and the pooled figures."""
+
+    KIND = "scale.backtest_set"
 
     engine: ClassVar[str] = "scale"
     view: ClassVar[str | None] = "labcoat.scale.view:backtest_set_view"
