@@ -92,7 +92,7 @@ class Result(ABC):
         prediction) is not in the record and raises :class:`AttributeError` naming it. A class
         whose ``to_dict`` is lossless overrides this to rebuild itself."""
         _check_kind(cls, data)
-        stored = object.__new__(cls)
+        stored = object.__new__(_stored_class(cls))
         object.__setattr__(stored, "_stored", dict(data))
         return stored
 
@@ -101,8 +101,6 @@ class Result(ABC):
         stored = self.__dict__.get("_stored") if name != "__dict__" else None
         if stored is None or name.startswith("__"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        if name == "findings":
-            return [Finding.from_dict(f) for f in stored.get("findings") or []]
         if name in stored:
             return stored[name]
         raise AttributeError(
@@ -155,6 +153,38 @@ def _tagged(to_dict: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, A
 
     tagged._tagged = True  # type: ignore[attr-defined]
     return tagged
+
+
+@functools.cache
+def _stored_class(cls: type[Result]) -> type[Result]:
+    """``cls`` as a stored record: its findings are the ones the record holds (or, when its
+    ``to_dict()`` keeps none, the ones its checks state from the record), never recomputed
+    from data the record lacks. A subclass, so ``isinstance``, ``view`` and ``section`` hold."""
+
+    def findings(self: Result) -> list[Finding]:
+        stored = self.__dict__["_stored"]
+        if "findings" in stored:
+            return [Finding.from_dict(f) for f in stored["findings"] or []]
+        return _inherited_findings(cls, self)
+
+    return type(
+        cls.__name__,
+        (cls,),
+        {
+            "findings": property(findings),
+            "__module__": cls.__module__,
+            "__qualname__": f"{cls.__qualname__} (stored)",
+            "__doc__": cls.__doc__,
+        },
+    )
+
+
+def _inherited_findings(cls: type[Result], result: Result) -> list[Finding]:
+    for base in cls.__mro__:
+        found = base.__dict__.get("findings")
+        if isinstance(found, property):
+            return found.__get__(result)
+    return []
 
 
 def _check_kind(cls: type[Result], data: Mapping[str, Any]) -> None:

@@ -123,6 +123,7 @@ class ReplayResult(Result):
                 "tolerance": self.tolerance,
                 "segments": self.segments,
                 "raised": self.raised,
+                "findings": [f.to_dict() for f in self.findings],
                 "ok": self.ok,
             },
             max_items=10**9,

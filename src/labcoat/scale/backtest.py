@@ -75,6 +75,7 @@ class BacktestResult(Result):
                     "params": self.fit.params,
                     "warnings": [f.message for f in self.fit.warnings],
                 },
+                "findings": [f.to_dict() for f in self.findings],
             }
         )
 
@@ -248,6 +249,7 @@ class BacktestSet(Result):
                 "median_rmse": self.median_rmse,
                 "results": {k: r.to_dict() for k, r in self.results.items()},
                 "failures": self.failures,
+                "findings": [f.to_dict() for f in self.findings],
             }
         )
 

@@ -429,6 +429,7 @@ class VerdictResult(Result):
             "n": dict(self.n),
             "deviations": self.deviations,
             "plan": self.plan.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
     def record_dict(self) -> dict[str, Any]:
