@@ -349,9 +349,8 @@ def test_no_engine_overrides_the_one_persist_path():
 
 
 def test_a_findings_property_still_answers_the_old_call_with_a_warning():
-    from torch import nn
-
     import torch
+    from torch import nn
 
     model = nn.Linear(8, 2)
     with labcoat.watch(model, torch.optim.SGD(model.parameters(), lr=0.1)) as w:
