@@ -1,4 +1,4 @@
-"""Which tests show each check failing and passing: evidence for tests/contract.py's table.
+"""Which tests show each check failing and passing: evidence for the tests' check markers.
 
 Run the suite with ``LABCOAT_FINDINGS_LOG=DIR`` (tests/conftest.py then logs, per test, every
 finding's check and status and every watch alert's kind and severity), then

@@ -112,3 +112,27 @@ def test_an_unknown_engine_is_refused_in_one_line():
         engines.get("nope")
     with pytest.raises(ValueError, match="'registry' must not be empty"):
         Engine("x", "summary", "", ())
+
+
+def test_the_checks_map_lists_each_checks_planted_and_healthy_tests():
+    from labcoat.dev import checks_map
+
+    claims = {"doctor.data.finite": {"planted": ["t::nan"], "healthy": ["t::ok"]}}
+    rows = {r["check"]: r for r in checks_map(claims)}
+    assert rows["doctor.data.finite"]["planted"] == ["t::nan"]
+    assert rows["doctor.data.finite"]["healthy"] == ["t::ok"]
+    assert rows["watch.nonfinite"] == {
+        "engine": "watch",
+        "check": "watch.nonfinite",
+        "planted": [],
+        "healthy": [],
+    }
+    assert len(rows) == len(engines.catalogue())
+
+
+def test_the_checks_map_outside_a_clone_says_so(tmp_path, monkeypatch, capsys):
+    from labcoat.dev import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["checks-map"]) == 2
+    assert "no labcoat clone here" in capsys.readouterr().err

@@ -53,7 +53,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("labcoat.replay", "labcoat.verdicts", "labcoat.evals"),
     ("labcoat.engines",),  # names every engine's declaration; no engine imports it
     ("labcoat.report",),
-    ("labcoat.cli", "labcoat.__main__", "labcoat"),
+    ("labcoat.cli", "labcoat.__main__", "labcoat", "labcoat.dev"),
 ]
 
 #: upward imports that are part of a protocol, each with its reason (kept lazy, inside the
