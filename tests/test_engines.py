@@ -136,3 +136,12 @@ def test_the_checks_map_outside_a_clone_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["checks-map"]) == 2
     assert "no labcoat clone here" in capsys.readouterr().err
+
+
+def test_the_cli_options_that_name_an_engine_offer_every_engine():
+    from labcoat.cli.doctor import checks
+    from labcoat.cli.ledger import findings_command
+
+    for command, option in ((findings_command, "source"), (checks, "engine")):
+        (param,) = [p for p in command.params if p.name == option]
+        assert tuple(param.type.choices) == engines.names(), command.name

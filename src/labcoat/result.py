@@ -91,7 +91,7 @@ class Result(ABC):
         the data the result was computed from (another level's resampled interval, a
         prediction) is not in the record and raises :class:`AttributeError` naming it. A class
         whose ``to_dict`` is lossless overrides this to rebuild itself."""
-        _check_kind(cls, data)
+        check_kind(cls, data)
         stored = object.__new__(_stored_class(cls))
         object.__setattr__(stored, "_stored", dict(data))
         return stored
@@ -187,7 +187,9 @@ def _inherited_findings(cls: type[Result], result: Result) -> list[Finding]:
     return []
 
 
-def _check_kind(cls: type[Result], data: Mapping[str, Any]) -> None:
+def check_kind(cls: type[Result], data: Mapping[str, Any]) -> None:
+    """Refuse ``data`` that is not a ``cls`` result this labcoat can read (its kind, its
+    version), in one line: every ``from_dict`` starts here."""
     if not isinstance(data, Mapping):
         raise InputError(f"{cls.__name__}.from_dict: expected a dict; got {type(data).__name__}")
     if data.get("kind") != cls.KIND:
@@ -240,4 +242,4 @@ def from_dict(data: Mapping[str, Any]) -> Result:
     return cls.from_dict(data)
 
 
-__all__ = ["Result", "from_dict", "load", "result_types"]
+__all__ = ["Result", "check_kind", "from_dict", "load", "result_types"]

@@ -50,7 +50,7 @@ def engine_section(engine: Any, run: Any, findings: list, events: list) -> Secti
         heading = name or type(result).title or result.KIND
         try:
             part = section_for(result, title=heading, id=f"{id}-{i}")
-        except (AttributeError, KeyError) as exc:  # a section that needs the live result
+        except (AttributeError, KeyError, TypeError) as exc:  # it needs the live result
             part = Section(
                 heading,
                 f'<p class="warn">! this stored {esc(result.KIND)} result cannot be drawn '
