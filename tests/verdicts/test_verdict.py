@@ -134,6 +134,8 @@ def test_cli_exit_codes_and_json_shape(cli, tmp_path, p_a, p_b, code, verdict):
     assert got.code == code, got.err
     data = json.loads(got.out)
     assert list(data) == [
+        "kind",
+        "version",
         "id",
         "verdict",
         "estimate",
@@ -144,8 +146,10 @@ def test_cli_exit_codes_and_json_shape(cli, tmp_path, p_a, p_b, code, verdict):
         "n",
         "deviations",
         "plan",
+        "findings",
     ]
-    assert data["verdict"] == verdict and data["id"] == entry and len(data["ci"]) == 2
+    assert data["kind"] == "verdicts.verdict" and data["verdict"] == verdict
+    assert data["id"] == entry and len(data["ci"]) == 2
     assert data["n"] == {"a": items, "b": items, "paired": items} and data["deviations"] == []
     text = cli("verdict", entry, "--a", fa, "--b", fb, "--ledger", ledger)
     assert text.out.splitlines()[0] == f"#{entry} {verdict}, by the registered plan"
