@@ -332,6 +332,16 @@ def renamed(**old_to_new: str) -> Callable[[F], F]:
     return decorate
 
 
+def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Say once per call site that ``old`` is deprecated for one release and ``new`` replaces it
+    (the one wording every deprecated name, method and delegate uses)."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
 def deprecated_alias(old: str, new: str) -> property:
     """A read-only attribute ``old`` that returns ``new`` with a :class:`DeprecationWarning`
     (a result field renamed for one vocabulary, kept one release)."""

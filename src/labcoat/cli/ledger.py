@@ -144,23 +144,23 @@ def add_command(
     """Record a hypothesis TITLE and its prediction now (with --plan: its registered analysis,
     reviewed and sealed; `labcoat verdict ID` judges it later)."""
     plan = _plan_from(plan_file, plan_fields)
+    if plan is None and (pilot_a is not None or pilot_b is not None):
+        raise InputError("--pilot-a/--pilot-b: a pilot is reviewed with a plan; give --plan too")
+    fields = dict(predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs)
     with _open(location, create=True) as book:
-        entry = book.hypothesis(
-            title,
-            predict=prediction,
-            experiment=experiment,
-            tags=tags,
-            parents=parents,
-            runs=runs,
-            plan=plan,
-            pilot_a=pilot_a,
-            pilot_b=pilot_b,
-        )
+        if plan is None:
+            entry = book.hypothesis(title, **fields)
+        else:
+            from labcoat.verdicts.judge import register
+
+            entry = register(book, title, plan=plan, pilot_a=pilot_a, pilot_b=pilot_b, **fields)
         data = {"id": entry.id, "entry": _entry_json(entry), "ledger": book.location}
         if plan is None:
             respond(as_json, data, lambda: f"recorded entry #{entry.id} in {book.location}")
             return
-        review = book.plan_review(entry)
+        from labcoat.verdicts.judge import plan_review
+
+        review = plan_review(book, entry)
         data.update(plan=review.plan.to_dict(), review=[f.to_dict() for f in review.findings])
         respond(as_json, data, lambda: _review_view(entry.id, book.location, review))
 
@@ -173,20 +173,22 @@ def add_command(
 def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, as_json):
     """Show entry ENTRY_ID's registered plan, or seal a new revision of it (--plan or
     --plan-field). A revision made after results exist is reported by the verdict."""
+    from labcoat.verdicts.judge import plan_history, plan_review, revise_plan
+
     with _open(location) as book:
         if plan_file is not None:
             plan = _plan_from(plan_file, plan_fields)
-            book.revise_plan(entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
+            revise_plan(book, entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
         elif plan_fields:
-            book.revise_plan(
-                entry_id, pilot_a=pilot_a, pilot_b=pilot_b, **_plan_fields(plan_fields)
+            revise_plan(
+                book, entry_id, pilot_a=pilot_a, pilot_b=pilot_b, **_plan_fields(plan_fields)
             )
-        history = book.plan_history(entry_id)
+        history = plan_history(book, entry_id)
         if not history:
             raise InputError(
                 f"entry {entry_id}: has no plan; give --plan FILE or --plan-field KEY=VALUE"
             )
-        review = book.plan_review(entry_id)
+        review = plan_review(book, entry_id)
         data = {
             "id": entry_id,
             "revision": history[-1].revision,
@@ -338,13 +340,13 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         found = book.findings(entry=entry_id)
         from labcoat.ledger.view import entry_view
 
-        plan = book.plan(entry_id)
+        plans = book.plans(entry_id)
         computed = book.verdicts(entry_id)
         data = {
             "entry": _entry_json(entry),
             "history": [_entry_json(h) for h in history],
             "findings": [f.to_dict() for f in found],
-            "plan": None if plan is None else plan.to_dict(),
+            "plan": plans[-1].plan if plans else None,
             "verdicts": [v.result for v in computed],
         }
         respond(as_json, data, lambda: entry_view(entry, history, found))

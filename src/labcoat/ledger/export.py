@@ -160,8 +160,8 @@ def everything(ledger: "Ledger", *, since: Any = None, until: Any = None) -> dic
                     **e.to_dict(),
                     "history": [h.to_dict() for h in ledger.history(e.id)],
                     "plans": [
-                        {"revision": p.revision, "recorded_at": p.recorded_at, **p.plan.to_dict()}
-                        for p in ledger.plan_history(e.id)
+                        {"revision": p.revision, "recorded_at": p.recorded_at, **p.plan}
+                        for p in ledger.plans(e.id)
                     ],
                     "verdicts": [v.result for v in ledger.verdicts(e.id)],
                 }
