@@ -342,6 +342,21 @@ def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
     )
 
 
+def deprecated_names(module: str, old_to_new: dict[str, tuple[str, Any]]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of ``module`` whose public names in ``old_to_new`` (old -> (the new
+    name, the object)) were renamed: the old name returns the object for one release, with a
+    :class:`DeprecationWarning` naming the new one."""
+
+    def __getattr__(name: str) -> Any:
+        if name in old_to_new:
+            new, value = old_to_new[name]
+            warn_deprecated(f"{module}.{name}", f"{module}.{new}")
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def deprecated_alias(old: str, new: str) -> property:
     """A read-only attribute ``old`` that returns ``new`` with a :class:`DeprecationWarning`
     (a result field renamed for one vocabulary, kept one release)."""

@@ -44,32 +44,15 @@ def ledger() -> None:
 
 
 def _plan_fields(fields: tuple[str, ...]) -> dict:
-    """``KEY=VALUE`` plan fields from the command line, each VALUE read as a TOML value (a bare
-    word is text: ``metric=accuracy``)."""
-    import tomllib
+    from labcoat.verdicts.plan import parse_fields
 
-    out = {}
-    for item in fields:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--plan-field: expected KEY=VALUE (e.g. margin=0.02); got {item!r}")
-        try:
-            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[key.strip()] = value
-    return out
+    return parse_fields(fields)
 
 
 def _plan_from(plan_file: str | None, fields: tuple[str, ...]):
-    """The plan the options describe: a TOML file, flags, or a file with flags on top."""
-    if plan_file is None and not fields:
-        return None
-    from labcoat.verdicts.plan import Plan
+    from labcoat.verdicts.plan import plan_from
 
-    if plan_file is None:
-        return Plan.from_toml_dict(_plan_fields(fields), source="--plan-field")
-    plan = Plan.read(plan_file)
-    return plan.revised(**_plan_fields(fields)) if fields else plan
+    return plan_from(plan_file, fields)
 
 
 plan_options = [
@@ -293,13 +276,11 @@ def list_command(
             checks=checks,
             limit=limit,
         )
+        from labcoat.ledger.export import listing
         from labcoat.ledger.view import entries_table
 
         status = book.plan_status(found)
-        data = {
-            "count": len(found),
-            "entries": [{**_entry_json(e), "plan": status.get(e.id, "")} for e in found],
-        }
+        data = listing(book, found)
         respond(
             as_json,
             data,
@@ -335,21 +316,14 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         if run_id is not None:
             _show_run(book, run_id, show_diff, show_output, as_json)
             return
-        entry = book.entry(entry_id)
-        history = book.history(entry_id)
-        found = book.findings(entry=entry_id)
+        from labcoat.ledger.export import entry_record
         from labcoat.ledger.view import entry_view
 
-        plans = book.plans(entry_id)
-        computed = book.verdicts(entry_id)
-        data = {
-            "entry": _entry_json(entry),
-            "history": [_entry_json(h) for h in history],
-            "findings": [f.to_dict() for f in found],
-            "plan": plans[-1].plan if plans else None,
-            "verdicts": [v.result for v in computed],
-        }
-        respond(as_json, data, lambda: entry_view(entry, history, found))
+        if as_json:
+            emit_json(entry_record(book, entry_id))
+            return
+        entry = book.entry(entry_id)
+        console().print(entry_view(entry, book.history(entry_id), book.findings(entry=entry_id)))
 
 
 def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_json: bool) -> None:
