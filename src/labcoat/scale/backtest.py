@@ -14,7 +14,7 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from labcoat._jsonable import jsonable
-from labcoat._validation import PROBABILITY, Interval, Seed, fail, validate_params
+from labcoat._validation import PROBABILITY, Interval, Seed, fail, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.result import Result
@@ -81,12 +81,13 @@ class BacktestResult(Result):
         return list(self.fit.findings)
 
 
+@renamed(bootstrap="n_resamples")
 @validate_params(
     {
         "top": Interval(int, 1, none=True),
         "above": Interval(float, none=True),
         "level": PROBABILITY,
-        "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 200)."),
+        "n_resamples": (Interval(int, 0), "It counts resamples (e.g. 200)."),
         "seed": Seed(),
     }
 )
@@ -101,7 +102,7 @@ def backtest(
     form: str | Callable[..., Any] = "chinchilla",
     level: float = 0.95,
     interval: str = "calibrated",
-    bootstrap: int = 200,
+    n_resamples: int = 200,
     seed: int = 0,
     p0: Mapping[str, Any] | None = None,
     by: Any = None,
@@ -130,7 +131,7 @@ def backtest(
             form=form,
             level=level,
             interval=interval,
-            bootstrap=bootstrap,
+            n_resamples=n_resamples,
             seed=seed,
             p0=p0,
             **fit_options,
@@ -150,7 +151,7 @@ def backtest(
         *_split(x, ~mask, chosen),
         loss[~mask],
         form=form,
-        bootstrap=bootstrap,
+        n_resamples=n_resamples,
         seed=seed,
         p0=p0,
         ledger=fit_options.pop("ledger", False),
