@@ -91,7 +91,7 @@ def run(name: str, history, method: str, reps: int, cal_reps: int, seed: int = 0
         ia, ib = pair_index(int(held.sum()))
         true_diff = tt[ia] - tt[ib]
         for budget in BUDGETS:
-            plan = plan_subset(train, budget, method=method, seed=seed, reps=cal_reps)
+            plan = plan_subset(train, budget, method=method, seed=seed, n_resamples=cal_reps)
             design, model, c = plan.design, plan.item_model, plan.inflation
             if method == "model":  # the design-based part alone, and pairs, are design-based
                 model, c = None, plan.design_inflation

@@ -86,7 +86,7 @@ def main() -> int:
         rng = np.random.default_rng(0)
         N, D = 10 ** rng.uniform(7, 10, 60), 10 ** rng.uniform(9, 12, 60)
         L = (1.8 + 480 * N**-0.35 + 2100 * D**-0.37) * np.exp(rng.normal(0, 0.01, 60))
-        scale.backtest(N, D, L, holdout="n", top=12, bootstrap=200, ledger=False).to_html(
+        scale.backtest(N, D, L, holdout="n", top=12, n_resamples=200, ledger=False).to_html(
             OUT / "scale.html"
         )
 

@@ -374,3 +374,27 @@ def test_every_interval_is_a_ci_property_holding_a_confidence_interval():
     ):
         assert isinstance(result.ci, ConfidenceInterval), type(result).__name__
     assert ev.ci == (0.4, 0.6)
+
+
+def test_the_names_renamed_for_one_idea_each_keep_working_one_release_and_warn():
+    """evals' ``Plan`` (beside ``labcoat.Plan``), scale's ``bootstrap=``/``reps=`` (beside
+    ``n_resamples=``) and ``ScalingFit.ci(level)`` (beside the ``ci`` property elsewhere)."""
+    import numpy as np
+
+    from labcoat import evals, scale
+    from labcoat.evals.history import History
+
+    with pytest.warns(DeprecationWarning, match=r"labcoat.evals.Plan .*labcoat.evals.SubsetPlan"):
+        assert evals.Plan is evals.SubsetPlan
+    with pytest.warns(DeprecationWarning, match="labcoat.evals.plan.SubsetPlan"):
+        from labcoat.evals.plan import Plan  # noqa: F401
+    x = np.logspace(2, 5, 12)
+    with pytest.warns(DeprecationWarning, match="`bootstrap` is deprecated.*`n_resamples`"):
+        old = scale.fit(x, None, 1.7 + 300 * x**-0.3, form="curve", bootstrap=5, ledger=False)
+    new = scale.fit(x, None, 1.7 + 300 * x**-0.3, form="curve", n_resamples=5, ledger=False)
+    with pytest.warns(DeprecationWarning, match=r"ScalingFit.confidence_interval\(level\)"):
+        assert old.ci(0.9) == new.confidence_interval(0.9)
+    rng = np.random.default_rng(0)
+    history = History.from_matrix((rng.random((80, 6)) < 0.6).astype(float))
+    with pytest.warns(DeprecationWarning, match="`reps` is deprecated.*`n_resamples`"):
+        evals.plan_subset(history, 20, reps=2, method="random")

@@ -332,6 +332,31 @@ def renamed(**old_to_new: str) -> Callable[[F], F]:
     return decorate
 
 
+def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Say once per call site that ``old`` is deprecated for one release and ``new`` replaces it
+    (the one wording every deprecated name, method and delegate uses)."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def deprecated_names(module: str, old_to_new: dict[str, tuple[str, Any]]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of ``module`` whose public names in ``old_to_new`` (old -> (the new
+    name, the object)) were renamed: the old name returns the object for one release, with a
+    :class:`DeprecationWarning` naming the new one."""
+
+    def __getattr__(name: str) -> Any:
+        if name in old_to_new:
+            new, value = old_to_new[name]
+            warn_deprecated(f"{module}.{name}", f"{module}.{new}")
+            return value
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def deprecated_alias(old: str, new: str) -> property:
     """A read-only attribute ``old`` that returns ``new`` with a :class:`DeprecationWarning`
     (a result field renamed for one vocabulary, kept one release)."""

@@ -14,7 +14,7 @@ from .conftest import new_model, planned
 
 @pytest.fixture(scope="module")
 def plan(history):
-    return plan_subset(history, 60, reps=5)
+    return plan_subset(history, 60, n_resamples=5)
 
 
 def test_a_plan_is_calibrated_on_held_out_history_models(plan):
@@ -66,7 +66,7 @@ def test_a_history_of_one_model_is_refused():
 
 
 def test_compare_decides_a_clear_gap_and_refuses_inside_the_noise(history):
-    plan = plan_subset(history, 120, reps=3)
+    plan = plan_subset(history, 120, n_resamples=3)
     strong, weak = new_model(2.0), new_model(-1.5)
     clear = compare(planned(plan, strong), planned(plan, weak), plan)
     assert clear.decision == "a better" and clear.items_needed is None

@@ -14,7 +14,7 @@ from .conftest import new_model, planned, status
 
 @pytest.fixture(scope="module")
 def plan(history):
-    return plan_subset(history, 60, reps=3)
+    return plan_subset(history, 60, n_resamples=3)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_plan_calibration_warns_when_the_design_s_intervals_are_far_too_narrow(
         return est, se / 4.0, df, residual
 
     monkeypatch.setattr(Design, "estimate", too_narrow)
-    bad = plan_subset(history, 60, reps=3)
+    bad = plan_subset(history, 60, n_resamples=3)
     assert bad.calibration["coverage_raw"] < 0.9
     assert status(bad, "evals.plan.calibration") == "warn"
 

@@ -12,7 +12,7 @@ import pytest
 from labcoat.errors import InputError
 from labcoat.evals import History, compare, estimate, load_plan, plan_subset, sequential
 from labcoat.evals._design import t_quantile
-from labcoat.evals.plan import Plan
+from labcoat.evals.plan import SubsetPlan
 
 from .conftest import new_model, planned, simulate, status
 
@@ -29,12 +29,12 @@ def big_history():
 
 @pytest.fixture(scope="module")
 def model_plan(big_history):
-    return plan_subset(big_history, 60, method="model", reps=4)
+    return plan_subset(big_history, 60, method="model", n_resamples=4)
 
 
 @pytest.mark.check("evals.plan.model_history", planted=True)
 def test_model_history_warns_and_falls_back_on_a_history_of_eight_models(history):
-    plan = plan_subset(history, 60, method="model", reps=2)
+    plan = plan_subset(history, 60, method="model", n_resamples=2)
     assert plan.method == "stratified" and plan.requested_method == "model"
     assert plan.item_model is None and "weight" not in plan.calibration
     assert status(plan, "evals.plan.model_history") == "warn"
@@ -48,18 +48,18 @@ def test_model_history_passes_a_history_of_twenty_four_models(model_plan):
 
 
 def test_model_history_is_skipped_for_a_design_based_plan(history):
-    plan = plan_subset(history, 60, method="stratified", reps=2)
+    plan = plan_subset(history, 60, method="stratified", n_resamples=2)
     assert status(plan, "evals.plan.model_history") == "skip"
 
 
 def test_auto_is_model_based_where_it_pays_and_stratified_without_a_warning_on_a_small(
     history, big_history
 ):
-    small = plan_subset(history, 60, reps=2)  # the default method is "auto"
+    small = plan_subset(history, 60, n_resamples=2)  # the default method is "auto"
     assert small.method == "stratified" and small.requested_method == "auto"
     finding = next(f for f in small.findings if f.check == "evals.plan.model_history")
     assert finding.status == "skip" and "'auto' chose the stratified design" in finding.message
-    large = plan_subset(History.from_matrix(_mixed()), 60, reps=4)  # the item model pays
+    large = plan_subset(History.from_matrix(_mixed()), 60, n_resamples=4)  # the item model pays
     assert large.method == "model" and status(large, "evals.plan.model_history") == "pass"
     assert plan_subset(big_history, 60, calibrate=False).method == "stratified"
 
@@ -72,12 +72,12 @@ def test_auto_keeps_the_design_where_the_item_model_does_not_pay_on_held_out_mod
     rng = np.random.default_rng(3)
     p = np.linspace(0.2, 0.8, 24)
     history = History.from_matrix((rng.random((300, 24)) < p[None, :]).astype(float))
-    plan = plan_subset(history, 60, reps=4)
+    plan = plan_subset(history, 60, n_resamples=4)
     assert plan.method == "stratified" and plan.requested_method == "auto"
     assert plan.item_model is None and "inflation" in plan.calibration
     finding = next(f for f in plan.findings if f.check == "evals.plan.model_history")
     assert finding.status == "skip" and "calibrated interval was x" in finding.message
-    assert plan_subset(history, 60, method="model", reps=4).method == "model"  # asked: kept
+    assert plan_subset(history, 60, method="model", n_resamples=4).method == "model"  # asked: kept
 
 
 @pytest.mark.check("evals.estimate.extrapolation", planted=True)
@@ -115,7 +115,7 @@ def _mixed(n_items: int = 300, n_models: int = 24, seed: int = 0) -> np.ndarray:
 
 
 def test_the_weight_leans_on_the_item_model_where_it_predicts_the_unseen_items():
-    plan = plan_subset(History.from_matrix(_mixed()), 60, method="model", reps=4)
+    plan = plan_subset(History.from_matrix(_mixed()), 60, method="model", n_resamples=4)
     cal = plan.calibration
     assert plan.weight <= 0.4 and cal["mae"] < 0.85 * cal["mae_design"]
     assert cal["mae_design"] < cal["mae_random"]
@@ -127,7 +127,7 @@ def test_the_weight_goes_to_the_design_when_the_item_model_has_nothing_to_say():
     rng = np.random.default_rng(3)
     p = np.linspace(0.2, 0.8, 24)
     y = (rng.random((300, 24)) < p[None, :]).astype(float)
-    plan = plan_subset(History.from_matrix(y), 60, method="model", reps=4)
+    plan = plan_subset(History.from_matrix(y), 60, method="model", n_resamples=4)
     assert plan.weight >= 0.6
 
 
@@ -176,17 +176,17 @@ def test_a_model_plan_survives_json_and_estimates_the_same(model_plan, tmp_path)
 
 
 def test_a_version_one_plan_still_loads_and_a_newer_one_is_refused(history, tmp_path):
-    plan = plan_subset(history, 40, reps=2)
+    plan = plan_subset(history, 40, n_resamples=2)
     old = plan.to_dict()
     old["version"] = 1
     del old["requested_method"]
-    loaded = Plan.from_dict(json.loads(json.dumps(old)))
+    loaded = SubsetPlan.from_dict(json.loads(json.dumps(old)))
     assert loaded.method == "stratified" and loaded.requested_method == ""
     res = planned(plan, new_model(0.0))
     assert estimate(res, loaded).score == pytest.approx(estimate(res, plan).score)
     old["version"] = 99
     with pytest.raises(InputError, match="newer"):
-        Plan.from_dict(old)
+        SubsetPlan.from_dict(old)
 
 
 def test_a_model_plan_needs_its_calibration(big_history):

@@ -53,7 +53,7 @@ def plan(dataset):
             with torch.no_grad():
                 columns.append((model(x).argmax(1) == y).float().numpy())
     history = History.from_matrix(np.column_stack(columns), models=[f"c{i}" for i in range(5)])
-    return plan_subset(history, BUDGET, reps=4)
+    return plan_subset(history, BUDGET, n_resamples=4)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from .conftest import curve_runs, synthetic_runs
 
 def test_the_right_law_extrapolates_inside_its_intervals():
     x, L = curve_runs(x=np.logspace(2, 5, 60), noise=0.01, seed=3)
-    result = scale.backtest(x, None, L, form="curve", holdout="n", top=10, bootstrap=200)
+    result = scale.backtest(x, None, L, form="curve", holdout="n", top=10, n_resamples=200)
     assert result.n_holdout == 10 and result.n_fit == 50
     assert result.mape < 2.0
     assert result.coverage >= 0.8
@@ -25,7 +25,7 @@ def test_a_law_that_bends_beyond_the_fitted_runs_misses_its_intervals():
     knee = 30000  # the loss falls faster beyond the fitted sizes
     law = np.where(x < knee, 2 + 50 * x**-0.5, 2 + 50 * knee**-0.5 * (x / knee) ** -2.0)
     L = law * np.exp(np.random.default_rng(3).normal(0, 0.01, x.size))
-    result = scale.backtest(x, None, L, form="curve", holdout="n", top=10, bootstrap=200)
+    result = scale.backtest(x, None, L, form="curve", holdout="n", top=10, n_resamples=200)
     assert result.coverage <= 0.3
     assert all(p["error"] > 0 for p in result.points)  # predicted higher than observed
 
@@ -34,10 +34,10 @@ def test_holdout_by_compute_and_by_mask_agree_on_the_same_runs():
     N, D, L = synthetic_runs(n=30)
     compute = 6 * N * D
     by_compute = scale.backtest(
-        N, D, L, holdout="compute", top=5, bootstrap=0, interval="bootstrap"
+        N, D, L, holdout="compute", top=5, n_resamples=0, interval="bootstrap"
     )
     mask = compute >= np.sort(compute)[-5]
-    by_mask = scale.backtest(N, D, L, holdout=mask, bootstrap=0, interval="bootstrap")
+    by_mask = scale.backtest(N, D, L, holdout=mask, n_resamples=0, interval="bootstrap")
     assert by_compute.n_holdout == by_mask.n_holdout == int(mask.sum())
     assert by_compute.mape == pytest.approx(by_mask.mape)
     assert np.isnan(by_mask.coverage)  # no bootstrap, no intervals
@@ -61,4 +61,4 @@ def test_holdout_by_compute_and_by_mask_agree_on_the_same_runs():
 def test_bad_holdouts_are_one_line(kwargs, message):
     x, L = curve_runs()
     with pytest.raises(InputError, match=message):
-        scale.backtest(x, None, L, form="curve", bootstrap=0, **kwargs)
+        scale.backtest(x, None, L, form="curve", n_resamples=0, **kwargs)

@@ -25,7 +25,7 @@ def broken_curve(seed=3, knee=10**3.5, n=60):
 @pytest.mark.slow
 def test_a_break_m1_cannot_extrapolate_is_covered_by_the_calibrated_interval_only():
     x, L = broken_curve()
-    options = dict(form="m1", holdout="n", top=10, bootstrap=100, seed=0)
+    options = dict(form="m1", holdout="n", top=10, n_resamples=100, seed=0)
     calibrated = scale.backtest(x, None, L, interval="calibrated", **options)
     boot = scale.backtest(x, None, L, interval="bootstrap", **options)
     assert boot.coverage <= 0.2  # the bootstrap measures scatter, not extrapolation error
@@ -36,7 +36,7 @@ def test_a_break_m1_cannot_extrapolate_is_covered_by_the_calibrated_interval_onl
 
 def test_a_clean_power_law_gets_a_narrow_calibrated_interval_that_covers():
     x, L = curve_runs(x=np.logspace(2, 5, 60), noise=0.01, seed=3)
-    result = scale.backtest(x, None, L, form="m2", holdout="n", top=10, bootstrap=0)
+    result = scale.backtest(x, None, L, form="m2", holdout="n", top=10, n_resamples=0)
     assert result.coverage >= 0.9
     assert result.median_width < 0.12  # ±6 % at most, for 1 % noise over half a decade
     assert result.rmse < 0.02
@@ -45,7 +45,7 @@ def test_a_clean_power_law_gets_a_narrow_calibrated_interval_that_covers():
 @pytest.mark.filterwarnings("ignore::labcoat.scale.calibrate.ExtrapolationWarning")
 def test_the_interval_widens_with_distance_and_reports_its_method_and_coverage():
     x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=1)
-    fit = scale.fit(x, None, L, form="m2", bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, L, form="m2", n_resamples=0, ledger=False)
     pred = fit.predict([1e5, 1e6, 1e7])
     width = np.log(pred.interval[1] / pred.interval[0])
     assert width[0] < width[1] < width[2]
@@ -57,7 +57,7 @@ def test_the_interval_widens_with_distance_and_reports_its_method_and_coverage()
 
 def test_predict_warns_beyond_the_distances_the_calibration_saw():
     x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=1)
-    fit = scale.fit(x, None, L, form="m2", bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, L, form="m2", n_resamples=0, ledger=False)
     seen = fit.calibration().max_distance
     with warnings.catch_warnings():
         warnings.simplefilter("error", ExtrapolationWarning)
@@ -69,7 +69,7 @@ def test_predict_warns_beyond_the_distances_the_calibration_saw():
 @pytest.mark.filterwarnings("ignore::labcoat.scale.calibrate.ExtrapolationWarning")
 def test_too_few_runs_fall_back_on_the_shipped_prior():
     x, L = curve_runs(x=np.logspace(2, 4, 6), noise=0.01, seed=2)
-    fit = scale.fit(x, None, L, form="m1", bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, L, form="m1", n_resamples=0, ledger=False)
     pred = fit.predict(1e5)
     assert pred.calibration["method"] == "prior"
     lo, hi = fit.calibration().band([0.0, 2.0])
@@ -78,7 +78,7 @@ def test_too_few_runs_fall_back_on_the_shipped_prior():
 
 def test_the_bootstrap_interval_stays_available_by_name_and_bad_names_are_one_line():
     x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=1)
-    fit = scale.fit(x, None, L, form="m2", bootstrap=50, ledger=False)
+    fit = scale.fit(x, None, L, form="m2", n_resamples=50, ledger=False)
     boot = fit.predict(1e6, interval="bootstrap")
     assert boot.method == "bootstrap" and boot.calibration is None
     with pytest.raises(InputError, match="`interval` must be 'calibrated' or 'bootstrap'"):
@@ -92,7 +92,7 @@ def test_several_curves_in_one_call_one_result_per_group():
     groups = np.array(["clean"] * 30 + ["broken"] * 30 + ["tiny"] * 3)
     x = np.concatenate([x1, x2, [1e2, 1e3, 1e4]])
     L = np.concatenate([L1, L2, [3.0, 2.5, 2.2]])
-    result = scale.backtest(x, None, L, form="m2", top=5, bootstrap=0, by=groups)
+    result = scale.backtest(x, None, L, form="m2", top=5, n_resamples=0, by=groups)
     assert list(result.results) == ["clean", "broken"]
     assert "tiny" in result.failures  # too few runs: said, not raised
     assert result.results["clean"].n_holdout == 5

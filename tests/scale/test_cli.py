@@ -23,7 +23,7 @@ def runs_csv(tmp_path_factory):
     return path
 
 
-DATA = ("--n", "params", "--d", "tokens", "--loss", "loss", "--bootstrap", "20", "--no-ledger")
+DATA = ("--n", "params", "--d", "tokens", "--loss", "loss", "--resamples", "20", "--no-ledger")
 
 
 def _json(res):
@@ -76,7 +76,7 @@ def curve_jsonl(tmp_path_factory):
     return path
 
 
-CURVE = ("--form", "curve", "--x", "step", "--loss", "loss", "--bootstrap", "20", "--no-ledger")
+CURVE = ("--form", "curve", "--x", "step", "--loss", "loss", "--resamples", "20", "--no-ledger")
 
 
 def test_backtest_json_and_tables(cli, curve_jsonl):
@@ -100,7 +100,7 @@ def test_curve_from_jsonl_and_parquet(cli, tmp_path, curve_jsonl):
         "step",
         "--loss",
         "loss",
-        "--bootstrap",
+        "--resamples",
         "20",
         "--no-ledger",
         "--json",
@@ -187,12 +187,12 @@ def test_backtest_by_a_column_gives_one_result_per_curve(cli, tmp_path):
     path.write_text("\n".join(rows) + "\n")
     args = ("--x", "examples", "--loss", "loss", "--form", "m2", "--by", "task")
     out = _json(
-        cli("scale", "backtest", path, *args, "--holdout-top", "4", "--bootstrap", "0", "--json")
+        cli("scale", "backtest", path, *args, "--holdout-top", "4", "--resamples", "0", "--json")
     )
     assert out["groups"] == 2 and set(out["results"]) == {"a", "b"}
     assert out["results"]["a"]["n_holdout"] == 4 and out["results"]["a"]["interval"] == "calibrated"
     assert out["coverage"] >= 0.75
-    table = cli("scale", "backtest", path, *args, "--holdout-top", "4", "--bootstrap", "0")
+    table = cli("scale", "backtest", path, *args, "--holdout-top", "4", "--resamples", "0")
     assert table.code == 0 and "backtests by group" in table.out and "median width" in table.out
 
 

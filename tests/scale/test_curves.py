@@ -55,7 +55,7 @@ def test_m4_solves_its_implicit_equation():
 def test_auto_picks_a_floor_for_a_curve_with_a_floor_and_says_why():
     x = np.logspace(2, 5, 40)
     L = (2 + 50 * x**-0.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, 40))
-    fit = scale.fit(x, None, L, form="auto", bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, L, form="auto", n_resamples=0, ledger=False)
     assert fit.selection["chosen"] in ("m2", "m3", "m4")
     scores = fit.selection["backtest_rmse"]
     assert scores["m1"] > 3 * scores[fit.selection["chosen"]]  # a plain power law misses the floor
@@ -82,6 +82,6 @@ def test_auto_needs_one_variable():
 def test_the_level_auto_compares_forms_at_is_a_probability():
     x = np.logspace(2, 4, 8)
     with pytest.raises(InputError, match="`level` must be a number strictly between 0 and 1"):
-        scale.fit(x, None, 3 * x**-0.1, form="m1", level=1.5, bootstrap=0, ledger=False)
-    fit = scale.fit(x, None, 3 * x**-0.1, form="m1", level=0.9, bootstrap=0, ledger=False)
+        scale.fit(x, None, 3 * x**-0.1, form="m1", level=1.5, n_resamples=0, ledger=False)
+    fit = scale.fit(x, None, 3 * x**-0.1, form="m1", level=0.9, n_resamples=0, ledger=False)
     assert fit.params["c"] == pytest.approx(0.1, rel=1e-3)

@@ -16,7 +16,7 @@ def _finding(fit, check):
 
 
 def _curve(x, L, **kw):
-    return scale.fit(x, None, L, form="curve", bootstrap=0, ledger=False, **kw)
+    return scale.fit(x, None, L, form="curve", n_resamples=0, ledger=False, **kw)
 
 
 def test_every_check_is_declared_with_what_it_falsifies():
@@ -118,7 +118,7 @@ def test_custom_form_matches_the_built_in_curve_and_is_diagnosed():
         L,
         form=lambda x, E, A, alpha: E + A * x**-alpha,
         p0={"E": [1.0, 3.0], "A": [10.0, 100.0], "alpha": [0.3, 1.0]},
-        bootstrap=0,
+        n_resamples=0,
         ledger=False,
     )
     for name in ("E", "A", "alpha"):
@@ -142,15 +142,17 @@ def test_flat_says_what_it_pinned_beside_a_wide_coefficient_interval():
     """The pass message measured the law's level at the runs' mean size, not A: where A's own
     bootstrap interval is wide it must say so, never "every parameter pinned" beside it."""
     x, L = curve_runs(x=np.logspace(3, 4.5, 40), noise=0.02)
-    fit = scale.fit(x, None, L, form="curve", bootstrap=200, ledger=False)
+    fit = scale.fit(x, None, L, form="curve", n_resamples=200, ledger=False)
     found = _finding(fit, "scale.flat")
-    ci = fit.ci(0.95)["A"]
+    ci = fit.confidence_interval(0.95)["A"]
     assert found.status == "pass" and ci.high / ci.low > 2
     assert "every parameter" not in found.message and "level at their mean size" in found.message
     assert f"A's own 95% interval spans a factor {ci.high / ci.low:.3g}" in found.message
     # the healthy twin: a wide range pins A too, and no caveat is added
     x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01)
-    twin = _finding(scale.fit(x, None, L, form="curve", bootstrap=200, ledger=False), "scale.flat")
+    twin = _finding(
+        scale.fit(x, None, L, form="curve", n_resamples=200, ledger=False), "scale.flat"
+    )
     assert twin.status == "pass" and "spans a factor" not in twin.message
 
 

@@ -11,7 +11,7 @@ from .conftest import curve_runs
 
 def _fit(**kw):
     x, L = curve_runs()
-    return scale.fit(x, None, L, form="curve", bootstrap=30, **kw)
+    return scale.fit(x, None, L, form="curve", n_resamples=30, **kw)
 
 
 def test_a_fit_is_recorded_with_its_parameters_and_data_fingerprint(tmp_path):
@@ -30,7 +30,7 @@ def test_a_fit_is_recorded_with_its_parameters_and_data_fingerprint(tmp_path):
     again = _fit(ledger=str(path))
     x, L = curve_runs()
     L[0] *= 1.01
-    changed = scale.fit(x, None, L, form="curve", bootstrap=0, ledger=str(path))
+    changed = scale.fit(x, None, L, form="curve", n_resamples=0, ledger=str(path))
     found = [f for f in Ledger(path).findings(source="scale") if f.check == "scale.fit"]
     assert (
         found[0].evidence["data"]["digest"]

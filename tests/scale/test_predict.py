@@ -14,12 +14,12 @@ from .conftest import chinchilla_law, curve_runs, synthetic_runs
 
 @pytest.fixture(scope="module")
 def synthetic_fit():
-    return scale.fit(*synthetic_runs(n=60, noise=0.01), bootstrap=100, seed=0, ledger=False)
+    return scale.fit(*synthetic_runs(n=60, noise=0.01), n_resamples=100, seed=0, ledger=False)
 
 
 def test_noise_free_data_recovers_the_law():
     N, D, _ = synthetic_runs(n=25)
-    fit = scale.fit(N, D, chinchilla_law(N, D), bootstrap=0, ledger=False)
+    fit = scale.fit(N, D, chinchilla_law(N, D), n_resamples=0, ledger=False)
     truth = {"A": 480.0, "B": 2100.0, "E": 1.8, "alpha": 0.35, "beta": 0.37}
     for name, value in truth.items():
         assert fit.params[name] == pytest.approx(value, rel=1e-3), name
@@ -40,7 +40,7 @@ def test_prediction_intervals_hold_the_truth_and_widen_with_extrapolation(synthe
 
 
 def test_interval_level_is_chosen_after_fitting(synthetic_fit):
-    wide, narrow = synthetic_fit.ci(0.95), synthetic_fit.ci(0.5)
+    wide, narrow = synthetic_fit.confidence_interval(0.95), synthetic_fit.confidence_interval(0.5)
     for name in synthetic_fit.names:
         assert wide[name].low <= narrow[name].low <= narrow[name].high <= wide[name].high
     cov = synthetic_fit.covariance
@@ -78,7 +78,7 @@ def test_to_dict_is_plain_json(synthetic_fit):
 
 def test_curve_form_predicts_from_one_variable():
     x, L = curve_runs()
-    fit = scale.fit(x, None, L, form="curve", bootstrap=50, ledger=False)
+    fit = scale.fit(x, None, L, form="curve", n_resamples=50, ledger=False)
     pred = fit.predict([1e6])
     assert pred.loss[0] == pytest.approx(2 + 50 * 1e6**-0.5, rel=0.02)
     assert pred.interval[0][0] < 2 + 50 * 1e6**-0.5 < pred.interval[1][0]
@@ -108,7 +108,7 @@ def test_curve_form_predicts_from_one_variable():
             "`form` must be one of 'chinchilla', 'curve', 'm1'.* or a callable; got 'power'",
         ),
         (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"huber_delta": 0}, "huber_delta"),
-        (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"bootstrap": -1}, "bootstrap"),
+        (([1e8] * 10, [1e9] * 10, [2.0] * 10), {"n_resamples": -1}, "n_resamples"),
         (([1.0] * 10, None, [2.0] * 10), {"form": lambda x, a: a}, "p0: a custom form needs"),
         (
             ([1.0] * 10, None, [2.0] * 10),
@@ -119,15 +119,15 @@ def test_curve_form_predicts_from_one_variable():
 )
 def test_bad_input_is_one_line(args, kwargs, message):
     with pytest.raises(InputError, match=message) as err:
-        scale.fit(*args, **{"bootstrap": 0, "ledger": False, **kwargs})
+        scale.fit(*args, **{"n_resamples": 0, "ledger": False, **kwargs})
     assert "\n" not in str(err.value)
 
 
 def test_bootstrap_intervals_need_a_bootstrap_and_calibrated_ones_do_not():
     x, L = curve_runs()
-    fit = scale.fit(x, None, L, form="curve", bootstrap=0, ledger=False)
-    with pytest.raises(InputError, match="bootstrap=1000"):
-        fit.ci()
+    fit = scale.fit(x, None, L, form="curve", n_resamples=0, ledger=False)
+    with pytest.raises(InputError, match="n_resamples=1000"):
+        fit.confidence_interval()
     assert fit.predict([1e6], interval="bootstrap").interval is None
     assert fit.predict([1e6]).interval is not None  # calibrated from backtests, no bootstrap
 
@@ -139,7 +139,7 @@ def test_custom_form_bootstrap_split_over_joblib_matches_one_batch():
     kwargs = dict(
         form=lambda x, E, A, alpha: E + A * x**-alpha,
         p0={"E": 2.0, "A": 50.0, "alpha": 0.5},
-        bootstrap=4,
+        n_resamples=4,
         seed=1,
         ledger=False,
     )
@@ -153,10 +153,10 @@ def test_custom_form_bootstrap_split_over_joblib_matches_one_batch():
 def test_custom_form_refits_reach_the_batched_refits():
     """Same resamples through scipy (a user's law) and the batched L-BFGS (the built-in curve)."""
     x, L = curve_runs()
-    builtin = scale.fit(x, None, L, form="curve", bootstrap=10, seed=3, ledger=False)
+    builtin = scale.fit(x, None, L, form="curve", n_resamples=10, seed=3, ledger=False)
     custom = scale.fit(
         x, None, L, form=lambda x, A, E, alpha: E + A * x**-alpha,
-        p0={"A": 50.0, "E": 2.0, "alpha": 0.5}, bootstrap=10, seed=3, ledger=False, n_jobs=1,
+        p0={"A": 50.0, "E": 2.0, "alpha": 0.5}, n_resamples=10, seed=3, ledger=False, n_jobs=1,
     )  # fmt: skip
     assert np.allclose(custom.bootstrap, builtin.bootstrap, rtol=2e-3)
     assert custom.objective == pytest.approx(builtin.objective, rel=1e-6)

@@ -17,7 +17,7 @@ INTERVALS = {"E": (1.769, 1.871), "alpha": (0.317, 0.373), "beta": (0.331, 0.415
 def replication_fit():
     N, D, L = chinchilla_points(drop_highest=5)
     assert N.size == 240
-    return scale.fit(N, D, L, bootstrap=200, seed=0, ledger=False)
+    return scale.fit(N, D, L, n_resamples=200, seed=0, ledger=False)
 
 
 def test_point_fit_matches_the_replication(replication_fit):
@@ -27,7 +27,7 @@ def test_point_fit_matches_the_replication(replication_fit):
 
 
 def test_estimates_fall_in_the_replications_intervals_and_the_intervals_agree(replication_fit):
-    ours = replication_fit.ci(0.95)
+    ours = replication_fit.confidence_interval(0.95)
     for name, (low, high) in INTERVALS.items():
         assert low <= replication_fit.params[name] <= high, name
         # 200 resamples here against their 4,000: the ends agree to about a tenth of the width
@@ -42,7 +42,7 @@ def test_the_replication_points_pass_every_diagnostic(replication_fit):
 
 def test_keeping_the_five_outliers_shows_as_a_residual_pattern():
     """The replication dropped the 5 highest losses; with them the residuals wave in D."""
-    fit = scale.fit(*chinchilla_points(drop_highest=0), bootstrap=0, ledger=False)
+    fit = scale.fit(*chinchilla_points(drop_highest=0), n_resamples=0, ledger=False)
     residuals = {f.check: f for f in fit.findings}["scale.residuals"]
     assert residuals.status == "warn"
     assert "log D" in residuals.message
@@ -65,8 +65,8 @@ def test_calibrated_intervals_hold_the_largest_runs_where_the_bootstrap_does_not
     (measured 92.9 % by size and by compute, median width 3.2 % of the loss); the bootstrap's
     cover 76 % and 57 %."""
     N, D, L = chinchilla_points(drop_highest=5)
-    calibrated = scale.backtest(N, D, L, holdout=holdout, top=42, bootstrap=0)
+    calibrated = scale.backtest(N, D, L, holdout=holdout, top=42, n_resamples=0)
     assert calibrated.coverage >= 0.9
     assert calibrated.median_width < 0.04
-    boot = scale.backtest(N, D, L, holdout=holdout, top=42, bootstrap=100, interval="bootstrap")
+    boot = scale.backtest(N, D, L, holdout=holdout, top=42, n_resamples=100, interval="bootstrap")
     assert boot.coverage < 0.8

@@ -483,14 +483,14 @@ def test_intervals(cli, tmp_path):
             ["leaderboard", "a.csv", "--score", "x"],
             "at least 2 files",
         ),
-        ({}, ["power", "--omega2", "0.1"], "give --mde"),
+        ({}, ["power", "--omega2", "0.1"], "give mde="),
         (
             {},
             ["power", "--omega2", "0.1", "--mde", "0.1", "--icc", "0.1"],
             "--icc and --cluster-size go together",
         ),
         ({}, ["adjust"], "give p-values"),
-        ({}, ["power", "--mde", "0.03"], "give --omega2"),
+        ({}, ["power", "--mde", "0.03"], "give omega2="),
         ({}, ["intervals", "--successes", "11", "--n", "10"], "cannot exceed"),
         (
             {"a.csv": "id,acc\n1,1\n2,0\n"},

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from labcoat import verdicts
 from labcoat.ledger import Ledger
 from labcoat.verdicts import Plan, analyse
 
@@ -104,7 +105,7 @@ def test_items_the_plan_excluded_are_no_deviation():
 
 def _ledger_entry(tmp_path, plan=PLAN) -> tuple[Ledger, int]:
     book = Ledger(tmp_path / "ledger.db")
-    return book, book.hypothesis("A beats B", predict="A > B", plan=plan).id
+    return book, verdicts.register(book, "A beats B", predict="A > B", plan=plan).id
 
 
 def _write(tmp_path, name: str, rows: dict[str, list]) -> str:
@@ -123,10 +124,12 @@ def test_results_produced_after_a_verdict_and_its_twin(tmp_path):
     book, entry = _ledger_entry(tmp_path)
     with book:
         a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
-        assert book.verdict(entry, a=a, b=b).deviations == []
-        assert book.verdict(entry, a=a, b=b).deviations == []  # the same results judged again
+        assert verdicts.verdict(book, entry, a=a, b=b).deviations == []
+        assert (
+            verdicts.verdict(book, entry, a=a, b=b).deviations == []
+        )  # the same results judged again
         b2 = _write(tmp_path, "b2.csv", arm(3, p=0.5))
-        assert kinds(book.verdict(entry, a=a, b=b2)) == {"after-verdict"}
+        assert kinds(verdicts.verdict(book, entry, a=a, b=b2)) == {"after-verdict"}
 
 
 @pytest.mark.check("verdicts.deviation.look", planted=True, healthy=True)
@@ -134,16 +137,18 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
     half_a, half_b = arm(1, p=0.7, items=range(30)), arm(2, p=0.5, items=range(30))
     book, entry = _ledger_entry(tmp_path)
     with book:
-        assert "items" in kinds(book.verdict(entry, a=half_a, b=half_b))  # the interim look
-        assert {"look", "after-verdict"} <= kinds(book.verdict(entry, a=A, b=B))
+        assert "items" in kinds(
+            verdicts.verdict(book, entry, a=half_a, b=half_b)
+        )  # the interim look
+        assert {"look", "after-verdict"} <= kinds(verdicts.verdict(book, entry, a=A, b=B))
     sequential = PLAN.revised(stopping="sequential", looks=2, test="sequential")
     (tmp_path / "s").mkdir()
     book, entry = _ledger_entry(tmp_path / "s", sequential)
     with book:
-        assert book.verdict(entry, a=half_a, b=half_b).deviations == []
-        assert book.verdict(entry, a=A, b=B).deviations == []
+        assert verdicts.verdict(book, entry, a=half_a, b=half_b).deviations == []
+        assert verdicts.verdict(book, entry, a=A, b=B).deviations == []
         third = arm(1, p=0.7, items=range(45)), arm(2, p=0.5, items=range(45))
-        assert kinds(book.verdict(entry, a=third[0], b=third[1])) == {"look"}
+        assert kinds(verdicts.verdict(book, entry, a=third[0], b=third[1])) == {"look"}
 
 
 @pytest.mark.check(
@@ -166,12 +171,12 @@ def test_the_plan_changed_after_results_and_its_twin(tmp_path, field, first, the
     book, entry = _ledger_entry(tmp_path)
     with book:
         changes = {field: first, **({"margin": 0.05} if field == "comparison" else {})}
-        book.revise_plan(entry, **changes)  # before any result: a legitimate revision
+        verdicts.revise_plan(book, entry, **changes)  # before any result: a legitimate revision
         time.sleep(0.01)
         a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
-        assert book.verdict(entry, a=a, b=b).deviations == []
-        book.revise_plan(entry, **{field: then})  # after the results existed
-        result = book.verdict(entry, a=a, b=b)
+        assert verdicts.verdict(book, entry, a=a, b=b).deviations == []
+        verdicts.revise_plan(book, entry, **{field: then})  # after the results existed
+        result = verdicts.verdict(book, entry, a=a, b=b)
         assert kinds(result) == {kind}
         found = next(d for d in result.deviations if d["kind"] == kind)
         if kind == "revised":
@@ -188,30 +193,30 @@ def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
     os.utime(b, (old, old))
     book, entry = _ledger_entry(tmp_path)
     with book:
-        late = book.verdict(entry, a=a, b=b)
+        late = verdicts.verdict(book, entry, a=a, b=b)
         assert [f.check for f in late.warnings] == ["deviation.registered-late"]
         assert late.deviations == []  # a warning, not a deviation: copied files keep old times
         fresh = _ledger_entry_again(book)
         time.sleep(0.01)
         a2, b2 = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
-        assert book.verdict(fresh, a=a2, b=b2).warnings == []
+        assert verdicts.verdict(book, fresh, a=a2, b=b2).warnings == []
 
 
 def _ledger_entry_again(book: Ledger) -> int:
-    return book.hypothesis("again", predict="A > B", plan=PLAN).id
+    return verdicts.register(book, "again", predict="A > B", plan=PLAN).id
 
 
 @pytest.mark.check("verdicts.deviation.family", planted=True, healthy=True)
 def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
     book, _ = _ledger_entry(tmp_path, PLAN.revised(family="tasks", family_size=2))
     with book:
-        second = book.hypothesis(
-            "t2", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
+        second = verdicts.register(
+            book, "t2", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
         ).id
-        assert book.verdict(second, a=A, b=B).deviations == []
-        third = book.hypothesis(
-            "t3", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
+        assert verdicts.verdict(book, second, a=A, b=B).deviations == []
+        third = verdicts.register(
+            book, "t3", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
         ).id
-        result = book.verdict(third, a=A, b=B)
+        result = verdicts.verdict(book, third, a=A, b=B)
         assert kinds(result) == {"family"}
         assert result.deviations[0]["planned"] == 2 and result.deviations[0]["observed"] == 3

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from labcoat import verdicts
 from labcoat.ledger import Ledger
 from labcoat.verdicts import Plan
 from tests.ledger.tamper import raw_sql
@@ -31,9 +32,9 @@ def book(tmp_path):
 
 
 def test_a_plan_is_sealed_and_an_edit_behind_labcoats_back_is_caught(book):
-    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    entry = verdicts.register(book, "A beats B", predict="A > B", plan=PLAN)
     a, b = arms()
-    book.verdict(entry, a=a, b=b)
+    verdicts.verdict(book, entry, a=a, b=b)
     result = book.verify()
     assert result.ok and result.rows["entry_plans"] == 1 and result.rows["entry_verdicts"] == 1
     assert book.entry(entry).verdict == "confirmed"
@@ -45,36 +46,36 @@ def test_a_plan_is_sealed_and_an_edit_behind_labcoats_back_is_caught(book):
 
 
 def test_an_edited_verdict_row_is_caught(book):
-    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    entry = verdicts.register(book, "A beats B", predict="A > B", plan=PLAN)
     a, b = arms()
-    book.verdict(entry, a=a, b=b)
+    verdicts.verdict(book, entry, a=a, b=b)
     raw_sql(str(book.storage.path), "UPDATE entry_verdicts SET verdict = 'refuted'")
     assert any(b.table == "entry_verdicts" for b in book.verify().breaks)
 
 
 def test_a_change_is_a_new_revision_never_an_edit(book):
-    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
-    book.revise_plan(entry, margin=0.01)
-    history = book.plan_history(entry)
+    entry = verdicts.register(book, "A beats B", predict="A > B", plan=PLAN)
+    verdicts.revise_plan(book, entry, margin=0.01)
+    history = verdicts.plan_history(book, entry)
     assert [h.revision for h in history] == [1, 2]
     assert history[0].plan.margin == 0.0 and history[1].plan.margin == 0.01
-    assert book.plan(entry).margin == 0.01
+    assert verdicts.current_plan(book, entry).margin == 0.01
     assert [e.change for e in book.history(entry)] == ["created", "plan revised"]
     assert book.verify().ok
 
 
 def test_list_and_report_mark_planned_deviating_and_unplanned_verdicts(book, cli, tmp_path):
     a, b = arms()
-    planned = book.hypothesis("planned", predict="A > B", plan=PLAN)
-    book.verdict(planned, a=a, b=b)
-    deviating = book.hypothesis("deviating", predict="A > B", plan=PLAN)
-    book.verdict(deviating, a=a, b=b, column="correct", metric="exact_match")
+    planned = verdicts.register(book, "planned", predict="A > B", plan=PLAN)
+    verdicts.verdict(book, planned, a=a, b=b)
+    deviating = verdicts.register(book, "deviating", predict="A > B", plan=PLAN)
+    verdicts.verdict(book, deviating, a=a, b=b, column="correct", metric="exact_match")
     by_hand = book.hypothesis("by hand", predict="A > B")
     book.resolve(by_hand, result="looked good", verdict="confirmed")
-    overridden = book.hypothesis("overridden", predict="A > B", plan=PLAN)
-    book.verdict(overridden, a=a, b=b)
+    overridden = verdicts.register(book, "overridden", predict="A > B", plan=PLAN)
+    verdicts.verdict(book, overridden, a=a, b=b)
     book.resolve(overridden, result="I disagree", verdict="refuted")  # by hand, after the plan
-    book.hypothesis("registered", predict="A > B", plan=PLAN)
+    verdicts.register(book, "registered", predict="A > B", plan=PLAN)
     book.hypothesis("open", predict="A > B")
     expected = ["planned", "deviating", "unplanned", "unplanned", "registered", ""]
     got = cli("ledger", "list", "--ledger", book.location, "--json")
@@ -102,8 +103,12 @@ def test_an_older_ledger_is_migrated_and_keeps_verifying(tmp_path):
         raw_sql(str(path), sql)
     with Ledger(path) as book:
         assert book.verify().ok
-        entry = book.hypothesis("new", predict="p", plan=PLAN)
-        assert book.plan(entry) == PLAN and book.plan(1) is None and book.verify().ok
+        entry = verdicts.register(book, "new", predict="p", plan=PLAN)
+        assert (
+            verdicts.current_plan(book, entry) == PLAN
+            and verdicts.current_plan(book, 1) is None
+            and book.verify().ok
+        )
 
 
 def test_ledger_plan_shows_and_revises(cli, tmp_path):
@@ -131,9 +136,9 @@ def test_ledger_plan_shows_and_revises(cli, tmp_path):
 
 
 def test_ledger_show_carries_the_plan_and_the_computed_verdicts(book, cli):
-    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    entry = verdicts.register(book, "A beats B", predict="A > B", plan=PLAN)
     a, b = arms()
-    book.verdict(entry, a=a, b=b)
+    verdicts.verdict(book, entry, a=a, b=b)
     data = json.loads(cli("ledger", "show", entry.id, "--ledger", book.location, "--json").out)
     assert data["plan"] == PLAN.to_dict()
     [verdict] = data["verdicts"]
@@ -141,9 +146,47 @@ def test_ledger_show_carries_the_plan_and_the_computed_verdicts(book, cli):
 
 
 def test_the_json_export_carries_plans_and_verdicts(book):
-    entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    entry = verdicts.register(book, "A beats B", predict="A > B", plan=PLAN)
     a, b = arms()
-    book.verdict(entry, a=a, b=b)
+    verdicts.verdict(book, entry, a=a, b=b)
     [exported] = json.loads(book.export("json"))["entries"]
     assert exported["plans"][0]["revision"] == 1 and exported["plans"][0]["items"] == 200
     assert exported["verdicts"][0]["verdict"] == "confirmed"
+
+
+def test_the_ledgers_judging_methods_are_deprecated_delegates_for_one_release(book):
+    a, b = arms()
+    with pytest.warns(DeprecationWarning, match=r"Ledger.hypothesis\(plan=\).*verdicts.register"):
+        entry = book.hypothesis("A beats B", predict="A > B", plan=PLAN)
+    with pytest.warns(DeprecationWarning, match="labcoat.verdicts.revise_plan"):
+        book.revise_plan(entry, margin=0.01)
+    with pytest.warns(DeprecationWarning, match="labcoat.verdicts.current_plan"):
+        assert book.plan(entry) == verdicts.current_plan(book, entry)
+    with pytest.warns(DeprecationWarning, match="labcoat.verdicts.plan_history"):
+        assert len(book.plan_history(entry)) == 2
+    with pytest.warns(DeprecationWarning, match="labcoat.verdicts.plan_review"):
+        assert book.plan_review(entry) == verdicts.plan_review(book, entry)
+    with pytest.warns(DeprecationWarning, match="labcoat.verdicts.verdict"):
+        result = book.verdict(entry, a=a, b=b)
+    assert result.verdict == "confirmed" and [v.verdict for v in book.verdicts(entry)] == [
+        "confirmed"
+    ]
+
+
+def test_a_family_counts_the_latest_pvalue_of_each_other_member_and_every_current_plan(book):
+    """Computed on this side from the rows the ledger stores: the ledger does not read them."""
+    from labcoat.verdicts.judge import family_members, family_pvalues
+
+    a, b = arms()
+    family = PLAN.revised(family="tasks", family_size=3)
+    one = verdicts.register(book, "one", predict="A > B", plan=family)
+    two = verdicts.register(book, "two", predict="A > B", plan=family)
+    verdicts.register(book, "three", predict="A > B", plan=PLAN)
+    verdicts.verdict(book, one, a=a, b=b)
+    verdicts.verdict(book, one, a=b, b=a)  # its latest p-value replaces the first
+    latest = book.verdicts(one)[-1].pvalue
+    assert family_pvalues(book.verdicts(), "tasks", two.id) == [latest]
+    assert family_pvalues(book.verdicts(), "tasks", one.id) == []
+    assert family_members(book.plans(), "tasks") == 2
+    verdicts.revise_plan(book, two, family=None)  # a revision leaves the family
+    assert family_members(book.plans(), "tasks") == 1

@@ -16,6 +16,7 @@ from labcoat.cli.output import (
     recording_options,
     renamed_option,
     respond,
+    seed_options,
     titled,
 )
 from labcoat.errors import InputError
@@ -100,13 +101,7 @@ def _finish(result: Any, as_json: bool, title: str, extra: dict[str, Any] | None
     show_default=True,
     help="Copies trained for out-of-fold probabilities (with SETUP).",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Seed of the folds and the copies.",
-)
+@seed_options(help="Seed of the folds and the copies.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @json_option
 @recorded

@@ -13,6 +13,7 @@ from labcoat.cli.output import (
     ledger_target,
     recording_options,
     respond,
+    seed_options,
     titled,
 )
 from labcoat.engines import names as engine_names
@@ -44,12 +45,7 @@ class DoctorCommand(click.Command):
     help="How much training the controls may spend (default: the experiment's, else fast).",
 )
 @click.option("--all", "run_all", is_flag=True, help="Run every layer even after one fails.")
-@click.option(
-    "--seed",
-    type=int,
-    default=None,
-    help="Seed for splits, copies and controls (default: the experiment's).",
-)
+@seed_options(None, "Seed for splits, copies and controls (default: the experiment's).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option(
     "--strict", is_flag=True, help="Exit 1 on any warning too, not only on a failed check (CI)."

@@ -8,13 +8,17 @@ from typing import Any
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond
+from labcoat.cli.output import (
+    json_option,
+    ledger_target,
+    level_options,
+    recording_options,
+    respond,
+    seed_options,
+)
 
-level_option = click.option(
-    "--level",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=None,
-    help="Confidence level of the intervals (default: the plan's, 0.95 for a new plan).",
+level_option = level_options(
+    None, "Confidence level of the intervals (default: the plan's, 0.95 for a new plan)."
 )
 plan_option = click.option(
     "--plan",
@@ -74,10 +78,8 @@ def evals() -> None:
 )
 @click.option("--model", "model_col", default=None, help="Model column of a long table.")
 @_columns
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the draw."
-)
-@level_option
+@seed_options(help="Seed of the draw.")
+@level_options()
 @click.option("--no-calibrate", is_flag=True, help="Skip the leave-models-out check.")
 @click.option(
     "--from-ledger",
@@ -128,7 +130,7 @@ def plan_cmd(
         eval=eval_name,
     )
     plan = plan_subset(
-        hist, budget, method=method, seed=seed, level=level or 0.95, calibrate=not no_calibrate
+        hist, budget, method=method, seed=seed, level=level, calibrate=not no_calibrate
     )
     if output is not None:
         plan.save(output)

@@ -45,32 +45,15 @@ def ledger() -> None:
 
 
 def _plan_fields(fields: tuple[str, ...]) -> dict:
-    """``KEY=VALUE`` plan fields from the command line, each VALUE read as a TOML value (a bare
-    word is text: ``metric=accuracy``)."""
-    import tomllib
+    from labcoat.verdicts.plan import parse_fields
 
-    out = {}
-    for item in fields:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--plan-field: expected KEY=VALUE (e.g. margin=0.02); got {item!r}")
-        try:
-            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            out[key.strip()] = value
-    return out
+    return parse_fields(fields)
 
 
 def _plan_from(plan_file: str | None, fields: tuple[str, ...]):
-    """The plan the options describe: a TOML file, flags, or a file with flags on top."""
-    if plan_file is None and not fields:
-        return None
-    from labcoat.verdicts.plan import Plan
+    from labcoat.verdicts.plan import plan_from
 
-    if plan_file is None:
-        return Plan.from_toml_dict(_plan_fields(fields), source="--plan-field")
-    plan = Plan.read(plan_file)
-    return plan.revised(**_plan_fields(fields)) if fields else plan
+    return plan_from(plan_file, fields)
 
 
 plan_options = [
@@ -145,23 +128,23 @@ def add_command(
     """Record a hypothesis TITLE and its prediction now (with --plan: its registered analysis,
     reviewed and sealed; `labcoat verdict ID` judges it later)."""
     plan = _plan_from(plan_file, plan_fields)
+    if plan is None and (pilot_a is not None or pilot_b is not None):
+        raise InputError("--pilot-a/--pilot-b: a pilot is reviewed with a plan; give --plan too")
+    fields = dict(predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs)
     with _open(location, create=True) as book:
-        entry = book.hypothesis(
-            title,
-            predict=prediction,
-            experiment=experiment,
-            tags=tags,
-            parents=parents,
-            runs=runs,
-            plan=plan,
-            pilot_a=pilot_a,
-            pilot_b=pilot_b,
-        )
+        if plan is None:
+            entry = book.hypothesis(title, **fields)
+        else:
+            from labcoat.verdicts.judge import register
+
+            entry = register(book, title, plan=plan, pilot_a=pilot_a, pilot_b=pilot_b, **fields)
         data = {"id": entry.id, "entry": _entry_json(entry), "ledger": book.location}
         if plan is None:
             respond(as_json, data, lambda: f"recorded entry #{entry.id} in {book.location}")
             return
-        review = book.plan_review(entry)
+        from labcoat.verdicts.judge import plan_review
+
+        review = plan_review(book, entry)
         data.update(plan=review.plan.to_dict(), review=[f.to_dict() for f in review.findings])
         respond(as_json, data, lambda: _review_view(entry.id, book.location, review))
 
@@ -174,20 +157,22 @@ def add_command(
 def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, as_json):
     """Show entry ENTRY_ID's registered plan, or seal a new revision of it (--plan or
     --plan-field). A revision made after results exist is reported by the verdict."""
+    from labcoat.verdicts.judge import plan_history, plan_review, revise_plan
+
     with _open(location) as book:
         if plan_file is not None:
             plan = _plan_from(plan_file, plan_fields)
-            book.revise_plan(entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
+            revise_plan(book, entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
         elif plan_fields:
-            book.revise_plan(
-                entry_id, pilot_a=pilot_a, pilot_b=pilot_b, **_plan_fields(plan_fields)
+            revise_plan(
+                book, entry_id, pilot_a=pilot_a, pilot_b=pilot_b, **_plan_fields(plan_fields)
             )
-        history = book.plan_history(entry_id)
+        history = plan_history(book, entry_id)
         if not history:
             raise InputError(
                 f"entry {entry_id}: has no plan; give --plan FILE or --plan-field KEY=VALUE"
             )
-        review = book.plan_review(entry_id)
+        review = plan_review(book, entry_id)
         data = {
             "id": entry_id,
             "revision": history[-1].revision,
@@ -292,13 +277,11 @@ def list_command(
             checks=checks,
             limit=limit,
         )
+        from labcoat.ledger.export import listing
         from labcoat.ledger.view import entries_table
 
         status = book.plan_status(found)
-        data = {
-            "count": len(found),
-            "entries": [{**_entry_json(e), "plan": status.get(e.id, "")} for e in found],
-        }
+        data = listing(book, found)
         respond(
             as_json,
             data,
@@ -334,21 +317,14 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
         if run_id is not None:
             _show_run(book, run_id, show_diff, show_output, as_json)
             return
-        entry = book.entry(entry_id)
-        history = book.history(entry_id)
-        found = book.findings(entry=entry_id)
+        from labcoat.ledger.export import entry_record
         from labcoat.ledger.view import entry_view
 
-        plan = book.plan(entry_id)
-        computed = book.verdicts(entry_id)
-        data = {
-            "entry": _entry_json(entry),
-            "history": [_entry_json(h) for h in history],
-            "findings": [f.to_dict() for f in found],
-            "plan": None if plan is None else plan.to_dict(),
-            "verdicts": [v.result for v in computed],
-        }
-        respond(as_json, data, lambda: entry_view(entry, history, found))
+        if as_json:
+            emit_json(entry_record(book, entry_id))
+            return
+        entry = book.entry(entry_id)
+        console().print(entry_view(entry, book.history(entry_id), book.findings(entry=entry_id)))
 
 
 def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_json: bool) -> None:

@@ -49,16 +49,48 @@ def renamed_option(
     return decorate
 
 
-#: ``--level``: the confidence level of an interval (``--confidence`` kept one release)
-level_option = renamed_option(
-    "--level",
-    "--confidence",
-    "level",
-    default=0.95,
-    type=float,
-    show_default=True,
-    help="Confidence level of the interval.",
-)
+#: the one default confidence level and bootstrap seed, the library's: a CLI run and the same
+#: Python call give the same numbers (tests/test_cli_options.py holds every command to it)
+DEFAULT_LEVEL = 0.95
+DEFAULT_SEED = 0
+
+
+def level_options(
+    default: float | None = DEFAULT_LEVEL,
+    help: str = "Confidence level of the intervals.",
+) -> Callable[[Any], Any]:
+    """``--level`` (``--confidence`` kept one release), in (0, 1). ``default`` is the library
+    call's: :data:`DEFAULT_LEVEL`, or None where the library's level comes from elsewhere
+    (an evals plan's own level)."""
+    return renamed_option(
+        "--level",
+        "--confidence",
+        "level",
+        default=default,
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def seed_options(
+    default: int | None = DEFAULT_SEED, help: str = "Random seed of the bootstrap."
+) -> Callable[[Any], Any]:
+    """``--seed``, a non-negative integer; ``default`` is the library call's
+    (:data:`DEFAULT_SEED`, or None where the seed comes from an experiment file)."""
+    return click.option(
+        "--seed",
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+#: ``--level`` at the library's default
+level_option = level_options()
+#: ``--seed`` at the library's default
+seed_option = seed_options()
 
 
 def recording_options(what: str = "the findings") -> Callable[[Any], Any]:

@@ -12,7 +12,15 @@ from typing import Any, Callable
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import json_option, ledger_target, recording_options, respond
+from labcoat.cli.output import (
+    json_option,
+    ledger_target,
+    level_option,
+    recording_options,
+    renamed_option,
+    respond,
+    seed_options,
+)
 from labcoat.errors import InputError
 
 
@@ -60,27 +68,17 @@ def data_options(
                 "against distance, or the bootstrap's."
             ),
         ),
-        click.option(
+        renamed_option(
+            "--resamples",
             "--bootstrap",
+            "n_resamples",
             type=click.IntRange(min=0),
             default=1000,
             show_default=True,
             help="Bootstrap refits for the intervals.",
         ),
-        click.option(
-            "--seed",
-            type=click.IntRange(min=0),
-            default=0,
-            show_default=True,
-            help="Seed of the bootstrap.",
-        ),
-        click.option(
-            "--level",
-            type=click.FloatRange(0, 1, min_open=True, max_open=True),
-            default=0.95,
-            show_default=True,
-            help="Confidence level of the intervals.",
-        ),
+        seed_options(help="Seed of the bootstrap."),
+        level_option,
         recording_options("the fit"),
         json_option,
     ]
@@ -101,13 +99,19 @@ def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
     return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, one)
 
 
-def _fit(*, form, bootstrap, seed, ledger, no_ledger, interval=None, **columns):
+def _fit(*, form, n_resamples, seed, ledger, no_ledger, interval=None, **columns):
     """The fit the data options ask for, recorded as --ledger/--no-ledger say."""
     from labcoat.scale import fit
 
     N, D, L = _read(form=form, **columns)
     return fit(
-        N, D, L, form=form, bootstrap=bootstrap, seed=seed, ledger=ledger_target(ledger, no_ledger)
+        N,
+        D,
+        L,
+        form=form,
+        n_resamples=n_resamples,
+        seed=seed,
+        ledger=ledger_target(ledger, no_ledger),
     )
 
 
@@ -272,7 +276,7 @@ def backtest_cmd(level, as_json, top, holdout, by_col, **runs):
         holdout=holdout,
         top=top,
         form=runs["form"],
-        bootstrap=runs["bootstrap"],
+        n_resamples=runs["n_resamples"],
         seed=runs["seed"],
         level=level,
         interval=runs["interval"],

@@ -22,8 +22,10 @@ from labcoat.cli.output import (
     level_option,
     recording_options,
     respond,
+    seed_option,
 )
 from labcoat.errors import InputError
+from labcoat.stats.tables import METRIC_INPUTS
 
 resamples_option = click.option(
     "--resamples",
@@ -31,13 +33,6 @@ resamples_option = click.option(
     default=2000,
     show_default=True,
     help="Bootstrap resamples.",
-)
-seed_option = click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Random seed of the bootstrap.",
 )
 formula_option = click.option(
     "--formula",
@@ -456,23 +451,20 @@ def power_cmd(
 ) -> None:
     """Questions needed for an MDE (--mde), the MDE of n questions (--n), or the power of n
     questions at a given effect (--n --effect); with clusters through a design effect."""
-    from labcoat.stats import power as pw
+    from labcoat.stats.tables import solve_power
 
-    if mde is not None and (n is not None or effect is not None):
-        raise InputError(
-            "give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the "
-            "power)."
-        )
-    if mde is None and n is None:
-        raise InputError(
-            "give --mde (solve for n), or --n (solve for the MDE), or --n with --effect (the "
-            "power)."
-        )
-    if (pilot_a is None) != (pilot_b is None):
-        raise InputError("give both --pilot-a and --pilot-b, or neither.")
-    from labcoat.stats.tables import choose_design_effect, pilot_components
-
-    deff = choose_design_effect(
+    result = solve_power(
+        mde=mde,
+        n=n,
+        effect=effect,
+        power=power,
+        omega2=omega2,
+        sigma2_a=sigma2_a,
+        sigma2_b=sigma2_b,
+        k_a=k_a,
+        k_b=k_b,
+        alpha=alpha,
+        alternative="one-sided" if one_sided else "two-sided",
         icc=icc,
         cluster_size=cluster_size,
         design_effect=design_effect,
@@ -482,28 +474,6 @@ def power_cmd(
         score=score,
         cluster=cluster,
     )
-    if pilot_a is not None:
-        est = pilot_components(pilot_a, pilot_b, on=on, score=score)
-        omega2, sigma2_a, sigma2_b = est.omega2, est.sigma2_a, est.sigma2_b
-    elif omega2 is None:
-        raise InputError(
-            "give --omega2 (and optionally --sigma2-a/--sigma2-b), or pilot files to estimate them."
-        )
-    kwargs = dict(
-        sigma2_a=sigma2_a,
-        sigma2_b=sigma2_b,
-        k_a=k_a,
-        k_b=k_b,
-        alpha=alpha,
-        alternative="one-sided" if one_sided else "two-sided",
-        design_effect=deff,
-    )
-    if mde is not None:
-        result = pw.sample_size(mde, omega2, power=power, **kwargs)
-    elif effect is not None:
-        result = pw.power_at(effect, n, omega2, **kwargs)
-    else:
-        result = pw.minimum_detectable_effect(n, omega2, power=power, **kwargs)
     respond(as_json, result, lambda: _render("power_view", result))
 
 
@@ -546,22 +516,13 @@ def adjust_cmd(pvalues, file, column, label, method, alpha, as_json) -> None:
 
 
 #: metric -> the options whose columns build its per-item sufficient statistics
-_METRIC_INPUTS = {
-    "mean": ("score",),
-    "f1": ("true", "pred"),
-    "precision": ("true", "pred"),
-    "recall": ("true", "pred"),
-    "mcc": ("true", "pred"),
-    "perplexity": ("nll", "tokens"),
-    "bleu": ("hyp", "ref"),
-}
 
 
 @stats.command("bootstrap")
 @click.argument("file")
 @click.option(
     "--metric",
-    type=click.Choice(sorted(_METRIC_INPUTS)),
+    type=click.Choice(sorted(METRIC_INPUTS)),
     required=True,
     help="Corpus-level metric.",
 )
@@ -598,39 +559,21 @@ def bootstrap_cmd(
     as_json,
 ) -> None:
     """Bootstrap SE and CI of a corpus metric by resampling per-item sufficient statistics."""
-    from labcoat.stats.bootstrap import (
-        bleu_statistics,
-        bootstrap_metric,
-        classification_statistics,
-        perplexity_statistics,
-    )
+    from labcoat.stats.bootstrap import bootstrap_metric
+    from labcoat.stats.tables import item_statistics
 
-    given = {
-        "score": score,
-        "true": true_col,
-        "pred": pred,
-        "nll": nll,
-        "tokens": tokens,
-        "hyp": hyp,
-        "ref": ref,
-    }
-    missing = [f"--{name}" for name in _METRIC_INPUTS[metric] if given[name] is None]
-    if missing:
-        raise InputError(f"--metric {metric} needs {' and '.join(missing)}.")
-    table = _read(file)
-    if metric == "mean":
-        values = table.scores(score)
-        data = np.stack([values, np.ones_like(values)], axis=1)
-    elif metric in ("f1", "precision", "recall", "mcc"):
-        data = classification_statistics(
-            table.labels(true_col), table.labels(pred), pos_label=str(pos_label)
-        )
-    elif metric == "perplexity":
-        data = perplexity_statistics(table.scores(nll), table.scores(tokens))
-    else:
-        data = bleu_statistics(
-            [str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)]
-        )
+    data = item_statistics(
+        _read(file),
+        metric,
+        score=score,
+        true=true_col,
+        pred=pred,
+        pos_label=pos_label,
+        nll=nll,
+        tokens=tokens,
+        hyp=hyp,
+        ref=ref,
+    )
     result = bootstrap_metric(data, metric, n_resamples=resamples, level=level, seed=seed)
     respond(as_json, result, lambda: _render("bootstrap_view", result))
 

@@ -1,6 +1,6 @@
 """``labcoat verdict ID --a A --b B``: judge a hypothesis by the plan registered with it.
 
-Runs exactly the registered analysis (through :meth:`labcoat.Ledger.verdict`), records the
+Runs exactly the registered analysis (through :func:`labcoat.verdicts.verdict`), records the
 verdict in the ledger and prints it; the first line says when the analysis deviated from its
 plan. Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input.
 """
@@ -40,8 +40,9 @@ def verdict(entry_id, file_a, file_b, column, metric, location, as_json) -> None
 
     Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
     from labcoat.ledger import Ledger
+    from labcoat.verdicts.judge import verdict as judge
 
     with Ledger(location, create=False) as book:
-        result = book.verdict(entry_id, a=file_a, b=file_b, column=column, metric=metric)
+        result = judge(book, entry_id, a=file_a, b=file_b, column=column, metric=metric)
     respond(as_json, result, lambda: result)
     raise click.exceptions.Exit(result.exit_code)

@@ -15,19 +15,23 @@ per-item results for the next plan (``read_history(ledger=...)``)::
 See docs/evals.md.
 """
 
+from labcoat._validation import deprecated_names
 from labcoat.evals.compare import Comparison, compare
 from labcoat.evals.estimate import Estimate, estimate
 from labcoat.evals.history import History, Results, read_history, read_results
-from labcoat.evals.plan import METHODS, Plan, load_plan, plan_subset
+from labcoat.evals.plan import METHODS, SubsetPlan, load_plan, plan_subset
 from labcoat.evals.planned import planned_evaluation
 from labcoat.evals.sequential import SequentialEval, sequential
+
+#: renamed for one vocabulary (docs/deprecations.md); the old names warn for one release
+__getattr__ = deprecated_names("labcoat.evals", {"Plan": ("SubsetPlan", SubsetPlan)})
 
 __all__ = [
     "METHODS",
     "Comparison",
     "Estimate",
     "History",
-    "Plan",
+    "SubsetPlan",
     "Results",
     "SequentialEval",
     "compare",

@@ -25,7 +25,7 @@ from labcoat.errors import InputError
 from labcoat.evals import _design as D
 from labcoat.evals.checks import MIN_DF, MIN_ITEMS
 from labcoat.evals.estimate import as_results, hoeffding_halfwidth, planned_scores
-from labcoat.evals.plan import Plan, as_plan
+from labcoat.evals.plan import SubsetPlan, as_plan
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
 from labcoat.result import Result
@@ -136,7 +136,7 @@ class Comparison(Result):
 def compare(
     a: Any,
     b: Any,
-    plan: Plan | str | Path,
+    plan: SubsetPlan | str | Path,
     *,
     level: float | None = None,
     allow_missing: bool = False,

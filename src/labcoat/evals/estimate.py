@@ -26,7 +26,7 @@ from labcoat.evals import _design as D
 from labcoat.evals.checks import MIN_DF, MIN_ITEMS
 from labcoat.evals.history import Results
 from labcoat.evals.irt import crossfit
-from labcoat.evals.plan import Plan, as_plan
+from labcoat.evals.plan import SubsetPlan, as_plan
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
 from labcoat.result import Result
@@ -63,7 +63,7 @@ def as_results(results: Any, *, name: str = "results") -> Results:
 
 
 def planned_scores(
-    plan: Plan, results: Results, *, allow_missing: bool = False, name: str = "results"
+    plan: SubsetPlan, results: Results, *, allow_missing: bool = False, name: str = "results"
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The results' scores on the plan's items: ``(drawn item indices, scores, missing ids)``.
 
@@ -98,7 +98,9 @@ def planned_scores(
     return idx, scores, missing
 
 
-def hoeffding_halfwidth(plan: Plan, idx: np.ndarray, level: float, span: float = 1.0) -> float:
+def hoeffding_halfwidth(
+    plan: SubsetPlan, idx: np.ndarray, level: float, span: float = 1.0
+) -> float:
     """Distribution-free half-width of the design's estimate: each drawn item moves it by at
     most its weight ``W_h / n_h`` times the range of a score (Hoeffding's inequality)."""
     sizes = plan.design.sizes.astype(float)
@@ -221,7 +223,7 @@ class Estimate(Result):
 
 def estimate(
     results: Any,
-    plan: Plan | str | Path,
+    plan: SubsetPlan | str | Path,
     *,
     level: float | None = None,
     allow_missing: bool = False,

@@ -25,7 +25,7 @@ models' per-item results:
   the history's range of scores is one the item model would extrapolate to (its ability shrinks
   toward the history's), and the calibration has too few such cases to vouch for an interval:
   its interval is widened to contain the design-based one, which holds by design, and the
-  ``evals.estimate.extrapolation`` finding says so (see :meth:`Plan.combined`).
+  ``evals.estimate.extrapolation`` finding says so (see :meth:`SubsetPlan.combined`).
   :func:`~labcoat.evals.compare` ranks on the design-based paired difference (its interval
   holds by design); :func:`~labcoat.evals.sequential` does not depend on the method.
 * ``"random"``: plain random sampling, the baseline.
@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from labcoat._validation import Interval, OneOf
+from labcoat._validation import Interval, OneOf, deprecated_names, renamed
 from labcoat.errors import InputError
 from labcoat.evals import _design as D
 from labcoat.evals.checks import MODEL_MIN_GROUPS, MODEL_MIN_ITEMS
@@ -194,7 +194,7 @@ def build_design(
 
 
 @dataclass(frozen=True, eq=False)
-class Plan(Result):
+class SubsetPlan(Result):
     """The items to evaluate and everything :func:`~labcoat.evals.estimate` needs to turn their
     results into a full-benchmark estimate with an interval."""
 
@@ -322,7 +322,7 @@ class Plan(Result):
         return p
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "plan") -> "Plan":
+    def from_dict(cls, data: dict[str, Any], source: str = "plan") -> "SubsetPlan":
         # "labcoat.evals.plan": what plan files said before every result named its kind
         if not isinstance(data, dict) or data.get("kind") not in (cls.KIND, "labcoat.evals.plan"):
             raise InputError(
@@ -376,8 +376,8 @@ class Plan(Result):
         return plan
 
 
-def load_plan(path: str | Path) -> Plan:
-    """A plan written by :meth:`Plan.save` (or ``labcoat evals plan -o``)."""
+def load_plan(path: str | Path) -> SubsetPlan:
+    """A plan written by :meth:`SubsetPlan.save` (or ``labcoat evals plan -o``)."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: no such plan file; make one with `labcoat evals plan`.")
@@ -385,17 +385,18 @@ def load_plan(path: str | Path) -> Plan:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{p}: could not be read as JSON ({type(exc).__name__}: {exc}).") from None
-    return Plan.from_dict(data, str(p))
+    return SubsetPlan.from_dict(data, str(p))
 
 
-def as_plan(plan: Any) -> Plan:
-    if isinstance(plan, Plan):
+def as_plan(plan: Any) -> SubsetPlan:
+    if isinstance(plan, SubsetPlan):
         return plan
     if isinstance(plan, (str, Path)):
         return load_plan(plan)
     raise InputError(f"`plan` must be a Plan or a plan file's path; got {type(plan).__name__}.")
 
 
+@renamed(reps="n_resamples")
 def plan_subset(
     history: History | Any,
     budget: int,
@@ -405,8 +406,8 @@ def plan_subset(
     seed: int = 0,
     clusters: Any = None,
     calibrate: bool = True,
-    reps: int = 20,
-) -> Plan:
+    n_resamples: int = 20,
+) -> SubsetPlan:
     """Choose ``budget`` items of the history's benchmark to evaluate new models on.
 
     ``history``: a :class:`History`, or anything :func:`~labcoat.evals.read_history` reads.
@@ -418,8 +419,9 @@ def plan_subset(
     ``requested_method`` keeps what was asked, and its ``evals.plan.model_history`` finding
     warns). ``clusters``: optional item cluster labels (one per item, e.g. a subject column)
     used instead of the clusters found in the history. ``calibrate``: check the design
-    leave-models-out on the history (``reps`` subsets per held-out fold) and widen intervals
-    where they undercover; a model-based plan needs it (its weight and interval come from it).
+    leave-models-out on the history (``n_resamples`` subsets drawn per held-out fold) and widen
+    intervals where they undercover; a model-based plan needs it (its weight and interval come
+    from it).
     """
     if not isinstance(history, History):
         from labcoat.evals.history import read_history
@@ -457,7 +459,7 @@ def plan_subset(
     calibration: dict[str, Any] = {}
     if method == "model":
         calibration = calibrate_model(
-            history, budget, level=level, seed=seed, reps=reps, clusters=clusters
+            history, budget, level=level, seed=seed, reps=n_resamples, clusters=clusters
         )
         unpaid = model_unpaid(calibration)
         if requested == "auto" and unpaid:  # the design, whose interval holds by design
@@ -465,10 +467,10 @@ def plan_subset(
             calibration = {"auto": unpaid}
     if method != "model" and calibrate and np.unique(history.groups).size >= 3:
         calibration = calibration | calibrate_design(
-            history, budget, method, level=level, seed=seed, reps=reps, clusters=clusters
+            history, budget, method, level=level, seed=seed, reps=n_resamples, clusters=clusters
         )
     means = scores.mean(axis=0)
-    return Plan(
+    return SubsetPlan(
         method=method,
         items=history.items,
         design=design,
@@ -673,10 +675,13 @@ __all__ = [
     "MODEL_MIN_GROUPS",
     "MODEL_MIN_ITEMS",
     "Design",
-    "Plan",
+    "SubsetPlan",
     "as_plan",
     "build_design",
     "load_plan",
     "model_history_ok",
     "plan_subset",
 ]
+
+#: ``Plan`` was this class's name; ``labcoat.Plan`` is the verdicts' pre-registered plan
+__getattr__ = deprecated_names("labcoat.evals.plan", {"Plan": ("SubsetPlan", SubsetPlan)})

@@ -1,6 +1,6 @@
 """Planned evals during training: the watch scores each checkpoint on a plan's items.
 
-:func:`planned_evaluation` turns a :class:`~labcoat.evals.plan.Plan` and the benchmark's items
+:func:`planned_evaluation` turns a :class:`~labcoat.evals.plan.SubsetPlan` and the benchmark's items
 into a :class:`labcoat.watch.Evaluation`. The watch stays generic: it scores batches, names
 their items (``ids``) and streams the scores into the estimator this module brings. The
 estimate reported for each checkpoint is the full benchmark's, never the subset's mean:
@@ -30,7 +30,7 @@ import numpy as np
 from labcoat._validation import Interval
 from labcoat.errors import InputError
 from labcoat.evals.history import Results
-from labcoat.evals.plan import Plan, as_plan
+from labcoat.evals.plan import SubsetPlan, as_plan
 
 
 class ItemBatch(NamedTuple):
@@ -41,7 +41,7 @@ class ItemBatch(NamedTuple):
 
 
 def planned_evaluation(
-    plan: Plan | str | Path,
+    plan: SubsetPlan | str | Path,
     dataset: Any,
     score: Callable[[Any], Any],
     *,
@@ -131,7 +131,7 @@ def planned_evaluation(
     )
 
 
-def default_name(plan: Plan) -> str:
+def default_name(plan: SubsetPlan) -> str:
     """The name a planned evaluation files its results under when none is given: the
     evaluation the plan's history came from (a ledger's), else its history file's stem."""
     from labcoat.evals.stored import source_eval
@@ -157,7 +157,7 @@ def _batch_ids(batch: ItemBatch) -> list[str]:
     return batch.ids
 
 
-def _lookup(plan: Plan, dataset: Any, mode: str) -> Callable[[str], Any]:
+def _lookup(plan: SubsetPlan, dataset: Any, mode: str) -> Callable[[str], Any]:
     """``dataset`` as a function id -> item, checked against the ids the evaluation will ask
     for (all of the benchmark's, or the plan's subset's) before any training step."""
     needed = plan.subset if mode == "subset" else [str(i) for i in plan.items.tolist()]
@@ -250,7 +250,7 @@ def _batches(
 
 
 def _drawn_batches(
-    plan: Plan, order: np.ndarray, size: int, lookup: Callable[[str], Any], collate: Callable
+    plan: SubsetPlan, order: np.ndarray, size: int, lookup: Callable[[str], Any], collate: Callable
 ) -> Iterator[ItemBatch]:
     """The items each chunk of ``size`` draws adds (a repeat is not scored again)."""
     asked: set[int] = set()
@@ -280,7 +280,7 @@ class _Collected:
     """An estimator that keeps every item's score and judges them at the end (it never stops
     early and draws no path)."""
 
-    def __init__(self, plan: Plan, *, level: float, name: str = "eval"):
+    def __init__(self, plan: SubsetPlan, *, level: float, name: str = "eval"):
         self.plan, self.level, self.name = plan, level, name
         self.scores: dict[str, float] = {}
 
@@ -356,7 +356,7 @@ class SequentialDraws:
 
     def __init__(
         self,
-        plan: Plan,
+        plan: SubsetPlan,
         *,
         batch: int,
         width: float | None,

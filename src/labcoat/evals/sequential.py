@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from labcoat.errors import InputError
-from labcoat.evals.plan import Plan, as_plan
+from labcoat.evals.plan import SubsetPlan, as_plan
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
 from labcoat.result import Result
@@ -99,7 +99,7 @@ def _scorer(source: Any, name: str) -> Callable[[str], float]:
 
 def sequential(
     score: Any,
-    plan: Plan | str | Path,
+    plan: SubsetPlan | str | Path,
     *,
     width: float | None = None,
     threshold: float | None = None,

@@ -2,14 +2,17 @@
 
 ``labcoat.Ledger`` is the entry point (:mod:`labcoat.ledger.ledger`). Underneath, ``store``
 keeps rows (SQLite or PostgreSQL, append-only and hash-chained) and ``records`` gives them
-their meaning (entries, runs, findings, events); :func:`record` is the one way a result is
-saved (:mod:`labcoat.ledger.persist`); provenance capture is :mod:`labcoat.provenance`.
+their meaning (entries, runs, findings, events, and the plans and verdicts it stores as
+plain JSON without judging them: that is :mod:`labcoat.verdicts`); :func:`record` is the one
+way a result is saved (:mod:`labcoat.ledger.persist`);
+provenance capture is :mod:`labcoat.provenance`.
 """
 
 from labcoat.ledger.ledger import ActiveRun, Ledger
 from labcoat.ledger.persist import record
 from labcoat.ledger.records.entries import VERDICTS, Entry
 from labcoat.ledger.records.events import Event
+from labcoat.ledger.records.plans import StoredPlan, StoredVerdict
 from labcoat.ledger.records.runs import Run
 from labcoat.ledger.store.connection import LedgerError, ReadOnlyError
 from labcoat.ledger.store.location import default_location
@@ -31,6 +34,8 @@ __all__ = [
     "Run",
     "RunDiff",
     "SqlResult",
+    "StoredPlan",
+    "StoredVerdict",
     "VERDICTS",
     "VerifyResult",
     "default_location",

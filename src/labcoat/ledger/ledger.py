@@ -14,9 +14,9 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from labcoat._validation import OneOf
+from labcoat._validation import OneOf, warn_deprecated
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.ledger.records import entries as _entries
@@ -26,6 +26,7 @@ from labcoat.ledger.records import plans as _plans
 from labcoat.ledger.records import runs as _runs
 from labcoat.ledger.records.entries import Entry
 from labcoat.ledger.records.events import Event
+from labcoat.ledger.records.plans import StoredPlan, StoredVerdict
 from labcoat.ledger.records.runs import RUN_STATUSES, Run
 from labcoat.ledger.store.connection import (
     APPLICATION_ID,
@@ -218,24 +219,42 @@ class Ledger:
         experiment: str | None = None,
         parents: Iterable[int | Entry] = (),
         runs: Iterable[int | Run | ActiveRun] = (),
+        sealed_plan: Mapping[str, Any] | None = None,
+        review: Sequence[Mapping[str, Any]] = (),
         plan: Any = None,
         pilot_a: Any = None,
         pilot_b: Any = None,
     ) -> Entry:
         """Record a suspected cause and its prediction now, before the experiment.
 
-        ``plan`` (a :class:`labcoat.Plan`, a dict of its fields or a TOML file) is the analysis
-        registered with it: its design is reviewed (``pilot_a``/``pilot_b``: a pilot run of each
-        arm gives the variance and item sets; see :meth:`plan_review`) and it is sealed into the
-        hash chain in the same transaction as the entry, so :meth:`verdict` can judge it later.
+        ``sealed_plan`` (plain JSON the ledger stores as it is, with ``review``: the design
+        review's findings as dicts) is sealed into the hash chain in the same transaction as
+        the entry; :func:`labcoat.verdicts.register` reviews a :class:`labcoat.Plan` and passes
+        it here. ``plan=`` (with ``pilot_a``/``pilot_b``) is the deprecated way to do that.
         """
-        reviewed = None
-        if plan is not None:
-            from labcoat.verdicts.review import review
-
-            reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
-        elif pilot_a is not None or pilot_b is not None:
+        if plan is None and (pilot_a is not None or pilot_b is not None):
             raise InputError("pilot_a/pilot_b: a pilot is reviewed with a plan; give plan= too")
+        if plan is not None:
+            warn_deprecated(
+                "Ledger.hypothesis(plan=)",
+                "labcoat.verdicts.register(ledger, title, predict=..., plan=...)",
+            )
+            if sealed_plan is not None:
+                raise InputError("hypothesis: give plan= or sealed_plan=, not both")
+            from labcoat.verdicts.judge import register
+
+            return register(
+                self,
+                title,
+                predict=predict,
+                plan=plan,
+                pilot_a=pilot_a,
+                pilot_b=pilot_b,
+                tags=tags,
+                experiment=experiment,
+                parents=parents,
+                runs=runs,
+            )
         with self._store.write() as tx:
             entry = _entries.create(
                 tx,
@@ -246,154 +265,111 @@ class Ledger:
                 parents=parents,
                 runs=runs,
             )
-            if reviewed is not None:
+            if sealed_plan is not None:
                 _plans.seal_plan(
                     tx,
                     entry.id,
-                    reviewed.plan.to_dict(),
-                    [f.to_dict() for f in reviewed.findings],
+                    dict(sealed_plan),
+                    [dict(f) for f in review],
                     entry.hash,
                     entry.author,
                 )
             return entry
 
-    # ---- plans and verdicts ------------------------------------------------------------
+    # ---- plans and verdicts, stored as they are (labcoat.verdicts reads and judges them) ----
 
-    def plan_history(self, entry_id: int | Entry) -> list[Any]:
-        """Every sealed revision of an entry's plan, oldest first, as
-        :class:`labcoat.verdicts.PlanRevision` (empty when it has no plan)."""
-        from labcoat.verdicts.deviations import PlanRevision
-        from labcoat.verdicts.plan import Plan
-
-        entry_id = int(getattr(entry_id, "id", entry_id))
-        with self._store.read() as tx:
-            _entries.current(tx, entry_id)
-            stored = _plans.plans(tx, entry_id)
-        return [
-            PlanRevision(s.revision, s.recorded_at, Plan.from_dict(s.plan, source="sealed plan"))
-            for s in stored
-        ]
-
-    def plan(self, entry_id: int | Entry) -> Any:
-        """The entry's current :class:`labcoat.Plan`, or None when it has none."""
-        history = self.plan_history(entry_id)
-        return history[-1].plan if history else None
-
-    def plan_review(self, entry_id: int | Entry) -> Any:
-        """The design review sealed with the entry's current plan (a
-        :class:`labcoat.verdicts.ReviewResult`)."""
-        from labcoat.verdicts.plan import Plan
-        from labcoat.verdicts.review import ReviewResult
-
-        entry_id = int(getattr(entry_id, "id", entry_id))
-        with self._store.read() as tx:
-            stored = _plans.plans(tx, entry_id)
-        if not stored:
-            raise InputError(
-                f"entry {entry_id}: has no plan; `labcoat ledger add --plan` registers one"
-            )
-        last = stored[-1]
-        return ReviewResult(
-            Plan.from_dict(last.plan), tuple(Finding.from_dict(f) for f in last.review)
-        )
-
-    def revise_plan(
+    def seal_plan(
         self,
         entry_id: int | Entry,
-        plan: Any = None,
-        *,
-        pilot_a: Any = None,
-        pilot_b: Any = None,
-        **changes: Any,
-    ) -> Any:
-        """Seal a new revision of the entry's plan (``plan``, or the current one with
-        ``changes``) and a matching entry revision; the earlier revisions are kept, and a
-        verdict compares the plan in force when results first existed with the current one."""
-        from labcoat.verdicts.plan import coerce_plan
-        from labcoat.verdicts.review import review
-
+        plan: Mapping[str, Any],
+        review: Sequence[Mapping[str, Any]] = (),
+    ) -> StoredPlan:
+        """Seal the next revision of an entry's plan (plain JSON, stored as it is) with a
+        matching entry revision, in one transaction; the earlier revisions are kept."""
         entry_id = int(getattr(entry_id, "id", entry_id))
-        if plan is None:
-            current = self.plan(entry_id)
-            if current is None:
-                raise InputError(f"entry {entry_id}: has no plan to revise; give plan=")
-            plan = current.revised(**changes)
-        elif changes:
-            plan = coerce_plan(plan).revised(**changes)
-        reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
         with self._store.write() as tx:
             entry = _entries.revise(tx, entry_id, "plan revised")
-            _plans.seal_plan(
-                tx,
-                entry_id,
-                reviewed.plan.to_dict(),
-                [f.to_dict() for f in reviewed.findings],
-                entry.hash,
-                entry.author,
+            return _plans.seal_plan(
+                tx, entry_id, dict(plan), [dict(f) for f in review], entry.hash, entry.author
             )
-        return reviewed.plan
 
-    def verdict(
+    def plans(self, entry_id: int | Entry | None = None) -> list[StoredPlan]:
+        """The sealed plan revisions (of one entry, or of all), oldest first, as stored."""
+        with self._store.read() as tx:
+            if entry_id is None:
+                return _plans.plans(tx)
+            entry_id = int(getattr(entry_id, "id", entry_id))
+            _entries.current(tx, entry_id)  # an unknown entry is an error, not "no plan"
+            return _plans.plans(tx, entry_id)
+
+    def record_verdict(
         self,
         entry_id: int | Entry,
+        record: Mapping[str, Any],
         *,
-        a: Any,
-        b: Any,
-        column: str | None = None,
-        metric: str | None = None,
-    ) -> Any:
-        """Judge the entry by its registered plan on the results of arm ``a`` and arm ``b``
-        (files, :class:`labcoat.stats.Table` s or dicts of columns) and record the verdict: a
-        sealed verdict row and the entry's next revision (its result and verdict). Returns the
-        :class:`labcoat.verdicts.VerdictResult`, deviations included; ``column``/``metric``
-        analyse another column or metric, which the verdict reports as a deviation."""
-        from labcoat.verdicts.deviations import PriorVerdict
-        from labcoat.verdicts.verdict import analyse
-
+        summary: str,
+        plan_revision: int,
+        family: str | None = None,
+    ) -> StoredVerdict:
+        """Resolve the entry with ``record["verdict"]`` (its result: ``summary``) and seal the
+        verdict ``record`` (plain JSON, as :mod:`labcoat.verdicts` computed it) beside that
+        revision, in one transaction."""
         entry_id = int(getattr(entry_id, "id", entry_id))
-        revisions = self.plan_history(entry_id)
-        if not revisions:
-            raise InputError(
-                f"entry {entry_id}: has no registered plan, so there is no analysis to run; "
-                "register one (`labcoat ledger add ... --plan plan.toml`) or resolve it by hand"
-            )
-        plan = revisions[-1].plan
-        with self._store.read() as tx:
-            prior = _plans.verdicts(tx, entry_id)
-            others = _plans.family_pvalues(tx, plan.family, entry_id) if plan.family else []
-            members = _plans.family_members(tx, plan.family) if plan.family else 0
-        result = analyse(
-            plan,
-            a,
-            b,
-            entry_id=entry_id,
-            column=column,
-            metric=metric,
-            previous=[PriorVerdict(v.recorded_at, v.fingerprints, v.n_paired) for v in prior],
-            revisions=revisions,
-            family_pvalues=others,
-            family_members=members,
-        )
         with self._store.write() as tx:
-            resolved = _entries.resolve(
-                tx, entry_id, result=result.summary(), verdict=result.verdict
-            )
-            _plans.record_verdict(
+            resolved = _entries.resolve(tx, entry_id, result=summary, verdict=record["verdict"])
+            return _plans.record_verdict(
                 tx,
                 entry_id=entry_id,
-                plan_revision=revisions[-1].revision,
-                result=result.record_dict(),
-                family=plan.family,
+                plan_revision=plan_revision,
+                result=dict(record),
+                family=family,
                 entry_hash=resolved.hash,
             )
-        return result
 
-    def verdicts(self, entry_id: int | Entry | None = None) -> list[Any]:
-        """The verdicts the ledger computed (of one entry, or all), oldest first, as stored."""
+    def verdicts(self, entry_id: int | Entry | None = None) -> list[StoredVerdict]:
+        """The verdicts recorded (of one entry, or all), oldest first, as stored."""
         with self._store.read() as tx:
             return _plans.verdicts(
                 tx, None if entry_id is None else int(getattr(entry_id, "id", entry_id))
             )
+
+    # deprecated delegates (one release): judging lives in labcoat.verdicts
+
+    def plan_history(self, entry_id: int | Entry) -> list[Any]:
+        """Deprecated: :func:`labcoat.verdicts.plan_history`."""
+        warn_deprecated("Ledger.plan_history", "labcoat.verdicts.plan_history(ledger, entry)")
+        from labcoat.verdicts.judge import plan_history
+
+        return plan_history(self, entry_id)
+
+    def plan(self, entry_id: int | Entry) -> Any:
+        """Deprecated: :func:`labcoat.verdicts.current_plan`."""
+        warn_deprecated("Ledger.plan", "labcoat.verdicts.current_plan(ledger, entry)")
+        from labcoat.verdicts.judge import current_plan
+
+        return current_plan(self, entry_id)
+
+    def plan_review(self, entry_id: int | Entry) -> Any:
+        """Deprecated: :func:`labcoat.verdicts.plan_review`."""
+        warn_deprecated("Ledger.plan_review", "labcoat.verdicts.plan_review(ledger, entry)")
+        from labcoat.verdicts.judge import plan_review
+
+        return plan_review(self, entry_id)
+
+    def revise_plan(self, entry_id: int | Entry, plan: Any = None, **kwargs: Any) -> Any:
+        """Deprecated: :func:`labcoat.verdicts.revise_plan`."""
+        warn_deprecated("Ledger.revise_plan", "labcoat.verdicts.revise_plan(ledger, entry, ...)")
+        from labcoat.verdicts.judge import revise_plan
+
+        return revise_plan(self, entry_id, plan, **kwargs)
+
+    def verdict(self, entry_id: int | Entry, **kwargs: Any) -> Any:
+        """Deprecated: :func:`labcoat.verdicts.verdict` (the ledger stores verdicts; it does not
+        judge)."""
+        warn_deprecated("Ledger.verdict", "labcoat.verdicts.verdict(ledger, entry, a=..., b=...)")
+        from labcoat.verdicts.judge import verdict
+
+        return verdict(self, entry_id, **kwargs)
 
     def plan_status(self, entries: Iterable[Entry]) -> dict[int, str]:
         """Per entry: ``planned``, ``deviating``, ``unplanned``, ``registered`` or ``""`` (see

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from labcoat._validation import N_JOBS, PROBABILITY, Interval, Seed, validate_params
+from labcoat._validation import N_JOBS, PROBABILITY, Interval, Seed, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.scale.data import training_data
 from labcoat.scale.diagnostics import diagnose
@@ -15,10 +15,11 @@ from labcoat.scale.result import ScalingFit
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
 
 
+@renamed(bootstrap="n_resamples")
 @validate_params(
     {
         "huber_delta": (Interval(float, 0.0, low_open=True), "The replication uses 1e-3."),
-        "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 1000)."),
+        "n_resamples": (Interval(int, 0), "It counts resamples (e.g. 1000)."),
         "seed": Seed(),
         "n_jobs": N_JOBS,
         "level": PROBABILITY,
@@ -31,7 +32,7 @@ def fit(
     *,
     form: str | Callable[..., Any] = "chinchilla",
     huber_delta: float = 1e-3,
-    bootstrap: int = 1000,
+    n_resamples: int = 1000,
     seed: int = 0,
     p0: Mapping[str, Any] | None = None,
     n_jobs: int | None = None,
@@ -51,8 +52,9 @@ def fit(
     candidates it could not tell apart) or a
     function ``f(N, D, **params)`` / ``f(x, **params)`` with ``p0`` (initial guesses, a value
     or a list of values per parameter). Huber loss (``huber_delta``) on log
-    loss, every grid start, best final objective wins; ``bootstrap`` resamples of the runs are
-    refitted from the full fit (``n_jobs`` as in joblib; None: in parallel where it pays).
+    loss, every grid start, best final objective wins; ``n_resamples`` bootstrap resamples of
+    the runs are refitted from the full fit (``n_jobs`` as in joblib; None: in parallel where
+    it pays).
     ``ledger``: a :class:`labcoat.Ledger` or path to record the fit in; None records in the
     project's ledger only if one exists; False records nowhere.
 
@@ -94,8 +96,8 @@ def fit(
     x, loss = training_data(N, D, L, chosen)
     best = grid_search(chosen, x, loss, float(huber_delta))
     refits = np.empty((0, best.theta.size))
-    if bootstrap:
-        counts = bootstrap_counts(loss.size, int(bootstrap), seed)
+    if n_resamples:
+        counts = bootstrap_counts(loss.size, int(n_resamples), seed)
         refits = bootstrap_refits(chosen, best.theta, x, loss, float(huber_delta), counts, n_jobs)
     result = ScalingFit(
         form=chosen,

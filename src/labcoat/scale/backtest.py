@@ -14,7 +14,7 @@ from typing import Any, Callable, ClassVar, Mapping
 import numpy as np
 
 from labcoat._jsonable import jsonable
-from labcoat._validation import PROBABILITY, Interval, Seed, fail, validate_params
+from labcoat._validation import PROBABILITY, Interval, Seed, fail, renamed, validate_params
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.result import Result
@@ -84,12 +84,13 @@ class BacktestResult(Result):
         return list(self.fit.findings)
 
 
+@renamed(bootstrap="n_resamples")
 @validate_params(
     {
         "top": Interval(int, 1, none=True),
         "above": Interval(float, none=True),
         "level": PROBABILITY,
-        "bootstrap": (Interval(int, 0), "It counts resamples (e.g. 200)."),
+        "n_resamples": (Interval(int, 0), "It counts resamples (e.g. 200)."),
         "seed": Seed(),
     }
 )
@@ -104,7 +105,7 @@ def backtest(
     form: str | Callable[..., Any] = "chinchilla",
     level: float = 0.95,
     interval: str = "calibrated",
-    bootstrap: int = 200,
+    n_resamples: int = 200,
     seed: int = 0,
     p0: Mapping[str, Any] | None = None,
     by: Any = None,
@@ -133,7 +134,7 @@ def backtest(
             form=form,
             level=level,
             interval=interval,
-            bootstrap=bootstrap,
+            n_resamples=n_resamples,
             seed=seed,
             p0=p0,
             **fit_options,
@@ -153,7 +154,7 @@ def backtest(
         *_split(x, ~mask, chosen),
         loss[~mask],
         form=form,
-        bootstrap=bootstrap,
+        n_resamples=n_resamples,
         seed=seed,
         p0=p0,
         ledger=fit_options.pop("ledger", False),

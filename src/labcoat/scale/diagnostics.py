@@ -221,7 +221,7 @@ def _coupled(fit) -> str:
         return ""
     k = len(fit.form.variables)
     names = fit.form.names
-    ci = fit.ci(0.95)
+    ci = fit.confidence_interval(0.95)
     wide = []
     for j in range(k):
         low, high = ci[names[j]]
@@ -375,7 +375,7 @@ def summary_outcome(fit) -> Outcome:
         "data": data_fingerprint(fit),
     }
     if len(fit.bootstrap_theta) >= 2:
-        evidence["ci95"] = {k: list(v) for k, v in fit.ci(0.95).items()}
+        evidence["ci95"] = {k: list(v) for k, v in fit.confidence_interval(0.95).items()}
     shown = ", ".join(f"{k}={v:.4g}" for k, v in fit.params.items())
     message = f"{fit.form.name} fit on {fit.n_points} runs: {shown}"
     return Outcome("warn" if fit.warnings else "pass", message, evidence)

@@ -2,7 +2,7 @@
 
 Plain objects with named fields and ``to_dict()``; rendering lives in :mod:`labcoat.scale.view`.
 Intervals come from the bootstrap refits kept on the fit, so the caller picks the level after
-fitting (``fit.ci(0.9)``) and nothing is refitted.
+fitting (``fit.confidence_interval(0.9)``) and nothing is refitted.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from labcoat._jsonable import jsonable
-from labcoat._validation import fail
+from labcoat._validation import fail, warn_deprecated
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
@@ -194,18 +194,25 @@ class ScalingFit(Result):
     def _need_bootstrap(self, what: str) -> None:
         if len(self.bootstrap_theta) < 2:
             raise InputError(
-                f"{what}: this fit has no bootstrap refits; fit again with bootstrap=1000 "
+                f"{what}: this fit has no bootstrap refits; fit again with n_resamples=1000 "
                 "(or at least 2)"
             )
 
-    def ci(self, level: float = 0.95) -> dict[str, ConfidenceInterval]:
-        """Percentile bootstrap interval of each parameter."""
-        self._need_bootstrap("ci")
+    def confidence_interval(self, level: float = 0.95) -> dict[str, ConfidenceInterval]:
+        """Percentile bootstrap interval of each parameter (``confidence_interval(level)``, as
+        on every stats result; ``ci`` is the interval at the result's level elsewhere)."""
+        self._need_bootstrap("confidence_interval")
         lo, hi = _quantiles(self.bootstrap, level, axis=0)
         return {
             name: ConfidenceInterval(float(lo[i]), float(hi[i]))
             for i, name in enumerate(self.names)
         }
+
+    def ci(self, level: float = 0.95) -> dict[str, ConfidenceInterval]:
+        """Deprecated: :meth:`confidence_interval` (``ci`` is a property on every other
+        result)."""
+        warn_deprecated("ScalingFit.ci(level)", "ScalingFit.confidence_interval(level)")
+        return self.confidence_interval(level)
 
     @property
     def covariance(self) -> np.ndarray:
@@ -301,7 +308,9 @@ class ScalingFit(Result):
             {
                 "form": self.form.name,
                 "params": self.params,
-                "ci": {k: list(v) for k, v in self.ci(level).items()} if has_boot else None,
+                "ci": {k: list(v) for k, v in self.confidence_interval(level).items()}
+                if has_boot
+                else None,
                 "level": level,
                 "covariance": {"names": list(self.names), "matrix": self.covariance}
                 if has_boot

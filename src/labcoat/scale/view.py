@@ -19,7 +19,7 @@ def _pair(pair, digits: int = 4) -> str:
 
 def fit_view(fit, level: float = 0.95) -> RenderableType:
     has_boot = len(fit.bootstrap_theta) >= 2
-    cis = fit.ci(level) if has_boot else {}
+    cis = fit.confidence_interval(level) if has_boot else {}
     table = Table(title=f"{fit.form.name} fit on {fit.n_points} runs", title_justify="left")
     table.add_column("parameter")
     table.add_column("estimate", justify="right")

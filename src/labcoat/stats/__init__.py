@@ -69,9 +69,11 @@ from labcoat.stats.tables import (
     pilot_components,
     read_models,
     read_sides,
+    solve_power,
 )
 
 __all__ = [
+    "solve_power",
     "read_sides",
     "read_models",
     "pilot_components",

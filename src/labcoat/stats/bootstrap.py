@@ -221,7 +221,7 @@ def bootstrap_metric(
     *,
     n_resamples: int = 2000,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = 0,
 ) -> BootstrapResult:
     """Bootstrap a corpus-level metric by resampling items' sufficient statistics.
 
@@ -280,7 +280,7 @@ def bootstrap_confusion(
     *,
     n_resamples: int = 2000,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = 0,
 ) -> BootstrapResult:
     """Bootstrap a metric of a C x C confusion matrix (rows: true class, columns: predicted).
 
@@ -329,7 +329,7 @@ def bootstrap_difference(
     *,
     n_resamples: int = 2000,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = 0,
 ) -> BootstrapResult:
     """Paired bootstrap of ``metric(A) - metric(B)`` on the same items (row ``i`` = item ``i``).
 

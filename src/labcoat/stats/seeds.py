@@ -127,7 +127,7 @@ def aggregate(
     gamma: float = 1.0,
     n_resamples: int = 2000,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = 0,
 ) -> SeedsSummary:
     """IQM, mean, median and optimality gap with stratified-bootstrap percentile intervals."""
     x = _check_runs(scores, "scores")
@@ -165,7 +165,7 @@ def probability_of_improvement(
     *,
     n_resamples: int = 2000,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = 0,
 ) -> BootstrapResult:
     """``P(X > Y)``: the chance a run of X beats a run of Y on a task, averaged over tasks.
 
@@ -288,7 +288,7 @@ def summarize_runs(
     gamma: float = 1.0,
     n_resamples: int = 2000,
     level: float = 0.95,
-    seed: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = 0,
 ) -> MethodsSummary:
     """Long rows of runs (one score per run and task, labelled by ``tasks`` and ``methods``)
     to per-method :func:`aggregate` summaries and :func:`probability_of_improvement`.

@@ -336,6 +336,136 @@ def choose_design_effect(
     return 1.0
 
 
+#: per metric, the columns of a results file its per-item sufficient statistics come from
+METRIC_INPUTS: dict[str, tuple[str, ...]] = {
+    "mean": ("score",),
+    "f1": ("true", "pred"),
+    "precision": ("true", "pred"),
+    "recall": ("true", "pred"),
+    "mcc": ("true", "pred"),
+    "perplexity": ("nll", "tokens"),
+    "bleu": ("hyp", "ref"),
+}
+
+
+def item_statistics(
+    table: Any,
+    metric: str,
+    *,
+    score: str | None = None,
+    true: str | None = None,
+    pred: str | None = None,
+    pos_label: str = "1",
+    nll: str | None = None,
+    tokens: str | None = None,
+    hyp: str | None = None,
+    ref: str | None = None,
+) -> np.ndarray:
+    """The ``(n_items, k)`` sufficient statistics :func:`labcoat.stats.bootstrap_metric` takes
+    for ``metric``, read from a results table (a path or :class:`labcoat.stats.Table`): the
+    score column for ``mean``, the true and predicted labels for f1/precision/recall/mcc, the
+    summed NLL and token counts for perplexity, hypothesis and reference text for bleu."""
+    from labcoat.stats.bootstrap import (
+        bleu_statistics,
+        classification_statistics,
+        perplexity_statistics,
+    )
+    from labcoat.stats.readers import read_table
+
+    OneOf(sorted(METRIC_INPUTS)).check(metric, "metric")
+    given = dict(score=score, true=true, pred=pred, nll=nll, tokens=tokens, hyp=hyp, ref=ref)
+    missing = [name for name in METRIC_INPUTS[metric] if given[name] is None]
+    if missing:
+        shown = " and ".join(f"{m}= (--{m})" for m in missing)
+        raise InputError(f"metric {metric}: needs the column(s) {shown}.")
+    if not hasattr(table, "scores"):
+        table = read_table(table)
+    if metric == "mean":
+        values = table.scores(score)
+        return np.stack([values, np.ones_like(values)], axis=1)
+    if metric in ("f1", "precision", "recall", "mcc"):
+        return classification_statistics(
+            table.labels(true), table.labels(pred), pos_label=str(pos_label)
+        )
+    if metric == "perplexity":
+        return perplexity_statistics(table.scores(nll), table.scores(tokens))
+    return bleu_statistics([str(h) for h in table.column(hyp)], [str(r) for r in table.column(ref)])
+
+
+def solve_power(
+    *,
+    mde: float | None = None,
+    n: float | None = None,
+    effect: float | None = None,
+    power: float = 0.8,
+    omega2: float | None = None,
+    sigma2_a: float = 0.0,
+    sigma2_b: float = 0.0,
+    k_a: float = 1,
+    k_b: float = 1,
+    alpha: float = 0.05,
+    alternative: str = "two-sided",
+    icc: float | None = None,
+    cluster_size: float | None = None,
+    design_effect: float | None = None,
+    pilot_a: Any = None,
+    pilot_b: Any = None,
+    on: str | None = None,
+    score: str | None = None,
+    cluster: str | None = None,
+):
+    """Solve for whichever quantity is missing, as ``statsmodels``' ``solve_power`` does: the
+    questions needed to detect ``mde`` (Eq 9), the MDE of ``n`` questions (Eq 10), or, with
+    ``n`` and ``effect``, the power to detect ``effect``. The variances are ``omega2`` (and
+    ``sigma2_a``/``sigma2_b``) or are estimated from two pilot results files (``pilot_a``,
+    ``pilot_b``, with ``on``/``score``); clustering enters through one design effect
+    (:func:`choose_design_effect`). One call is what ``labcoat stats power`` runs."""
+    from labcoat.stats.power import minimum_detectable_effect, power_at, sample_size
+
+    wanted = (
+        "give mde= (--mde: solve for n), or n= (--n: solve for the MDE), or n= with effect= "
+        "(--n --effect: the power)"
+    )
+    if mde is not None and (n is not None or effect is not None):
+        raise InputError(f"{wanted}, not several.")
+    if mde is None and n is None:
+        raise InputError(f"{wanted}.")
+    if (pilot_a is None) != (pilot_b is None):
+        raise InputError("give both pilot files (--pilot-a and --pilot-b), or neither.")
+    deff = choose_design_effect(
+        icc=icc,
+        cluster_size=cluster_size,
+        design_effect=design_effect,
+        pilot_a=pilot_a,
+        pilot_b=pilot_b,
+        on=on,
+        score=score,
+        cluster=cluster,
+    )
+    if pilot_a is not None:
+        est = pilot_components(pilot_a, pilot_b, on=on, score=score)
+        omega2, sigma2_a, sigma2_b = est.omega2, est.sigma2_a, est.sigma2_b
+    elif omega2 is None:
+        raise InputError(
+            "give omega2= (--omega2; and optionally sigma2_a/sigma2_b), or pilot files to "
+            "estimate them."
+        )
+    common = dict(
+        sigma2_a=sigma2_a,
+        sigma2_b=sigma2_b,
+        k_a=k_a,
+        k_b=k_b,
+        alpha=alpha,
+        alternative=alternative,
+        design_effect=deff,
+    )
+    if mde is not None:
+        return sample_size(mde, omega2, power=power, **common)
+    if effect is not None:
+        return power_at(effect, n, omega2, **common)
+    return minimum_detectable_effect(n, omega2, power=power, **common)
+
+
 def pilot_components(pilot_a: Any, pilot_b: Any, *, on: str | None, score: str | None):
     """ω², σ²_A and σ²_B (:func:`labcoat.stats.variance_components`) estimated from two pilot
     files with question ids in ``on`` and scores in ``score``."""

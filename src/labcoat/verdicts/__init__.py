@@ -1,17 +1,30 @@
-"""Pre-registered verdicts: a hypothesis carries its planned analysis, and the ledger computes
+"""Pre-registered verdicts: a hypothesis carries its planned analysis, and labcoat computes
 the verdict.
 
 A :class:`Plan` is written before the results (:mod:`~labcoat.verdicts.plan`); registering it
 reviews the design (:func:`review`); :func:`analyse` runs exactly the registered analysis
 through :mod:`labcoat.stats` and finds every deviation from the plan in the data
-(:mod:`~labcoat.verdicts.deviations`). :meth:`labcoat.Ledger.hypothesis` (``plan=``) seals the
-plan into the ledger's hash chain and :meth:`labcoat.Ledger.verdict` records the verdict.
+(:mod:`~labcoat.verdicts.deviations`). On a ledger (:mod:`~labcoat.verdicts.judge`, the one
+place a verdict is judged): :func:`register` seals a reviewed plan with a new hypothesis,
+:func:`revise_plan` seals a revision and :func:`verdict` judges the entry and records the
+verdict. The ledger only stores and chains what these hand it.
+
+(``labcoat.verdicts.verdict`` and ``labcoat.verdicts.review`` are the functions; their modules
+are imported as ``from labcoat.verdicts.verdict import ...``.)
 """
 
 from __future__ import annotations
 
 from labcoat.verdicts import deviations as _deviations  # noqa: F401 - declares its checks
 from labcoat.verdicts.deviations import Observation, PlanRevision, PriorVerdict, find_deviations
+from labcoat.verdicts.judge import (
+    current_plan,
+    plan_history,
+    plan_review,
+    register,
+    revise_plan,
+    verdict,
+)
 from labcoat.verdicts.plan import FIELDS, Plan
 from labcoat.verdicts.registry import REGISTRY
 from labcoat.verdicts.review import ReviewResult, review
@@ -28,6 +41,12 @@ __all__ = [
     "ReviewResult",
     "VerdictResult",
     "analyse",
+    "current_plan",
     "find_deviations",
+    "plan_history",
+    "plan_review",
+    "register",
     "review",
+    "revise_plan",
+    "verdict",
 ]

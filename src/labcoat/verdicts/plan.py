@@ -358,6 +358,35 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to a plan file")
 
 
+def parse_fields(items: Any) -> dict[str, Any]:
+    """``KEY=VALUE`` plan fields (``labcoat ledger --plan-field``), each VALUE read as a TOML
+    value; a bare word is text (``metric=accuracy``)."""
+    import tomllib
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--plan-field: expected KEY=VALUE (e.g. margin=0.02); got {item!r}")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def plan_from(path: Any = None, fields: Any = ()) -> Plan | None:
+    """The plan a TOML file and ``KEY=VALUE`` fields describe (the fields on top of the file's,
+    or alone); None when neither is given."""
+    fields = tuple(fields)
+    if path is None and not fields:
+        return None
+    if path is None:
+        return Plan.from_toml_dict(parse_fields(fields), source="--plan-field")
+    plan = Plan.read(path)
+    return plan.revised(**parse_fields(fields)) if fields else plan
+
+
 def coerce_plan(plan: Any) -> Plan:
     """A :class:`Plan` from a plan, a mapping of its fields, or a path to a TOML file."""
     if isinstance(plan, Plan):

@@ -175,7 +175,7 @@ def paired_means(a: Arm, b: Arm) -> Pairs:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Contrast:
     """What a test says about ``d`` = A − B: the estimate, its interval, the p-value of the
     plan's null (None for a confidence sequence), the MDE and the n the test used."""
 
@@ -226,11 +226,11 @@ def t_pvalue(plan: Plan, diff: float, se: float, df: float | None) -> float:
     return tail(e - t)
 
 
-def _paired(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
+def _paired(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Contrast:
     from labcoat.stats.compare import compare, detectable_effect
 
     result = compare(a.scores, b.scores, a.cluster, level(plan), ids_a=a.ids, ids_b=b.ids)
-    return Estimate(
+    return Contrast(
         result.diff,
         result.ci,
         t_pvalue(plan, result.diff, result.se, result.df),
@@ -239,7 +239,7 @@ def _paired(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
     )
 
 
-def _mcnemar(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
+def _mcnemar(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Contrast:
     from labcoat.stats.compare import compare, detectable_effect
     from labcoat.stats.proportions import mcnemar
 
@@ -256,7 +256,7 @@ def _mcnemar(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
         p = test.pvalue
     else:
         p = test.pvalue / 2 if e > 0 else 1 - test.pvalue / 2
-    return Estimate(
+    return Contrast(
         result.diff,
         result.ci,
         float(p),
@@ -265,7 +265,7 @@ def _mcnemar(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
     )
 
 
-def _bootstrap(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
+def _bootstrap(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Contrast:
     from labcoat.stats._questions import shared_ids
     from labcoat.stats.bootstrap import bootstrap_difference, classification_statistics
 
@@ -303,16 +303,16 @@ def _bootstrap(plan: Plan, a: Arm, b: Arm, alpha_mde: float) -> Estimate:
     from labcoat.stats._distributions import quantile
 
     z = quantile(1 - (1 - level(plan, alpha_mde)) / 2) + quantile(plan.power)
-    return Estimate(boot.statistic, boot.ci, p, z * boot.se, int(ia.size))
+    return Contrast(boot.statistic, boot.ci, p, z * boot.se, int(ia.size))
 
 
-def _sequential(plan: Plan, a: Arm, b: Arm, alpha: float) -> Estimate:
+def _sequential(plan: Plan, a: Arm, b: Arm, alpha: float) -> Contrast:
     from labcoat.stats.sequential import ConfidenceSequence
 
     pairs = paired_means(a, b)
     lo, hi = plan.bounds
     cs = ConfidenceSequence(lo - hi, hi - lo, level(plan, alpha)).update(pairs.a - pairs.b)
-    return Estimate(cs.mean, cs.interval, None, None, int(pairs.ids.size))
+    return Contrast(cs.mean, cs.interval, None, None, int(pairs.ids.size))
 
 
 TESTS = {"paired": _paired, "mcnemar": _mcnemar, "bootstrap": _bootstrap, "sequential": _sequential}

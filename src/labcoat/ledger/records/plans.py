@@ -4,7 +4,8 @@ A plan is sealed into its own hash chain beside the entry revision it was writte
 row keeps that revision's hash), so it provably existed before every later row; a change is a
 new plan revision, never an edit. A verdict row holds what :mod:`labcoat.verdicts` computed,
 sealed with the entry revision that resolved the entry. Rows hold plain JSON; this module does
-not know what a plan means (that is :mod:`labcoat.verdicts`, a layer above).
+not know what a plan means, nor how a family's p-values combine (that is
+:mod:`labcoat.verdicts.judge`, a layer above): it stores, returns and chains them.
 """
 
 from __future__ import annotations
@@ -107,9 +108,13 @@ def _plans(tx: Tx, where: str, params: tuple) -> list[StoredPlan]:
     ]
 
 
-def plans(tx: Tx, entry_id: int) -> list[StoredPlan]:
-    """Every plan revision of an entry, oldest first (empty when it has none)."""
-    return _plans(tx, "entry_id = ?", (entry_id,)) if has_tables(tx) else []
+def plans(tx: Tx, entry_id: int | None = None) -> list[StoredPlan]:
+    """Every plan revision of an entry (or of every entry), oldest first."""
+    if not has_tables(tx):
+        return []
+    if entry_id is None:
+        return _plans(tx, "1 = 1", ())
+    return _plans(tx, "entry_id = ?", (entry_id,))
 
 
 def record_verdict(
@@ -177,23 +182,6 @@ def verdicts(tx: Tx, entry_id: int | None = None) -> list[StoredVerdict]:
     if entry_id is None:
         return _verdicts(tx, "1 = 1", ())
     return _verdicts(tx, "entry_id = ?", (entry_id,))
-
-
-def family_pvalues(tx: Tx, family: str, other_than: int) -> list[float]:
-    """The latest p-value of every other entry judged in ``family``."""
-    latest: dict[int, float] = {}
-    for v in _verdicts(tx, "family = ? AND entry_id <> ?", (family, other_than)):
-        if v.pvalue is not None:
-            latest[v.entry_id] = v.pvalue
-    return list(latest.values())
-
-
-def family_members(tx: Tx, family: str) -> int:
-    """How many entries' current plans name ``family``."""
-    latest: dict[int, str | None] = {}
-    for entry_id, plan in tx.all("SELECT entry_id, plan FROM entry_plans ORDER BY id"):
-        latest[int(entry_id)] = json.loads(plan).get("family")
-    return sum(name == family for name in latest.values())
 
 
 #: how an entry's verdict came about, as ``ledger list`` and the report show it

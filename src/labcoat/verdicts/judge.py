@@ -1,0 +1,177 @@
+"""The pre-registration workflow on a ledger: register a plan, revise it, judge it.
+
+The ledger stores plans and verdicts as plain JSON and chains them; it does not read them.
+Everything that gives them meaning is here, and this module is the one place a verdict on a
+ledger entry is judged: :func:`verdict` gathers what the ledger holds about the hypothesis
+(its sealed plan revisions, its earlier verdicts, the other members of its family and their
+latest p-values), hands it to :func:`labcoat.verdicts.analyse` and records the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.verdicts.deviations import PlanRevision, PriorVerdict
+from labcoat.verdicts.plan import Plan, coerce_plan
+from labcoat.verdicts.review import ReviewResult, review
+from labcoat.verdicts.verdict import VerdictResult, analyse
+
+
+def _id(entry: Any) -> int:
+    return int(getattr(entry, "id", entry))
+
+
+def register(
+    ledger: Any,
+    title: str,
+    *,
+    predict: str | None,
+    plan: Any,
+    pilot_a: Any = None,
+    pilot_b: Any = None,
+    **entry: Any,
+) -> Any:
+    """Record hypothesis ``title`` with its registered analysis: ``plan`` (a
+    :class:`labcoat.Plan`, a dict of its fields or a TOML file) is reviewed (``pilot_a``/
+    ``pilot_b``: a pilot run of each arm gives the variance and item sets) and sealed with the
+    entry in one transaction, so :func:`verdict` can judge it later. ``entry``: the other
+    fields of :meth:`labcoat.Ledger.hypothesis` (tags, experiment, parents, runs). Returns the
+    entry."""
+    reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
+    return ledger.hypothesis(
+        title,
+        predict=predict,
+        sealed_plan=reviewed.plan.to_dict(),
+        review=[f.to_dict() for f in reviewed.findings],
+        **entry,
+    )
+
+
+def plan_history(ledger: Any, entry: Any) -> list[PlanRevision]:
+    """Every sealed revision of an entry's plan, oldest first (empty when it has none)."""
+    return [
+        PlanRevision(s.revision, s.recorded_at, Plan.from_dict(s.plan, source="sealed plan"))
+        for s in ledger.plans(_id(entry))
+    ]
+
+
+def current_plan(ledger: Any, entry: Any) -> Plan | None:
+    """The entry's current plan, or None when it has none."""
+    history = plan_history(ledger, entry)
+    return history[-1].plan if history else None
+
+
+def plan_review(ledger: Any, entry: Any) -> ReviewResult:
+    """The design review sealed with the entry's current plan."""
+    stored = ledger.plans(_id(entry))
+    if not stored:
+        raise InputError(
+            f"entry {_id(entry)}: has no plan; `labcoat ledger add --plan` registers one"
+        )
+    last = stored[-1]
+    return ReviewResult(
+        Plan.from_dict(last.plan, source="sealed plan"),
+        tuple(Finding.from_dict(f) for f in last.review),
+    )
+
+
+def revise_plan(
+    ledger: Any,
+    entry: Any,
+    plan: Any = None,
+    *,
+    pilot_a: Any = None,
+    pilot_b: Any = None,
+    **changes: Any,
+) -> Plan:
+    """Seal a new revision of the entry's plan (``plan``, or the current one with ``changes``),
+    reviewed again; the earlier revisions are kept, and a verdict holds the data to the plan in
+    force when results first existed, not to this one."""
+    entry_id = _id(entry)
+    if plan is None:
+        current = current_plan(ledger, entry_id)
+        if current is None:
+            raise InputError(f"entry {entry_id}: has no plan to revise; give plan=")
+        plan = current.revised(**changes)
+    elif changes:
+        plan = coerce_plan(plan).revised(**changes)
+    reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
+    ledger.seal_plan(entry_id, reviewed.plan.to_dict(), [f.to_dict() for f in reviewed.findings])
+    return reviewed.plan
+
+
+def family_pvalues(stored_verdicts: Any, family: str, other_than: int) -> list[float]:
+    """The latest p-value of every other entry judged in ``family`` (stored verdict rows)."""
+    latest: dict[int, float] = {}
+    for v in stored_verdicts:
+        if v.family == family and v.entry_id != other_than and v.pvalue is not None:
+            latest[v.entry_id] = v.pvalue
+    return list(latest.values())
+
+
+def family_members(stored_plans: Any, family: str) -> int:
+    """How many entries' current plans name ``family`` (stored plan rows, oldest first)."""
+    latest: dict[int, Any] = {}
+    for p in stored_plans:
+        latest[p.entry_id] = p.plan.get("family")
+    return sum(name == family for name in latest.values())
+
+
+def verdict(
+    ledger: Any,
+    entry: Any,
+    *,
+    a: Any,
+    b: Any,
+    column: str | None = None,
+    metric: str | None = None,
+) -> VerdictResult:
+    """Judge the entry by its registered plan on the results of arm ``a`` and arm ``b``
+    (files, :class:`labcoat.stats.Table` s or dicts of columns) and record the verdict in the
+    ledger: a sealed verdict row and the entry's next revision (its result and verdict).
+    ``column``/``metric`` analyse another column or metric, which the verdict reports as a
+    deviation."""
+    entry_id = _id(entry)
+    revisions = plan_history(ledger, entry_id)
+    if not revisions:
+        raise InputError(
+            f"entry {entry_id}: has no registered plan, so there is no analysis to run; "
+            "register one (`labcoat ledger add ... --plan plan.toml`) or resolve it by hand"
+        )
+    plan = revisions[-1].plan
+    stored = ledger.verdicts()
+    prior = [v for v in stored if v.entry_id == entry_id]
+    result = analyse(
+        plan,
+        a,
+        b,
+        entry_id=entry_id,
+        column=column,
+        metric=metric,
+        previous=[PriorVerdict(v.recorded_at, v.fingerprints, v.n_paired) for v in prior],
+        revisions=revisions,
+        family_pvalues=family_pvalues(stored, plan.family, entry_id) if plan.family else [],
+        family_members=family_members(ledger.plans(), plan.family) if plan.family else 0,
+    )
+    ledger.record_verdict(
+        entry_id,
+        result.record_dict(),
+        summary=result.summary(),
+        plan_revision=revisions[-1].revision,
+        family=plan.family,
+    )
+    return result
+
+
+__all__ = [
+    "current_plan",
+    "family_members",
+    "family_pvalues",
+    "plan_history",
+    "plan_review",
+    "register",
+    "revise_plan",
+    "verdict",
+]
