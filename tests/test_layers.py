@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("labcoat.ledger",),
     ("labcoat.stats", "labcoat.scale", "labcoat.audit"),
     ("labcoat.doctor", "labcoat.watch"),
-    ("labcoat.replay", "labcoat.verdicts", "labcoat.evals"),
+    ("labcoat.replay", "labcoat.verdicts", "labcoat.evals", "labcoat.design"),
     ("labcoat.report",),
     ("labcoat.cli", "labcoat.__main__", "labcoat"),
 ]

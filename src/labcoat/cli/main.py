@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "evals": "labcoat.cli.evals:evals",
     "replay": "labcoat.cli.replay:replay_command",
     "diff": "labcoat.cli.replay:diff_command",
+    "design": "labcoat.cli.design:design_command",
 }
 
 #: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
@@ -55,6 +56,9 @@ SUMMARIES: dict[str, str] = {
     "evals": "Fast evals from a few hundred items: plan, estimate, compare (intervals that hold).",
     "replay": "Re-run steps of a recorded RUN (its directory or id) and check they are the same.",
     "diff": "Where two recorded runs A and B part ways: provenance, first divergence, module.",
+    "design": "A two-level design for the factors in FACTORS.toml ([factors] name = [low, high], "
+    "and an optional [design] table of labcoat.design()'s keywords): its runs, what they alias, "
+    "each planned effect's power.",
 }
 
 
