@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 REPORT_STAMP := $(VENV)/.installed-report
 
-.PHONY: demo lint test test-all bench report-demo clean
+.PHONY: demo lint test test-all bench report-demo clean checks-map
 
 $(DEMO_STAMP): pyproject.toml requirements-demo.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ lint: $(TEST_STAMP)
 # the fast tier: every check's planted bug and healthy twin, the API, the CLI, the docs' examples
 test: lint
 	$(PY) -m pytest -q -m "not slow" -n auto --dist loadfile
+
+# each declared check's planted and healthy tests, read from the tests' check markers
+checks-map: $(TEST_STAMP)
+	$(PY) -m labcoat.dev checks-map
 
 # everything: adds the bug corpus, the long healthy loops, PostgreSQL, Chromium, Ray and the
 # distributed tests (marked slow). pytest exits 5 when it ran no test, and make fails on it.

@@ -126,7 +126,7 @@ def python() -> str:
     return sys.executable
 
 
-# -- which checks each test saw (a tool for keeping tests/contract.py's mapping honest) --------
+# -- which checks each test saw (a tool for keeping the check markers honest) --------
 #: set LABCOAT_FINDINGS_LOG=DIR and every test's findings (check id, status) and watch alerts
 #: (kind, severity) are appended to DIR/<pid>.jsonl, one line per test: the evidence for which
 #: test plants a bug a check must catch and which is its healthy twin
@@ -163,13 +163,14 @@ if _FINDINGS_LOG:
 
 
 # -- the check contract: every registered check has a planted bug and a healthy twin -----------
-# A test declares what it shows with a marker, e.g.
+# A test declares what it shows with a marker, and only with a marker, e.g.
 #     @pytest.mark.check("doctor.data.signal.baseline", planted=True)   # it must fail (or warn)
 #     @pytest.mark.check("doctor.data.signal.baseline", healthy=True)   # it must pass
+#     @pytest.mark.check("doctor.update.ratio", planted=True, cases=["sgd-5"])  # these cases only
 # (the key is "<engine>.<check id>", written once when the id already starts with the engine's
-# name: "audit.labels", "watch.desync"); tests/contract.py declares the older tests the same way.
-# At collection every selected test's claims are gathered; tests/test_contract.py asserts that
-# every registered check has both kinds among the fast tier's tests.
+# name: "audit.labels", "watch.desync"). At collection every selected test's claims are gathered;
+# tests/test_contract.py asserts that every registered check has both kinds among the fast tier's
+# tests, and `python -m labcoat.dev checks-map` prints them.
 
 
 def check_key(engine: str, check_id: str) -> str:
@@ -177,18 +178,11 @@ def check_key(engine: str, check_id: str) -> str:
 
 
 def _declared_claims(items) -> dict[str, dict[str, list[str]]]:
-    """check key -> {"planted": [nodeid, ...], "healthy": [...]}, from the markers and from
-    tests/contract.py's table, for the tests that were selected."""
-    from tests.contract import CONTRACT
-
+    """check key -> {"planted": [nodeid, ...], "healthy": [...]}, from the ``check`` markers
+    of the tests that were selected (``cases=``: only those parametrized cases)."""
     claims: dict[str, dict[str, list[str]]] = {}
-
-    def claim(key: str, kind: str, nodeid: str) -> None:
-        claims.setdefault(key, {"planted": [], "healthy": []})[kind].append(nodeid)
-
-    by_function: dict[str, list[str]] = {}
     for item in items:
-        by_function.setdefault(item.nodeid.split("[", 1)[0], []).append(item.nodeid)
+        case = item.nodeid.partition("[")[2][:-1]
         for mark in item.iter_markers("check"):
             kinds = [k for k in ("planted", "healthy") if mark.kwargs.get(k)]
             if not mark.args or not kinds:
@@ -196,23 +190,19 @@ def _declared_claims(items) -> dict[str, dict[str, list[str]]]:
                     f"{item.nodeid}: @pytest.mark.check needs check keys and planted=True or "
                     "healthy=True"
                 )
+            cases = mark.kwargs.get("cases")
+            if cases is not None and case not in cases:
+                continue
             for key in mark.args:
                 for kind in kinds:
-                    claim(key, kind, item.nodeid)
-    selected = {item.nodeid for item in items}
-    for key, kinds in CONTRACT.items():
-        for kind, nodeids in kinds.items():
-            for nodeid in nodeids:
-                # a table entry names a test function (all its cases) or one case
-                for found in by_function.get(nodeid, [nodeid] if nodeid in selected else []):
-                    claim(key, kind, found)
+                    claims.setdefault(key, {"planted": [], "healthy": []})[kind].append(item.nodeid)
     return claims
 
 
 def contract_gaps(claims: dict[str, dict[str, list[str]]]) -> list[str]:
     """One line per registered check that lacks a planted bug or a healthy twin."""
     sys.path.insert(0, str(SRC))
-    from labcoat.findings import registries
+    from labcoat.engines import registries
 
     gaps = []
     for registry in registries():
@@ -244,8 +234,9 @@ def pytest_configure(config):
         )
     config.addinivalue_line(
         "markers",
-        "check(*keys, planted=False, healthy=False): the test plants a bug the named checks must "
-        "catch (planted) or is a healthy setup they must pass (healthy); see tests/contract.py",
+        "check(*keys, planted=False, healthy=False, cases=None): the test plants a bug the named "
+        "checks must catch (planted) or is a healthy setup they must pass (healthy); cases: only "
+        "these parametrized cases; see tests/conftest.py",
     )
 
 

@@ -1,4 +1,4 @@
-"""Which tests show each check failing and passing: evidence for tests/contract.py's table.
+"""Which tests show each check failing and passing: evidence for the tests' check markers.
 
 Run the suite with ``LABCOAT_FINDINGS_LOG=DIR`` (tests/conftest.py then logs, per test, every
 finding's check and status and every watch alert's kind and severity), then
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=3)
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
-    from labcoat.findings import registries
+    from labcoat.engines import registries
     from tests.conftest import check_key
 
     seen: dict[str, list[tuple[str, str]]] = {}

@@ -3,9 +3,9 @@
 For every check registered in any engine (``labcoat.findings.registries()``), at least one test
 of the fast tier (``make test``, ``-m "not slow"``) plants a bug the check must fail (or warn
 on), and at least one gives it a healthy setup it must pass. Tests declare this with
-``@pytest.mark.check(KEY, planted=True)`` / ``healthy=True`` or in ``tests/contract.py``; the
-claims are gathered at collection (tests/conftest.py). Run alone, this test collects the fast
-tier in a subprocess to see them.
+``@pytest.mark.check(KEY, planted=True)`` / ``healthy=True`` markers, the one place a test says
+which check it shows; the claims are gathered at collection (tests/conftest.py). Run alone, this
+test collects the fast tier in a subprocess to see them.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def test_every_registered_check_has_a_planted_bug_and_a_healthy_twin(request, tm
     assert not gaps, "checks without their tests:\n" + "\n".join(gaps)
 
 
-def test_the_contract_sees_markers_and_table_entries_and_misses_gaps():
-    """The machinery itself: a marker and a table entry count, a missing kind is a gap."""
+def test_the_contract_sees_markers_and_their_cases_and_misses_gaps():
+    """The machinery itself: a marker counts (its ``cases`` only), a missing kind is a gap."""
 
     class Item:
         def __init__(self, nodeid, marks=()):
@@ -91,6 +91,12 @@ def test_the_contract_sees_markers_and_table_entries_and_misses_gaps():
     assert check_key("watch", "desync") == "watch.desync"
     with pytest.raises(pytest.UsageError):
         _declared_claims([Item("tests/x.py::t", [pytest.mark.check("watch.desync").mark])])
+    one_case = pytest.mark.check("watch.desync", healthy=True, cases=["a"]).mark
+    cases = [
+        Item("tests/x.py::test_case[a]", [one_case]),
+        Item("tests/x.py::test_case[b]", [one_case]),
+    ]
+    assert _declared_claims(cases)["watch.desync"]["healthy"] == ["tests/x.py::test_case[a]"]
 
 
 class _FakeItem:

@@ -53,10 +53,11 @@ def test_evaluate_skips_a_check_that_does_not_apply_and_runs_one_that_does():
 
 
 def test_every_engine_declares_its_checks_in_the_one_registry_type():
-    from labcoat.findings import ENGINES, Check, registries
+    from labcoat.engines import names, registries
+    from labcoat.findings import Check
 
     found = {r.engine: r for r in registries()}
-    assert sorted(found) == sorted(ENGINES)
+    assert sorted(found) == sorted(names())
     for registry in found.values():
         assert isinstance(registry, CheckRegistry) and len(registry) > 0
         for check in registry:
@@ -64,6 +65,16 @@ def test_every_engine_declares_its_checks_in_the_one_registry_type():
             assert check.layer in registry.layers
     assert "nonfinite" in found["watch"] and "audit.labels" in found["audit"]
     assert [r.engine for r in registries("scale")] == ["scale"]
+
+
+def test_the_old_names_of_the_engine_list_warn_and_answer_from_labcoat_engines():
+    import labcoat.findings as findings
+    from labcoat import engines
+
+    with pytest.warns(DeprecationWarning, match="moved to labcoat.engines.names"):
+        assert tuple(findings.ENGINES) == engines.names()
+    with pytest.warns(DeprecationWarning, match="moved to labcoat.engines.registries"):
+        assert findings.registries is engines.registries
 
 
 def test_nonfinite_evidence_is_strict_json():

@@ -3,7 +3,8 @@
 A :class:`Check` states what it falsifies and what a healthy setup predicts. Running it gives an
 :class:`Outcome` (status, message, evidence); :meth:`Check.finding` joins the two into a
 :class:`Finding`, which is plain data. Every engine (the doctor, the watch, the audit, the
-scaling fit) declares its checks in a :class:`CheckRegistry`; :func:`registries` lists them all.
+scaling fit) declares its checks in a :class:`CheckRegistry`;
+:func:`labcoat.engines.registries` lists them all.
 The ledger stores findings (:meth:`Finding.to_dict` / :meth:`Finding.from_dict`) and the CLI
 renders them (:mod:`labcoat.view`). Nothing here knows about any particular check.
 
@@ -21,7 +22,6 @@ Two words, one vocabulary:
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -264,50 +264,23 @@ class CheckRegistry:
         return [c for c in self._checks.values() if c.layer == layer]
 
 
-#: engine -> the module that holds its registry (as ``module:attribute``) once every check of
-#: the engine is declared; imported only by :func:`registries`, so the heavy engines stay lazy
-ENGINES: dict[str, str] = {
-    "doctor": "labcoat.doctor.checks:REGISTRY",
-    "watch": "labcoat.watch.invariants:INVARIANTS",
-    "audit": "labcoat.audit.checks:all_checks",
-    "scale": "labcoat.scale.diagnostics:CHECKS",
-    "stats": "labcoat.stats.record:CHECKS",
-    "verdicts": "labcoat.verdicts:REGISTRY",
-    "evals": "labcoat.evals.checks:CHECKS",
-    "replay": "labcoat.replay.results:CHECKS",
-    "design": "labcoat.design.checks:CHECKS",
-}
+#: names that moved to :mod:`labcoat.engines` (the one list of engines); kept here one release
+_MOVED = {"ENGINES": "names", "registries": "registries", "catalogue": "catalogue"}
 
 
-def registries(engine: str | None = None) -> list[CheckRegistry]:
-    """Every engine's registry with all its checks declared (or only ``engine``'s)."""
-    from labcoat._validation import OneOf
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module 'labcoat.findings' has no attribute {name!r}")
+    warnings.warn(
+        f"labcoat.findings.{name} moved to labcoat.engines.{_MOVED[name]} (the one list of "
+        "engines); the old name goes in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    from labcoat import engines
 
-    names = list(ENGINES) if engine is None else [OneOf(ENGINES).check(engine, "engine")]
-    out = []
-    for name in names:
-        module, _, attr = ENGINES[name].partition(":")
-        found = getattr(importlib.import_module(module), attr)
-        out.append(found() if callable(found) and not isinstance(found, CheckRegistry) else found)
-    return out
-
-
-def catalogue(engine: str | None = None) -> list[dict[str, Any]]:
-    """Every declared check (or one engine's) as plain rows: engine, id, layer, severity,
-    what it falsifies and predicts, and its options' defaults."""
-    return [
-        {
-            "engine": registry.engine,
-            "id": c.id,
-            "layer": c.layer,
-            "severity": c.severity,
-            "falsifies": c.falsifies,
-            "predicts": c.predicts,
-            "options": {name: spec[0] for name, spec in c.options.items()},
-        }
-        for registry in registries(engine)
-        for c in registry
-    ]
+    found = getattr(engines, _MOVED[name])
+    return found() if name == "ENGINES" else found
 
 
 def worst(findings: Iterable[Finding]) -> Status | None:

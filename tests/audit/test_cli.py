@@ -172,6 +172,7 @@ def test_duplicates_text_table_and_arrays(cli, tmp_path):
     )
 
 
+@pytest.mark.check("audit.contamination", planted=True)
 def test_contamination_cli(cli, tmp_path):
     rng = np.random.default_rng(0)
     items = [paragraph(rng, 3) for _ in range(20)]

@@ -69,6 +69,7 @@ def test_boilerplate_counts_when_the_document_cap_is_off(planted):
     assert set(result.dirty_ids) == dirty | {boilerplate_item}
 
 
+@pytest.mark.check("audit.contamination", healthy=True)
 def test_a_clean_eval_set_passes(planted):
     paths, items, dirty, _, _ = planted
     clean = [t for i, t in enumerate(items) if i not in dirty]

@@ -54,6 +54,7 @@ def test_a_random_split_of_digits_passes(digits_split):
     assert result.findings[0].status != "fail"
 
 
+@pytest.mark.check("audit.duplicates.within", planted=True)
 def test_within_split_groups_and_canonical_hash():
     x, _ = load_digits(return_X_y=True)
     train = np.concatenate([x[:300], x[:3]]).astype(np.uint8)  # rows 300..302 copy rows 0..2
@@ -74,6 +75,7 @@ def _text_splits(seed: int):
     return rng, train, test
 
 
+@pytest.mark.check("audit.duplicates.across", planted=True)
 def test_planted_text_copies_and_near_copies():
     rng, train, test = _text_splits(0)
     exact = rng.choice(len(test), 8, replace=False)
@@ -90,6 +92,7 @@ def test_planted_text_copies_and_near_copies():
     assert result.findings[0].status == "fail"
 
 
+@pytest.mark.check("audit.duplicates.across", "audit.duplicates.within", healthy=True)
 def test_unrelated_texts_on_the_same_topic_pass():
     _, train, test = _text_splits(1)  # same grammar and vocabulary, independent documents
     result = duplicates(train, test, ledger=False)

@@ -19,6 +19,7 @@ def visits():
     return rng.integers(0, 120, len(x))
 
 
+@pytest.mark.check("audit.groups", planted=True)
 def test_row_split_leaks_patients(visits):
     train, test = next(ShuffleSplit(test_size=0.25, random_state=0).split(visits))
     result = groups(visits[train], visits[test], ledger=False)
@@ -28,6 +29,7 @@ def test_row_split_leaks_patients(visits):
     assert result.findings[0].status == "fail"
 
 
+@pytest.mark.check("audit.groups", healthy=True)
 def test_group_split_passes(visits):
     train, test = next(
         GroupShuffleSplit(test_size=0.25, random_state=0).split(visits, groups=visits)

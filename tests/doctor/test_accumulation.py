@@ -1,6 +1,8 @@
 """Train steps that accumulate gradients over calls, and heads trained only by the step's own
 loss: healthy setups the doctor must pass, each beside the bug its checks must still catch."""
 
+import pytest
+
 from tests.doctor.helpers import (
     Accumulate,
     AuxiliaryHead,
@@ -13,6 +15,7 @@ from tests.doctor.helpers import (
 UPDATE = ("data", "model", "update")
 
 
+@pytest.mark.check("doctor.update.accumulation", healthy=True)
 def test_a_step_that_updates_every_fourth_call_passes_and_its_state_stays_the_callers():
     step = Accumulate(k=4)
     report = diagnose(mlp(), step=step, layers=UPDATE)
@@ -25,6 +28,7 @@ def test_a_step_that_updates_every_fourth_call_passes_and_its_state_stays_the_ca
     assert step.calls == 0  # each run used a copy of the step; the caller's counter never moved
 
 
+@pytest.mark.check("doctor.update.accumulation", planted=True)
 def test_zero_grad_before_each_accumulated_backward_fails_update_accumulation():
     report = diagnose(mlp(), step=Accumulate(k=4, zero_grad_first=True), layers=UPDATE)
     f = report["update.accumulation"]

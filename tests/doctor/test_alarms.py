@@ -29,6 +29,7 @@ def test_linear_feeding_batchnorm_passes_grad_zeroed_and_missing_zero_grad_still
 
 
 # 2. data.signal.baseline: every non-constant target column, and autoencoders ----------------------
+@pytest.mark.check("doctor.data.signal.baseline", healthy=True)
 def test_autoencoder_with_a_constant_first_pixel_passes_signal_baseline():
     x, _ = digits()
     assert bool((x[:, 0] == 0).all())  # digits' first pixel is always blank
@@ -197,6 +198,7 @@ class BatchMixing(nn.Module):
         return self.a(x - x.mean(dim=0))  # normalises across the batch in eval mode too
 
 
+@pytest.mark.check("doctor.model.eval_deterministic", healthy=True)
 def test_eval_randomness_fails_eval_deterministic_only_and_real_batch_mixing_still_fails():
     report = diagnose(AlwaysDropout(), layers=("model",))
     assert status(report, "model.eval_deterministic") == "fail"

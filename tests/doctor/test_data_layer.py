@@ -2,6 +2,7 @@
 
 import functools
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -23,6 +24,12 @@ def data_report(model=None, data=None, **kw):
     return diagnose(model or mlp(), data, layers=("data",), **kw)
 
 
+@pytest.mark.check(
+    "doctor.data.finite",
+    "doctor.data.inputs.duplicates",
+    "doctor.data.split.overlap",
+    healthy=True,
+)
 def test_healthy_digits_pass_every_data_check():
     report = data_report()
     bad = [f for f in report.findings if f.status == "fail"]
@@ -39,6 +46,7 @@ def test_healthy_digits_pass_every_data_check():
         assert status(report, check) == "pass", report[check]
 
 
+@pytest.mark.check("doctor.data.finite", planted=True)
 def test_nan_inputs_fail_and_name_rows():
     x, y = digits()
     x[5, 3] = float("nan")
@@ -88,12 +96,14 @@ def test_binary_single_logit_accepts_01_float_targets():
     assert report.ok, str(report)
 
 
+@pytest.mark.check("doctor.data.labels.degenerate", planted=True)
 def test_single_class_fails():
     x, y = digits()
     f = data_report(data=(x, torch.zeros_like(y)))["data.labels.degenerate"]
     assert f.status == "fail"
 
 
+@pytest.mark.check("doctor.data.labels.degenerate", healthy=True)
 def test_constant_regression_target_fails_and_varied_passes():
     x, y = diabetes()
     assert (
@@ -115,18 +125,24 @@ def test_degenerate_evidence_shows_raw_examples_per_class():
     assert len(f.evidence["examples_per_class"][3][0]["x"]) == 16
 
 
+@pytest.mark.check("doctor.data.inputs.duplicates", planted=True)
 def test_identical_inputs_fail():
     x, y = digits()
     x[:] = x[0]
     assert status(data_report(data=(x, y)), "data.inputs.duplicates") == "fail"
 
 
+@pytest.mark.check("doctor.data.features.constant", planted=True)
 def test_nothing_varies_fails_and_a_few_constant_columns_warn():
     x, y = digits()
     assert status(data_report(data=(torch.zeros_like(x), y)), "data.features.constant") == "fail"
     # digits has three pixels that are blank in every image: a table with constant columns
     f = data_report()["data.features.constant"]
     assert f.status == "warn" and f.evidence["constant"] >= 3
+
+
+@pytest.mark.check("doctor.data.features.constant", healthy=True)
+def test_features_that_all_vary_pass():
     x, y = diabetes()
     assert (
         status(data_report(regressor(), (x, y), loss_fn=nn.MSELoss()), "data.features.constant")
@@ -134,6 +150,7 @@ def test_nothing_varies_fails_and_a_few_constant_columns_warn():
     )
 
 
+@pytest.mark.check("doctor.data.split.overlap", planted=True)
 def test_validation_equal_to_training_fails():
     x, y = digits()
     f = data_report(data=(x, y), val_data=(x[:200], y[:200]))["data.split.overlap"]
@@ -147,6 +164,7 @@ def test_label_copied_into_a_feature_fails_as_leak():
     assert f.status == "fail" and f.evidence["feature"] == 64
 
 
+@pytest.mark.check("doctor.data.leak.feature", planted=True)
 def test_regression_leak_fails():
     x, y = diabetes()
     x = torch.cat([x, y[:, None]], dim=1)
@@ -194,6 +212,7 @@ def test_a_rare_positive_class_misaligned_still_fails():
     assert f.status == "fail", f.message
 
 
+@pytest.mark.check("doctor.data.signal.baseline", planted=True)
 def test_regression_baseline_passes_and_fails_when_shuffled():
     x, y = diabetes()
     assert (
@@ -217,13 +236,18 @@ def test_feature_checks_skip_token_ids_and_say_why():
     assert report.task == "sequence"
 
 
-def test_padding_the_loss_skips_is_not_a_label_but_a_tag_beyond_the_output_fails():
+@pytest.mark.check("doctor.data.labels.range", healthy=True)
+def test_padding_the_loss_skips_is_not_a_label():
     x, y = tag_data()
     report = data_report(Tagger(), (x, y), loss_fn=lm_loss)
     f = report["data.labels.range"]
     assert f.status == "pass" and f.evidence["ignored_targets"] > 0 and f.evidence["max_label"] == 3
     assert set(report["data.labels.degenerate"].evidence["class_counts"]) == {0, 1, 2, 3}
 
+
+@pytest.mark.check("doctor.data.labels.range", planted=True)
+def test_a_tag_beyond_the_output_next_to_the_padding_fails():
+    x, y = tag_data()
     y[y == 3] = 4  # a fifth tag for a model with four outputs, next to the padding
     f = data_report(Tagger(), (x, y), loss_fn=lm_loss)["data.labels.range"]
     assert f.status == "fail" and f.evidence["max_label"] == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -47,6 +48,7 @@ class Detector(nn.Module):
         return self.head(self.backbone(x))
 
 
+@pytest.mark.check("doctor.update.frozen.as_given", planted=True)
 def test_declared_frozen_stage_trainable_as_given_fails():
     model = Detector()
     report = diagnose(model, expect_frozen=["backbone.stem.*"], layers=LAYERS)
@@ -71,6 +73,7 @@ def test_train_time_freeze_without_declaration_warns():
     assert finding.status == "warn" and "backbone.stem.weight" in finding.message
 
 
+@pytest.mark.check("doctor.update.frozen.as_given", healthy=True)
 def test_declared_but_frozen_by_no_grad_in_forward_passes():
     """Frozen through torch.no_grad in forward: requires_grad=True and in the optimizer, but
     nothing updates it, so nothing to fail."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -38,6 +39,7 @@ def padded_with_zero(tags_from_one: bool = False, left: bool = False):
     return x, y
 
 
+@pytest.mark.check("doctor.data.labels.skipped", planted=True)
 def test_padding_index_that_is_also_a_real_tag_fails():
     found = finding(Tagger(), padded_with_zero(), skip_zero)
     assert found.status == "fail", found.message
@@ -59,6 +61,7 @@ def test_zero_used_only_for_padding_at_either_end_passes():
         assert found.status == "pass" and "ends of sequences" in found.message, found.message
 
 
+@pytest.mark.check("doctor.data.labels.skipped", healthy=True)
 def test_padding_tagged_minus_100_passes():
     found = finding(Tagger(), tag_data(), token_loss)
     assert found.status == "pass" and "every label" in found.message

@@ -25,6 +25,7 @@ def test_label_copied_into_a_feature_fails_naming_it():
     assert report.failed_layer == "data"
 
 
+@pytest.mark.check("doctor.data.leak.feature", healthy=True)
 def test_declared_deterministic_feature_passes():
     x, y = digits()
     report = diagnose(mlp(65), (with_column(x, y), y), layers=LAYERS, expect_leaky=[64])

@@ -2,6 +2,7 @@
 sampler)."""
 
 import numpy as np
+import pytest
 import torch
 from torch.utils.data import (
     DataLoader,
@@ -136,6 +137,7 @@ def sorted_digits():
     return x[order], y[order]
 
 
+@pytest.mark.check("doctor.data.loader.order", planted=True)
 def test_sorted_labels_behind_shuffle_false_fail_and_shuffled_twin_passes():
     x, y = sorted_digits()
     bad = loader_report(DataLoader(TensorDataset(x, y), batch_size=32, shuffle=False))
@@ -145,6 +147,7 @@ def test_sorted_labels_behind_shuffle_false_fail_and_shuffled_twin_passes():
     assert good["data.loader.order"].status == "pass", good["data.loader.order"].message
 
 
+@pytest.mark.check("doctor.data.loader.order", healthy=True)
 def test_unshuffled_loader_over_unsorted_imbalanced_data_passes():
     x, y = digits()
     y = (y == 3).long()  # one positive in ten: most small batches hold one class by chance
@@ -163,6 +166,7 @@ def test_reading_a_loader_leaves_its_generator_where_it_was():
     assert torch.equal(g.get_state(), state)
 
 
+@pytest.mark.check("doctor.data.loader.workers", healthy=True)
 def test_data_whose_batches_repeat_in_one_process_too_passes_through_workers():
     x, y = digits()
     x, y = x[:64].repeat(4, 1), y[:64].repeat(4)  # an epoch made of four copies of 64 rows
@@ -195,6 +199,7 @@ def reseed_numpy_state(worker_id):
     info.dataset.rng = np.random.RandomState(torch.initial_seed() % 2**32)
 
 
+@pytest.mark.check("doctor.data.loader.workers", planted=True)
 def test_augmentation_from_a_random_state_copied_into_every_worker_fails():
     x, y = digits()
     bad = loader_report(

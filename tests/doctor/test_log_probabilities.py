@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -30,6 +31,7 @@ def finding(model, loss_fn, data=None):
     return diagnose(model, data, loss_fn, layers=LAYERS)[CHECK]
 
 
+@pytest.mark.check("doctor.model.loss.log_probabilities", planted=True)
 def test_logits_into_nll_loss_fail():
     found = finding(Head(), nn.NLLLoss())
     assert found.status == "fail" and "logits" in found.message, found.message
@@ -78,6 +80,7 @@ def _nll_in_float(out, y):
     return F.nll_loss(out.float(), y)
 
 
+@pytest.mark.check("doctor.model.loss.log_probabilities", healthy=True)
 def test_log_probabilities_rounded_to_bfloat16_pass():
     """bfloat16 log-probabilities sum to 1 only within their rounding (a few 1e-3)."""
     model = Head(lambda z: F.log_softmax(4 * z, 1).to(torch.bfloat16))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -36,11 +37,13 @@ def test_eval_mode_model_and_a_step_that_keeps_it_warn():
     assert found.evidence["mode_dependent"] == ["2 (Dropout)"]
 
 
+@pytest.mark.check("doctor.update.mode.as_given", planted=True)
 def test_eval_mode_model_without_a_step_warns():
     found = finding(dropout_net())
     assert found.status == "warn" and "given in eval mode" in found.message
 
 
+@pytest.mark.check("doctor.update.mode.as_given", healthy=True)
 def test_a_step_that_calls_train_passes():
     found = finding(dropout_net(), step_with_train)
     assert found.status == "pass" and "calls model.train()" in found.message

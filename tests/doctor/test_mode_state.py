@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -22,6 +23,7 @@ def spectral_mlp(warm: bool = False) -> nn.Module:
     return model
 
 
+@pytest.mark.check("doctor.model.mode_state", planted=True)
 def test_spectral_norm_never_run_in_train_mode_fails_naming_its_modules():
     report = diagnose(spectral_mlp(), layers=LAYERS)
     finding = report["model.mode_state"]
@@ -57,6 +59,7 @@ def test_batchnorm_running_statistics_at_init_are_normal():
         assert "running statistics" in finding.message
 
 
+@pytest.mark.check("doctor.model.mode_state", healthy=True)
 def test_dropout_net_passes():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 10))

@@ -65,6 +65,7 @@ class SmallCNN(nn.Module):
         return self.fc(self.conv(x.view(-1, 1, 8, 8)).flatten(1))
 
 
+@pytest.mark.check("doctor.model.dead_units", "doctor.model.loss.scalar", healthy=True)
 @pytest.mark.parametrize(
     "make",
     [lambda: mlp(), ZeroHead, BatchNormDropout, SmallCNN],
@@ -85,6 +86,7 @@ def test_regression_output_that_broadcasts_fails():
     assert status(model_report(regressor(), (x, y), nn.MSELoss()), "model.forward") == "pass"
 
 
+@pytest.mark.check("doctor.model.forward", healthy=True)
 def test_regression_output_reshaped_by_the_loss_passes():
     x, y = diabetes()
     torch.manual_seed(0)
@@ -107,6 +109,7 @@ def test_nonfinite_output_fails():
     assert status(model_report(Exploding()), "model.forward") == "fail"
 
 
+@pytest.mark.check("doctor.model.forward", planted=True)
 def test_forward_that_raises_fails_once_and_dependents_skip():
     model = mlp(d_in=63)  # wrong input width
     report = model_report(model)
@@ -117,16 +120,23 @@ def test_forward_that_raises_fails_once_and_dependents_skip():
     assert report["model.batch_independence"].status == "skip"
 
 
+@pytest.mark.check("doctor.model.loss.scalar", planted=True)
 def test_unreduced_loss_fails():
     f = model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="none"))["model.loss.scalar"]
     assert f.status == "fail" and "reduction" in f.message
 
 
+@pytest.mark.check("doctor.model.loss.batch_scaling", planted=True)
+@pytest.mark.check("doctor.model.loss.batch_scaling", "doctor.model.loss.initial", healthy=True)
 def test_summed_loss_warns_once():
     summed = model_report(mlp(), loss_fn=nn.CrossEntropyLoss(reduction="sum"))
     assert summed["model.loss.batch_scaling"].status == "warn"
     # 32 x ln 10 is what a uniform prediction costs under a sum: not an over-confident init
     assert summed["model.loss.initial"].status == "pass", summed["model.loss.initial"].message
+
+
+@pytest.mark.check("doctor.model.loss.batch_scaling", healthy=True)
+def test_a_mean_reduced_loss_passes_batch_scaling():
     assert status(model_report(mlp()), "model.loss.batch_scaling") == "pass"
 
 
@@ -139,6 +149,7 @@ class Overconfident(nn.Module):
         return 100 * self.net(x)
 
 
+@pytest.mark.check("doctor.model.loss.initial", planted=True)
 def test_overconfident_init_warns_whatever_the_reduction():
     f = model_report(Overconfident())["model.loss.initial"]
     assert f.status == "warn" and f.evidence["initial_loss"] > 5
@@ -155,6 +166,7 @@ class SoftmaxOut(nn.Module):
         return self.net(x).softmax(-1)
 
 
+@pytest.mark.check("doctor.model.loss.logits", planted=True)
 def test_probabilities_into_cross_entropy_warn():
     assert status(model_report(SoftmaxOut()), "model.loss.logits") == "warn"
 
@@ -169,11 +181,13 @@ class Detached(nn.Module):
         return self.head(self.body(x).detach())
 
 
+@pytest.mark.check("doctor.model.grad.coverage", planted=True)
 def test_detached_graph_fails_grad_coverage():
     f = model_report(Detached())["model.grad.coverage"]
     assert f.status == "fail" and "body.0.weight" in f.evidence["no_grad"]
 
 
+@pytest.mark.check("doctor.model.grad.coverage", healthy=True)
 def test_zero_loss_fails_and_zero_head_is_explained():
     f = model_report(mlp(), loss_fn=lambda out, y: 0 * F.cross_entropy(out, y))[
         "model.grad.coverage"
@@ -183,6 +197,7 @@ def test_zero_loss_fails_and_zero_head_is_explained():
     assert f.status == "pass" and "body.0.weight" in f.evidence["explained_by_zero_init"]
 
 
+@pytest.mark.check("doctor.model.params.frozen", healthy=True)
 def test_accidentally_frozen_warns_declared_passes_all_frozen_fails():
     model = mlp()
     model[0].weight.requires_grad_(False)
@@ -193,6 +208,7 @@ def test_accidentally_frozen_warns_declared_passes_all_frozen_fails():
     assert status(model_report(model), "model.params.frozen") == "fail"
 
 
+@pytest.mark.check("doctor.model.params.frozen", planted=True)
 def test_expect_frozen_pattern_matching_nothing_warns():
     assert (
         status(model_report(mlp(), expect_frozen=["backbone.*"]), "model.params.frozen") == "warn"
@@ -211,6 +227,7 @@ class BatchMixer(nn.Module):
         return h - h.mean(0, keepdim=True)
 
 
+@pytest.mark.check("doctor.model.batch_independence", planted=True)
 def test_mixing_examples_across_the_batch_fails():
     f = model_report(BatchMixer())["model.batch_independence"]
     assert f.status == "fail" and f.evidence["changed_rows"]
@@ -225,17 +242,26 @@ class IgnoresInput(nn.Module):
         return self.bias.expand(len(x), 10)
 
 
-def test_output_that_ignores_input_fails_zero_head_passes():
+@pytest.mark.check("doctor.model.input_dependence", planted=True)
+def test_output_that_ignores_input_fails():
     assert status(model_report(IgnoresInput()), "model.input_dependence") == "fail"
+
+
+@pytest.mark.check("doctor.model.input_dependence", healthy=True)
+def test_a_zero_initialised_head_still_depends_on_its_input():
     f = model_report(ZeroHead())["model.input_dependence"]
     assert f.status == "pass" and "head.weight" in f.evidence["perturbed"]
 
 
-def test_missing_causal_mask_fails_and_masked_passes():
-    data = token_data()
-    bad = model_report(TinyLM(causal=False), data, lm_loss)
+@pytest.mark.check("doctor.model.causality", planted=True)
+def test_missing_causal_mask_fails():
+    bad = model_report(TinyLM(causal=False), token_data(), lm_loss)
     assert bad["model.causality"].status == "fail"
-    good = model_report(TinyLM(causal=True), data, lm_loss)
+
+
+@pytest.mark.check("doctor.model.causality", healthy=True)
+def test_a_causally_masked_lm_passes():
+    good = model_report(TinyLM(causal=True), token_data(), lm_loss)
     assert good["model.causality"].status == "pass", good["model.causality"].message
 
 
@@ -253,6 +279,7 @@ class DeadLayer(nn.Module):
         return self.out(self.relu(self.fc(x)))
 
 
+@pytest.mark.check("doctor.model.dead_units", planted=True)
 def test_dead_relu_layer_fails():
     f = model_report(DeadLayer())["model.dead_units"]
     assert f.status == "fail" and f.evidence["dead_fraction"]["relu"] == 1.0
@@ -267,6 +294,7 @@ class AlwaysDropout(nn.Module):
         return self.net(F.dropout(x, 0.5, training=True))  # ignores model.eval()
 
 
+@pytest.mark.check("doctor.model.eval_deterministic", planted=True)
 def test_dropout_left_on_in_eval_fails_module_dropout_passes():
     assert status(model_report(AlwaysDropout()), "model.eval_deterministic") == "fail"
     assert status(model_report(BatchNormDropout()), "model.eval_deterministic") == "pass"
@@ -294,6 +322,7 @@ def test_a_tagger_may_read_both_directions_but_a_language_model_may_not():
     assert status(model_report(TinyLM(), (x, x.clone()), lm_loss), "model.causality") == "pass"
 
 
+@pytest.mark.check("doctor.model.loss.logits", healthy=True)
 def test_multi_label_outputs_are_judged_per_label():
     x, y = digits()
     labels = torch.stack([y >= 5, y % 2 == 0, y == 0], dim=1).float()
@@ -397,11 +426,16 @@ def accuracy(out, y):
     return float((out.argmax(1) == y).float().mean())
 
 
+@pytest.mark.check("doctor.model.metric", planted=True)
 def test_metric_must_return_one_finite_number():
     assert status(model_report(mlp(), metric=lambda out, y: "high"), "model.metric") == "fail"
     assert status(model_report(mlp(), metric=lambda out, y: float("nan")), "model.metric") == "fail"
     f = model_report(mlp(), metric=lambda out, y: out[0])["model.metric"]  # a vector
     assert f.status == "fail" and "shape (10,)" in f.message
+
+
+@pytest.mark.check("doctor.model.metric", healthy=True)
+def test_a_metric_returning_one_number_passes_and_none_skips():
     assert status(model_report(mlp(), metric=accuracy), "model.metric") == "pass"
     assert status(model_report(mlp()), "model.metric") == "skip"
 
@@ -434,6 +468,7 @@ def batch_statistics_mlp(mix: bool = False) -> nn.Module:
     return Net()
 
 
+@pytest.mark.check("doctor.model.batch_independence", healthy=True)
 def test_batch_statistics_by_design_pass_and_mixing_beside_them_still_fails():
     healthy = model_report(batch_statistics_mlp())["model.batch_independence"]
     assert healthy.status == "pass", healthy.message

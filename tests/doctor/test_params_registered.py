@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -49,6 +50,7 @@ def test_layers_in_a_plain_list_fail_naming_them():
     assert found.evidence["in_optimizer"] == 0 and found.evidence["values"] == 2 * (32 * 32 + 32)
 
 
+@pytest.mark.check("doctor.model.params.registered", planted=True)
 def test_layers_in_a_plain_dict_fail():
     found = finding(Hidden("dict"))
     assert found.status == "fail" and "hidden['a'].weight" in found.message
@@ -147,6 +149,7 @@ class MarginLoss(nn.Module):
         return nn.functional.cross_entropy(out * self.log_temperature.exp(), y)
 
 
+@pytest.mark.check("doctor.model.params.registered", healthy=True)
 def test_weights_of_the_loss_are_not_the_models_business():
     model, loss = mlp(), MarginLoss()
     optimizer = torch.optim.Adam(list(model.parameters()) + list(loss.parameters()), lr=1e-3)

@@ -2,6 +2,7 @@
 optimizer copy, the caller's scheduler and optimizer are left as they were, and a schedule that
 collapses the learning rate is named when the overfit control fails."""
 
+import pytest
 import torch
 
 from tests.doctor.helpers import SchedulerStep, diagnose, mlp, scheduler_in_closure
@@ -20,6 +21,7 @@ def test_a_scheduler_held_by_a_step_object_drives_the_copies_not_the_callers_opt
     assert (optimizer.param_groups[0]["lr"], scheduler.last_epoch) == (lr, epoch)
 
 
+@pytest.mark.check("doctor.update.step.isolated", healthy=True)
 def test_a_scheduler_a_step_function_reads_from_its_closure_is_swapped_for_a_copy():
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

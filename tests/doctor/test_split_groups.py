@@ -26,6 +26,7 @@ def patients(n):
     return [f"p{i // 4:03d}" for i in range(n)]
 
 
+@pytest.mark.check("doctor.data.split.groups", planted=True)
 def test_a_row_split_that_puts_patients_on_both_sides_fails_naming_them():
     x, y = digits()
     ids = np.array(patients(len(x)))
@@ -40,6 +41,7 @@ def test_a_row_split_that_puts_patients_on_both_sides_fails_naming_them():
     assert f"{first['group']!r} ({first['n_a']} train, {first['n_b']} val rows)" in f.message
 
 
+@pytest.mark.check("doctor.data.split.groups", healthy=True)
 def test_a_split_by_patient_passes():
     from sklearn.model_selection import GroupShuffleSplit
 

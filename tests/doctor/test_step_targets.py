@@ -4,6 +4,7 @@ skip rather than fail when the copy does not fit them. A step that ignores them 
 the labels another way still fits them, and the shuffle control finds that path
 (tests/doctor_controls/test_shuffle.py)."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -38,6 +39,7 @@ def pseudo_label_step(model, batch, optimizer, loss_fn):
     return loss
 
 
+@pytest.mark.check("doctor.update.step.targets", planted=True)
 def test_a_supervised_step_that_reads_the_wrong_tensor_is_named():
     report = diagnose(mlp(), step=pseudo_label_step, layers=("model", "update"))
     assert report["update.step.targets"].status == "warn"
@@ -52,6 +54,7 @@ def labelled_step(model, batch, optimizer, loss_fn):
     return loss
 
 
+@pytest.mark.check("doctor.update.step.targets", healthy=True)
 def test_a_step_that_uses_the_targets_passes_and_the_standard_step_is_not_probed():
     report = diagnose(mlp(), step=labelled_step, layers=("model", "update"))
     assert report["update.step.targets"].status == "pass"

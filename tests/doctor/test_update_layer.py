@@ -26,12 +26,14 @@ def test_healthy_setups_pass_every_update_check():
         assert not bad, "\n".join(f"{f.check}: {f.message}" for f in bad)
 
 
+@pytest.mark.check("doctor.update.params.moved", healthy=True)
 def test_zero_initialised_head_moves_upstream_only_after_first_step():
     model = ZeroHead()
     f = update_report(model, torch.optim.SGD(model.parameters(), lr=0.1))["update.params.moved"]
     assert f.status == "pass" and "body.0.weight" in f.evidence["moved_only_after_first_step"]
 
 
+@pytest.mark.check("doctor.update.optimizer.coverage", planted=True)
 def test_parameter_missing_from_optimizer_fails():
     model = mlp()
     opt = torch.optim.Adam(model[0].parameters(), lr=1e-3)
@@ -52,6 +54,14 @@ class Backbone(nn.Module):
         return self.head(self.backbone(x))
 
 
+@pytest.mark.check(
+    "doctor.update.finite",
+    "doctor.update.frozen.moved",
+    "doctor.update.lr",
+    "doctor.update.optimizer.coverage",
+    "doctor.update.optimizer.foreign",
+    healthy=True,
+)
 def test_declared_frozen_backbone_passes_every_layer():
     model = Backbone()
     opt = torch.optim.Adam(model.head.parameters(), lr=1e-3)
@@ -65,12 +75,14 @@ def test_declared_frozen_backbone_passes_every_layer():
     assert report["update.frozen.moved"].status == "pass"
 
 
+@pytest.mark.check("doctor.update.frozen.moved", planted=True)
 def test_declared_frozen_but_trained_fails():
     model = mlp()
     f = update_report(model, expect_frozen=["0.*"])["update.frozen.moved"]
     assert f.status == "fail" and "0.weight" in f.evidence["moved"]
 
 
+@pytest.mark.check("doctor.update.optimizer.foreign", planted=True)
 def test_optimizer_on_another_instance_fails():
     model = mlp()
     opt = torch.optim.Adam(mlp().parameters(), lr=1e-3)
@@ -79,6 +91,7 @@ def test_optimizer_on_another_instance_fails():
     assert report["update.params.moved"].status in ("fail", "skip")
 
 
+@pytest.mark.check("doctor.update.lr", planted=True)
 def test_zero_learning_rate_fails():
     model = mlp()
     report = update_report(model, torch.optim.SGD(model.parameters(), lr=0.0))
@@ -86,6 +99,7 @@ def test_zero_learning_rate_fails():
     assert report["update.params.moved"].status == "fail"
 
 
+@pytest.mark.check("doctor.update.step.runs", planted=True)
 def test_step_without_optimizer_step_fails():
     def step(model, batch, optimizer, loss_fn):
         x, y = batch
@@ -99,6 +113,7 @@ def test_step_without_optimizer_step_fails():
     assert report["update.params.moved"].status == "skip"
 
 
+@pytest.mark.check("doctor.update.params.moved", planted=True)
 def test_step_that_drops_a_gradient_leaves_parameter_unmoved():
     def step(model, batch, optimizer, loss_fn):
         x, y = batch
@@ -142,6 +157,7 @@ def test_gradients_cleared_between_backward_and_step_are_named():
     assert f.status == "fail" and "zero_grad() called between backward() and step()" in f.message
 
 
+@pytest.mark.check("doctor.update.finite", planted=True)
 def test_exploding_step_goes_nonfinite():
     model = mlp()
     f = update_report(model, torch.optim.SGD(model.parameters(), lr=1e38))["update.finite"]
@@ -161,6 +177,8 @@ def test_huge_learning_rate_warns_on_ratio():
     )
 
 
+@pytest.mark.check("doctor.update.ratio", healthy=True, cases=["sgd-0.05"])
+@pytest.mark.check("doctor.update.ratio", planted=True, cases=["sgd-5"])
 @pytest.mark.parametrize(
     "make, expected, sign",
     [
@@ -190,9 +208,13 @@ def test_ratio_behind_a_zero_initialised_head_is_measured_on_the_step_that_moves
     assert too_large.status == "warn", too_large.message
 
 
-def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
+@pytest.mark.check("doctor.update.grad.zeroed", planted=True)
+def test_missing_zero_grad_fails():
     assert status(update_report(mlp(), step=no_zero_grad_step), "update.grad.zeroed") == "fail"
 
+
+@pytest.mark.check("doctor.update.grad.zeroed", healthy=True)
+def test_gradient_accumulation_within_one_step_passes():
     def accumulate(model, batch, optimizer, loss_fn, micro=4):
         x, y = batch
         optimizer.zero_grad()
@@ -209,6 +231,7 @@ def test_missing_zero_grad_fails_and_gradient_accumulation_passes():
     assert not bad, bad
 
 
+@pytest.mark.check("doctor.update.step.isolated", planted=True)
 def test_step_using_a_global_optimizer_is_caught_and_caller_restored():
     model = mlp()
     user_opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -228,6 +251,7 @@ def test_step_using_a_global_optimizer_is_caught_and_caller_restored():
     assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.check("doctor.update.step.runs", healthy=True)
 def test_a_step_that_steps_every_second_call_passes_and_is_described_as_such():
     calls = []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -53,6 +54,7 @@ def test_linear_regression_cannot_memorise_a_product_but_an_mlp_can():
     assert ev["last_loss"] <= 0.01 * ev["chance_loss"]
 
 
+@pytest.mark.check("doctor.overfit.batch", planted=True)
 def test_a_learning_rate_far_too_small_fails_and_says_so():
     model = s.mlp()
     report = s.diagnose(
@@ -85,6 +87,7 @@ def test_label_smoothing_floor_is_not_mistaken_for_failure():
     assert finding.evidence["loss_floor"] > 0.3  # a smoothed target cannot be fitted to zero loss
 
 
+@pytest.mark.check("doctor.overfit.batch", healthy=True)
 def test_single_logit_binary_classifier_memorises():
     X, y = s.xor()
     report = s.diagnose(
@@ -110,6 +113,7 @@ class InputBlind(nn.Module):
         return self.bias.expand(len(x), -1)
 
 
+@pytest.mark.check("doctor.overfit.random_labels", healthy=True)
 def test_random_labels_run_only_in_full_budget_and_catch_an_input_blind_model():
     fast = s.diagnose(s.mlp(), s.digits(), CE, layers=("overfit",))
     assert fast["overfit.random_labels"].status == "skip"
@@ -126,6 +130,7 @@ def test_random_labels_run_only_in_full_budget_and_catch_an_input_blind_model():
     ].message
 
 
+@pytest.mark.check("doctor.overfit.random_labels", planted=True)
 def test_random_labels_only_partly_memorised_by_a_tiny_network_warn():
     report = s.diagnose(
         s.mlp(2, 2, hidden=4), s.xor(), CE, lr=1e-2, layers=("overfit",), budget="full"

@@ -25,6 +25,7 @@ def accuracy(output: torch.Tensor, target: torch.Tensor) -> float:
     return float((output.argmax(dim=1) == target).float().mean())
 
 
+@pytest.mark.check("doctor.shuffle.labels", planted=True)
 def test_metric_that_compares_the_target_with_itself_fails_shuffle():
     broken = s.diagnose(s.mlp(), s.digits(), CE, metric=self_comparing_metric)
     assert broken.failed_layer == "shuffle"
@@ -64,6 +65,7 @@ def test_labels_reaching_the_model_another_way_fail_shuffle():
     assert finding.evidence["share_of_real_gain"] > 0.5
 
 
+@pytest.mark.check("doctor.shuffle.random_tokens", healthy=True)
 def test_causal_language_model_without_its_mask_is_caught_twice(monkeypatch):
     """model.causality catches the missing mask first; the random-token control catches it again."""
     monkeypatch.setitem(shuffle.PERMUTATIONS, "fast", 3)  # the p-value is not under test here
@@ -83,6 +85,7 @@ def test_causal_language_model_without_its_mask_is_caught_twice(monkeypatch):
     ].message
 
 
+@pytest.mark.check("doctor.shuffle.pvalue", planted=True)
 def test_pvalue_is_scikit_learns_definition_and_warns_without_signal(monkeypatch):
     monkeypatch.setattr(shuffle, "INTERIM_LOOKS", ())  # every copy runs
     report = s.diagnose(s.mlp(), s.digits(), CE, layers=("shuffle",))
@@ -114,6 +117,7 @@ def shifting_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(out[:, :-1].reshape(-1, out.shape[-1]), y[:, 1:].reshape(-1))
 
 
+@pytest.mark.check("doctor.shuffle.random_tokens", planted=True)
 def test_labels_that_are_the_inputs_pass_when_the_loss_shifts_them_and_fail_when_nothing_does(
     monkeypatch,
 ):
@@ -187,6 +191,7 @@ def test_a_trained_start_is_not_a_leak_but_a_metric_that_cannot_fail_still_is(mo
     assert broken["shuffle.labels"].status == "fail"
 
 
+@pytest.mark.check("doctor.shuffle.labels", "doctor.shuffle.pvalue", healthy=True)
 def test_a_clear_healthy_verdict_stops_the_copies_early():
     report = s.diagnose(s.mlp(), s.digits(), CE, layers=("shuffle",))
     finding = report["shuffle.pvalue"]

@@ -132,7 +132,7 @@ def test_sequential_replay_needs_every_drawn_item(plan):
 
 def test_the_engine_is_reachable_lazily_and_its_checks_are_registered():
     import labcoat
-    from labcoat.findings import catalogue
+    from labcoat.engines import catalogue
 
     assert labcoat.evals.plan_subset is plan_subset
     ids = {row["id"] for row in catalogue("evals")}

@@ -248,7 +248,7 @@ def test_wrapped_command_records_findings_into_its_run(cli, location, child_env)
     script = (
         "from labcoat.findings import Finding; from labcoat.ledger import Ledger; "
         "Ledger.existing().record_findings([Finding('grads_flow', 'model', 'fail', 'no grad', "
-        "falsifies='graph detached')])"
+        "falsifies='graph detached')], source='doctor')"
     )
     res = cli("run", "--ledger", location, "--", sys.executable, "-c", script)
     assert res.code == 0, res.err

@@ -74,7 +74,7 @@ def test_a_session_outside_any_run_becomes_one_run_with_its_findings(ledger):
 
 def test_findings_inside_a_run_join_it(ledger):
     with ledger.run(git=False) as run:
-        ledger.record_findings(doctor_findings())
+        ledger.record_findings(doctor_findings(), source="doctor")
     assert [r.id for r in ledger.runs()] == [run.id]  # no second run was opened
     assert len(ledger.findings(run=run.id)) == 4
 
@@ -82,7 +82,7 @@ def test_findings_inside_a_run_join_it(ledger):
 def test_findings_read_back_as_finding_objects(ledger):
     original = doctor_findings()
     with ledger.run(git=False) as run:
-        ledger.record_findings(original, run=run.id)
+        ledger.record_findings(original, run=run.id, source="doctor")
     assert ledger.findings(run=run.id) == original
     assert [f.check for f in ledger.findings(status="fail")] == ["grads_flow"]
     assert [f.check for f in ledger.findings(status=["warn", "skip"])] == [
@@ -112,9 +112,9 @@ def test_watch_findings_keep_step_and_rank(ledger):
 
 def test_refused_findings_write_nothing(ledger):
     with pytest.raises(InputError, match="expected labcoat.Finding"):
-        ledger.record_findings([doctor_findings()[0], "not a finding"])
+        ledger.record_findings([doctor_findings()[0], "not a finding"], source="doctor")
     with pytest.raises(InputError, match="run 5: there is no such run"):
-        ledger.record_findings(doctor_findings(), run=5)
+        ledger.record_findings(doctor_findings(), run=5, source="doctor")
     assert ledger.findings() == [] and ledger.runs() == []  # the refused batches wrote nothing
 
 
@@ -152,7 +152,7 @@ def test_findings_join_the_run_that_labcoat_run_is_recording(ledger, monkeypatch
     monkeypatch.setenv("LABCOAT_LEDGER", ledger.storage.target)
     monkeypatch.setenv("LABCOAT_RUN_ID", str(run.id))
     assert ledger.current_run_id() == run.id
-    ledger.record_findings(doctor_findings()[:1])
+    ledger.record_findings(doctor_findings()[:1], source="doctor")
     assert len(ledger.findings(run=run.id)) == 1
     monkeypatch.setenv("LABCOAT_LEDGER", "/some/other/ledger.db")  # another ledger's run: not ours
     assert ledger.current_run_id() is None
@@ -219,7 +219,7 @@ def test_existing_ledger_is_found_for_diagnose(isolated):
     assert Ledger.existing() is None  # diagnose(ledger=None) records nothing and creates nothing
     Ledger().close()
     found = Ledger.existing()
-    found.record_findings(doctor_findings())
+    found.record_findings(doctor_findings(), source="doctor")
     assert len(found.findings()) == 4 and found.entries() == []
     found.close()
 

@@ -18,7 +18,9 @@ def filled(ledger):
     a = ledger.resolve(a, result="no divergence", verdict="refuted")
     with ledger.run(config={"lr": 0.1}, git=False) as run:
         run.record_events([{"kind": "loss", "step": s, "value": 1.0 / (s + 1)} for s in range(5)])
-        run.record_findings([Finding("grad_flow", "model", "pass", "all parameters get gradients")])
+        run.record_findings(
+            [Finding("grad_flow", "model", "pass", "all parameters get gradients")], source="doctor"
+        )
     return ledger, a, b
 
 
@@ -156,7 +158,7 @@ def test_values_are_stored_as_their_column_type_so_hashes_read_back(ledger):
         rank=np.int64(1),
         duration_s=1,
     )
-    ledger.record_findings([odd])
+    ledger.record_findings([odd], source="doctor")
     ledger.record_events(
         [{"kind": "loss", "step": np.int32(4), "value": np.float32(0.5), "time": 10}]
     )

@@ -46,4 +46,4 @@ def test_doctor_watch_and_stats_all_reach_the_report(cli, tmp_path):
     assert shown.code == 0, shown.err
     html = out.read_text()
     assert 'id="doctor-run-1"' in html and 'id="watch-run-2"' in html and 'id="stats-run-3"' in html
-    assert 'data-chart="watch-loss"' in html and 'data-chart="stats-r3-0"' in html
+    assert 'data-chart="watch-loss"' in html and 'data-chart="stats-stats-run-3-0"' in html

@@ -40,27 +40,39 @@ def test_too_few_points_warns_and_enough_passes():
     assert _finding(enough, "scale.points").status == "pass"
 
 
+@pytest.mark.check("scale.points", planted=True)
 def test_two_distinct_sizes_warn_even_with_many_runs():
     x = np.repeat([1e3, 1e4], 20)
     found = _finding(_curve(*curve_runs(x=x)), "scale.points")
     assert found.status == "warn" and found.evidence["distinct_values"] == {"x": 2}
+
+
+@pytest.mark.check("scale.points", healthy=True)
+def test_three_distinct_sizes_are_enough_points():
     three = _finding(_curve(*curve_runs(x=np.repeat([1e2, 1e3, 1e4], 14))), "scale.points")
     assert three.status == "pass"
 
 
-def test_optimum_outside_the_grid_warns_and_inside_passes():
+@pytest.mark.check("scale.grid_edge", planted=True)
+def test_an_optimum_outside_the_grid_warns():
     x, _ = curve_runs()
     steep = _curve(
         x, (2 + np.exp(20) * x**-3.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))
     )
+    found = _finding(steep, "scale.grid_edge")
+    assert found.status == "warn" and found.evidence["outside"] == ["alpha"]
+
+
+@pytest.mark.check("scale.grid_edge", healthy=True)
+def test_an_optimum_inside_the_grid_passes():
+    x, _ = curve_runs()
     inside = _curve(
         x, (2 + np.exp(12) * x**-1.5) * np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))
     )
-    found = _finding(steep, "scale.grid_edge")
-    assert found.status == "warn" and found.evidence["outside"] == ["alpha"]
     assert _finding(inside, "scale.grid_edge").status == "pass"
 
 
+@pytest.mark.check("scale.bound", healthy=True)
 def test_no_floor_warns_at_the_bound_and_a_floor_passes():
     no_floor = _curve(*curve_runs(E=1e-9))
     floor = _curve(*curve_runs(E=0.3))  # a small but real floor, 30% of the last loss
@@ -69,14 +81,20 @@ def test_no_floor_warns_at_the_bound_and_a_floor_passes():
     assert _finding(floor, "scale.bound").status == "pass"
 
 
-def test_narrow_range_is_flat_and_a_wide_range_is_not():
+@pytest.mark.check("scale.flat", planted=True)
+def test_a_narrow_range_is_flat():
     narrow = _curve(*curve_runs(x=np.logspace(3, 3.3, 40)))
-    wide = _curve(*curve_runs(x=np.logspace(2, 5, 40)))
     found = _finding(narrow, "scale.flat")
     assert found.status == "warn" and max(found.evidence["relative_errors"].values()) > 0.1
+
+
+@pytest.mark.check("scale.flat", healthy=True)
+def test_a_wide_range_is_not_flat():
+    wide = _curve(*curve_runs(x=np.logspace(2, 5, 40)))
     assert _finding(wide, "scale.flat").status == "pass"
 
 
+@pytest.mark.check("scale.residuals", planted=True, cases=["1000-0.1"])
 @pytest.mark.parametrize("knee,late_exponent", [(1000, 0.1), (300, 0.2)])
 def test_a_bent_law_leaves_waving_residuals(knee, late_exponent):
     x = np.logspace(2, 5, 40)
@@ -85,6 +103,7 @@ def test_a_bent_law_leaves_waving_residuals(knee, late_exponent):
     assert _finding(_curve(x, noisy), "scale.residuals").status == "warn"
 
 
+@pytest.mark.check("scale.residuals", healthy=True, cases=["1"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_right_law_with_the_same_noise_has_no_residual_pattern(seed):
     assert _finding(_curve(*curve_runs(noise=0.01, seed=seed)), "scale.residuals").status == "pass"
@@ -108,6 +127,7 @@ def test_custom_form_matches_the_built_in_curve_and_is_diagnosed():
     assert statuses["scale.grid_edge"] == "skip" and statuses["scale.flat"] == "pass"
 
 
+@pytest.mark.check("scale.bound", planted=True)
 def test_a_loss_that_rises_with_size_warns_at_the_exponent_bound():
     x = np.logspace(2, 5, 40)
     noise = np.exp(np.random.default_rng(0).normal(0, 0.01, x.size))

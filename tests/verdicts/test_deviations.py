@@ -45,12 +45,28 @@ def kinds(result) -> set[str]:
     return {d["kind"] for d in result.deviations}
 
 
+@pytest.mark.check(
+    "verdicts.deviation.column",
+    "verdicts.deviation.dropped",
+    "verdicts.deviation.items",
+    "verdicts.deviation.metric",
+    "verdicts.deviation.seeds",
+    healthy=True,
+)
 def test_the_by_the_plan_analysis_deviates_from_nothing():
     result = analyse(PLAN, A, B)
     assert result.deviations == [] and result.planned
     assert result.headline.endswith("by the registered plan")
 
 
+@pytest.mark.check(
+    "verdicts.deviation.column",
+    "verdicts.deviation.dropped",
+    "verdicts.deviation.items",
+    "verdicts.deviation.metric",
+    "verdicts.deviation.seeds",
+    planted=True,
+)
 @pytest.mark.parametrize(
     "kind, a, b, options, plan_changes",
     [
@@ -102,6 +118,7 @@ def _write(tmp_path, name: str, rows: dict[str, list]) -> str:
     return str(path)
 
 
+@pytest.mark.check("verdicts.deviation.after-verdict", planted=True, healthy=True)
 def test_results_produced_after_a_verdict_and_its_twin(tmp_path):
     book, entry = _ledger_entry(tmp_path)
     with book:
@@ -112,6 +129,7 @@ def test_results_produced_after_a_verdict_and_its_twin(tmp_path):
         assert kinds(book.verdict(entry, a=a, b=b2)) == {"after-verdict"}
 
 
+@pytest.mark.check("verdicts.deviation.look", planted=True, healthy=True)
 def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_path):
     half_a, half_b = arm(1, p=0.7, items=range(30)), arm(2, p=0.5, items=range(30))
     book, entry = _ledger_entry(tmp_path)
@@ -128,6 +146,13 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
         assert kinds(book.verdict(entry, a=third[0], b=third[1])) == {"look"}
 
 
+@pytest.mark.check(
+    "verdicts.deviation.alpha",
+    "verdicts.deviation.margin",
+    "verdicts.deviation.revised",
+    planted=True,
+    healthy=True,
+)
 @pytest.mark.parametrize(
     "field, first, then, kind",
     [
@@ -155,6 +180,7 @@ def test_the_plan_changed_after_results_and_its_twin(tmp_path, field, first, the
             assert (found["planned"], found["observed"]) == (first, then)
 
 
+@pytest.mark.check("verdicts.deviation.registered-late", planted=True, healthy=True)
 def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
     a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
     old = time.time() - 3600
@@ -175,6 +201,7 @@ def _ledger_entry_again(book: Ledger) -> int:
     return book.hypothesis("again", predict="A > B", plan=PLAN).id
 
 
+@pytest.mark.check("verdicts.deviation.family", planted=True, healthy=True)
 def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
     book, _ = _ledger_entry(tmp_path, PLAN.revised(family="tasks", family_size=2))
     with book:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -98,6 +99,7 @@ def train(
     return w
 
 
+@pytest.mark.check("watch.eval_mode", planted=True)
 def test_validation_that_leaves_the_model_in_eval_mode_alerts():
     w = train(net(), restore=False)
     kinds = [a.check for a in w.alerts]

@@ -100,6 +100,7 @@ def test_declared_state_resets_to_its_defaults():
     assert len(inv.history) == 0 and inv.spikes == []
 
 
+@pytest.mark.check("watch.desync", planted=True)
 def test_desync_names_the_minority_rank_and_the_first_differing_tensor():
     (v,) = judge(
         started(Desync()), cross_rank=cross([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.5]])
@@ -117,12 +118,15 @@ def test_desync_without_a_majority_lists_every_rank():
     assert "no majority" in v.message
 
 
+@pytest.mark.check("watch.desync", healthy=True)
 def test_desync_tolerates_rounding_but_not_drift():
     inv = started(Desync(rtol=1e-6))
     assert judge(inv, cross_rank=cross([[1.0, 2.0], [1.0 + 1e-9, 2.0]])) == []
     assert judge(inv, cross_rank=cross([[1.0, 2.0], [1.0 + 1e-4, 2.0]]))
 
 
+@pytest.mark.check("watch.straggler", planted=True, cases=["times0-3"])
+@pytest.mark.check("watch.straggler", healthy=True, cases=["times1-None"])
 @pytest.mark.parametrize(
     "times, slow",
     [

@@ -26,6 +26,17 @@ def mlp_sgd(lr=0.1, **kw):
     return model, torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, **kw)
 
 
+@pytest.mark.check("watch.eval_mode", healthy=True, cases=["cnn"])
+@pytest.mark.check(
+    "watch.grad_explode",
+    "watch.grad_vanish",
+    "watch.no_step",
+    "watch.no_trend",
+    "watch.nonfinite",
+    "watch.spike",
+    healthy=True,
+    cases=["mlp"],
+)
 @pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
 def test_healthy_runs_raise_no_alert(name):
     for run_name, model, opt, sched, steps in healthy_runs():
@@ -37,6 +48,7 @@ def test_healthy_runs_raise_no_alert(name):
             assert statuses["no_trend"] == statuses["spike"] == statuses["nonfinite"] == "pass"
 
 
+@pytest.mark.check("watch.nonfinite", planted=True)
 def test_nonfinite_names_the_parameter_where_nan_started():
     model, opt = mlp_sgd()
 
@@ -78,6 +90,7 @@ def test_nonfinite_is_caught_within_every_steps_when_sampling():
     assert alert.evidence["nonfinite_loss_steps"][0] == PLANT + 2
 
 
+@pytest.mark.check("watch.frozen_moved", planted=True)
 def test_frozen_moved_when_a_declared_frozen_layer_is_unfrozen_by_mistake():
     model, opt = mlp_sgd()
     model.fc1.requires_grad_(False)
@@ -144,6 +157,7 @@ def test_frozen_moved_catches_batchnorm_statistics_of_a_frozen_backbone():
     assert alert.step == PLANT and alert.subject == "features.1.running_mean"
 
 
+@pytest.mark.check("watch.frozen_moved", healthy=True)
 def test_frozen_backbone_kept_frozen_raises_nothing():
     model, opt = frozen_backbone_cnn()
     w = train(model, opt, steps=PLANT + 5, every=1, expect_frozen="features")
@@ -151,6 +165,7 @@ def test_frozen_backbone_kept_frozen_raises_nothing():
     assert {f.check: f.status for f in w.findings}["frozen_moved"] == "pass"
 
 
+@pytest.mark.check("watch.stale", planted=True)
 def test_stale_names_a_parameter_dropped_from_the_optimizer():
     model, opt = mlp_sgd()
 
@@ -166,6 +181,7 @@ def test_stale_names_a_parameter_dropped_from_the_optimizer():
     assert PLANT + 9 <= alert.step <= PLANT + 11  # patience: 10 optimizer steps
 
 
+@pytest.mark.check("watch.stale", healthy=True)
 def test_steps_skipped_by_a_grad_scaler_are_not_stale():
     model, opt = mlp_sgd()
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=1000)
@@ -200,6 +216,7 @@ def test_no_trend_when_labels_turn_to_noise_mid_run():
     assert alerts[0].status == "warn" and alerts[0].evidence["pvalue_net_decrease"] >= 0.01
 
 
+@pytest.mark.check("watch.no_trend", planted=True)
 def test_no_trend_when_the_model_never_learns():
     model, opt = mlp_sgd(lr=1e-7)  # an lr typo: nothing moves enough to matter
     w = train(model, opt, steps=100, every=1, options={"no_trend": {"window": 40}})
@@ -224,6 +241,7 @@ def test_no_trend_stays_quiet_when_a_run_learns_then_plateaus():
     assert w.alerts == []
 
 
+@pytest.mark.check("watch.spike", planted=True)
 def test_spike_names_the_step_of_a_corrupted_batch():
     torch.manual_seed(0)
     model = MLP()
@@ -242,6 +260,7 @@ def test_spike_names_the_step_of_a_corrupted_batch():
     assert all(a.step == late for a in w.alerts)
 
 
+@pytest.mark.check("watch.grad_explode", planted=True)
 def test_grad_explode_names_the_parameter_whose_gradient_blew_up():
     model, opt = mlp_sgd(lr=0.05)
     handles = []
@@ -265,6 +284,7 @@ def test_grad_explode_names_the_parameter_whose_gradient_blew_up():
     assert alert.step == PLANT and alert.evidence["culprit"] == "fc2.weight"
 
 
+@pytest.mark.check("watch.grad_vanish", planted=True)
 def test_grad_vanish_names_parameters_cut_off_by_a_detach():
     model, opt = mlp_sgd(lr=0.05)
 
@@ -281,6 +301,7 @@ def test_grad_vanish_names_parameters_cut_off_by_a_detach():
     assert f"no gradient for 3 samples (since step {PLANT})" in alert.message
 
 
+@pytest.mark.check("watch.lr_zero", planted=True)
 def test_lr_zero_names_the_group_whose_rate_dropped_to_zero():
     torch.manual_seed(0)
     model = MLP()
@@ -298,6 +319,7 @@ def test_lr_zero_names_the_group_whose_rate_dropped_to_zero():
     assert alert.evidence["params"] == ["head.weight", "head.bias"]
 
 
+@pytest.mark.check("watch.lr_zero", healthy=True)
 def test_warmup_from_zero_is_not_lr_zero():
     model, opt = mlp_sgd()
     sched = warmup_decay(opt, warmup=10, total=30)

@@ -6,6 +6,7 @@ properly seeded or sharded workers, epochs and single batches that legitimately 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset, get_worker_info
@@ -47,6 +48,7 @@ def loop(steps, *, apply_step, accumulate=1, scaler=None, overflow=lambda step: 
     return w
 
 
+@pytest.mark.check("watch.no_step", planted=True)
 def test_no_step_when_a_condition_around_the_step_stops_holding():
     total = 30  # e.g. `if step < scheduler_total_steps: optimizer.step()` with the wrong total
     w = loop(120, apply_step=lambda step: step < total)
@@ -140,6 +142,7 @@ def test_reseeded_workers_do_not_repeat():
     assert w.alerts == [] and w.observed == 8
 
 
+@pytest.mark.check("watch.repeat_batch", planted=True)
 def test_repeat_batch_when_every_worker_yields_the_whole_stream():
     w = train_on(DataLoader(DigitsStream(shard=False), batch_size=16, num_workers=2))
     (alert,) = w.alerts
@@ -156,6 +159,7 @@ def test_sharded_stream_and_epochs_that_come_back_do_not_repeat():
     assert train_on(DataLoader(data, batch_size=16, shuffle=False), epochs=4).alerts == []
 
 
+@pytest.mark.check("watch.repeat_batch", healthy=True)
 def test_one_batch_on_purpose_is_not_a_repeat():
     x, y = digits()
     single = [(x[:16], y[:16])] * 40  # overfitting one batch, or full-batch training

@@ -68,6 +68,8 @@ class ItemOverlap:
 class Contamination(AuditResult):
     """Per-item overlap with the corpus, the corpus pass's figures and the clean/dirty scores."""
 
+    KIND = "audit.contamination"
+
     items: list[ItemOverlap]
     method: str
     n: int

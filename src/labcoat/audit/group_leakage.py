@@ -26,6 +26,8 @@ class SharedGroup:
 class SharedGroups(AuditResult):
     """Group ids present in both splits, most rows first."""
 
+    KIND = "audit.groups"
+
     shared: list[SharedGroup]
     groups_a: int
     groups_b: int

@@ -31,6 +31,8 @@ class LabelIssues(AuditResult):
     ``indices``. ``ids`` names the flagged rows when the input had an id column.
     """
 
+    KIND = "audit.labels"
+
     indices: np.ndarray
     scores: np.ndarray
     n: int

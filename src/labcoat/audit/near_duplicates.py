@@ -65,6 +65,8 @@ class Duplicates(AuditResult):
     """Pairs across the splits (``pairs``) and groups of duplicates inside each (``within``:
     split name -> list of row lists)."""
 
+    KIND = "audit.duplicates"
+
     pairs: list[Pair]
     within: dict[str, list[list[int]]]
     n_a: int
@@ -89,7 +91,7 @@ class Duplicates(AuditResult):
             "n_a": self.n_a,
             "n_b": self.n_b,
             "within": self.within,
-            "kind": self.kind,
+            "match": self.kind,
             "threshold": self.threshold,
             **self.extras,
             "findings": [f.to_dict() for f in self.findings],

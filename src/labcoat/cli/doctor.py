@@ -15,7 +15,7 @@ from labcoat.cli.output import (
     respond,
     titled,
 )
-from labcoat.findings import ENGINES
+from labcoat.engines import names as engine_names
 
 
 class DoctorCommand(click.Command):
@@ -115,14 +115,14 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
 @json_option
 @click.option(
     "--engine",
-    type=click.Choice(list(ENGINES)),
+    type=click.Choice(engine_names()),
     default=None,
     help="Only this engine's checks.",
 )
 def checks(as_json: bool, engine: str | None) -> None:
-    """List every declared check (doctor, watch, audit, scale, stats): what each falsifies and
-    what a healthy setup predicts."""
-    from labcoat.findings import catalogue
+    """List every declared check of every engine: what each falsifies and what a healthy setup
+    predicts."""
+    from labcoat.engines import catalogue
 
     rows = catalogue(engine)
     respond(as_json, {"checks": rows}, lambda: _checks_table(rows))

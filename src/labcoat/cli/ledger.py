@@ -16,6 +16,7 @@ import click
 
 from labcoat.cli.group import Group
 from labcoat.cli.output import checked_output, console, emit_json, json_option, respond
+from labcoat.engines import names as engine_names
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
 from labcoat.ledger.records.entries import CLOSING_VERDICTS, VERDICTS
@@ -403,9 +404,9 @@ def runs_command(limit, status, location, as_json):
 @click.option("--run", "run_id", type=int, default=None, help="Only this run's findings.")
 @click.option(
     "--source",
-    type=click.Choice(("doctor", "watch")),
+    type=click.Choice(engine_names()),
     default=None,
-    help="Only the doctor's or the watch's.",
+    help="Only this engine's findings.",
 )
 @click.option(
     "--status",
@@ -418,7 +419,7 @@ def runs_command(limit, status, location, as_json):
 @ledger_option
 @json_option
 def findings_command(run_id, source, statuses, checks, location, as_json):
-    """List the findings doctor and watch runs recorded, oldest first."""
+    """List the findings every engine recorded, oldest first."""
     with _open(location) as book:
         found = book.findings(
             run=run_id, source=source, status=statuses or None, check=checks or None

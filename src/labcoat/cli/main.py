@@ -37,29 +37,28 @@ COMMANDS: dict[str, str] = {
     "design": "labcoat.cli.design:design_command",
 }
 
-#: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
-#: (those import numpy, rich and the engines); tests/test_cli_main.py keeps it equal to the
-#: commands' own help; every command has its line (tests/test_cli_main.py).
-SUMMARIES: dict[str, str] = {
-    "doctor": "Diagnose the experiment that FILE.py's function NAME (default: experiment) returns.",
-    "checks": "List every declared check (doctor, watch, audit, scale, stats): what each "
-    "falsifies and what a healthy setup predicts.",
-    "stats": "Honest error bars for evals (Miller 2024, rliable, anytime-valid sequences).",
+#: the help of the commands no engine declares, as ``labcoat --help`` lists it
+OWN_SUMMARIES: dict[str, str] = {
+    "checks": "List every declared check of every engine: what each falsifies and what a "
+    "healthy setup predicts.",
     "ledger": "A lab notebook: hypotheses, predictions, results, runs and their provenance.",
     "run": "Run COMMAND as a recorded run: provenance, teed output, exit status.",
-    "watch": "Training-watch events: alerts raised while a run trained.",
-    "scale": "Scaling-law fits with honest uncertainty, and backtests on held-out larger runs.",
     "report": "Write one HTML page with every recorded doctor run, watched run and result, then "
     "the notebook's chronicle. The page opens offline: nothing in it is fetched.",
-    "audit": "Audit data: label errors, duplicates across splits, contamination, group leakage.",
-    "verdict": "Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.",
-    "evals": "Fast evals from a few hundred items: plan, estimate, compare (intervals that hold).",
-    "replay": "Re-run steps of a recorded RUN (its directory or id) and check they are the same.",
-    "diff": "Where two recorded runs A and B part ways: provenance, first divergence, module.",
-    "design": "A two-level design for the factors in FACTORS.toml ([factors] name = [low, high], "
-    "and an optional [design] table of labcoat.design()'s keywords): its runs, what they alias, "
-    "each planned effect's power.",
 }
+
+
+def summaries() -> dict[str, str]:
+    """Each command's help as ``labcoat --help`` lists it: an engine's commands from its
+    descriptor (:mod:`labcoat.engines`), the others from :data:`OWN_SUMMARIES`, so listing them
+    imports no command module (those import numpy, rich and the engines);
+    tests/test_cli_main.py keeps it equal to the commands' own help."""
+    from labcoat.engines import engines
+
+    found = dict(OWN_SUMMARIES)
+    for engine in engines():
+        found.update(engine.commands)
+    return found
 
 
 class LazyGroup(Group):
@@ -75,12 +74,13 @@ class LazyGroup(Group):
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """click's command list, with the help of a lazy command read from SUMMARIES (a stand-in
+        """click's command list, with the help of a lazy command read from summaries() (a stand-in
         command carrying that help, so click shortens it as it does the command's own)."""
         rows: list[tuple[str, click.Command]] = []
+        shown = summaries()
         for name in self.list_commands(ctx):
-            if name in COMMANDS and name in SUMMARIES:
-                rows.append((name, click.Command(name, help=SUMMARIES[name])))
+            if name in COMMANDS and name in shown:
+                rows.append((name, click.Command(name, help=shown[name])))
                 continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:

@@ -21,7 +21,7 @@ _LAZY: dict[str, str] = {
     "design": "labcoat.design.designs:design",
     "Design": "labcoat.design.designs:Design",
     "recommend": "labcoat.design.designs:recommend",
-    "analyse": "labcoat.design.analysis:analyse",
+    "analyse": "labcoat.design.designs:analyse",
     "DesignAnalysis": "labcoat.design.analysis:DesignAnalysis",
     "CHECKS": "labcoat.design.checks:CHECKS",
     "read_factors": "labcoat.design.spec:read_factors",

@@ -31,6 +31,7 @@ class DesignAnalysis(Result):
     """Each planned effect's estimate, interval, adjusted p-value and alias set."""
 
     engine: ClassVar[str] = "design"
+    KIND: ClassVar[str] = "design.analysis"
     view: ClassVar[str] = "labcoat.design.view:analysis_view"
     section: ClassVar[str] = "labcoat.report.sections.design:analysis_section"
     title: ClassVar[str] = "Design analysis"
@@ -47,6 +48,7 @@ class DesignAnalysis(Result):
     design: Any = None
     missing_runs: list[dict[str, Any]] = field(default_factory=list)
     extra_runs: list[dict[str, Any]] = field(default_factory=list)
+    #: the design that would separate effects the runs moved together, in words
     separating: str = ""
     findings: list[Finding] = field(default_factory=list)
 
@@ -76,7 +78,6 @@ class DesignAnalysis(Result):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": "design_analysis",
             "headline": self.headline,
             "metric": self.metric,
             "factors": self.factors,
@@ -185,31 +186,25 @@ def _estimable(coded, names, planned):
     return groups, outside, constant
 
 
-def analyse(
+def estimate(
     results: Any,
     *,
     design: Any = None,
-    factors: Mapping[str, Sequence[Any]] | None = None,
+    factors: Mapping[str, tuple[Any, Any]] | None = None,
     effects: Sequence[str] | None = None,
     metric: str = "metric",
     seed_column: str = "seed",
     level: float = 0.95,
     alpha: float | None = None,
 ) -> DesignAnalysis:
-    """Estimate the planned effects of ``design`` (a :class:`~labcoat.design.Design`; or give
-    ``factors`` and ``effects``) from ``results``: one row per run with each factor's level, the
-    seed and the ``metric``."""
+    """The planned effects of ``design`` (or of checked ``factors`` and ``effects``) estimated
+    from ``results``, before the checks run and before the design that would separate merged
+    effects is named (:func:`labcoat.design.analyse` does both)."""
     from labcoat._validation import PROBABILITY
-    from labcoat.design.designs import Design, check_factors, recommend
-    from labcoat.findings import run_check
     from labcoat.stats.multiple import holm
 
     level = PROBABILITY.check(level, "level")
-    if design is not None and not isinstance(design, Design):
-        raise InputError(f"`design` must be a labcoat Design; got {type(design).__name__}")
-    if design is None and factors is None:
-        raise InputError("give the `design` the runs followed, or its `factors`")
-    declared = design.factors if design is not None else check_factors(factors)
+    declared = design.factors if design is not None else factors
     names = list(declared)
     if design is not None and effects is None:
         planned = list(design.effects)
@@ -298,23 +293,7 @@ def analyse(
             }
         )
     missing, extra = _compare_runs(design, rows, seed_column) if design is not None else ([], [])
-    merged = [r for r in rows_out if len(r["members"]) > 1]
-    separating = ""
-    if merged:
-        found = recommend(
-            declared,
-            noise=noise,
-            effect_size=(design.effect_size if design is not None else None)
-            or (abs(max((r["estimate"] or 0.0 for r in merged), key=abs)) or None),
-            power=design.target if design is not None else 0.8,
-            alpha=alpha,
-        )
-        separating = (
-            f"{found.describe()} would separate their main effects"
-            if found is not None
-            else "no two-level design up to 16 seeds per run would separate them"
-        )
-    out = DesignAnalysis(
+    return DesignAnalysis(
         metric=metric,
         factors=names,
         effects=rows_out,
@@ -327,12 +306,7 @@ def analyse(
         design=design,
         missing_runs=missing,
         extra_runs=extra,
-        separating=separating,
     )
-    from labcoat.design.checks import CHECKS
-
-    out.findings.extend(run_check(c, out) for c in CHECKS.in_layer("analysis"))
-    return out
 
 
 def _whole_blocks(coded: np.ndarray, seeds: list[str]) -> bool:
@@ -364,4 +338,4 @@ def _compare_runs(design, rows, seed_column: str):
     return missing, extra
 
 
-__all__ = ["DesignAnalysis", "analyse"]
+__all__ = ["DesignAnalysis", "estimate"]

@@ -76,6 +76,7 @@ class Design(Result):
     """A two-level design: its runs, what they alias, and the power of each planned effect."""
 
     engine: ClassVar[str] = "design"
+    KIND: ClassVar[str] = "design.design"
     view: ClassVar[str] = "labcoat.design.view:design_view"
     section: ClassVar[str] = "labcoat.report.sections.design:design_section"
     title: ClassVar[str] = "Design"
@@ -226,7 +227,6 @@ class Design(Result):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": "design",
             "design": self.kind,
             "factors": {k: list(v) for k, v in self.factors.items()},
             "runs": self.runs,
@@ -269,9 +269,7 @@ class Design(Result):
         }
 
     def analyse(self, results: Any, *, metric: str = "metric", level: float = 0.95):
-        """Estimate every planned effect from ``results`` (see :func:`labcoat.design.analyse`)."""
-        from labcoat.design.analysis import analyse
-
+        """Estimate every planned effect from ``results`` (see :func:`analyse`)."""
         return analyse(results, design=self, metric=metric, level=level)
 
 
@@ -559,4 +557,63 @@ def _by_budget(checked, budget, planned, need, kind, common) -> Design:
     return _judged(best)
 
 
-__all__ = ["Design", "check_factors", "design", "recommend"]
+def analyse(
+    results: Any,
+    *,
+    design: Design | None = None,
+    factors: Mapping[str, Sequence[Any]] | None = None,
+    effects: Sequence[str] | None = None,
+    metric: str = "metric",
+    seed_column: str = "seed",
+    level: float = 0.95,
+    alpha: float | None = None,
+):
+    """Estimate the planned effects of ``design`` (or of ``factors`` and ``effects``) from
+    ``results``: one row per run with each factor's level, the seed and the ``metric``. Returns
+    a :class:`~labcoat.design.analysis.DesignAnalysis`; where the runs moved planned effects
+    together it names the design that would separate them."""
+    from dataclasses import replace
+
+    from labcoat.design.analysis import estimate
+    from labcoat.design.checks import CHECKS
+    from labcoat.findings import run_check
+
+    if design is not None and not isinstance(design, Design):
+        raise InputError(f"`design` must be a labcoat Design; got {type(design).__name__}")
+    if design is None and factors is None:
+        raise InputError("give the `design` the runs followed, or its `factors`")
+    out = estimate(
+        results,
+        design=design,
+        factors=None if design is not None else check_factors(factors),
+        effects=effects,
+        metric=metric,
+        seed_column=seed_column,
+        level=level,
+        alpha=alpha,
+    )
+    merged = [r for r in out.effects if len(r["members"]) > 1]
+    if merged:
+        size = design.effect_size if design is not None else None
+        if size is None:
+            size = max((abs(r["estimate"] or 0.0) for r in merged), default=0.0) or None
+        found = recommend(
+            design.factors if design is not None else check_factors(factors),
+            noise=out.noise,
+            effect_size=size,
+            power=design.target if design is not None else 0.8,
+            alpha=out.alpha,
+        )
+        out = replace(
+            out,
+            separating=(
+                f"{found.describe()} would separate their main effects"
+                if found is not None
+                else "no two-level design up to 16 seeds per run would separate them"
+            ),
+        )
+    out.findings.extend(run_check(c, out) for c in CHECKS.in_layer("analysis"))
+    return out
+
+
+__all__ = ["Design", "analyse", "check_factors", "design", "recommend"]

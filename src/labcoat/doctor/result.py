@@ -20,6 +20,8 @@ class Report(Result):
     failing check; layers after it are listed in ``layers_not_run`` unless ``run_all`` was set.
     """
 
+    KIND = "doctor.report"
+
     engine = "doctor"
     view = "labcoat.doctor.view:ladder_view"
     section = "labcoat.report.sections.doctor:doctor_section"

@@ -50,6 +50,8 @@ def items_needed(diff: float, se: float, n: int, n_total: int, q: float) -> int:
 class Comparison(Result):
     """``a - b`` on the same planned items, with a decision only when the interval allows."""
 
+    KIND = "evals.compare"
+
     engine: ClassVar[str] = "evals"
     view: ClassVar[str] = "labcoat.evals.view:compare_view"
     section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"

@@ -112,6 +112,8 @@ def hoeffding_halfwidth(plan: Plan, idx: np.ndarray, level: float, span: float =
 class Estimate(Result):
     """A model's estimated full-benchmark score from a planned subset."""
 
+    KIND = "evals.estimate"
+
     engine: ClassVar[str] = "evals"
     view: ClassVar[str] = "labcoat.evals.view:estimate_view"
     section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"

@@ -198,6 +198,9 @@ class Plan(Result):
     """The items to evaluate and everything :func:`~labcoat.evals.estimate` needs to turn their
     results into a full-benchmark estimate with an interval."""
 
+    KIND = "evals.plan"
+    VERSION = PLAN_VERSION
+
     engine: ClassVar[str] = "evals"
     view: ClassVar[str] = "labcoat.evals.view:plan_view"
     section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"
@@ -293,8 +296,6 @@ class Plan(Result):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "version": PLAN_VERSION,
-            "kind": "labcoat.evals.plan",
             "method": self.method,
             "requested_method": self.requested_method or self.method,
             "budget": self.budget,
@@ -322,9 +323,10 @@ class Plan(Result):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "plan") -> "Plan":
-        if not isinstance(data, dict) or data.get("kind") != "labcoat.evals.plan":
+        # "labcoat.evals.plan": what plan files said before every result named its kind
+        if not isinstance(data, dict) or data.get("kind") not in (cls.KIND, "labcoat.evals.plan"):
             raise InputError(
-                f"{source}: not a labcoat eval plan (no 'kind': 'labcoat.evals.plan'); make one "
+                f"{source}: not a labcoat eval plan (no 'kind': 'evals.plan'); make one "
                 "with `labcoat evals plan HISTORY --budget K -o plan.json`."
             )
         version = data.get("version", 1)

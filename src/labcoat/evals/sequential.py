@@ -27,6 +27,8 @@ from labcoat.result import Result
 class SequentialEval(Result):
     """Where a sequential eval stopped, and why."""
 
+    KIND = "evals.sequential"
+
     engine: ClassVar[str] = "evals"
     view: ClassVar[str] = "labcoat.evals.view:sequential_view"
     section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"

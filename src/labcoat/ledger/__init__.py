@@ -2,10 +2,12 @@
 
 ``labcoat.Ledger`` is the entry point (:mod:`labcoat.ledger.ledger`). Underneath, ``store``
 keeps rows (SQLite or PostgreSQL, append-only and hash-chained) and ``records`` gives them
-their meaning (entries, runs, findings, events); provenance capture is :mod:`labcoat.provenance`.
+their meaning (entries, runs, findings, events); :func:`record` is the one way a result is
+saved (:mod:`labcoat.ledger.persist`); provenance capture is :mod:`labcoat.provenance`.
 """
 
 from labcoat.ledger.ledger import ActiveRun, Ledger
+from labcoat.ledger.persist import record
 from labcoat.ledger.records.entries import VERDICTS, Entry
 from labcoat.ledger.records.events import Event
 from labcoat.ledger.records.runs import Run
@@ -33,4 +35,5 @@ __all__ = [
     "VerifyResult",
     "default_location",
     "fingerprint",
+    "record",
 ]

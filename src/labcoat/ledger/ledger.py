@@ -582,9 +582,10 @@ class Ledger:
         findings: Iterable[Finding],
         *,
         run: int | Run | ActiveRun | None = None,
-        source: str = "doctor",
+        source: str,
     ) -> list[int]:
-        """Store the findings of one doctor or watch session as rows of one run; returns their ids.
+        """Store findings as rows of one run, under ``source`` (the engine that made them);
+        returns their ids. A result is saved with :func:`labcoat.ledger.record`, which calls this.
 
         They join ``run``, else the innermost open ``with ledger.run()`` block, else the run
         ``labcoat run`` is recording around this process; with none of those, a run named

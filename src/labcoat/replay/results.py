@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 from labcoat.findings import CheckRegistry, Finding, failed, passed, warned
 from labcoat.result import Result
@@ -74,6 +74,8 @@ class ReplayResult(Result):
     """A replayed window: what was logged then and now, the first mismatch, hindsight values
     and the probes' measurements."""
 
+    KIND = "replay.replay"
+
     run: str
     from_step: int
     to_step: int
@@ -121,9 +123,32 @@ class ReplayResult(Result):
                 "tolerance": self.tolerance,
                 "segments": self.segments,
                 "raised": self.raised,
+                "command": self.command,
+                "findings": [f.to_dict() for f in self.findings],
                 "ok": self.ok,
             },
             max_items=10**9,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReplayResult":
+        """The replay ``to_dict()`` gave, rebuilt (it holds every field)."""
+        from labcoat.result import check_kind
+
+        check_kind(cls, data)
+        return cls(
+            data["run"],
+            data["from"],
+            data["to"],
+            data["checkpoint"],
+            data["steps"],
+            data["first_mismatch"],
+            data["new"],
+            data["probes"],
+            data.get("tolerance") or {},
+            data.get("segments") or [],
+            data.get("command") or [],
+            data.get("raised"),
         )
 
 
@@ -131,6 +156,8 @@ class ReplayResult(Result):
 class DiffResult(Result):
     """Two recorded runs compared: provenance, the first divergence of their logged values and,
     with bisection, the first module whose activations differ there."""
+
+    KIND = "replay.diff"
 
     a: str
     b: str

@@ -1,62 +1,65 @@
-"""One page from a ledger: every run's doctor ladder, watch curves and recorded results, then the
-notebook's chronicle. Which section a run's findings make is decided by their ``source``."""
+"""One page from a ledger: for every run, a section per engine whose findings or results it holds
+(in the order of :mod:`labcoat.engines`), then the notebook's chronicle. A stored result is drawn
+by the same ``section`` that draws it live."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from labcoat.report.page import Page, Section
 
 
-def _doctor(run, findings, events) -> Section:
-    from labcoat.report.sections.doctor import doctor_section
+def stored_results(events: Sequence[Any]) -> list[tuple[str, Any]]:
+    """``(name, result)`` for every result stored in ``events`` (:func:`labcoat.ledger.record`
+    keeps each as an event of kind ``"result"``), read back as its class."""
+    from labcoat.engines import load_result
+    from labcoat.ledger.persist import RESULT_EVENT
 
-    return doctor_section(findings, title=_title("Doctor", run), id=f"doctor-run-{run.id}")
+    return [
+        (e.data.get("name", ""), load_result(e.data["result"]))
+        for e in events
+        if e.kind == RESULT_EVENT and isinstance(e.data.get("result"), dict)
+    ]
 
 
-def _watch(run, findings, events) -> Section:
-    from labcoat.report.sections.watch import watch_section
+def engine_section(engine: Any, run: Any, findings: list, events: list) -> Section | None:
+    """One engine's section of one run: its descriptor's ``section`` when it names one, else
+    each stored result through the very ``section`` that draws it live, else its findings as a
+    list; ``None`` when the run holds nothing of the engine's."""
+    from labcoat.ledger.persist import RESULT_EVENT
+    from labcoat.report.ladder import findings_list
+    from labcoat.result import load
 
-    return watch_section(events, title=_title("Watch", run), id=f"watch-run-{run.id}")
-
-
-def _stats(run, findings, events) -> Section:
+    results = stored_results(events)
+    plain = [e for e in events if e.kind != RESULT_EVENT]
+    if not (findings or results or (engine.section and plain)):
+        return None
+    title = _title(engine.name.capitalize(), run)
+    id = f"{engine.name}-run-{run.id}"
+    if engine.section is not None:
+        return load(engine.section)(run, findings, plain, results, title=title, id=id)
+    if not results:
+        return Section(title, findings_list(f.to_dict() for f in findings), id=id)
+    from labcoat.report.html import section_for
     from labcoat.report.page import esc
-    from labcoat.report.sections.stats import stats_section
 
     parts = []
-    for i, f in enumerate(findings):
-        name = f.evidence.get("name") or f.check
-        part = stats_section(
-            f.evidence, title=name, name=f"r{run.id}-{i}", id=f"stats-{run.id}-{i}"
-        )
-        parts.append(f"<h3>{esc(name)}</h3>{part.body}")
-    return Section(_title("Stats", run), "\n".join(parts), id=f"stats-run-{run.id}")
-
-
-def _findings(kind: str) -> Callable[[Any, list, list], Section]:
-    def build(run, findings, events) -> Section:
-        from labcoat.report.ladder import findings_list
-
-        return Section(
-            _title(kind.capitalize(), run),
-            findings_list(f.to_dict() for f in findings),
-            id=f"{kind}-run-{run.id}",
-        )
-
-    return build
-
-
-#: finding source → section builder; a new part of labcoat adds one line here
-SECTIONS: dict[str, Callable[[Any, list, list], Section]] = {
-    "doctor": _doctor,
-    "watch": _watch,
-    "stats": _stats,
-}
-#: the sources a page shows, in this order (those without a builder list their findings)
-SOURCES: tuple[str, ...] = ("doctor", "watch", "stats", "scale", "audit")
+    for i, (name, result) in enumerate(results):
+        heading = name or type(result).title or result.KIND
+        try:
+            part = section_for(result, title=heading, id=f"{id}-{i}")
+        except (AttributeError, KeyError, TypeError) as exc:  # it needs the live result
+            part = Section(
+                heading,
+                f'<p class="warn">! this stored {esc(result.KIND)} result cannot be drawn '
+                f"from its record ({esc(exc)}); its findings:</p>"
+                + findings_list(f.to_dict() for f in result.findings),
+                id=f"{id}-{i}",
+            )
+        parts.append(f"<h3>{esc(heading)}</h3>{part.body}")
+    return Section(title, "\n".join(parts), id=id)
 
 
 def _title(kind: str, run: Any) -> str:
@@ -89,13 +92,15 @@ def from_ledger(
                 "`labcoat ledger runs` lists them"
             )
     page = Page(title, subtitle=f"from {ledger.location} · {len(chosen)} runs")
+    from labcoat.engines import engines
+
     for run in chosen:
-        events = ledger.events(run=run.id)
-        for source in SOURCES:
-            found = ledger.findings(run=run.id, source=source)
-            if found or (source == "watch" and events):
-                build = SECTIONS.get(source) or _findings(source)
-                page.add(build(run, found, events))
+        for engine in engines():
+            found = ledger.findings(run=run.id, source=engine.name)
+            events = ledger.events(run=run.id, source=engine.name)
+            section = engine_section(engine, run, found, events)
+            if section is not None:
+                page.add(section)
     entries = ledger.entries(since=since) if since else ledger.entries()
     status = ledger.plan_status(entries) if hasattr(ledger, "plan_status") else None
     page.add(ledger_section(entries, chosen, plan_status=status))

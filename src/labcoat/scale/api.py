@@ -116,7 +116,11 @@ def fit(
         _alternatives=alternatives,
     )
     result.findings = diagnose(result)
-    result.record(ledger)
+    from labcoat.ledger import Ledger, record
+
+    notebook = Ledger.for_recording(ledger)
+    if notebook is not None:
+        result.ledger = {"location": notebook.location, "findings": record(result, notebook)}
     return result
 
 

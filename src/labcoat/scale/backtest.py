@@ -33,6 +33,8 @@ class BacktestResult(Result):
     the error against extrapolation distance; ``findings`` are the diagnostics of the fit on
     the smaller runs."""
 
+    KIND = "scale.backtest"
+
     engine = "scale"
     view = "labcoat.scale.view:backtest_view"
     section = "labcoat.report.sections.scale:scale_section"
@@ -73,6 +75,7 @@ class BacktestResult(Result):
                     "params": self.fit.params,
                     "warnings": [f.message for f in self.fit.warnings],
                 },
+                "findings": [f.to_dict() for f in self.findings],
             }
         )
 
@@ -202,6 +205,8 @@ def backtest(
 class BacktestSet(Result):
     """One backtest per group (``by=``): each group's result, and the pooled figures."""
 
+    KIND = "scale.backtest_set"
+
     engine: ClassVar[str] = "scale"
     view: ClassVar[str | None] = "labcoat.scale.view:backtest_set_view"
     section: ClassVar[str | None] = "labcoat.report.sections.scale:backtest_set_section"
@@ -244,6 +249,7 @@ class BacktestSet(Result):
                 "median_rmse": self.median_rmse,
                 "results": {k: r.to_dict() for k, r in self.results.items()},
                 "failures": self.failures,
+                "findings": [f.to_dict() for f in self.findings],
             }
         )
 

@@ -175,6 +175,8 @@ PREDICTABLE = Check(
 class DownstreamFit(Result):
     """A downstream metric's law, its backtest against a constant and its verdict."""
 
+    KIND = "scale.downstream"
+
     engine: ClassVar[str] = "scale"
     title: ClassVar[str] = "downstream scaling fit"
     view: ClassVar[str | None] = "labcoat.scale.view:downstream_view"

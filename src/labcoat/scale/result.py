@@ -120,6 +120,8 @@ class ScalingFit(Result):
     """A fitted scaling law: ``params``, bootstrap ``ci(level)`` and ``covariance``,
     ``predict``, ``optimal`` (Chinchilla form) and diagnostics as ``findings``."""
 
+    KIND = "scale.fit"
+
     engine = "scale"
     view = "labcoat.scale.view:fit_view"
     section = "labcoat.report.sections.scale:scale_section"
@@ -321,19 +323,11 @@ class ScalingFit(Result):
             }
         )
 
-    def record(self, ledger: Any = None) -> list[int] | None:
-        """Store the fit (the ``scale.fit`` finding) and its diagnostics in ``ledger``
-        (``None``: the project's ledger if one exists; ``False``: nowhere); returns the row ids
-        and notes where they went in :attr:`ledger`."""
-        from labcoat.ledger import Ledger
+    def findings_to_store(self, name: str = "") -> list[Finding]:
+        """The fit itself (the ``scale.fit`` finding), then its diagnostics."""
         from labcoat.scale.record import summary_finding
 
-        notebook = Ledger.for_recording(ledger)
-        if notebook is None:
-            return None
-        ids = notebook.record_findings([summary_finding(self), *self.findings], source="scale")
-        self.ledger = {"location": notebook.location, "findings": ids}
-        return ids
+        return [summary_finding(self), *self.findings]
 
     def record_prediction(self, N: Any, D: Any = None, *, ledger: Any = None, level: float = 0.95):
         """Write this fit's prediction for one planned run to the ledger as a hypothesis, so

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from labcoat.stats._validation import check_probability
 
 
 class StatsResult(Result):
-    """A stats result the ledger keeps: one finding of the check ``stats.<kind>`` (declared in
+    """A stats result the ledger keeps: one finding of the check its ``KIND`` names (declared in
     :mod:`labcoat.stats.record`) whose evidence is the result's ``to_dict()``.
 
     ``notes`` (a field of each subclass) are the plain-language reasons to read the numbers with
@@ -31,8 +31,6 @@ class StatsResult(Result):
 
     engine = "stats"
     section = "labcoat.report.sections.stats:stats_section"
-    #: the check this result is stored as: ``stats.<kind>``
-    kind: ClassVar[str] = ""
 
     @property
     def findings(self) -> list[Finding]:
@@ -40,16 +38,12 @@ class StatsResult(Result):
 
         return [as_finding(self)]
 
-    def record(self, ledger: Any = None, *, name: str = "") -> list[int] | None:
-        """Store this result as one finding in ``ledger`` (``None``: the project's ledger if one
-        exists; ``False``: nowhere); ``name`` labels it (e.g. ``"model-a vs model-b"``)."""
-        from labcoat.ledger import Ledger
+    def findings_to_store(self, name: str = "") -> list[Finding]:
+        """The one finding of check ``stats.<kind>``; ``name`` labels it (e.g. ``"model-a vs
+        model-b"``)."""
         from labcoat.stats.record import as_finding
 
-        notebook = Ledger.for_recording(ledger)
-        if notebook is None:
-            return None
-        return notebook.record_findings([as_finding(self, name)], source=self.engine)
+        return [as_finding(self, name)]
 
 
 class IntervalResult(ABC):
@@ -75,13 +69,18 @@ class IntervalResult(ABC):
 
 
 @dataclass(frozen=True)
-class BootstrapResult(IntervalResult):
+class BootstrapResult(Result, IntervalResult):
     """A statistic on all the data, its bootstrap standard error and percentile interval.
 
     ``bootstrap_distribution`` keeps every resample's value, so other levels come from
     :meth:`confidence_interval` without resampling again. ``n`` counts the units resampled
     (items, or runs for seed summaries).
     """
+
+    engine = "stats"
+    KIND = "stats.bootstrap"
+    view = "labcoat.stats.view:bootstrap_view"
+    section = "labcoat.report.sections.stats:stats_section"
 
     statistic: float
     se: float
@@ -106,3 +105,8 @@ class BootstrapResult(IntervalResult):
             "n_resamples": int(self.bootstrap_distribution.size),
             "level": self.level,
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []

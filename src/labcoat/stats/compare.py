@@ -51,7 +51,8 @@ class CompareResult(StatsResult, IntervalResult):
     is the smallest difference this design detects with 80 % power at level ``1 - level``.
     """
 
-    kind = "compare"
+    KIND = "stats.compare"
+
     view = "labcoat.stats.view:compare_view"
     title = "Comparison"
 
@@ -267,7 +268,8 @@ class ExclusionResult(StatsResult):
     excludes 0) and the other does not, or when the sign of a significant difference flips.
     """
 
-    kind = "compare.exclude"
+    KIND = "stats.compare.exclude"
+
     view = "labcoat.stats.view:exclusion_view"
     title = "Comparison without excluded questions"
 

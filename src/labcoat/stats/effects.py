@@ -16,6 +16,8 @@ import numpy as np
 
 from labcoat._validation import Interval, Seed, renamed, validate_params
 from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.stats._questions import per_question
 from labcoat.stats._validation import check_random_state
 from labcoat.stats.mean import cluster_codes
@@ -26,9 +28,13 @@ _CHUNK_CELLS = 1 << 22
 
 
 @dataclass(frozen=True)
-class PermutationResult:
+class PermutationResult(Result):
     """``statistic`` (mean of A − B), its two-sided ``pvalue`` and the sign-flip null
     distribution; ``exact`` when every one of the ``2^units`` patterns was enumerated."""
+
+    engine = "stats"
+    KIND = "stats.permutation"
+    section = "labcoat.report.sections.stats:stats_section"
 
     statistic: float
     pvalue: float
@@ -46,6 +52,11 @@ class PermutationResult:
             "exact": self.exact,
             "n_resamples": int(self.null_distribution.size),
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 @renamed(random_state="seed")

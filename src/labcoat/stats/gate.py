@@ -30,7 +30,8 @@ class GateResult(StatsResult):
     exactly on ``-margin``).
     """
 
-    kind = "gate"
+    KIND = "stats.gate"
+
     view = "labcoat.stats.view:gate_view"
     title = "Release gate"
 

@@ -91,9 +91,10 @@ class PairEntry:
 class LeaderboardResult(StatsResult):
     """Models best first, every pair, and the groups that cannot be told apart at ``alpha``."""
 
+    KIND = "stats.leaderboard"
+
     confidence = deprecated_alias("confidence", "level")
 
-    kind = "leaderboard"
     view = "labcoat.stats.view:leaderboard_view"
     title = "Leaderboard"
 

@@ -44,7 +44,8 @@ class MeanResult(StatsResult, IntervalResult):
     ``"t"``, ``"z"`` or ``"wilson"`` (0/1 scores at small n or near 0 or 1).
     """
 
-    kind = "mean"
+    KIND = "stats.mean"
+
     view = "labcoat.stats.view:mean_view"
     title = "Mean"
 

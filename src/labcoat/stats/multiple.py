@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.stats._validation import check_probability, check_scores
 
 METHODS = {"holm": "Holm (step-down Bonferroni, FWER)", "bh": "Benjamini-Hochberg (FDR)"}
@@ -28,8 +30,13 @@ _ALIASES = {
 
 
 @dataclass(frozen=True)
-class AdjustedPValues:
+class AdjustedPValues(Result):
     """Adjusted p-values in the input order; ``reject`` where the adjusted p-value <= ``alpha``."""
+
+    engine = "stats"
+    KIND = "stats.multiple"
+    view = "labcoat.stats.view:adjust_view"
+    section = "labcoat.report.sections.stats:stats_section"
 
     pvalues: np.ndarray
     adjusted: np.ndarray
@@ -49,6 +56,11 @@ class AdjustedPValues:
             "adjusted": self.adjusted.tolist(),
             "reject": self.reject.tolist(),
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 def adjust_pvalues(pvalues: Any, method: str = "holm", alpha: float = 0.05) -> AdjustedPValues:

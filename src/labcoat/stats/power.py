@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.stats._distributions import quantile, upper_tail
 from labcoat.stats._questions import match_ids, per_question, question_scores
 from labcoat.stats._validation import (
@@ -34,9 +36,14 @@ ALTERNATIVES = ("two-sided", "one-sided")
 
 
 @dataclass(frozen=True)
-class PowerResult:
+class PowerResult(Result):
     """Questions ``n`` (rounded up), the exact ``n_exact``, the detectable effect ``mde`` and
     the power they go together with, for the variances and design effect given."""
+
+    engine = "stats"
+    KIND = "stats.power"
+    view = "labcoat.stats.view:power_view"
+    section = "labcoat.report.sections.stats:stats_section"
 
     n: int
     n_exact: float
@@ -75,6 +82,11 @@ class PowerResult:
             "alternative": self.alternative,
             "design_effect": self.design_effect,
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 @dataclass(frozen=True)

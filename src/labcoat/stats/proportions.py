@@ -10,7 +10,7 @@ the one to use.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from labcoat._validation import (
     validate_params,
 )
 from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.stats._results import ConfidenceInterval
 from labcoat.stats._validation import (
     check_choice,
@@ -38,8 +40,16 @@ EXACT_BELOW = 25
 
 
 @dataclass(frozen=True)
-class ProportionResult:
+class ProportionResult(Result):
     """``successes`` out of ``n``; intervals by any method via :meth:`confidence_interval`."""
+
+    #: the interval methods :meth:`confidence_interval` offers
+    METHODS: ClassVar[tuple[str, ...]] = METHODS
+
+    engine = "stats"
+    KIND = "stats.proportion"
+    view = "labcoat.stats.view:intervals_view"
+    section = "labcoat.report.sections.stats:stats_section"
 
     confidence = deprecated_alias("confidence", "level")
 
@@ -99,6 +109,11 @@ class ProportionResult:
             "intervals": intervals,
         }
 
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
+
 
 @renamed(confidence="level")
 @validate_params(
@@ -130,13 +145,17 @@ def proportion_from_scores(
 
 
 @dataclass(frozen=True)
-class McNemarResult:
+class McNemarResult(Result):
     """McNemar's test of equal accuracy on paired 0/1 scores.
 
     ``only_a``/``only_b`` count questions that only A/only B got right. With ``exact`` the
     statistic is ``min(only_a, only_b)`` and the p-value the two-sided binomial one; otherwise
     it is the continuity-corrected chi-square ``(|b - c| - 1)^2 / (b + c)``.
     """
+
+    engine = "stats"
+    KIND = "stats.mcnemar"
+    section = "labcoat.report.sections.stats:stats_section"
 
     statistic: float
     pvalue: float
@@ -154,6 +173,11 @@ class McNemarResult:
             "n": self.n,
             "exact": self.exact,
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 def mcnemar(a: Any, b: Any, *, exact: bool | None = None) -> McNemarResult:

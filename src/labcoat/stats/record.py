@@ -76,9 +76,9 @@ for _kind, _falsifies, _predicts in (
 
 
 def as_finding(result: Any, name: str = "") -> Finding:
-    """``result`` (a stats result declaring its ``kind``) as its one finding; ``name`` labels
-    the message and is kept in the evidence."""
-    finding = run_check(CHECKS[f"stats.{result.kind}"], result)
+    """``result`` (a stats result whose ``KIND`` is its check's id) as its one finding;
+    ``name`` labels the message and is kept in the evidence."""
+    finding = run_check(CHECKS[result.KIND], result)
     if name:
         finding.message = f"{name}: {finding.message}"
     finding.evidence = {"name": name, **finding.evidence}

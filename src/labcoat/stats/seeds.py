@@ -27,6 +27,8 @@ from labcoat._validation import (
     validate_params,
 )
 from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.stats._results import BootstrapResult
 from labcoat.stats._validation import (
     check_finite,
@@ -79,8 +81,12 @@ AGGREGATES: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
 
 
 @dataclass(frozen=True)
-class SeedsSummary:
+class SeedsSummary(Result):
     """Aggregate scores of one method, each with its stratified-bootstrap interval."""
+
+    engine = "stats"
+    KIND = "stats.seeds"
+    section = "labcoat.report.sections.stats:stats_section"
 
     aggregates: dict[str, BootstrapResult]
     n_runs: int
@@ -98,6 +104,11 @@ class SeedsSummary:
                 for name, r in self.aggregates.items()
             },
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 @renamed(confidence="level", random_state="seed")
@@ -227,9 +238,14 @@ def _check_runs(scores: Any, name: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class MethodsSummary:
+class MethodsSummary(Result):
     """Several methods' runs: each method's :class:`SeedsSummary`, and ``P(first > other)``
     for the first method against each other one (keys ``(first, other)``)."""
+
+    engine = "stats"
+    KIND = "stats.methods"
+    view = "labcoat.stats.view:seeds_view"
+    section = "labcoat.report.sections.stats:stats_section"
 
     confidence = deprecated_alias("confidence", "level")
 
@@ -248,6 +264,11 @@ class MethodsSummary:
             "level": self.level,
             "n_resamples": self.n_resamples,
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 @renamed(confidence="level", random_state="seed")

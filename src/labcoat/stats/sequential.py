@@ -27,6 +27,8 @@ import numpy as np
 
 from labcoat._validation import PROBABILITY, Interval, deprecated_alias, renamed, validate_params
 from labcoat.errors import InputError
+from labcoat.findings import Finding
+from labcoat.result import Result
 from labcoat.stats._results import ConfidenceInterval
 from labcoat.stats._validation import (
     check_count,
@@ -229,12 +231,17 @@ def _round(value: Fraction, *, down: bool) -> float:
 
 
 @dataclass(frozen=True)
-class SequentialResult:
+class SequentialResult(Result):
     """A replayed sequential eval: where it stopped and why.
 
     ``n_used`` items were needed of ``n_total``; ``stopped`` is False when no condition was met
     before the data ran out. ``ci`` is the anytime-valid interval at that point.
     """
+
+    engine = "stats"
+    KIND = "stats.sequential"
+    view = "labcoat.stats.view:sequential_view"
+    section = "labcoat.report.sections.stats:stats_section"
 
     confidence = deprecated_alias("confidence", "level")
 
@@ -260,6 +267,11 @@ class SequentialResult:
             "bounds": list(self.bounds),
             "warnings": list(self.notes),
         }
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 @renamed(confidence="level")

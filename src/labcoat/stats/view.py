@@ -9,23 +9,25 @@ onto a second line rather than ending it in "…" (:func:`_uncut`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from labcoat.stats._results import BootstrapResult
-from labcoat.stats.compare import CompareResult, ExclusionResult
-from labcoat.stats.effects import PermutationResult
-from labcoat.stats.gate import GateResult
-from labcoat.stats.leaderboard import LeaderboardResult
-from labcoat.stats.mean import MeanResult
-from labcoat.stats.multiple import AdjustedPValues
-from labcoat.stats.power import PowerResult
-from labcoat.stats.proportions import METHODS, McNemarResult, ProportionResult
-from labcoat.stats.seeds import MethodsSummary
-from labcoat.stats.sequential import SequentialResult
+if TYPE_CHECKING:  # the results name their views; the views only read them
+    from labcoat.stats._results import BootstrapResult
+    from labcoat.stats.compare import CompareResult, ExclusionResult
+    from labcoat.stats.effects import PermutationResult
+    from labcoat.stats.gate import GateResult
+    from labcoat.stats.leaderboard import LeaderboardResult
+    from labcoat.stats.mean import MeanResult
+    from labcoat.stats.multiple import AdjustedPValues
+    from labcoat.stats.power import PowerResult
+    from labcoat.stats.proportions import McNemarResult, ProportionResult
+    from labcoat.stats.seeds import MethodsSummary
+    from labcoat.stats.sequential import SequentialResult
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -348,7 +350,7 @@ def intervals_view(result: ProportionResult) -> RenderableType:
     )
     for col in ("method", "low", "high", "width"):
         table.add_column(col, justify="left" if col == "method" else "right")
-    for method in METHODS:
+    for method in result.METHODS:
         ci = result.confidence_interval(result.level, method)
         name = "normal (CLT)" if method == "normal" else method
         table.add_row(name, f"{ci.low:.4g}", f"{ci.high:.4g}", f"{ci.width:.4g}")

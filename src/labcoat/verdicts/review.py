@@ -217,6 +217,8 @@ def family_check(d: Design):
 class ReviewResult(Result):
     """The design review of a plan: one finding per design check."""
 
+    KIND = "verdicts.review"
+
     engine: ClassVar[str] = "verdicts"
     view: ClassVar[str | None] = "labcoat.verdicts.view:review_view"
     section: ClassVar[str | None] = "labcoat.report.sections.verdicts:review_section"

@@ -361,6 +361,8 @@ def decide(plan: Plan, ci: ConfidenceInterval, p_adjusted: float | None, estimat
 class VerdictResult(Result):
     """A hypothesis judged by its registered plan, with every deviation the data shows."""
 
+    KIND = "verdicts.verdict"
+
     engine: ClassVar[str] = "verdicts"
     view: ClassVar[str | None] = "labcoat.verdicts.view:verdict_view"
     section: ClassVar[str | None] = "labcoat.report.sections.verdicts:verdict_section"
@@ -427,6 +429,7 @@ class VerdictResult(Result):
             "n": dict(self.n),
             "deviations": self.deviations,
             "plan": self.plan.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
     def record_dict(self) -> dict[str, Any]:

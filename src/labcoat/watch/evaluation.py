@@ -28,9 +28,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from labcoat._jsonable import jsonable
 from labcoat._validation import POSITIVE_INT, deprecated_alias, renamed
 from labcoat.errors import InputError
+from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
+from labcoat.result import Result
 from labcoat.watch.events import ITEM_KIND
 
 #: a score function takes one batch and returns one score per item (tensor, array or list)
@@ -174,8 +177,12 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
-class EvalResult:
+class EvalResult(Result):
     """One evaluation: the mean per-item score and its anytime-valid confidence interval."""
+
+    engine = "watch"
+    KIND = "watch.eval"
+    section = "labcoat.report.sections.stats:stats_section"
 
     confidence = deprecated_alias("confidence", "level")
 
@@ -210,6 +217,24 @@ class EvalResult:
     def ci(self) -> ConfidenceInterval:
         """The anytime-valid interval at :attr:`level`, as every engine's ``ci``."""
         return ConfidenceInterval(self.low, self.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(
+            {
+                "name": self.name,
+                "step": self.step,
+                "n": self.n,
+                "mean": self.mean,
+                "ci": [self.low, self.high],
+                "level": self.level,
+                "stopped_early": self.stopped_early,
+                "batches": self.batches,
+                "seconds": self.seconds,
+                "basis": self.basis,
+                "path": [list(p) for p in self.path],
+                "details": dict(self.details),
+            }
+        )
 
     def to_event(self, rank: int | None) -> dict[str, Any]:
         early = ", stopped early" if self.stopped_early else ""
@@ -253,6 +278,11 @@ class EvalResult:
             }
             for item, score in self.items
         ]
+
+    @property
+    def findings(self) -> list[Finding]:
+        """None: this result states numbers, it runs no check of its own."""
+        return []
 
 
 # Evaluation(confidence=...) keeps working one release

@@ -24,6 +24,8 @@ SERIES_FIELDS = ("step", "rank", "loss", "grad_norm", "update_ratio")
 class WatchReport(Result):
     """The alerts, other events, ranks and series summary of a run's event files."""
 
+    KIND = "watch.report"
+
     engine = "watch"
     view = "labcoat.watch.view:report_view"
     section = "labcoat.report.sections.watch:result_section"

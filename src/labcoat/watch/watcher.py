@@ -53,6 +53,8 @@ class Watcher(Result):
     ``on_alert`` callback and appended to the ``events`` file when one is given.
     """
 
+    KIND = "watch.session"
+
     engine = "watch"
     section = "labcoat.report.sections.watch:result_section"
     title = "Watch"
@@ -192,10 +194,10 @@ class Watcher(Result):
             self.sampler.remove()
         self.judge.close()
         if self.ledger is not None:
-            if self._run is None:
-                self.ledger.record_findings(self.findings, source="watch")
-            else:
-                self.ledger.record_findings(self.findings, run=self._run, source="watch")
+            from labcoat.ledger.persist import record
+
+            record(self, self.ledger, run=self._run)
+            if self._run is not None:
                 self.ledger.finish_run(
                     self._run, status="failed" if failed else "ok", exit_status=None
                 )

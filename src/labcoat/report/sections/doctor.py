@@ -151,3 +151,8 @@ def _num(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:
+    """One ledger run's doctor findings as the ladder (the doctor's descriptor names this)."""
+    return doctor_section(findings, **options)

@@ -136,22 +136,37 @@ def _mean(d: Mapping[str, Any], name: str) -> str:
     )
 
 
+def _numbers(d: Mapping[str, Any], name: str) -> str:
+    """The result's numbers as a table: for a result with no chart of its own."""
+    rows = "".join(
+        f"<tr><td>{esc(k)}</td><td>{_num(v) if not isinstance(v, list) else _short(v)}</td></tr>"
+        for k, v in d.items()
+        if k not in ("kind", "version", "warnings", "findings") and not isinstance(v, dict)
+    )
+    return f'<div class="scroll"><table class="evidence">{rows}</table></div>'
+
+
+def _short(values: list) -> str:
+    shown = ", ".join(_num(v) for v in values[:8])
+    return esc(f"[{shown}{', …' if len(values) > 8 else ''}]")
+
+
+#: result kind -> what draws it; any other kind is drawn as a table of its numbers
+DRAW = {
+    "stats.leaderboard": _leaderboard,
+    "stats.gate": _gate,
+    "stats.compare": _compare,
+    "stats.compare.exclude": _compare,
+    "stats.mean": _mean,
+}
+
+
 def stats_section(
-    result: Any, *, title: str = "Stats", name: str = "result", id: str = "stats"
+    result: Any, *, title: str = "Stats", name: str | None = None, id: str = "stats"
 ) -> Section:
-    """A stats result (compare, leaderboard, gate or mean) or its ``to_dict()``."""
+    """A stats result or its ``to_dict()``, drawn by its ``kind``; ``name`` (default: ``id``)
+    keeps its charts apart from the others on the page."""
     d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-    if "models" in d:
-        body = _leaderboard(d, name)
-    elif "decision" in d:
-        body = _gate(d, name)
-    elif "diff" in d:
-        body = _compare(d, name)
-    elif "mean" in d:
-        body = _mean(d, name)
-    else:
-        raise TypeError(
-            "stats_section: expected a compare, leaderboard, gate or mean result; got keys "
-            f"{sorted(d)[:6]}"
-        )
+    name = id if name is None else name
+    body = DRAW.get(d.get("kind"), _numbers)(d, name)
     return Section(title, _warnings(d) + body, id=id)

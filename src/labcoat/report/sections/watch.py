@@ -182,3 +182,8 @@ def result_section(result: Any, *, title: str = "Watch", id: str = "watch") -> S
     """A watch result's section: the events it read (a report) or raised (a watcher)."""
     events = result.raw if hasattr(result, "raw") else result.events
     return watch_section(events, title=title, id=id)
+
+
+def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:
+    """One ledger run's watch events as curves and alerts (the watch's descriptor names this)."""
+    return watch_section(events, **options)
