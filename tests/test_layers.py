@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("labcoat.ledger",),
     ("labcoat.stats", "labcoat.scale", "labcoat.audit"),
     ("labcoat.doctor", "labcoat.watch"),
-    ("labcoat.replay", "labcoat.verdicts", "labcoat.evals"),
+    ("labcoat.replay", "labcoat.verdicts", "labcoat.evals", "labcoat.design"),
     ("labcoat.engines",),  # names every engine's declaration; no engine imports it
     ("labcoat.report",),
     ("labcoat.cli", "labcoat.__main__", "labcoat", "labcoat.dev"),

@@ -246,7 +246,20 @@ FACTORIES = {
     "evals.estimate": lambda: _estimate()[0],
     "evals.compare": lambda: _evals_compare(),
     "evals.sequential": lambda: _evals_sequential(),
+    "design.design": lambda: _design(),
+    "design.analysis": lambda: _design().analyse(
+        [
+            {**r, "metric": float(r["a"]) + 0.1 * r["seed"] + 0.01 * i}
+            for i, r in enumerate(_design().runs)
+        ]
+    ),
 }
+
+
+def _design():
+    import labcoat.design
+
+    return labcoat.design({"a": [0, 1], "b": [0, 1]}, seeds=2, noise=0.5, effect_size=1.0)
 
 
 def _evals_compare():

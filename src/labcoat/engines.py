@@ -34,6 +34,7 @@ DECLARED: tuple[str, ...] = (
     "labcoat.replay._engine:ENGINE",
     "labcoat.verdicts._engine:ENGINE",
     "labcoat.evals._engine:ENGINE",
+    "labcoat.design._engine:ENGINE",
 )
 
 

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "evals": "labcoat.cli.evals:evals",
     "replay": "labcoat.cli.replay:replay_command",
     "diff": "labcoat.cli.replay:diff_command",
+    "design": "labcoat.cli.design:design_command",
 }
 
 #: the help of the commands no engine declares, as ``labcoat --help`` lists it
