@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared" / "data"
+SHARED = Path(os.environ.get("LABCOAT_SHARED", ROOT / ".." / "shared")) / "data"
 LEVEL = 0.95
 
 
