@@ -201,7 +201,8 @@ def floors_above_runs(found: Mapping[str, Any]) -> dict[str, float]:
 def pick_form(found: Mapping[str, Any]) -> tuple[str, str, bool]:
     """The candidate ``form="auto"`` picks from each one's rolling-origin pairs, why, and
     whether the evidence was too thin to choose (then the rule: m2, the simplest form with a
-    floor, never a form chosen on fewer than ``MIN_ORIGINS`` origins)."""
+    floor, never a form chosen on fewer than ``MIN_ORIGINS`` origins, nor the one form that
+    had them)."""
     from labcoat.scale.calibrate import MIN_ORIGINS
     from labcoat.scale.curves import AUTO_CANDIDATES
 
@@ -210,14 +211,14 @@ def pick_form(found: Mapping[str, Any]) -> tuple[str, str, bool]:
         for k, p in found.items()
         if np.isfinite(p.late_rmse) and p.n_origins >= MIN_ORIGINS
     }
-    if not finite:
+    if len(finite) < 2:  # one form with the origins to be backtested is no choice
         most = max((p.n_origins for p in found.values()), default=0)
         name = "m2" if "m2" in found else "m1"
         return (
             name,
-            f"too few runs to choose: at most {most} rolling origin(s) per form, "
-            f"{MIN_ORIGINS} needed; {name} by rule (the simplest form with a floor), not by "
-            "evidence",
+            f"too few runs to choose: {len(finite)} form(s) with the {MIN_ORIGINS} rolling "
+            f"origins a comparison needs (at most {most}); {name} by rule (the simplest form "
+            "with a floor), not by evidence",
             True,
         )
     name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))

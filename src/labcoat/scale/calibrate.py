@@ -481,7 +481,7 @@ def spread_for_choice(lo, hi, shifts, weights=None, level: float = 0.95):
 
 def warn_if_beyond(calibration: Calibration, distances: np.ndarray) -> None:
     far = float(np.max(distances, initial=0.0))
-    if far > calibration.max_distance:
+    if far > calibration.max_distance + 1e-9:
         warnings.warn(
             f"predicting {far:.2f} log units beyond the fitted runs (×{np.exp(far):.3g}); the "
             f"calibration saw at most {calibration.max_distance:.2f} (×"
