@@ -126,7 +126,7 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.
     wins (ties: the simpler form). A candidate needs :data:`~labcoat.scale.calibrate.MIN_ORIGINS`
     origins to be compared, and one whose refits put its floor above a later run's loss is
     refused; with no candidate left the rule is m2, said in ``why`` and by ``scale.choice``."""
-    from labcoat.scale.calibrate import choice_weights, plausible_forms, rolling_pairs
+    from labcoat.scale.calibrate import rolling_pairs
     from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
 
     if D is not None:
@@ -147,17 +147,41 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.
         thetas[name] = grid_search(form, x, loss, delta).theta
         found[name] = rolling_pairs(form, x, loss, delta, thetas[name])
         scores[name] = found[name].late_rmse
+    selection = select_form(found, level)
+    name, plausible = selection["chosen"], selection["indistinguishable"]
+    if name not in thetas:  # the fallback's form could not even be fitted: the plain law
+        name = selection["chosen"] = "m1"
+    selection["backtest_rmse"] = scores
+    alternatives = {k: thetas[k] for k in plausible}
+    return CURVES[name], selection, found.get(name), alternatives
+
+
+def select_form(found: Mapping[str, Any], level: float) -> dict[str, Any]:
+    """``form="auto"``'s choice from each candidate's rolling-origin pairs: refusals, the
+    winner (or the rule, when the evidence is thin), the forms it cannot tell apart and their
+    evidence weights, and why, in words."""
+    from labcoat.scale.calibrate import choice_weights, plausible_forms
+
     refused = floors_above_runs(found)
     usable = {k: v for k, v in found.items() if k not in refused}
     name, why, thin = pick_form(usable)
-    if name not in thetas:  # the fallback's form could not even be fitted: the plain law
-        name = "m1"
     plausible, ratio = ([], float("nan")) if thin else plausible_forms(usable, name, level)
     weights = choice_weights(usable, name, plausible) if plausible else [1.0]
-    selection = {
+    if refused:
+        why += "; refused " + ", ".join(
+            f"{k} (its refits put the floor {v:.1%} above a later run's loss)"
+            for k, v in refused.items()
+        )
+    if plausible:
+        shown = ", ".join(f"{k} {w:.2f}" for k, w in zip(plausible, weights[1:]))
+        why += (
+            f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the backtest at "
+            f"{level:.0%}): the interval widens by their predictions' spread, weighted by "
+            f"evidence ({name} {weights[0]:.2f}, {shown})"
+        )
+    return {
         "chosen": name,
         "why": why,
-        "backtest_rmse": scores,
         "origins": {k: v.n_origins for k, v in found.items()},
         "evidence": "thin" if thin else "backtest",
         "refused": refused,
@@ -165,20 +189,6 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.
         "indistinguishable_within": ratio,
         "weights": dict(zip([name, *plausible], weights)),
     }
-    if refused:
-        selection["why"] += "; refused " + ", ".join(
-            f"{k} (its refits put the floor {v:.1%} above a later run's loss)"
-            for k, v in refused.items()
-        )
-    if plausible:
-        shown = ", ".join(f"{k} {w:.2f}" for k, w in zip(plausible, weights[1:]))
-        selection["why"] += (
-            f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the backtest at "
-            f"{level:.0%}): the interval widens by their predictions' spread, weighted by "
-            f"evidence ({name} {weights[0]:.2f}, {shown})"
-        )
-    alternatives = {k: thetas[k] for k in plausible}
-    return CURVES[name], selection, found.get(name), alternatives
 
 
 #: a form's floor above a later run's loss by more than this many residual SDs refuses it
