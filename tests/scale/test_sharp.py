@@ -155,3 +155,18 @@ def test_runs_all_at_one_size_are_one_line(cli, tmp_path):
     assert ok.code == 0, ok.err  # healthy twin
     res = cli("scale", "fit", varied, "--x", "x", "--loss", "loss", "--no-ledger")
     assert res.code == 2 and "add --form auto" in res.err
+
+
+def test_the_backtest_table_shows_seeds_point_error_and_interval_score():
+    from rich.console import Console
+
+    from labcoat.scale.view import backtest_view
+
+    x, L = _seeded(sizes=7)
+    result = scale.backtest(x, None, L, form="m2", holdout="n", top=3, bootstrap=0)
+    console = Console(width=200, record=True)
+    console.print(backtest_view(result))
+    text = console.export_text()
+    assert "seeds" in text and "point error %" in text and "interval score %" in text
+    assert "of the mean" in text
+    assert f"{100 * result.interval_score:.2f}% of the value" in text
