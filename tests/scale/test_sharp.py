@@ -170,3 +170,18 @@ def test_the_backtest_table_shows_seeds_point_error_and_interval_score():
     assert "seeds" in text and "point error %" in text and "interval score %" in text
     assert "of the mean" in text
     assert f"{100 * result.interval_score:.2f}% of the value" in text
+
+
+def test_the_cli_fits_a_downstream_target_and_says_where_it_jumps(cli, tmp_path):
+    x, L, acc = _jump_task()
+    path = tmp_path / "jump.csv"
+    path.write_text(
+        "x,loss,acc\n" + "".join(f"{a},{b},{c}\n" for a, b, c in zip(x[:9], L[:9], acc[:9]))
+    )
+    columns = ("--x", "x", "--loss", "loss", "--form", "auto", "--no-ledger")
+    res = cli("scale", "fit", path, *columns, "--target", "accuracy", "--metric", "acc")
+    assert res.code == 0, res.err
+    text = " ".join(res.out.split())  # the table wraps lines
+    assert "a jump inside the fitted runs at" in text and ": predictable" in text
+    missing = cli("scale", "fit", path, *columns, "--target", "accuracy")
+    assert missing.code == 2 and "--metric" in missing.err

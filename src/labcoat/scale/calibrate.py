@@ -374,11 +374,15 @@ def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, floa
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
     r = np.abs(pairs.residuals)
     a = float(np.quantile(r, level)) if r.size else 0.0
-    return a, float(PRIOR_SLOPE_SCALE * z * entry["upper"])
+    from labcoat.scale.curves import AUTO_CANDIDATES
+
+    scale = PRIOR_SLOPE_SCALE if form_name in AUTO_CANDIDATES else 1.0
+    return a, float(scale * z * entry["upper"])
 
 
-#: the prior floor's slope is the table's times this; chosen on ColPret by the interval score
-#: (``bench/scale_colpret.py``), the 92-task benchmark unseen
+#: the prior floor's slope for the learning-curve forms is the table's times this, chosen on
+#: ColPret curves by the interval score (``bench/scale_colpret.py``; the 92-task benchmark
+#: unseen); the Chinchilla form keeps the table's own
 PRIOR_SLOPE_SCALE = 1.0
 
 
