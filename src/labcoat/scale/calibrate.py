@@ -383,7 +383,7 @@ def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, floa
 #: the prior floor's slope for the learning-curve forms is the table's times this, chosen on
 #: ColPret curves by the interval score (``bench/scale_colpret.py``; the 92-task benchmark
 #: unseen); the Chinchilla form keeps the table's own
-PRIOR_SLOPE_SCALE = 1.0
+PRIOR_SLOPE_SCALE = 0.75
 
 
 def load_prior() -> dict[str, Any]:
