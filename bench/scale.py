@@ -37,9 +37,7 @@ from labcoat.scale.objective import value_and_grad
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
 
 DATA = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
+    Path(os.environ.get("LABCOAT_SHARED", Path(__file__).resolve().parents[1] / ".." / "shared"))
     / "data"
     / "chinchilla"
     / "svg_extracted_data.csv"
