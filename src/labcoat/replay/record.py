@@ -277,6 +277,7 @@ class Recorder:
         self._saved_determinism: dict[str, Any] = {}
         self._abandoned: int | None = None  # the step whose loop was left last, if it was
         self._next_due = 0  # no checkpoint before this step
+        self._draws_checked: set[str] = set()  # loops whose items were checked for RNG draws
         # replaying
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
@@ -288,7 +289,8 @@ class Recorder:
             raise InputError("this recorder was already used; make a new labcoat.record(...)")
         self._entered = True
         for loader in self.loaders.values():
-            from labcoat.replay.loops import install, is_dataloader
+            from labcoat.replay.loops import is_dataloader
+            from labcoat.replay.workers import install
 
             if is_dataloader(loader):
                 install(loader)
@@ -620,6 +622,23 @@ class Recorder:
             for role, value in (state.get("loader") or {}).items():
                 if role in gens:
                     gens[role].set_state(value)
+
+    def unskippable_unchecked(self, name: str) -> bool:
+        return name not in self._draws_checked
+
+    def note_draws(self, name: str, iterable: Any, before: Any, index: int) -> bool:
+        """After fetching item ``index`` of loop ``name``: did the fetch draw from the global
+        RNGs (said once, naming the iterable)? Returns whether to check the next item too."""
+        from labcoat.replay import workers
+
+        if not workers.same_global(before, rng.capture_global()):
+            self._draws_checked.add(name)
+            workers.note_unskippable(name, iterable)
+            return False
+        if index >= 1:  # its first two items drew nothing
+            self._draws_checked.add(name)
+            return False
+        return True
 
     def finish_iteration(self, frame: Frame, *, abandoned: bool = False) -> None:
         """The current item's iteration ended (``abandoned``: the loop was left, by a break or
