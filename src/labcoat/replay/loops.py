@@ -99,6 +99,8 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         target = rec.seek_target(frame)
         loader = is_dataloader(iterable)
         sampler = workers.install(iterable) if loader else None
+        if loader:
+            rec.note_loader(name, iterable)
         arriving = target is not None and rec.is_arrival(frame)
         if target is not None:
             rec.restore_rng(target["entry"], iterable)

@@ -233,6 +233,8 @@ class Recorder:
             raise InputError(f"keep: expected a number of checkpoints >= 1 or None; got {keep!r}")
         self.auto_every = every is None
         self.every = every or 1
+        self._every_source: Any = "measured" if every is None else "given"
+        self._every_changes: list[list[int]] = []
         self.keep = keep
         self._ledger_arg = ledger
         self._capture = {"config": config, "data": data, "seeds": seeds}
@@ -278,6 +280,7 @@ class Recorder:
         self._abandoned: int | None = None  # the step whose loop was left last, if it was
         self._next_due = 0  # no checkpoint before this step
         self._draws_checked: set[str] = set()  # loops whose items were checked for RNG draws
+        self._loaders_seen: set[int] = set()  # DataLoaders whose dataset was fingerprinted
         # replaying
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
@@ -422,6 +425,13 @@ class Recorder:
             ignore.write_text("# written by labcoat.record: runs are not source\n*\n")
         self._apply_determinism()
         command = _command()
+        if self.auto_every:
+            from labcoat.replay.runs import previous_every
+
+            earlier = previous_every(root, command)
+            if earlier is not None:  # a repeat of a recorded command checkpoints as it did
+                self.every, source = earlier
+                self._every_source = {"reused_from": source}
         self._ledger = Ledger.for_recording(self._ledger_arg)
         provenance = None
         if self._ledger is not None and hasattr(self._ledger, "start_run"):
@@ -433,6 +443,15 @@ class Recorder:
         if provenance is None:
             provenance = capture_provenance(command=command, **self._capture)
         self._provenance = _provenance_dict(provenance)
+        from labcoat.replay.status import identity
+
+        self._process = identity()  # a later command tells a killed run from a running one
+        from labcoat.replay.datasets import argv_fingerprints
+
+        named = {d["name"] for d in self._provenance["data"]}
+        self._provenance["data"] += [
+            fp for fp in argv_fingerprints(sys.argv[1:], sys.argv[0]) if fp["name"] not in named
+        ]
         self.dir.mkdir(parents=True, exist_ok=False)
         self._store = Store(self.dir)
         self._store.create()
@@ -444,7 +463,7 @@ class Recorder:
                 "record",
                 run=self._ledger_run.id if self._ledger_run is not None else None,
                 source="replay",
-                data={"run_id": self.run_id, "dir": str(self.dir)},
+                data={"run_id": self.run_id, "dir": str(self.dir.resolve())},
             )
 
     def _manifest(self, status: str) -> dict[str, Any]:
@@ -463,8 +482,13 @@ class Recorder:
                 "torch_threads": torch.get_num_threads(),
                 "cuda": bool(torch.cuda.is_available()),
             },
+            "process": self._process,
             "every": None if self.auto_every else self.every,
             "every_chosen": self.every,
+            # how: "measured" (from this run's costs, changing at these steps), or reused from
+            # an earlier recording of the same command, so that repeats checkpoint alike
+            "every_source": self._every_source,
+            "every_changes": self._every_changes,
             "keep": self.keep,
             "models": sorted(self.models),
             "optimizers": sorted(self.optimizers),
@@ -623,6 +647,20 @@ class Recorder:
                 if role in gens:
                     gens[role].set_state(value)
 
+    def note_loader(self, name: str, loader: Any) -> None:
+        """Fingerprint a DataLoader's dataset the first time loop ``name`` iterates it, so a
+        diff of two runs names a data difference (see :mod:`labcoat.replay.datasets`)."""
+        if not self.recording or id(loader) in self._loaders_seen:
+            return
+        from labcoat.replay.datasets import dataset_fingerprint
+
+        self._loaders_seen.add(id(loader))
+        fp = dataset_fingerprint(loader.dataset, name)
+        data = self._provenance["data"]
+        if fp is not None and all(d["name"] != fp["name"] for d in data):
+            data.append(fp)
+            self._write_manifest(status="running")
+
     def unskippable_unchecked(self, name: str) -> bool:
         return name not in self._draws_checked
 
@@ -672,10 +710,13 @@ class Recorder:
         if self.recording:
             if self.step < self._next_due or self._last_ckpt == self.step:
                 return
-            if self.auto_every and self.step > 0:
+            if self.auto_every and self.step > 0 and self._every_source == "measured":
                 if self._step_time is None:  # not measured yet: no checkpoint but the first
                     return
-                self.every = self._choose_every()  # from the latest costs
+                chosen = self._choose_every()  # from the latest costs
+                if chosen != self.every or not self._every_changes:
+                    self._every_changes.append([self.step, chosen])
+                self.every = chosen
             if self.step == 0 or self.step % self.every == 0:
                 self.checkpoint()
             # the next step that may checkpoint: the next multiple of `every`

@@ -139,6 +139,9 @@ class DiffResult(Result):
     bisect: dict[str, Any] | None = None
     steps_compared: int = 0
     tolerance: dict[str, float] = field(default_factory=dict)
+    #: the names compared (``--only``), and their values side by side: name -> [[step, a, b]]
+    only: list[str] | None = None
+    values: dict[str, list[list[Any]]] | None = None
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:diff_view"
@@ -161,6 +164,8 @@ class DiffResult(Result):
                 "bisect": self.bisect,
                 "steps_compared": self.steps_compared,
                 "tolerance": self.tolerance,
+                "only": self.only,
+                "values": self.values,
                 "ok": self.ok,
             },
             max_items=10**9,
