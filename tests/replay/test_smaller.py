@@ -182,7 +182,8 @@ def test_the_cli_takes_only(tmp_path):
 # -- bisect with no module at fault ------------------------------------------------------------
 def test_a_bisect_without_a_module_says_the_value_itself_differs():
     found = {"step": 6, "name": "lr", "a": 0.05, "b": 0.025}
-    result = DiffResult(a="A", b="B", provenance=[], first_divergence=found, bisect=no_module(found))
+    bisected = no_module(found)
+    result = DiffResult(a="A", b="B", provenance=[], first_divergence=found, bisect=bisected)
     from rich.console import Console
 
     console = Console(width=200, record=True)
