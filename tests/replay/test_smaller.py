@@ -208,3 +208,18 @@ def test_the_twin_a_bisect_naming_a_module_names_it():
     console = Console(width=200, record=True)
     console.print(_view(result))
     assert "first module that differs is '0.body'" in console.export_text()
+
+
+def test_a_datasets_arrays_and_paths_are_fingerprinted_and_an_opaque_one_is_not(tmp_path):
+    from labcoat.replay.datasets import dataset_fingerprint
+
+    class Images:
+        def __init__(self, data, root):
+            self.data, self.targets, self.root = data, torch.zeros(4), root
+
+    same = dataset_fingerprint(Images(torch.ones(4, 2), str(tmp_path)), "step")
+    again = dataset_fingerprint(Images(torch.ones(4, 2), str(tmp_path)), "step")
+    other = dataset_fingerprint(Images(torch.ones(4, 2) * 2, str(tmp_path)), "step")
+    assert same["attributes"] == ["data", "targets", "root"] and same["name"] == "loader:step"
+    assert same["digest"] == again["digest"] != other["digest"]
+    assert dataset_fingerprint(object(), "step") is None  # nothing to vouch for: no entry

@@ -57,7 +57,8 @@ def argv_fingerprints(argv: list[str], script: str | None) -> list[dict[str, Any
 def dataset_fingerprint(dataset: Any, name: str) -> dict[str, Any] | None:
     """A fingerprint of a DataLoader's dataset (as ``loader:NAME``), or None when nothing in
     it can be fingerprinted by content."""
-    from labcoat.provenance.fingerprint import _hasher, fingerprint
+    from labcoat.provenance.capture import content_digest
+    from labcoat.provenance.fingerprint import fingerprint
 
     inner = getattr(dataset, "dataset", None)
     while inner is not None and type(dataset).__name__ in ("TrackedDataset", "Subset"):
@@ -80,13 +81,10 @@ def dataset_fingerprint(dataset: Any, name: str) -> dict[str, Any] | None:
             continue
     if not parts:
         return None
-    h = _hasher()
-    for attr, part in parts:
-        h.update(f"{attr}\0{part.digest}\0".encode())
     return {
         "name": label,
         "kind": "collection",
-        "digest": f"blake2b:{h.hexdigest()}",
+        "digest": "sha256:" + content_digest([[attr, part.digest] for attr, part in parts]),
         "size": sum(p.size for _, p in parts),
         "method": "sampled" if any(p.method == "sampled" for _, p in parts) else "full",
         "shape": None,

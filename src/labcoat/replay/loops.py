@@ -49,7 +49,10 @@ def _may_draw(iterable: Any) -> bool:
     (checked on its first items): an IterableDataset read without workers, or any iterable
     but the built-in containers."""
     if is_dataloader(iterable):
-        return workers.install(iterable) is None and not getattr(iterable, "num_workers", 0)
+        from torch.utils.data import IterableDataset
+
+        in_main = not getattr(iterable, "num_workers", 0)
+        return in_main and isinstance(iterable.dataset, IterableDataset)
     return not isinstance(iterable, _PLAIN_ITERABLES)
 
 

@@ -29,11 +29,11 @@ from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
 from labcoat.replay import rng
 from labcoat.replay.loops import Frame, run_loop
+from labcoat.replay.runs import ENV_RUNS as ENV_RUNS  # where runs go, re-exported
+from labcoat.replay.runs import runs_root
 
 #: the environment variable through which ``labcoat replay`` hands the plan to the script
 ENV_REPLAY = "LABCOAT_REPLAY"
-#: where runs go when ``dir`` is not given (else ``<project root>/.labcoat/runs``)
-ENV_RUNS = "LABCOAT_RUNS"
 #: the share of step time checkpoints may take when ``every`` is chosen automatically
 BUDGET = 0.02
 #: checkpoints kept besides the log-spaced history (``keep=None``: all)
@@ -47,19 +47,6 @@ class ReplayStop(SystemExit):
 
 class ReplayError(InputError):
     """The script no longer matches its recording (raised in the replaying process)."""
-
-
-def runs_root(dir: str | os.PathLike[str] | None = None) -> Path:
-    """Where runs are kept: ``dir``, else ``$LABCOAT_RUNS``, else ``.labcoat/runs`` at the
-    project root."""
-    if dir is not None:
-        return Path(dir)
-    configured = os.environ.get(ENV_RUNS, "").strip()
-    if configured:
-        return Path(configured)
-    from labcoat.ledger.store.location import project_root
-
-    return project_root() / ".labcoat" / "runs"
 
 
 def _named(value: Any, what: str) -> dict[str, Any]:

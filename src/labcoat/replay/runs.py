@@ -11,6 +11,22 @@ from typing import Any
 from labcoat.errors import InputError
 from labcoat.replay.checkpoint import Store
 
+#: where runs go when ``dir`` is not given (else ``<project root>/.labcoat/runs``)
+ENV_RUNS = "LABCOAT_RUNS"
+
+
+def runs_root(dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where runs are kept: ``dir``, else ``$LABCOAT_RUNS``, else ``.labcoat/runs`` at the
+    project root."""
+    if dir is not None:
+        return Path(dir)
+    configured = os.environ.get(ENV_RUNS, "").strip()
+    if configured:
+        return Path(configured)
+    from labcoat.ledger.store.location import project_root
+
+    return project_root() / ".labcoat" / "runs"
+
 
 @dataclass
 class RecordedRun:
@@ -70,7 +86,7 @@ def candidates(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "run.json").is_file())
 
 
-def previous_every(root: Path, command: list[str], look: int = 50) -> tuple[int, str] | None:
+def previous_every(root: Path, command: list[str], look: int = 20) -> tuple[int, str] | None:
     """The ``every`` the latest of the last ``look`` runs under ``root`` that recorded
     ``command`` with an automatic ``every`` ended with, and that run's id."""
     for name in reversed(candidates(root)[-look:]):
@@ -142,7 +158,6 @@ def _find(run: str, root: Path) -> Path:
 def open_run(run: str | os.PathLike[str], *, what: str = "run") -> RecordedRun:
     """A run by directory, by id (or unique prefix) under the runs root or in the project's
     ledger, or ``last``. A run whose recording process died is marked ``killed`` here."""
-    from labcoat.replay.record import runs_root
     from labcoat.replay.status import settle
 
     path = Path(run)
