@@ -15,9 +15,9 @@ to OUT (JSON); :func:`train` runs it in this process (the fast tests). Each scri
 - ``epochs``: two workers, dropout and augmentation across an epoch boundary, a checkpoint
   inside the second epoch.
 
-``unseeded`` (``random`` never seeded: not reproducible bare) and ``iterable0`` (an
-IterableDataset drawing from the global RNGs in the main process: said at record time) are
-the two cases outside the eight.
+Outside the eight: ``unseeded`` (``random`` never seeded: not reproducible bare),
+``persistent`` (two persistent workers over three epochs) and ``iterable0`` (an
+IterableDataset drawing from the global RNGs in the main process: said at record time).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ SCRIPTS: dict[str, dict[str, Any]] = {
     "accumulate": {"accumulate": 3, "epochs": 2, "n": 40},
     "epochs": {"workers": 2, "augment": True, "dropout": 0.2, "epochs": 2},
     "unseeded": {"dropout": 0.2, "seeded": False},
+    "persistent": {"workers": 2, "augment": True, "dropout": 0.2, "epochs": 3, "persistent": True},
     "iterable0": {"iterable": True, "augment": True},
 }
 EIGHT = list(SCRIPTS)[:8]
@@ -108,7 +109,11 @@ def train(name: str, recorder: Any = None) -> list[list[Any]]:
         loader = DataLoader(Stream(), batch_size=batch)
     else:
         loader = DataLoader(
-            Data(), batch_size=batch, shuffle=True, num_workers=int(cfg.get("workers", 0))
+            Data(),
+            batch_size=batch,
+            shuffle=True,
+            num_workers=int(cfg.get("workers", 0)),
+            persistent_workers=bool(cfg.get("persistent")),
         )
     layers: list[nn.Module] = [nn.Linear(6, 16), nn.ReLU()]
     if cfg.get("dropout"):

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _recorder(runs: Path, every: int = EVERY):
     def make(**objs):
-        return labcoat.record(**objs, every=every, dir=runs, ledger=False)
+        return labcoat.record(**objs, every=every, dir=runs, ledger=False, keep=None)
 
     return make
 
@@ -107,6 +107,31 @@ def test_each_worker_starts_a_replay_from_its_recorded_state(planted, tmp_path, 
     replayed = _replay_in_process("epochs", run, 13, 15, tmp_path, monkeypatch)
     window = [r for r in logged if 13 <= r[0] <= 15]
     assert (replayed != window) if planted else (replayed == window)
+
+
+@pytest.mark.parametrize("checkpoint", [8, 12, 13])
+def test_persistent_workers_replay_from_a_later_epoch(checkpoint, tmp_path, monkeypatch):
+    """Persistent workers keep their RNGs across epochs and draw no new base_seed: a replay
+    from the end of the first epoch (8), the second's middle (12) or an odd batch (13) starts
+    each new worker from the state it had then, and draws the order as the reset iterator did."""
+    logged, run = _record("persistent", tmp_path / "runs", every=1)
+    assert logged == train("persistent")
+    replayed = _replay_in_process(
+        "persistent", run, checkpoint, checkpoint + 3, tmp_path, monkeypatch
+    )
+    assert replayed == [r for r in logged if checkpoint <= r[0] <= checkpoint + 3]
+
+
+def test_the_twin_a_persistent_replay_that_draws_a_new_base_seed_differs(tmp_path, monkeypatch):
+    """Planted: the replay's new iterator draws base_seed and the order from where that left
+    the generator (no re-entry), as a reset iterator never did: the order differs."""
+    from labcoat.replay import workers
+
+    logged, run = _record("persistent", tmp_path / "runs", every=12)
+    real = workers.replay_plan
+    monkeypatch.setattr(workers, "replay_plan", lambda *a: {**real(*a), "reenter": None})
+    replayed = _replay_in_process("persistent", run, 12, 15, tmp_path, monkeypatch)
+    assert replayed != [r for r in logged if 12 <= r[0] <= 15]
 
 
 def test_worker_states_travel_with_the_batches_and_a_checkpoint_holds_them(tmp_path):

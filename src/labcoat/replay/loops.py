@@ -110,7 +110,8 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         frame.entry = rec.capture_rng(iterable)
         n_workers = getattr(iterable, "num_workers", 0) if loader else 0
         if sampler is not None and n_workers > 0:
-            frame.workers = workers.WorkerStates(iterable, name)
+            frame.workers = rec.worker_states(iterable, name)
+            frame.workers.enter(iterable)
         # the deepest open loop of the checkpoint stopped between items: skip what it fetched;
         # an outer one is inside an item: skip the items before it, then fetch that one
         fetched = 0 if target is None else int(target["index"])
@@ -120,8 +121,17 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         if sampler is not None:
             if target is None:
                 plan: dict[str, Any] = {"mark": frame.workers is not None}
+                if frame.workers is not None:  # start states a persistent worker still awaits
+                    plan.update(start=frame.workers.pending, workers=n_workers)
             elif frame.workers is not None:
-                plan = workers.replay_plan(target.get("workers"), fetched, arriving)
+                entry = target["entry"]
+                plan = workers.replay_plan(
+                    target.get("workers"),
+                    fetched,
+                    arriving,
+                    lambda: rec.restore_rng(entry, iterable),
+                )
+                frame.workers.pending = plan["start"]
             else:
                 plan = {"skip": skip}
             sampler.plan = plan

@@ -268,6 +268,7 @@ class Recorder:
         self._next_due = 0  # no checkpoint before this step
         self._draws_checked: set[str] = set()  # loops whose items were checked for RNG draws
         self._loaders_seen: set[int] = set()  # DataLoaders whose dataset was fingerprinted
+        self._persistent: dict[int, Any] = {}  # loader -> its persistent workers' states
         # replaying
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
@@ -647,6 +648,18 @@ class Recorder:
         if fp is not None and all(d["name"] != fp["name"] for d in data):
             data.append(fp)
             self._write_manifest(status="running")
+
+    def worker_states(self, loader: Any, name: str) -> Any:
+        """The workers' RNG states of ``loader`` for the epoch starting: new for each epoch,
+        but one for all epochs of a loader whose workers persist (their RNGs run on)."""
+        from labcoat.replay.workers import WorkerStates
+
+        if not getattr(loader, "persistent_workers", False):
+            return WorkerStates(loader, name)
+        key = id(loader)
+        if key not in self._persistent:
+            self._persistent[key] = WorkerStates(loader, name)
+        return self._persistent[key]
 
     def unskippable_unchecked(self, name: str) -> bool:
         return name not in self._draws_checked

@@ -21,8 +21,13 @@ was entered (so ``base_seed`` and the order come out the same), skips the first 
 batches' indices without loading them (a multiple of ``N``: each remaining batch goes to the
 worker that loaded it when recorded), fetches and drops the ``k mod N`` after them, and gives
 the first batch each worker gets the RNG states that worker had after its previous batch; each
-worker then carries on as it did in the recording. Without workers the dataset draws from the
-main process's RNGs, which the checkpoint restores: the skipped batches are simply not loaded.
+worker then carries on as it did in the recording. Persistent workers keep their RNGs from
+one epoch to the next and a reset iterator draws no ``base_seed``: their states are kept across
+epochs (the first batches of an epoch start from the last epoch's), the start states wait for
+the batch each worker gets next (maybe in the next epoch), and a replay's new iterator puts the
+loop's entry RNGs back just before the sampler draws, as the reset iterator drew. Without
+workers the dataset draws from the main process's RNGs, which the checkpoint restores: the
+skipped batches are simply not loaded.
 """
 
 from __future__ import annotations
@@ -134,7 +139,11 @@ class SamplerIter:
         self.batched = batched
         self.skip = int(plan.get("skip", 0))
         self.mark = bool(plan.get("mark"))
-        self.start = dict(plan.get("start") or {})
+        # worker -> the states its next batch starts from (shared: a persistent loader's
+        # workers may get their first batch only in the next epoch)
+        self.start: dict[int, Any] = plan.get("start") or {}
+        self.n = int(plan.get("workers") or 1)
+        self.reenter = plan.get("reenter")  # puts back the loop's entry RNGs (see replay_plan)
         self.it: Iterator[Any] | None = None
         self.pos = self.skip
         self.ahead: Any = _END
@@ -142,6 +151,8 @@ class SamplerIter:
     def prime(self) -> None:
         """Start the wrapped sampler now (its draws happen here, as in the recording)."""
         if self.it is None:
+            if self.reenter is not None:
+                self.reenter()
             self.it = iter(self.inner)
             for _ in range(self.skip):
                 if next(self.it, _END) is _END:
@@ -165,7 +176,7 @@ class SamplerIter:
             return item
         out: Any = Batch(item) if self.batched else Index(item)
         out.labcoat_pos = pos
-        out.labcoat_start = self.start.pop(pos, None)
+        out.labcoat_start = self.start.pop(pos % self.n, None) if self.start else None
         return out
 
 
@@ -203,6 +214,14 @@ class WorkerStates:
         self.name = name
         self.slots: dict[int, list[Any]] = {}  # worker -> [after its batch before last, after last]
         self.warned = False
+        # persistent workers: the iterator of this epoch is the last epoch's, reset (no new
+        # base_seed, and the workers' RNGs run on from their last batches)
+        self.reset = False
+        self.pending: dict[int, Any] = {}  # on replay: worker -> the states it starts from
+
+    def enter(self, loader: Any) -> None:
+        """The loop starts an epoch of ``loader``."""
+        self.reset = getattr(loader, "_iterator", None) is not None
 
     def take(self, item: Any, pos: int) -> Any:
         """The batch the training gets; keeps the state it carried."""
@@ -222,14 +241,21 @@ class WorkerStates:
         return item.value
 
     def position(self) -> dict[str, Any]:
-        return {"n": self.n, "slots": {w: list(v) for w, v in self.slots.items()}}
+        slots = {w: list(v) for w, v in self.slots.items()}
+        return {"n": self.n, "slots": slots, "reset": self.reset}
 
 
-def replay_plan(saved: dict[str, Any] | None, fetched: int, arriving: bool) -> dict[str, Any]:
+def replay_plan(
+    saved: dict[str, Any] | None, fetched: int, arriving: bool, reenter: Any = None
+) -> dict[str, Any]:
     """What the sampler does on a replay of a loop that had fetched ``fetched`` batches at the
     checkpoint: ``skip`` (never loaded), ``drop`` (fetched and dropped) and the start states
     of the first batch each worker gets (batch ``p`` starts from its worker's state after batch
-    ``p - N``)."""
+    ``p - N``, which for ``p < N`` of a persistent loader's later epoch is its last epoch's).
+
+    A persistent loader's later epoch reused its iterator, drawing no ``base_seed``; the
+    replay makes a new one, which does: ``reenter`` (putting back the loop's entry RNGs) runs
+    just before the sampler draws, so the order comes out as recorded."""
     target = fetched if arriving else fetched - 1  # an outer loop refetches its current item
     if not saved:
         return {"skip": target, "drop": 0}
@@ -237,13 +263,17 @@ def replay_plan(saved: dict[str, Any] | None, fetched: int, arriving: bool) -> d
     slots = saved["slots"]
     base = target - target % n
     start = {}
-    if base:
+    reset = bool(saved.get("reset"))
+    if base or reset:
         for p in range(base, base + n):
             prev, last = slots.get(p % n, [None, None])
             state = prev if p < fetched else last  # batch p itself was taken: the one before
             if state is not None:
-                start[p] = state
-    return {"skip": base, "drop": target - base, "mark": True, "start": start}
+                start[p % n] = state
+    plan = {"skip": base, "drop": target - base, "mark": True, "start": start, "workers": n}
+    if reset:
+        plan["reenter"] = reenter
+    return plan
 
 
 def install(loader: Any) -> RecordedSampler | None:
@@ -265,15 +295,6 @@ def install(loader: Any) -> RecordedSampler | None:
         )
     # DataLoader refuses these assignments after __init__ to protect users; the wrappers keep
     # every behaviour (length, indices, attributes) and only carry the workers' states
-    if loader.persistent_workers and loader.num_workers > 0:
-        warnings.warn(
-            "labcoat.record: this DataLoader keeps persistent workers, whose random number "
-            "generators run on from one epoch to the next and whose base_seed is drawn once; a "
-            "replay from a checkpoint after its first epoch starts new workers and loads with "
-            "other random numbers (persistent_workers=False replays exactly)",
-            RuntimeWarning,
-            stacklevel=3,
-        )
     batched = loader.batch_sampler is not None
     wrapper = RecordedSampler(current, batched)
     object.__setattr__(loader, "batch_sampler" if batched else "sampler", wrapper)
