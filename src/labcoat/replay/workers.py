@@ -71,6 +71,35 @@ class Carried:
         return Carried(pin_memory(self.value, *args), self.state, self.worker)
 
 
+def capture_worker() -> dict[str, Any]:
+    """This worker's RNG states, compact: torch's as bytes (a tensor would travel to the main
+    process through shared memory, which costs more than the batch)."""
+    import random
+
+    import torch
+
+    state: dict[str, Any] = {"python": random.getstate()}
+    np = sys.modules.get("numpy")
+    if np is not None:
+        state["numpy"] = np.random.get_state()
+    state["torch"] = torch.get_rng_state().numpy().tobytes()
+    return state
+
+
+def restore_worker(state: dict[str, Any]) -> None:
+    """Put back what :func:`capture_worker` returned."""
+    import random
+
+    import torch
+
+    random.setstate(state["python"])
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(state["numpy"])
+    torch.set_rng_state(torch.frombuffer(bytearray(state["torch"]), dtype=torch.uint8))
+
+
 def _marked(index: Any) -> bool:
     return isinstance(index, (Batch, Index))
 
@@ -90,7 +119,7 @@ class TrackedDataset:
 
         if _marked(index) and get_worker_info() is not None:
             if index.labcoat_start is not None:
-                rng.restore_global(index.labcoat_start)
+                restore_worker(index.labcoat_start)
             _PENDING[0] = True
 
     def __getitem__(self, index: Any) -> Any:
@@ -121,7 +150,7 @@ class TrackedCollate:
             from torch.utils.data import get_worker_info
 
             _PENDING[0] = False
-            return Carried(out, rng.capture_global(), get_worker_info().id)
+            return Carried(out, capture_worker(), get_worker_info().id)
         return out
 
     def __getattr__(self, name: str) -> Any:
