@@ -36,8 +36,6 @@ import sys
 import warnings
 from typing import Any, Iterator
 
-from labcoat.replay import rng
-
 _END = object()
 _PENDING: list[bool] = [False]  # in a worker: the batch being fetched is marked
 
