@@ -157,9 +157,18 @@ def test_an_iterable_drawing_from_the_main_process_rngs_is_named_once(tmp_path):
 
 
 def test_the_twin_a_dataset_loaded_by_its_sampler_draws_no_note(tmp_path):
+    """A map-style dataset augmenting in the main process, and a generator drawing its
+    batches from torch's RNG, replay exactly (skipped items are not loaded, or hold no
+    state): no note."""
+    import torch
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         train("augment0", _recorder(tmp_path / "runs"))
+        model = torch.nn.Linear(2, 1)
+        with labcoat.record(model=model, every=2, dir=tmp_path / "runs", ledger=False) as rec:
+            for x in rec.loop("step", (torch.randn(3, 2) for _ in range(4))):
+                rec.log(y=model(x).sum())
     assert not [w for w in caught if "draws from the global random" in str(w.message)]
 
 

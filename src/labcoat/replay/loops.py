@@ -41,19 +41,20 @@ def is_dataloader(iterable: Any) -> bool:
     return isinstance(iterable, DataLoader)
 
 
-_PLAIN_ITERABLES = (range, list, tuple, dict, str, bytes)
-
-
 def _may_draw(iterable: Any) -> bool:
-    """Whether fetching ``iterable``'s items may draw from the main process's global RNGs
-    (checked on its first items): an IterableDataset read without workers, or any iterable
-    but the built-in containers."""
-    if is_dataloader(iterable):
-        from torch.utils.data import IterableDataset
+    """Whether ``iterable`` is an IterableDataset read in the main process (directly, or by a
+    DataLoader without workers), whose first items are checked for draws from the global RNGs
+    (a generator or a zip of loaders is not: a replay of one is exact unless it keeps state
+    built from those numbers, which is an IterableDataset's way, a shuffle buffer's)."""
+    import sys
 
+    data = sys.modules.get("torch.utils.data")
+    if data is None:
+        return False
+    if is_dataloader(iterable):
         in_main = not getattr(iterable, "num_workers", 0)
-        return in_main and isinstance(iterable.dataset, IterableDataset)
-    return not isinstance(iterable, _PLAIN_ITERABLES)
+        return in_main and isinstance(iterable.dataset, data.IterableDataset)
+    return isinstance(iterable, data.IterableDataset)
 
 
 def length(iterable: Any) -> int | None:

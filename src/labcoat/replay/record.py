@@ -38,7 +38,8 @@ ENV_REPLAY = "LABCOAT_REPLAY"
 BUDGET = 0.02
 #: checkpoints kept besides the log-spaced history (``keep=None``: all)
 DEFAULT_KEEP = 10
-RUN_VERSION = 1
+#: 2: DataLoader batches are no longer reseeded (workers' states travel with the batches)
+RUN_VERSION = 2
 
 
 class ReplayStop(SystemExit):

@@ -335,13 +335,13 @@ def note_unskippable(name: str, iterable: Any) -> None:
     fetched (so a replay, which fetches and drops the items before the checkpoint without the
     training's draws in between, is exact only if its later items do not depend on them)."""
     what = type(getattr(iterable, "dataset", iterable)).__name__
-    kind = "IterableDataset" if hasattr(iterable, "dataset") else "iterable"
     warnings.warn(
-        f"labcoat.record: loop {name!r}: {kind} {what} draws from the global random number "
-        "generators in the main process while its items are fetched; a replay fetches and "
+        f"labcoat.record: loop {name!r}: IterableDataset {what} draws from the global random "
+        "number generators in the main process while its items are fetched; a replay fetches and "
         "drops the items before its checkpoint without the training's draws in between, so it "
-        "is exact only if what the iterable yields later does not depend on those numbers "
-        "(load it in DataLoader workers, num_workers > 0, or give it a generator of its own)",
+        "is exact only if what it yields later does not depend on those numbers (a shuffle "
+        "buffer does); load it in DataLoader workers (num_workers > 0), or give it a "
+        "generator of its own",
         RuntimeWarning,
         stacklevel=4,
     )
