@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,19 @@ def test_a_datasets_arrays_and_paths_are_fingerprinted_and_an_opaque_one_is_not(
     assert same["attributes"] == ["data", "targets", "root"] and same["name"] == "loader:step"
     assert same["digest"] == again["digest"] != other["digest"]
     assert dataset_fingerprint(object(), "step") is None  # nothing to vouch for: no entry
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_run_of_the_first_recorder_is_said_to_replay_its_batches_differently(tmp_path, version):
+    from labcoat.replay.replay import ReplayFailed, replay
+
+    rec = _train(tmp_path / "runs")
+    manifest = json.loads((rec.dir / "run.json").read_text())
+    manifest.update(version=version, command=[sys.executable, "-c", "pass"])
+    (rec.dir / "run.json").write_text(json.dumps(manifest))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ReplayFailed):  # the stand-in command records nothing
+            replay(rec.dir, from_step=0, to_step=1)
+    said = [w for w in caught if "first recorder" in str(w.message)]
+    assert len(said) == (1 if version == 1 else 0)
