@@ -121,6 +121,8 @@ def test_a_diff_names_the_data_files_and_the_dataset_that_differ(tmp_path, monke
     rows = [r for r in diff(run_a.dir, run_b.dir).provenance if r["section"] == "data"]
     keys = {r["key"] for r in rows}
     assert {"argv:a.csv", "argv:b.csv", "loader:step"} <= keys, rows
+    (finding,) = diff(run_a.dir, run_b.dir).findings
+    assert "data: " in finding.message and "argv:a.csv" in finding.message
 
 
 def test_the_twin_the_same_data_shows_no_data_difference(tmp_path, monkeypatch):

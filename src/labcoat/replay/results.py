@@ -63,9 +63,14 @@ def _diverge(result: "DiffResult"):
         return passed("the logged values never diverge", steps_compared=result.steps_compared)
     where = f"step {d['step']}: {d['name']} is {d['a']!r} in A, {d['b']!r} in B"
     if result.provenance:
-        return warned(
-            f"{where}; the provenance differs too ({len(result.provenance)} changes)", **d
+        sections: dict[str, list[str]] = {}
+        for row in result.provenance:
+            sections.setdefault(row["section"], []).append(str(row["key"]))
+        named = "; ".join(
+            f"{sec}: {', '.join(keys[:3])}{'…' if len(keys) > 3 else ''}"
+            for sec, keys in sections.items()
         )
+        return warned(f"{where}; the provenance differs too ({named})", **d)
     return failed(f"{where} although the provenance is the same: nondeterminism", **d)
 
 
