@@ -152,9 +152,11 @@ def test_the_recorded_loader_draws_what_the_bare_loader_draws():
     batch, the augmentation per item)."""
     states = []
     for wrap in (False, True):
-        loader = DataLoader(Counting(), batch_size=4, shuffle=True)
+        data = Counting()
+        loader = DataLoader(data, batch_size=4, shuffle=True)
         if wrap:
             install(loader)
+            assert loader.dataset is data  # the user's dataset, not a wrapper
         torch.manual_seed(0)
         it = iter(loader)
         next(it)

@@ -61,7 +61,7 @@ def dataset_fingerprint(dataset: Any, name: str) -> dict[str, Any] | None:
     from labcoat.provenance.fingerprint import fingerprint
 
     inner = getattr(dataset, "dataset", None)
-    while inner is not None and type(dataset).__name__ in ("TrackedDataset", "Subset"):
+    while inner is not None and type(dataset).__name__ == "Subset":
         dataset, inner = inner, getattr(inner, "dataset", None)
     label = f"loader:{name}"
     try:

@@ -12,9 +12,11 @@ and torch with ``base_seed + w`` and NumPy from both, then loads batches ``w, w 
 :class:`RecordedSampler` wraps the loader's batch sampler without drawing anything itself: its
 iterator starts the wrapped sampler lazily, as the bare loader does, so the recorded run draws
 the same order and the same seeds as the bare run. With workers, every batch's indices carry a
-mark, and the worker sends back with the batch its RNG states after loading it
-(:class:`Carried`, unwrapped by ``rec.loop``): the main process keeps, for each worker, its
-states after its last batch, and a checkpoint stores them (:class:`WorkerStates`).
+mark (they unpickle in the worker as the plain list, setting the worker's RNGs first on
+replay), and the worker's ``collate_fn`` sends back with the batch its RNG states after loading
+it (:class:`Carried`, unwrapped by ``rec.loop``); the dataset stays the user's object. The main
+process keeps each worker's states after its last batches, and a checkpoint stores them
+(:class:`WorkerStates`).
 
 A replay from a checkpoint taken after ``k`` batches restores the RNGs the loop had when it
 was entered (so ``base_seed`` and the order come out the same), skips the first ``k - k mod N``
@@ -40,19 +42,38 @@ _END = object()
 _PENDING: list[bool] = [False]  # in a worker: the batch being fetched is marked
 
 
+def _arrive(index: Any, start: Any) -> Any:
+    """A marked batch's indices arriving in a worker (unpickled from the index queue, right
+    before the worker loads them): put its start states in place (on replay), flag the batch
+    for :class:`TrackedCollate`, and hand the dataset the plain indices."""
+    from torch.utils.data import get_worker_info
+
+    if get_worker_info() is not None:
+        if start is not None:
+            restore_worker(start)
+        _PENDING[0] = True
+    return index
+
+
 class Batch(list):
     """A batch's indices with its position in the epoch and, on replay, the RNG states its
-    worker takes before loading it (pickles to the worker with its attributes)."""
+    worker takes before loading it; unpickles in the worker as a plain list (:func:`_arrive`)."""
 
     labcoat_pos: int = 0
     labcoat_start: Any = None
+
+    def __reduce__(self) -> Any:
+        return _arrive, (list(self), self.labcoat_start)
 
 
 class Index(int):
-    """One index so marked (a DataLoader with ``batch_size=None``)."""
+    """One index so marked (a DataLoader with ``batch_size=None``); unpickles as an int."""
 
     labcoat_pos: int = 0
     labcoat_start: Any = None
+
+    def __reduce__(self) -> Any:
+        return _arrive, (int(self), self.labcoat_start)
 
 
 class Carried:
@@ -96,44 +117,6 @@ def restore_worker(state: dict[str, Any]) -> None:
 
         np.random.set_state(state["numpy"])
     torch.set_rng_state(torch.frombuffer(bytearray(state["torch"]), dtype=torch.uint8))
-
-
-def _marked(index: Any) -> bool:
-    return isinstance(index, (Batch, Index))
-
-
-class TrackedDataset:
-    """The loader's dataset; in a worker, a marked batch is loaded from its start states (on
-    replay) and flagged so :class:`TrackedCollate` sends the worker's states back with it."""
-
-    def __init__(self, dataset: Any):
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def _enter(self, index: Any) -> None:
-        from torch.utils.data import get_worker_info
-
-        if _marked(index) and get_worker_info() is not None:
-            if index.labcoat_start is not None:
-                restore_worker(index.labcoat_start)
-            _PENDING[0] = True
-
-    def __getitem__(self, index: Any) -> Any:
-        self._enter(index)
-        return self.dataset[int(index) if isinstance(index, Index) else index]
-
-    def __getitems__(self, indices: Any) -> Any:
-        self._enter(indices)
-        plain = list(indices)
-        inner = getattr(self.dataset, "__getitems__", None)
-        return inner(plain) if inner else [self.dataset[i] for i in plain]
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "dataset":  # during unpickling, before __dict__ is filled
-            raise AttributeError(name)
-        return getattr(self.dataset, name)
 
 
 class TrackedCollate:
@@ -304,8 +287,8 @@ def replay_plan(
 
 
 def install(loader: Any) -> RecordedSampler | None:
-    """Wrap a map-style DataLoader's batch sampler, dataset and collate_fn (once); returns
-    the sampler, or None for an IterableDataset."""
+    """Wrap a map-style DataLoader's batch sampler and collate_fn (once; the dataset stays
+    the user's); returns the sampler, or None for an IterableDataset."""
     from torch.utils.data import IterableDataset
 
     from labcoat.errors import InputError
@@ -325,7 +308,6 @@ def install(loader: Any) -> RecordedSampler | None:
     batched = loader.batch_sampler is not None
     wrapper = RecordedSampler(current, batched)
     object.__setattr__(loader, "batch_sampler" if batched else "sampler", wrapper)
-    object.__setattr__(loader, "dataset", TrackedDataset(loader.dataset))
     loader.collate_fn = TrackedCollate(loader.collate_fn)
     return wrapper
 
