@@ -36,6 +36,7 @@ parser.add_argument("--kill-at", type=int, default=-1)
 parser.add_argument("--raise-at", type=int, default=-1)
 parser.add_argument("--diverge-at", type=int, default=-1)
 parser.add_argument("--count-file", default="")
+parser.add_argument("--base-lr", type=float, default=1e-2)
 args = parser.parse_args()
 
 torch.set_num_threads(1)
@@ -75,7 +76,7 @@ class Planted(nn.Module):
 body = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), Planted(), nn.Dropout(0.3))
 head = nn.Linear(16, 2)
 model = nn.Sequential(body, head)
-opt_body = torch.optim.Adam(body.parameters(), lr=1e-2)
+opt_body = torch.optim.Adam(body.parameters(), lr=args.base_lr)
 opt_head = torch.optim.SGD(head.parameters(), lr=0.1, momentum=0.9)
 sched = torch.optim.lr_scheduler.StepLR(opt_body, step_size=2, gamma=0.5)
 dataset = Stream() if args.iterable else Data()
@@ -87,6 +88,7 @@ with labcoat.record(
     every=args.every, ledger=False,
 ) as rec:
     rec.log(n_params=sum(p.numel() for p in model.parameters()))  # before any loop: not replayed
+    rec.log(base_lr=args.base_lr)  # a hyperparameter, logged
     for epoch in rec.loop("epoch", range(args.epochs)):
         model.train()
         for i, (x, y) in rec.enumerate("step", loader):

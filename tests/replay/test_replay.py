@@ -129,12 +129,14 @@ def test_a_run_killed_with_sigkill_replays_from_its_last_checkpoint(tmp_path):
     )
     assert proc.returncode == -signal.SIGKILL
     (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
-    assert json.loads((run / "run.json").read_text())["status"] == "running"
+    assert json.loads((run / "run.json").read_text())["status"] == "running"  # as it was left
     assert _checkpoints(run) == [0, 3, 6]
     code, out, err = cli(tmp_path, "replay", str(run), "--from", "6", "--to", "7", "--json")
     assert code == 0, err
     assert out["checkpoint"] == 6 and out["first_mismatch"] is None
     assert [s["step"] for s in out["steps"]] == [6, 7]
+    # the replay saw its process dead: the run is marked killed, not running forever
+    assert json.loads((run / "run.json").read_text())["status"] == "killed"
 
 
 def test_a_crashed_run_replays_up_to_its_crash(tmp_path):
@@ -160,6 +162,19 @@ def test_diff_finds_a_planted_divergence_and_its_module(tmp_path):
     code, out, err = cli(tmp_path, "diff", str(a), str(rerun), "--json")
     assert code == 0, err
     assert out["first_divergence"] is None and out["provenance"] == []
+
+
+def test_a_diverging_logged_hyperparameter_is_no_modules_fault(tmp_path):
+    """Two runs whose first difference is the logged learning rate (step 0, before any update):
+    the bisection replays step 0, finds every module's output the same, and says the value
+    itself differs (the healthy twin above names the module a planted weight change hits)."""
+    a = record(tmp_path)
+    b = record(tmp_path, "--base-lr", "0.02")
+    code, out, err = cli(tmp_path, "diff", str(a), str(b), "--bisect", "--json")
+    assert code == 0, err
+    assert out["first_divergence"]["name"] == "base_lr" and out["first_divergence"]["step"] == 0
+    assert out["bisect"]["module"] is None and out["bisect"]["value"] == "base_lr"
+    assert "no module is at fault" in out["bisect"]["note"]
 
 
 def test_bad_inputs_exit_2_with_one_line(tmp_path):

@@ -16,9 +16,9 @@ import labcoat
 from labcoat.errors import InputError
 from labcoat.replay import rng
 from labcoat.replay.checkpoint import Store, nice_every, retained, snapshot
-from labcoat.replay.loops import install
 from labcoat.replay.replay import first_difference, same, segments
 from labcoat.replay.runs import RecordedRun, read_log
+from labcoat.replay.workers import install
 
 torch.set_num_threads(1)
 
@@ -118,20 +118,23 @@ class Counting(Dataset):
 def _batches(loader, skip: int):
     sampler = install(loader)
     torch.manual_seed(7)
-    sampler.skip = skip
+    sampler.plan = {"skip": skip}
     it = iter(loader)
-    sampler.skip = 0
+    sampler.plan = {}
     return [b for b in it]
 
 
 def test_the_sampler_skips_batches_without_loading_them():
     full_data, skip_data = Counting(), Counting()
     full = _batches(DataLoader(full_data, batch_size=4, shuffle=True), 0)
+    torch.manual_seed(7)
+    bare = list(DataLoader(Counting(), batch_size=4, shuffle=True))
+    assert all(torch.equal(a, b) for a, b in zip(full, bare))  # the bare loader's batches
     skipped = _batches(DataLoader(skip_data, batch_size=4, shuffle=True), 6)
     assert len(skipped) == 4
-    for a, b in zip(full[6:], skipped):  # same indices, same augmentation
-        assert torch.equal(a, b)
     assert len(skip_data.loaded) == 16  # the six skipped batches were never loaded
+    order = [int(b[0, 0]) for b in full[6:]]  # the same indices as the full epoch's
+    assert [int(b[0, 0]) for b in skipped] == order
     # the twin: advancing the iterator loads every skipped batch
     twin = Counting()
     loader = DataLoader(twin, batch_size=4, shuffle=True)
@@ -143,14 +146,22 @@ def test_the_sampler_skips_batches_without_loading_them():
     assert len(twin.loaded) == 24
 
 
-def test_batch_augmentation_leaves_the_training_rng_alone():
-    loader = DataLoader(Counting(), batch_size=4, shuffle=True)
-    install(loader)
-    torch.manual_seed(0)
-    it = iter(loader)
-    before = torch.get_rng_state()
-    next(it)
-    assert torch.equal(torch.get_rng_state(), before)
+def test_the_recorded_loader_draws_what_the_bare_loader_draws():
+    """The wrapped sampler draws nothing of its own: the default generator is where the bare
+    loader leaves it after the same batches (base_seed at iter(), the order at the first
+    batch, the augmentation per item)."""
+    states = []
+    for wrap in (False, True):
+        data = Counting()
+        loader = DataLoader(data, batch_size=4, shuffle=True)
+        if wrap:
+            install(loader)
+            assert loader.dataset is data  # the user's dataset, not a wrapper
+        torch.manual_seed(0)
+        it = iter(loader)
+        next(it)
+        states.append(torch.get_rng_state())
+    assert torch.equal(*states)
 
 
 def _train(tmp_path, every=None, steps=12):

@@ -89,6 +89,13 @@ def replay_command(
     is_flag=True,
     help="Replay both runs around the divergence to find the first module that differs.",
 )
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Compare only this logged value (repeatable); shows its values side by side.",
+)
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")
 @click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance.")
 @recording_options()
@@ -97,6 +104,7 @@ def diff_command(
     a: str,
     b: str,
     bisect: bool,
+    only: tuple[str, ...],
     rtol: float,
     atol: float,
     ledger: str | None,
@@ -110,10 +118,11 @@ def diff_command(
     \b
     Example:
       labcoat diff 20261202-010000-ab12cd 20261202-020000-ef34ab --bisect
+      labcoat diff RUN_A RUN_B --only loss --only grad_norm
     """
     from labcoat.replay.diff import diff
 
     target = ledger_target(ledger, no_ledger)
-    result = diff(a, b, bisect=bisect, rtol=rtol, atol=atol, ledger=target)
+    result = diff(a, b, bisect=bisect, only=only, rtol=rtol, atol=atol, ledger=target)
     respond(as_json, result, lambda: result)
     return 0 if result.ok else 1

@@ -2,11 +2,13 @@
 
 Three answers, each cheaper than the next: what differs in their provenance (code, config,
 data, environment, seeds, command; :func:`labcoat.provenance.diff.compare` does the keys), the
-first step where a value both logged differs, and, with ``bisect=True``, the first module whose
-output differs at that step: both runs are replayed from their last common checkpoint (the
-latest at or before the divergence whose stored state is byte-identical in both, found by the
-content hashes) through the divergence with the ``activations`` probe, and the modules' output
-digests are compared in the order the forward pass ran them.
+first step where a value both logged differs (``only``: among the chosen names), and, with
+``bisect=True``, the first module whose output differs at that step (or, when none does, that
+the value itself differs: a logged hyperparameter, no module at fault): both runs are replayed
+from their last common checkpoint (the latest at or before the divergence whose stored state is
+byte-identical in both, found by the content hashes) through the divergence with the
+``activations`` probe, and the modules' output digests are compared in the order the forward
+pass ran them.
 """
 
 from __future__ import annotations
@@ -81,11 +83,60 @@ def first_module(acts_a: dict[str, Any], acts_b: dict[str, Any], steps: list[int
     return None
 
 
+def chosen(
+    steps_a: dict[int, dict[str, list[Any]]],
+    steps_b: dict[int, dict[str, list[Any]]],
+    only: list[str],
+) -> tuple[dict[int, dict[str, list[Any]]], dict[int, dict[str, list[Any]]]]:
+    """Both runs' values restricted to the names in ``only`` (each must be logged by both)."""
+    names_a = {n for v in steps_a.values() for n in v}
+    names_b = {n for v in steps_b.values() for n in v}
+    missing = [n for n in only if n not in names_a or n not in names_b]
+    if missing:
+        both = ", ".join(sorted(names_a & names_b)) or "none"
+        raise InputError(
+            f"--only: {', '.join(missing)} not logged by both runs; the names both logged: {both}"
+        )
+
+    def keep(steps: dict[int, dict[str, list[Any]]]) -> dict[int, dict[str, list[Any]]]:
+        out = {s: {n: v for n, v in vals.items() if n in only} for s, vals in steps.items()}
+        return {s: v for s, v in out.items() if v}
+
+    return keep(steps_a), keep(steps_b)
+
+
+def side_by_side(
+    steps_a: dict[int, dict[str, list[Any]]], steps_b: dict[int, dict[str, list[Any]]]
+) -> dict[str, list[list[Any]]]:
+    """name -> [[step, value in A, value in B], ...] over the steps both logged it."""
+    out: dict[str, list[list[Any]]] = {}
+    for step in sorted(set(steps_a) & set(steps_b)):
+        for name, xs in steps_a[step].items():
+            ys = steps_b[step].get(name)
+            if ys is not None:
+                out.setdefault(name, []).append([step, xs[-1], ys[-1]])
+    return out
+
+
+def no_module(found: dict[str, Any]) -> dict[str, Any]:
+    """The bisection's answer when every module's output agreed through the divergence: the
+    value itself differs (a hyperparameter, or one computed outside the model)."""
+    return {
+        "step": found["step"],
+        "module": None,
+        "value": found["name"],
+        "note": f"no module's output differs through step {found['step']}: the first value "
+        f"that differs is the logged value {found['name']!r} (a hyperparameter, or a value "
+        "computed outside the model); no module is at fault",
+    }
+
+
 def diff(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
     *,
     bisect: bool = False,
+    only: list[str] | tuple[str, ...] | None = None,
     rtol: float = 0.0,
     atol: float = 0.0,
     timeout: float | None = None,
@@ -101,6 +152,10 @@ def diff(
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise InputError(f"{name}: expected a tolerance >= 0; got {value!r}")
     steps_a, steps_b = by_step(run_a.logs), by_step(run_b.logs)
+    values = None
+    if only:
+        steps_a, steps_b = chosen(steps_a, steps_b, list(only))
+        values = side_by_side(steps_a, steps_b)
     common = sorted(set(steps_a) & set(steps_b))
     found = first_difference(steps_a, steps_b, common, rtol, atol, only_common=True)
     bisected = None
@@ -128,7 +183,7 @@ def diff(
         steps = list(range(start, step + 1))
         bisected = first_module(
             ra.probes.get("activations", {}), rb.probes.get("activations", {}), steps
-        ) or {"step": step, "module": None}
+        ) or no_module(found)
     result = DiffResult(
         a=run_a.id,
         b=run_b.id,
@@ -137,6 +192,8 @@ def diff(
         bisect=bisected,
         steps_compared=len(common),
         tolerance={"rtol": rtol, "atol": atol},
+        only=list(only) if only else None,
+        values=values,
     )
     result.record(ledger)
     return result

@@ -11,8 +11,8 @@ On replay the same script runs again and each loop, until the checkpoint's posit
 skips what came before it without running it: the RNGs are set to what they were when the loop
 was entered, the iterator is made and advanced past the items already fetched, and the rest of
 the state is restored from the checkpoint. A DataLoader over a map-style dataset skips batches
-by advancing its batch sampler's indices (:class:`RecordedSampler`): the skipped batches are
-never loaded. Any other iterable (an ``IterableDataset``, a generator) is advanced by fetching
+by advancing its batch sampler's indices (:mod:`labcoat.replay.workers`): the skipped batches
+are never loaded. Any other iterable (an ``IterableDataset``, a generator) is advanced by fetching
 and dropping its items.
 """
 
@@ -21,59 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from labcoat.errors import InputError
-from labcoat.replay import rng
+from labcoat.replay import rng, workers
 
 if TYPE_CHECKING:
     from labcoat.replay.record import Recorder
-
-
-class RecordedSampler:
-    """A DataLoader's batch sampler (or sampler) under ``labcoat.record``: draws the epoch's
-    seed when iteration starts, gives each batch its seed, and can skip the first ``skip``
-    batches' indices without anything being loaded.
-
-    All its random draws happen in ``iter()``, when the DataLoader makes its iterator, so a
-    replay that sets the RNGs to the loop's entry state draws the same seeds."""
-
-    def __init__(self, inner: Any, generator: Any, batched: bool):
-        self.inner = inner
-        self.generator = generator
-        self.batched = batched
-        self.skip = 0
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __iter__(self) -> Iterator[Any]:
-        import torch
-
-        skip = self.skip  # read, not reset: a DataLoader iterator may call iter() twice
-        epoch_seed = int(torch.empty((), dtype=torch.int64).random_(generator=self.generator))
-        it = iter(self.inner)
-        for _ in range(skip):
-            if next(it, _END) is _END:
-                break
-        first = next(it, _END)  # the sampler draws its permutation now, not at the first fetch
-        return self._rest(it, first, epoch_seed, skip)
-
-    def _rest(self, it: Iterator[Any], first: Any, epoch_seed: int, index: int) -> Iterator[Any]:
-        item = first
-        while item is not _END:
-            seed = rng.mix(epoch_seed, index)
-            if self.batched:
-                out: Any = rng.SeededBatch(item)
-            else:
-                out = rng.SeededIndex(item)
-            out.labcoat_seed = seed
-            yield out
-            index += 1
-            item = next(it, _END)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
 
 _END = object()
@@ -90,35 +41,20 @@ def is_dataloader(iterable: Any) -> bool:
     return isinstance(iterable, DataLoader)
 
 
-def is_map_style(loader: Any) -> bool:
-    from torch.utils.data import IterableDataset
+def _may_draw(iterable: Any) -> bool:
+    """Whether ``iterable`` is an IterableDataset read in the main process (directly, or by a
+    DataLoader without workers), whose first items are checked for draws from the global RNGs
+    (a generator or a zip of loaders is not: a replay of one is exact unless it keeps state
+    built from those numbers, which is an IterableDataset's way, a shuffle buffer's)."""
+    import sys
 
-    dataset = loader.dataset
-    if isinstance(dataset, rng.SeededDataset):
-        return True
-    return not isinstance(dataset, IterableDataset)
-
-
-def install(loader: Any) -> RecordedSampler | None:
-    """Put a :class:`RecordedSampler` and a :class:`~labcoat.replay.rng.SeededDataset` into a
-    map-style DataLoader (once); returns the sampler, or None for an IterableDataset."""
-    if not is_map_style(loader):
-        return None
-    current = loader.batch_sampler if loader.batch_sampler is not None else loader.sampler
-    if isinstance(current, RecordedSampler):
-        return current
-    if getattr(loader, "_iterator", None) is not None:
-        raise InputError(
-            "loader: this DataLoader keeps persistent workers that started before "
-            "labcoat.record saw it; pass it to rec.loop from its first epoch"
-        )
-    # DataLoader refuses these assignments after __init__ to protect users; the wrapper keeps
-    # every behaviour (length, indices, attributes) and only adds the per-batch seeds
-    batched = loader.batch_sampler is not None
-    wrapper = RecordedSampler(current, loader.generator, batched)
-    object.__setattr__(loader, "batch_sampler" if batched else "sampler", wrapper)
-    object.__setattr__(loader, "dataset", rng.SeededDataset(loader.dataset))
-    return wrapper
+    data = sys.modules.get("torch.utils.data")
+    if data is None:
+        return False
+    if is_dataloader(iterable):
+        in_main = not getattr(iterable, "num_workers", 0)
+        return in_main and isinstance(iterable.dataset, data.IterableDataset)
+    return isinstance(iterable, data.IterableDataset)
 
 
 def length(iterable: Any) -> int | None:
@@ -140,6 +76,7 @@ class Frame:
     had_child: bool = False  # a loop was opened inside the current iteration
     entry: Any = None  # RNG states when the loop was entered
     at_item: Any = None  # RNG states right after the current item was fetched
+    workers: Any = None  # a DataLoader's workers' RNG states (workers.WorkerStates)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def position(self) -> dict[str, Any]:
@@ -148,6 +85,7 @@ class Frame:
             "index": self.index,
             "entry": self.entry,
             "at_item": self.at_item,
+            "workers": None if self.workers is None else self.workers.position(),
         }
 
 
@@ -163,40 +101,75 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
     rec.frames.append(frame)
     try:
         target = rec.seek_target(frame)
-        sampler = install(iterable) if is_dataloader(iterable) else None
+        loader = is_dataloader(iterable)
+        sampler = workers.install(iterable) if loader else None
+        if loader:
+            rec.note_loader(name, iterable)
         arriving = target is not None and rec.is_arrival(frame)
         if target is not None:
             rec.restore_rng(target["entry"], iterable)
         frame.entry = rec.capture_rng(iterable)
+        n_workers = getattr(iterable, "num_workers", 0) if loader else 0
+        if sampler is not None and n_workers > 0:
+            frame.workers = rec.worker_states(iterable, name)
+            frame.workers.enter(iterable)
         # the deepest open loop of the checkpoint stopped between items: skip what it fetched;
         # an outer one is inside an item: skip the items before it, then fetch that one
-        skip = 0 if target is None else target["index"] - (0 if arriving else 1)
-        workers = is_dataloader(iterable) and getattr(iterable, "num_workers", 0) > 0
-        if workers:
+        fetched = 0 if target is None else int(target["index"])
+        skip = 0 if target is None else fetched - (0 if arriving else 1)
+        if n_workers:
             rec.wait_for_writes()  # no background write in flight while workers fork
-        if skip and sampler is not None:
-            sampler.skip = skip
+        if sampler is not None:
+            if target is None:
+                plan: dict[str, Any] = {"mark": frame.workers is not None}
+                if frame.workers is not None:  # start states a persistent worker still awaits
+                    plan.update(start=frame.workers.pending, workers=n_workers)
+            elif frame.workers is not None:
+                entry = target["entry"]
+                plan = workers.replay_plan(
+                    target.get("workers"),
+                    fetched,
+                    arriving,
+                    lambda: rec.restore_rng(entry, iterable),
+                )
+                frame.workers.pending = plan["start"]
+            else:
+                plan = {"skip": skip}
+            sampler.plan = plan
             try:
                 it = iter(iterable)
             finally:
-                sampler.skip = 0
+                sampler.plan = {}
+            if plan.get("skip") and sampler.current is not None:
+                sampler.current.prime()  # the sampler's draws, before the state is restored
+            drop = int(plan.get("drop", 0))
         else:
             it = iter(iterable)
-            for i in range(skip):
-                if next(it, _END) is _END:
-                    rec.loop_too_short(frame, skip, i)
+            drop = skip
+        for i in range(drop):
+            item = next(it, _END)
+            if item is _END:
+                rec.loop_too_short(frame, skip, i)
+            if frame.workers is not None:
+                frame.workers.take(item, skip - drop + i)
+        check = rec.recording and rec.unskippable_unchecked(name) and _may_draw(iterable)
         frame.index = skip
         if arriving:
             rec.arrive(frame)
             target = None
         while True:
             rec.boundary(frame)
+            before = rng.capture_global() if check else None
             try:
                 item = next(it)
             except StopIteration:
                 if target is not None:
                     rec.loop_too_short(frame, frame.index + 1, frame.index)
                 break
+            if before is not None:
+                check = rec.note_draws(name, iterable, before, frame.index)
+            if frame.workers is not None:
+                item = frame.workers.take(item, frame.index)
             frame.index += 1
             frame.open = True
             frame.had_child = False

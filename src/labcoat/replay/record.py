@@ -29,16 +29,17 @@ from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
 from labcoat.replay import rng
 from labcoat.replay.loops import Frame, run_loop
+from labcoat.replay.runs import ENV_RUNS as ENV_RUNS  # where runs go, re-exported
+from labcoat.replay.runs import runs_root
 
 #: the environment variable through which ``labcoat replay`` hands the plan to the script
 ENV_REPLAY = "LABCOAT_REPLAY"
-#: where runs go when ``dir`` is not given (else ``<project root>/.labcoat/runs``)
-ENV_RUNS = "LABCOAT_RUNS"
 #: the share of step time checkpoints may take when ``every`` is chosen automatically
 BUDGET = 0.02
 #: checkpoints kept besides the log-spaced history (``keep=None``: all)
 DEFAULT_KEEP = 10
-RUN_VERSION = 1
+#: 2: DataLoader batches are no longer reseeded (workers' states travel with the batches)
+RUN_VERSION = 2
 
 
 class ReplayStop(SystemExit):
@@ -47,19 +48,6 @@ class ReplayStop(SystemExit):
 
 class ReplayError(InputError):
     """The script no longer matches its recording (raised in the replaying process)."""
-
-
-def runs_root(dir: str | os.PathLike[str] | None = None) -> Path:
-    """Where runs are kept: ``dir``, else ``$LABCOAT_RUNS``, else ``.labcoat/runs`` at the
-    project root."""
-    if dir is not None:
-        return Path(dir)
-    configured = os.environ.get(ENV_RUNS, "").strip()
-    if configured:
-        return Path(configured)
-    from labcoat.ledger.store.location import project_root
-
-    return project_root() / ".labcoat" / "runs"
 
 
 def _named(value: Any, what: str) -> dict[str, Any]:
@@ -233,6 +221,8 @@ class Recorder:
             raise InputError(f"keep: expected a number of checkpoints >= 1 or None; got {keep!r}")
         self.auto_every = every is None
         self.every = every or 1
+        self._every_source: Any = "measured" if every is None else "given"
+        self._every_changes: list[list[int]] = []
         self.keep = keep
         self._ledger_arg = ledger
         self._capture = {"config": config, "data": data, "seeds": seeds}
@@ -277,6 +267,9 @@ class Recorder:
         self._saved_determinism: dict[str, Any] = {}
         self._abandoned: int | None = None  # the step whose loop was left last, if it was
         self._next_due = 0  # no checkpoint before this step
+        self._draws_checked: set[str] = set()  # loops whose items were checked for RNG draws
+        self._loaders_seen: set[int] = set()  # DataLoaders whose dataset was fingerprinted
+        self._persistent: dict[int, Any] = {}  # loader -> its persistent workers' states
         # replaying
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
@@ -288,7 +281,8 @@ class Recorder:
             raise InputError("this recorder was already used; make a new labcoat.record(...)")
         self._entered = True
         for loader in self.loaders.values():
-            from labcoat.replay.loops import install, is_dataloader
+            from labcoat.replay.loops import is_dataloader
+            from labcoat.replay.workers import install
 
             if is_dataloader(loader):
                 install(loader)
@@ -420,6 +414,13 @@ class Recorder:
             ignore.write_text("# written by labcoat.record: runs are not source\n*\n")
         self._apply_determinism()
         command = _command()
+        if self.auto_every:
+            from labcoat.replay.runs import previous_every
+
+            earlier = previous_every(root, command)
+            if earlier is not None:  # a repeat of a recorded command checkpoints as it did
+                self.every, source = earlier
+                self._every_source = {"reused_from": source}
         self._ledger = Ledger.for_recording(self._ledger_arg)
         provenance = None
         if self._ledger is not None and hasattr(self._ledger, "start_run"):
@@ -431,6 +432,15 @@ class Recorder:
         if provenance is None:
             provenance = capture_provenance(command=command, **self._capture)
         self._provenance = _provenance_dict(provenance)
+        from labcoat.replay.status import identity
+
+        self._process = identity()  # a later command tells a killed run from a running one
+        from labcoat.replay.datasets import argv_fingerprints
+
+        named = {d["name"] for d in self._provenance["data"]}
+        self._provenance["data"] += [
+            fp for fp in argv_fingerprints(sys.argv[1:], sys.argv[0]) if fp["name"] not in named
+        ]
         self.dir.mkdir(parents=True, exist_ok=False)
         self._store = Store(self.dir)
         self._store.create()
@@ -442,7 +452,7 @@ class Recorder:
                 "record",
                 run=self._ledger_run.id if self._ledger_run is not None else None,
                 source="replay",
-                data={"run_id": self.run_id, "dir": str(self.dir)},
+                data={"run_id": self.run_id, "dir": str(self.dir.resolve())},
             )
 
     def _manifest(self, status: str) -> dict[str, Any]:
@@ -461,8 +471,13 @@ class Recorder:
                 "torch_threads": torch.get_num_threads(),
                 "cuda": bool(torch.cuda.is_available()),
             },
+            "process": self._process,
             "every": None if self.auto_every else self.every,
             "every_chosen": self.every,
+            # how: "measured" (from this run's costs, changing at these steps), or reused from
+            # an earlier recording of the same command, so that repeats checkpoint alike
+            "every_source": self._every_source,
+            "every_changes": self._every_changes,
             "keep": self.keep,
             "models": sorted(self.models),
             "optimizers": sorted(self.optimizers),
@@ -621,6 +636,49 @@ class Recorder:
                 if role in gens:
                     gens[role].set_state(value)
 
+    def note_loader(self, name: str, loader: Any) -> None:
+        """Fingerprint a DataLoader's dataset the first time loop ``name`` iterates it, so a
+        diff of two runs names a data difference (see :mod:`labcoat.replay.datasets`)."""
+        if not self.recording or id(loader) in self._loaders_seen:
+            return
+        from labcoat.replay.datasets import dataset_fingerprint
+
+        self._loaders_seen.add(id(loader))
+        fp = dataset_fingerprint(loader.dataset, name)
+        data = self._provenance["data"]
+        if fp is not None and all(d["name"] != fp["name"] for d in data):
+            data.append(fp)
+            self._write_manifest(status="running")
+
+    def worker_states(self, loader: Any, name: str) -> Any:
+        """The workers' RNG states of ``loader`` for the epoch starting: new for each epoch,
+        but one for all epochs of a loader whose workers persist (their RNGs run on)."""
+        from labcoat.replay.workers import WorkerStates
+
+        if not getattr(loader, "persistent_workers", False):
+            return WorkerStates(loader, name)
+        key = id(loader)
+        if key not in self._persistent:
+            self._persistent[key] = WorkerStates(loader, name)
+        return self._persistent[key]
+
+    def unskippable_unchecked(self, name: str) -> bool:
+        return name not in self._draws_checked
+
+    def note_draws(self, name: str, iterable: Any, before: Any, index: int) -> bool:
+        """After fetching item ``index`` of loop ``name``: did the fetch draw from the global
+        RNGs (said once, naming the iterable)? Returns whether to check the next item too."""
+        from labcoat.replay import workers
+
+        if not workers.same_global(before, rng.capture_global()):
+            self._draws_checked.add(name)
+            workers.note_unskippable(name, iterable)
+            return False
+        if index >= 1:  # its first two items drew nothing
+            self._draws_checked.add(name)
+            return False
+        return True
+
     def finish_iteration(self, frame: Frame, *, abandoned: bool = False) -> None:
         """The current item's iteration ended (``abandoned``: the loop was left, by a break or
         an exception, so the step may not have finished)."""
@@ -653,10 +711,13 @@ class Recorder:
         if self.recording:
             if self.step < self._next_due or self._last_ckpt == self.step:
                 return
-            if self.auto_every and self.step > 0:
+            if self.auto_every and self.step > 0 and self._every_source == "measured":
                 if self._step_time is None:  # not measured yet: no checkpoint but the first
                     return
-                self.every = self._choose_every()  # from the latest costs
+                chosen = self._choose_every()  # from the latest costs
+                if chosen != self.every or not self._every_changes:
+                    self._every_changes.append([self.step, chosen])
+                self.every = chosen
             if self.step == 0 or self.step % self.every == 0:
                 self.checkpoint()
             # the next step that may checkpoint: the next multiple of `every`

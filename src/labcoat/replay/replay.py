@@ -227,6 +227,16 @@ def replay(
     for value, name in ((rtol, "rtol"), (atol, "atol")):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise InputError(f"{name}: expected a tolerance >= 0; got {value!r}")
+    if int(recorded.manifest.get("version") or 1) < 2:
+        import warnings
+
+        warnings.warn(
+            f"run {recorded.id} was recorded by labcoat's first recorder, which reseeded every "
+            "DataLoader batch; this one does not, so a DataLoader's batches (their order and "
+            "augmentation) replay differently: record the run again",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     start, end = plan_window(recorded, from_step, to_step)
     parts = segments(recorded, start, end, n_jobs)
     child = _run_child

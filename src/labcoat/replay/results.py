@@ -63,9 +63,14 @@ def _diverge(result: "DiffResult"):
         return passed("the logged values never diverge", steps_compared=result.steps_compared)
     where = f"step {d['step']}: {d['name']} is {d['a']!r} in A, {d['b']!r} in B"
     if result.provenance:
-        return warned(
-            f"{where}; the provenance differs too ({len(result.provenance)} changes)", **d
+        sections: dict[str, list[str]] = {}
+        for row in result.provenance:
+            sections.setdefault(row["section"], []).append(str(row["key"]))
+        named = "; ".join(
+            f"{sec}: {', '.join(keys[:3])}{'…' if len(keys) > 3 else ''}"
+            for sec, keys in sections.items()
         )
+        return warned(f"{where}; the provenance differs too ({named})", **d)
     return failed(f"{where} although the provenance is the same: nondeterminism", **d)
 
 
@@ -166,6 +171,9 @@ class DiffResult(Result):
     bisect: dict[str, Any] | None = None
     steps_compared: int = 0
     tolerance: dict[str, float] = field(default_factory=dict)
+    #: the names compared (``--only``), and their values side by side: name -> [[step, a, b]]
+    only: list[str] | None = None
+    values: dict[str, list[list[Any]]] | None = None
 
     engine: ClassVar[str] = "replay"
     view: ClassVar[str | None] = "labcoat.replay.view:diff_view"
@@ -188,6 +196,8 @@ class DiffResult(Result):
                 "bisect": self.bisect,
                 "steps_compared": self.steps_compared,
                 "tolerance": self.tolerance,
+                "only": self.only,
+                "values": self.values,
                 "ok": self.ok,
             },
             max_items=10**9,

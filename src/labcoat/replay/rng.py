@@ -4,23 +4,15 @@ Global state: Python's ``random``, NumPy's global ``RandomState``, torch's CPU g
 once CUDA is initialised, every CUDA device's. User generators (``numpy.random.Generator``,
 ``RandomState``, ``torch.Generator``, ``random.Random``) are handed over by name.
 
-DataLoader workers: a worker process's RNGs are seeded once, when it starts, and then advance
-with every item it loads, so a batch's augmentation depends on every batch that worker loaded
-before. That makes skipping batches impossible to do exactly. Under ``labcoat.record`` a
-map-style DataLoader therefore reseeds the dataset's RNGs (``random``, NumPy's global state,
-torch's) for each batch from the epoch's seed and the batch's index (:class:`SeededDataset`,
-fed by :class:`~labcoat.replay.loops.RecordedSampler`): a batch's augmentation depends only on
-the epoch's seed and its position, not on which worker loaded it or on the batches skipped. In
-the main process (``num_workers=0``) the training RNGs are put back after each batch, so the
-augmentation draws no numbers from the training's stream.
+DataLoader workers' RNGs live in other processes: :mod:`labcoat.replay.workers` brings their
+states back with every batch, so a checkpoint holds them without reseeding anything.
 """
 
 from __future__ import annotations
 
 import random
 import sys
-from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from labcoat.errors import InputError
 
@@ -109,76 +101,3 @@ def loader_generators(iterable: Any) -> dict[str, Any]:
         if gen is not None and all(gen is not g for g in found.values()):
             found[role] = gen
     return found
-
-
-def mix(seed: int, index: int) -> int:
-    """A 63-bit seed for batch ``index`` of an epoch whose seed is ``seed`` (splitmix64)."""
-    z = (seed + 0x9E3779B97F4A7C15 * (index + 1)) & 0xFFFFFFFFFFFFFFFF
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-    return (z ^ (z >> 31)) >> 1
-
-
-@contextmanager
-def seeded(seed: int) -> Iterator[None]:
-    """Seed ``random``, NumPy's global state and torch's CPU generator for one batch; in the
-    main process, put the training's states back afterwards."""
-    import torch
-    from torch.utils.data import get_worker_info
-
-    np = sys.modules.get("numpy")
-    in_worker = get_worker_info() is not None
-    saved = None if in_worker else capture_global()
-    random.seed(seed)
-    if np is not None:
-        np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            restore_global(saved)
-
-
-class SeededBatch(list):
-    """A batch's indices carrying the seed its items are drawn with (pickles to workers)."""
-
-    labcoat_seed: int = 0
-
-
-class SeededIndex(int):
-    """One index carrying its seed (a DataLoader with ``batch_size=None``)."""
-
-    labcoat_seed: int = 0
-
-
-class SeededDataset:
-    """A map-style dataset whose items are drawn under their batch's seed (see the module
-    docstring); everything else is the wrapped dataset's."""
-
-    def __init__(self, dataset: Any):
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def __getitem__(self, index: Any) -> Any:
-        seed = getattr(index, "labcoat_seed", None)
-        if seed is None:
-            return self.dataset[index]
-        with seeded(seed):
-            return self.dataset[int(index)]
-
-    def __getitems__(self, indices: Any) -> Any:
-        seed = getattr(indices, "labcoat_seed", None)
-        inner = getattr(self.dataset, "__getitems__", None)
-        plain = list(indices)
-        if seed is None:
-            return inner(plain) if inner else [self.dataset[i] for i in plain]
-        with seeded(seed):
-            return inner(plain) if inner else [self.dataset[i] for i in plain]
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "dataset":  # during unpickling, before __dict__ is filled
-            raise AttributeError(name)
-        return getattr(self.dataset, name)

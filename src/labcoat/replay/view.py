@@ -77,9 +77,20 @@ def diff_view(result: Any) -> Any:
     else:
         parts.append(Text("provenance: the same"))
     parts.append(findings_grid(result.findings))
+    if result.values:
+        for name, rows in result.values.items():
+            table = Table(title=f"{name} (A vs B)", show_edge=False)
+            for col in ("step", "A", "B", ""):
+                table.add_column(col)
+            for step, a, b in rows[:40]:
+                table.add_row(str(step), _short(a), _short(b), "" if a == b else "differs")
+            parts.append(table)
     if result.bisect is not None:
         b = result.bisect
-        parts.append(
-            Text(f"bisect: at step {b['step']} the first module that differs is {b['module']!r}")
-        )
+        if b.get("module") is None:
+            default = f"no module's output differs through step {b['step']}"
+            parts.append(Text(f"bisect: {b.get('note') or default}"))
+        else:
+            where = f"at step {b['step']} the first module that differs is {b['module']!r}"
+            parts.append(Text(f"bisect: {where}"))
     return Group(*parts)

@@ -47,5 +47,10 @@ def diff_section(result: Any, *, title: str = "Run diff", id: str = "diff") -> S
     ]
     if result.bisect is not None:
         b = result.bisect
-        parts.append(f"<p>first module that differs at step {b['step']}: {esc(b['module'])}</p>")
+        if b.get("module") is None:
+            note = b.get("note") or f"no module's output differs through step {b['step']}"
+            parts.append(f"<p>bisect: {esc(note)}</p>")
+        else:
+            where = f"first module that differs at step {b['step']}: {esc(b['module'])}"
+            parts.append(f"<p>{where}</p>")
     return Section(title, "\n".join(parts), id)
