@@ -3,6 +3,7 @@
 from labcoat.doctor.checks import (  # noqa: F401
     data,
     dataloader,
+    gradients,
     model,
     overfit,
     sequences,
