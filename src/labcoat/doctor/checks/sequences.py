@@ -17,8 +17,13 @@ from torch import nn
 from labcoat.doctor.case import Case
 from labcoat.doctor.checks.model import _eval_randomness
 from labcoat.doctor.features import inputs_are_ids
+from labcoat.doctor.inputs import Examples
+from labcoat.doctor.losses import ignore_index, skipped_labels
 from labcoat.doctor.registry import check
 from labcoat.findings import Outcome, failed, passed, skipped, warned
+
+#: training rows data.targets.padding reads
+TARGET_ROWS = 4096
 
 #: the probe rows these checks perturb (two forward passes each)
 ROWS = 8
@@ -61,11 +66,11 @@ class TokenView:
         return fields.pack(parts, "data", "the probe batch", batched=True)
 
 
-def token_view(case: Case, rows: int = ROWS) -> TokenView | str:
-    """The probe batch's tokens, or why it has none to perturb."""
+def token_view(case: Case, rows: int = ROWS, examples: Examples | None = None) -> TokenView | str:
+    """The probe batch's tokens (or the first ``rows`` of ``examples``), or why it has none."""
     if not inputs_are_ids(case):
         return "the inputs are not token ids"
-    x = case.probe_batch.x[:rows]
+    x = (case.probe_batch if examples is None else examples).x[:rows]
     fields = case.train.fields
     if fields is None:
         if x.ndim != 2 or x.shape[1] < 3:
@@ -410,3 +415,98 @@ def mask_padding(case: Case) -> Outcome:
             **evidence,
         )
     return passed(f"the padding is ignored: nothing at real tokens changes when {how}", **evidence)
+
+
+# -- padded targets (data layer) ---------------------------------------------------------------
+def _padded_targets_apply(case: Case) -> str | None:
+    view = token_view(case, TARGET_ROWS, case.train)
+    if isinstance(view, str):
+        return view
+    y = case.train.y[:TARGET_ROWS]
+    if torch.is_floating_point(y) or tuple(y.shape) != tuple(view.tokens.shape):
+        return "targets are not one integer per token position"
+    if pad_positions(case, view) is None:
+        return (
+            "no padding the model is told of (an attention_mask field, or an embedding's "
+            "padding_idx) in rows that mix padding and tokens"
+        )
+    return None
+
+
+@check(
+    "data.targets.padding",
+    layer="data",
+    falsifies="padded positions are scored: their targets hold a value the loss counts (the pad "
+    "id or a real class, ignore_index missing), so the model is trained to predict padding",
+    predicts="every target at a padded input position is one the loss skips (ignore_index)",
+    applies=_padded_targets_apply,
+)
+def targets_padding(case: Case) -> Outcome:
+    view = token_view(case, TARGET_ROWS, case.train)
+    assert not isinstance(view, str)
+    pads = pad_positions(case, view)
+    assert pads is not None
+    y = case.train.y[:TARGET_ROWS]
+    at_pads = y[pads]
+    values, counts = at_pads.unique(return_counts=True)
+    probe_y = case.probe_batch.y
+    scored = [
+        int(v)
+        for v in values.tolist()
+        if int(v) not in skipped_labels(case.loss_fn, [case.output], probe_y, [int(v)])
+    ]
+    share = float(sum(int(c) for v, c in zip(values.tolist(), counts) if int(v) in scored))
+    share /= max(1, at_pads.numel())
+    evidence = {
+        "padded_positions": int(at_pads.numel()),
+        "targets_at_padding": {int(v): int(c) for v, c in zip(values.tolist(), counts)},
+        "scored_values": scored[:10],
+        "scored_share": share,
+        "ignore_index": ignore_index(case.loss_fn),
+    }
+    if scored:
+        top = int(values[counts.argmax()])
+        return failed(
+            f"{share:.0%} of the {at_pads.numel()} padded positions have targets the loss scores "
+            f"({', '.join(map(str, scored[:3]))}): the padding counts in the loss and the model "
+            f"learns to predict it; set those targets to {ignore_index(case.loss_fn)} "
+            f"(ignore_index) or pass ignore_index={top}",
+            **evidence,
+        )
+    return passed(
+        f"the targets at all {at_pads.numel()} padded positions are skipped by the loss",
+        **evidence,
+    )
+
+
+def _shifted_targets(case: Case) -> str | None:
+    if case.inferred_task != "sequence":
+        return "only for sequence targets"
+    if case.target_offset != 1:
+        return "the targets are not the inputs shifted by one token"
+    return None
+
+
+@check(
+    "data.targets.shift",
+    layer="data",
+    explains=("overfit.*", "shuffle.*"),
+    falsifies="targets shifted twice: the data holds next tokens and the loss shifts them again, "
+    "so output t is scored against token t + 2",
+    predicts="where the targets are already the next tokens, the loss scores output t against "
+    "target t (it does not shift them itself)",
+    applies=_shifted_targets,
+)
+def targets_shift(case: Case) -> Outcome:
+    from labcoat.doctor.targets import layout_of  # the loss's own alignment, read once
+
+    shift = layout_of(case).shift
+    evidence = {"targets_offset_from_inputs": 1, "loss_shift": shift}
+    if shift:
+        return failed(
+            "the targets are already the inputs shifted by one token, and the loss shifts them "
+            "again (it scores output t against target t + 1): the model is trained to predict "
+            "the token after next; shift once, in the data or in the loss",
+            **evidence,
+        )
+    return passed("targets are the next tokens and the loss scores them where they are", **evidence)
