@@ -6,6 +6,7 @@ from labcoat.doctor.checks import (  # noqa: F401
     gradients,
     model,
     overfit,
+    resume,
     sequences,
     shuffle,
     update,
