@@ -57,6 +57,7 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
     "doctor.data.features.constant": {
         "planted": [
             "tests/doctor/test_data_layer.py::test_nothing_varies_fails_and_a_few_constant_columns_warn",
+            "tests/doctor/test_data_layer.py::test_a_feature_constant_in_training_and_varying_in_validation_warns",
         ],
         "healthy": [
             "tests/doctor/test_data_layer.py::test_nothing_varies_fails_and_a_few_constant_columns_warn",
@@ -388,6 +389,70 @@ CONTRACT: dict[str, dict[str, list[str]]] = {
         ],
         "healthy": [
             "tests/doctor/test_frozen_as_given.py::test_declared_but_frozen_by_no_grad_in_forward_passes",
+        ],
+    },
+    "doctor.data.targets.padding": {
+        "planted": [
+            "tests/doctor/test_padded_targets.py::test_padding_tagged_with_a_real_tag_fails",
+        ],
+        "healthy": [
+            "tests/doctor/test_padded_targets.py::test_padding_tagged_minus_100_passes",
+        ],
+    },
+    "doctor.data.targets.shift": {
+        "planted": [
+            "tests/doctor/test_padded_targets.py::test_targets_shifted_in_the_data_and_again_in_the_loss_fail",
+        ],
+        "healthy": [
+            "tests/doctor/test_padded_targets.py::test_targets_shifted_once_pass_in_the_data_or_in_the_loss",
+        ],
+    },
+    "doctor.model.positions": {
+        "planted": [
+            "tests/doctor/test_positions.py::test_positions_that_never_reach_the_attention_fail",
+        ],
+        "healthy": [
+            "tests/doctor/test_positions.py::test_relative_positions_in_the_attention_pass",
+        ],
+    },
+    "doctor.model.mask.padding": {
+        "planted": [
+            "tests/doctor/test_padding_masks.py::test_a_key_padding_mask_in_the_wrong_form_fails",
+        ],
+        "healthy": [
+            "tests/doctor/test_padding_masks.py::test_a_right_key_padding_mask_with_masked_pooling_passes",
+        ],
+    },
+    "doctor.model.grad.custom": {
+        "planted": [
+            "tests/doctor/test_custom_gradients.py::test_a_wrong_sign_or_a_missing_factor_fails",
+        ],
+        "healthy": [
+            "tests/doctor/test_custom_gradients.py::test_a_right_backward_passes_and_the_function_is_left_as_it_was",
+        ],
+    },
+    "doctor.update.resume.model": {
+        "planted": [
+            "tests/doctor/test_resume.py::test_a_wrapped_checkpoint_loaded_with_strict_false_fails_naming_the_prefix",
+        ],
+        "healthy": [
+            "tests/doctor/test_resume.py::test_an_exact_resume_passes_every_check",
+        ],
+    },
+    "doctor.update.resume.optimizer": {
+        "planted": [
+            "tests/doctor/test_resume.py::test_a_fresh_optimizer_fails",
+        ],
+        "healthy": [
+            "tests/doctor/test_resume.py::test_an_exact_resume_passes_every_check",
+        ],
+    },
+    "doctor.update.resume.scheduler": {
+        "planted": [
+            "tests/doctor/test_resume.py::test_a_fresh_scheduler_fails",
+        ],
+        "healthy": [
+            "tests/doctor/test_resume.py::test_an_exact_resume_passes_every_check",
         ],
     },
     "watch.desync": {

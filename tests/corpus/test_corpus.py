@@ -12,6 +12,7 @@ import pytest
 
 from tests.corpus import bugs as _bugs  # noqa: F401 - registers the bug cases
 from tests.corpus import healthy as _healthy  # noqa: F401 - registers the healthy cases
+from tests.corpus import sequences as _sequences  # noqa: F401 - issue 35's bugs and twins
 from tests.corpus.registry import BUGS, HEALTHY, CorpusCase, Verdict
 
 

@@ -28,7 +28,7 @@ TARGET_ROWS = 4096
 #: the probe rows these checks perturb (two forward passes each)
 ROWS = 8
 #: names of the modules, parameters and buffers that give a model its positions
-_POSITIONAL = re.compile(r"pos|rotary|rope|alibi|position", re.IGNORECASE)
+_POSITIONAL = re.compile(r"pos|rotary|rope|alibi|^w?pe$|^pe_|_pe$", re.IGNORECASE)
 _ATTENTION = re.compile(r"attention|attn", re.IGNORECASE)
 
 
@@ -107,11 +107,11 @@ def attention_modules(model: nn.Module) -> list[str]:
 
 
 def positional_parts(model: nn.Module) -> list[str]:
-    """Parameters, buffers and modules named for positions (``pos_embed``, ``rotary``,
-    ``alibi_slopes``, ``position_ids``): the model means to read order."""
+    """Parameters, buffers and modules named for positions (``pos_embed``, ``pe``, ``wpe``,
+    ``rotary``, ``alibi_slopes``, ``position_ids``): the model means to read order."""
     named = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
     named += [n for n, _ in model.named_modules() if n]
-    return sorted({n for n in named if _POSITIONAL.search(n)})
+    return sorted({n for n in named if any(_POSITIONAL.search(part) for part in n.split("."))})
 
 
 def _order_applies(case: Case) -> str | None:
