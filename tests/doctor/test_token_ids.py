@@ -87,3 +87,13 @@ def test_ids_past_the_embedding_name_another_vocabulary():
     failing = [f for f in report.findings if f.failed]
     assert failing and "another vocabulary" in failing[0].message, failing
     assert "has 16 rows" in failing[0].message
+
+
+def test_a_tied_embedding_is_left_as_given_so_its_over_confident_init_is_named():
+    # resetting the output layer would shrink the embedding it shares: no 'trained' verdict
+    from tests.corpus.healthy import TiedCausalLM, counting_tokens
+
+    torch.manual_seed(0)
+    f = initial(TiedCausalLM(), counting_tokens())
+    assert f.status == "warn" and "over-confident initialisation" in f.message, f.message
+    assert "fresh_init_loss" not in f.evidence

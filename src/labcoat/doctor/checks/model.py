@@ -331,9 +331,16 @@ def _fresh_init_loss(case: Case, y: torch.Tensor) -> float | None:
     any training, to tell trained weights that misread the inputs from an over-confident init."""
     model = copy.deepcopy(case.eval_model)
     torch.manual_seed(case.seed)
+    owners: dict[int, int] = {}
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            owners[id(p)] = owners.get(id(p), 0) + 1
     reset = 0
     for module in model.modules():
-        if callable(getattr(module, "reset_parameters", None)):
+        # a tied weight (an embedding shared with the output layer) is left as given: which of
+        # its owners' initialisations the architecture means cannot be told
+        shared = any(owners[id(p)] > 1 for p in module.parameters(recurse=False))
+        if callable(getattr(module, "reset_parameters", None)) and not shared:
             module.reset_parameters()
             reset += 1
     if not reset:

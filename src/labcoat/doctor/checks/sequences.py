@@ -373,11 +373,12 @@ def mask_padding(case: Case) -> Outcome:
     length = view.tokens.shape[1]
     axis = _time_axis(out, length)
     if view.mask is not None:  # the padding's content changes, the mask stays
-        real = view.tokens[~pads]
-        other = torch.mode(real).values if real.numel() else view.tokens.max()
-        changed = torch.where(pads, other, view.tokens)
-        if torch.equal(changed, view.tokens):
-            changed = torch.where(pads, view.tokens.max() + 0 * view.tokens, view.tokens)
+        # a real token the padding does not hold already, so that its content changes
+        held = view.tokens[pads]
+        others = [t for t in view.tokens[~pads].unique().tolist() if bool((held != t).any())]
+        if not others:
+            return skipped("no real token differs from the padding's ids", **evidence)
+        changed = torch.where(pads, torch.full_like(view.tokens, others[0]), view.tokens)
         how = "the padding's token ids change"
         rows, keep = torch.ones(len(pads), dtype=torch.bool), length
         try:
