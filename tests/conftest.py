@@ -29,6 +29,8 @@ class CliResult:
 
 _SUMMARIES: list[str] = []
 _CORPUS: Counter[str] = Counter()
+#: "case: check: message" for every warning a healthy corpus setup gave (goal: none)
+_CORPUS_WARNINGS: list[str] = []
 
 
 def pytest_runtest_logreport(report):
@@ -41,6 +43,8 @@ def pytest_runtest_logreport(report):
                 _SUMMARIES.append(str(value))
             elif key == "corpus":
                 _CORPUS[str(value)] += 1
+            elif key == "corpus_warning":
+                _CORPUS_WARNINGS.append(str(value))
 
 
 def corpus_summary(outcomes: Counter[str]) -> str | None:
@@ -51,7 +55,8 @@ def corpus_summary(outcomes: Counter[str]) -> str | None:
         return None
     raised = outcomes["healthy raised"] + outcomes["bug raised"]
     return (
-        f"corpus: false alarms {outcomes['healthy alarm']}/{healthy} healthy setups; "
+        f"corpus: false alarms {outcomes['healthy alarm']}/{healthy} healthy setups, warnings on "
+        f"{outcomes['healthy warned']}/{healthy}; "
         f"detected {outcomes['bug caught']}/{bugs} real bugs at their layer"
         + (f"; {raised} cases raised" if raised else "")
     )
@@ -61,6 +66,8 @@ def pytest_terminal_summary(terminalreporter):
     corpus = corpus_summary(_CORPUS)
     for line in _SUMMARIES + ([corpus] if corpus else []):
         terminalreporter.write_line(line)
+    for warning in sorted(_CORPUS_WARNINGS):
+        terminalreporter.write_line(f"corpus warning: {warning}")
 
 
 #: test files whose tests xdist may hand to different workers one by one: slow, independent

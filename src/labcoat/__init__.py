@@ -14,6 +14,7 @@ from labcoat.findings import Check, Finding, Outcome
 #: public name -> "module:attribute" (or just "module"), imported on first access
 _LAZY: dict[str, str] = {
     "diagnose": "labcoat.doctor:diagnose",
+    "check_resume": "labcoat.doctor.resume:check_resume",
     "Experiment": "labcoat.doctor:Experiment",
     "Report": "labcoat.doctor:Report",
     "permutation_test": "labcoat.doctor.permutation:permutation_test",

@@ -21,6 +21,9 @@ class Verdict:
     where: str | None = None
     #: the failing check id (doctor) or alert kinds (watch), for the assertion message
     detail: str = ""
+    #: doctor: the checks that warned; a healthy setup should give none (a warning is something
+    #: a user must act on, and ``--strict`` fails on it)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,4 +90,5 @@ def doctor_verdict(model, data, loss_fn, optimizer, *, run_all: bool = True, **k
     failing = [f.check for f in report.findings if f.failed]
     if report.selftest_failed:
         failing.append("selftest")
-    return Verdict(not report.ok, report.failed_layer, ", ".join(failing))
+    warned = tuple(f"{f.check}: {f.message}" for f in report.findings if f.status == "warn")
+    return Verdict(not report.ok, report.failed_layer, ", ".join(failing), warned)

@@ -12,6 +12,7 @@ import pytest
 
 from tests.corpus import bugs as _bugs  # noqa: F401 - registers the bug cases
 from tests.corpus import healthy as _healthy  # noqa: F401 - registers the healthy cases
+from tests.corpus import sequences as _sequences  # noqa: F401 - issue 35's bugs and twins
 from tests.corpus.registry import BUGS, HEALTHY, CorpusCase, Verdict
 
 
@@ -23,7 +24,9 @@ def _verdict(case: CorpusCase, record_property) -> Verdict:
         record_property("corpus", f"{case.kind} raised")
         raise
     if case.kind == "healthy":
-        outcome = "alarm" if verdict.broken else "clean"
+        outcome = "alarm" if verdict.broken else "warned" if verdict.warnings else "clean"
+        for warning in verdict.warnings:
+            record_property("corpus_warning", f"{case.name}: {warning}")
     else:
         outcome = "caught" if verdict.broken and verdict.where == case.expect else "missed"
     record_property("corpus", f"{case.kind} {outcome}")
@@ -75,7 +78,10 @@ def test_rates_line_counts_every_outcome_filed_by_the_cases():
     assert corpus_summary(Counter()) is None
     filed = Counter({"healthy clean": 50, "healthy alarm": 2, "bug caught": 47, "bug missed": 2})
     assert corpus_summary(filed) == (
-        "corpus: false alarms 2/52 healthy setups; detected 47/49 real bugs at their layer"
+        "corpus: false alarms 2/52 healthy setups, warnings on 0/52; detected 47/49 real bugs "
+        "at their layer"
     )
+    filed["healthy warned"] += 1
+    assert "false alarms 2/53 healthy setups, warnings on 1/53;" in corpus_summary(filed)
     filed["bug raised"] += 1
     assert corpus_summary(filed).endswith("detected 47/50 real bugs at their layer; 1 cases raised")

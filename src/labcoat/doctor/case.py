@@ -233,6 +233,9 @@ class Case:
                 f"are {str(weights[0]).removeprefix('torch.')}: convert one to the other (X.to("
                 f"{weights[0]}) or model.to({x.dtype}))"
             )
+        out_of_range = _ids_beyond_embeddings(self.blueprint.model, x)
+        if out_of_range and ("index" in said and "range" in said or isinstance(error, IndexError)):
+            return out_of_range
         return ""
 
     @cached_property
@@ -430,6 +433,31 @@ class Case:
 
     def is_declared_frozen(self, name: str) -> bool:
         return name_matches(name, self.expect_frozen)
+
+
+def _ids_beyond_embeddings(model: nn.Module, x: torch.Tensor) -> str:
+    """Why integer inputs crash an embedding, when they reach past its rows: token ids made by
+    another vocabulary than the one the model was built (or pretrained) with."""
+    if torch.is_floating_point(x) or not x.numel():
+        return ""
+    low, high = int(x.min()), int(x.max())
+    tables = {
+        name: m.num_embeddings
+        for name, m in model.named_modules()
+        if isinstance(m, (nn.Embedding, nn.EmbeddingBag))
+    }
+    if not tables:
+        return ""
+    # the largest table is the vocabulary's (a position table has fewer rows than ids)
+    name, rows = max(tables.items(), key=lambda item: item[1])
+    if low >= 0 and high < rows:
+        return ""
+    return (
+        f"the input ids run from {low} to {high}, but the embedding {name or 'of the model'} has "
+        f"{rows} rows (ids 0..{rows - 1}): the ids come from another vocabulary than the model's "
+        "(a tokenizer with more tokens, an offset, special ids added after the embedding was "
+        "built); encode with the model's own tokenizer, or resize the embedding"
+    )
 
 
 def _fresh(step: Callable, to_copies: dict[int, Any]) -> Callable:

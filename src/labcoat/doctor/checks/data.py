@@ -265,28 +265,72 @@ def inputs_duplicates(case: Case) -> Outcome:
     return passed(f"{unique} of {n} training inputs are distinct", **evidence)
 
 
+#: share of the features that may be constant before that is itself suspicious (a zeroed
+#: input, a preprocessing step that wiped most columns)
+MOSTLY_CONSTANT = 0.5
+#: how improbable a random split must make a column's held-out values, constant in training,
+#: for them to count as a difference between the sides
+FEATURE_SHIFT_P = 1e-3
+
+
 @check(
     "data.features.constant",
     layer="data",
-    falsifies="input features do not vary across examples",
-    predicts="features vary across training examples",
+    falsifies="input features do not vary across examples (all of them, most of them, or one "
+    "constant in training that varies in validation)",
+    predicts="most features vary across training examples, and a feature constant in training "
+    "is constant at the same value in validation",
     applies=not_features,
 )
 def features_constant(case: Case) -> Outcome:
     x = flat(case.train.x)
     constant = np.flatnonzero(np.ptp(x, axis=0) == 0)
     d = x.shape[1]
-    evidence = {
+    evidence: dict[str, Any] = {
         "features": d,
         "constant": len(constant),
         "constant_columns": constant[:20].tolist(),
     }
     if len(constant) == d:
         return failed(f"none of the {d} features varies across {len(x)} examples", **evidence)
-    # constant borders are normal in images; in tables a constant column is worth a look
-    if len(constant) and case.train.x.ndim == 2:
-        return warned(f"{len(constant)} of {d} features never vary", **evidence)
-    return passed(f"{d - len(constant)} of {d} features vary", **evidence)
+    if not len(constant):
+        return passed(f"all {d} features vary", **evidence)
+    # a constant column gets no weight in training: one that varies in validation is read there
+    # by a model that never learned it (a feature broken in the training pipeline only). A rare
+    # value (a one-hot category of a few rows) lands only in validation by chance now and then:
+    # it counts only where that is improbable, as a random split would put all of those rows
+    # there with probability share ** rows (Bonferroni over the constant columns)
+    shifted: list[int] = []
+    if len(case.val) and tuple(case.val.x.shape[1:]) == tuple(case.train.x.shape[1:]):
+        val = flat(case.val.x)
+        share = len(val) / (len(val) + len(x))
+        for j in constant:
+            rows = int((val[:, j] != x[0, j]).sum())
+            if rows and share**rows * len(constant) < FEATURE_SHIFT_P:
+                shifted.append(int(j))
+    evidence["constant_in_training_varying_in_validation"] = shifted[:20]
+    if shifted:
+        return warned(
+            f"{len(shifted)} features are constant in training but vary in the held-out data "
+            f"(columns {', '.join(map(str, shifted[:5]))}; {case.split_owner}): the model never "
+            "learns them; does one side's preprocessing differ?",
+            **evidence,
+        )
+    if len(constant) > MOSTLY_CONSTANT * d:
+        return warned(
+            f"{len(constant)} of {d} features never vary: most of the input carries nothing "
+            "(zeroed or overwritten columns?)",
+            **evidence,
+        )
+    # a few constant features are normal (images' blank borders, unused one-hot columns): a
+    # fact for the evidence, not something to act on
+    evidence["note"] = (
+        f"{len(constant)} features are constant in training and validation alike (blank "
+        "image borders, unused categories): they carry no information and cost nothing"
+    )
+    return passed(
+        f"{d - len(constant)} of {d} features vary ({len(constant)} constant)", **evidence
+    )
 
 
 #: cosine similarity at which a held-out row counts as a twin of a training row. Set on digits:
@@ -581,15 +625,22 @@ def signal_baseline(case: Case) -> Outcome:
                 "a single training class leaves nothing to predict (see data.labels.degenerate)"
             )
         return skipped("every target column is constant (see data.labels.degenerate)")
-    fit = _token_baselines if tokens else _baselines
-    per_column = {c: fit(xtr, ytr[:, c], xva, yva[:, c], classification) for c in columns}
-    trials = sum(len(r) for r in per_column.values())
-    column, best = min(
-        ((c, name) for c, r in per_column.items() for name in r),
-        key=lambda cb: per_column[cb[0]][cb[1]]["pvalue"],
+    pipelines = _token_baselines(classification) if tokens else _baselines(classification)
+
+    def judged(score: Any) -> tuple[int, str, dict, float, dict]:
+        per_column = {c: score(c) for c in columns}
+        trials = sum(len(r) for r in per_column.values())
+        column, best = min(
+            ((c, name) for c, r in per_column.items() for name in r),
+            key=lambda cb: per_column[cb[0]][cb[1]]["pvalue"],
+        )
+        # Bonferroni over baselines and target columns
+        p = min(1.0, per_column[column][best]["pvalue"] * trials)
+        return column, best, per_column[column][best], p, per_column
+
+    column, best, result, p_best, per_column = judged(
+        lambda c: _scored(pipelines, xtr, ytr[:, c], xva, yva[:, c], classification)
     )
-    result = per_column[column][best]
-    p_best = min(1.0, result["pvalue"] * trials)  # Bonferroni over baselines and target columns
     key = "accuracy" if classification else "r2"
     where = f" on target column {column}" if ytr.shape[1] > 1 else ""
     summary = f"best baseline ({best}){where} scores {result[key]:.3f}"
@@ -604,12 +655,56 @@ def signal_baseline(case: Case) -> Outcome:
         )
     if p_best < 1e-3:
         return passed(f"{summary} (p={p_best:.2g})", **evidence)
-    if p_best < 0.05:
-        return warned(f"{summary}: weak signal (p={p_best:.2g})", **evidence)
+    if p_best < SIGNAL_P:  # signal, if weak: what a baseline finds is no bug to act on
+        return passed(f"{summary}: weak signal, but signal (p={p_best:.2g})", **evidence)
+    # one held-out fifth of a few hundred rows is too few to show a modest signal: every row,
+    # predicted by baselines fitted on the other folds, gives the test five times the examples
+    xall, yall = np.concatenate([xtr, xva]), np.concatenate([ytr, yva])
+    folds = _folds(yall, classification)
+    if folds is None:
+        return failed(
+            f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?",
+            **evidence,
+        )
+    column, best, result, p_oof, per_oof = judged(
+        lambda c: _scored_out_of_fold(pipelines, xall, yall[:, c], folds, classification)
+    )
+    p_oof = min(1.0, 2 * p_oof)  # a second look at the same question (Bonferroni)
+    oof = f"out of fold over all {len(yall)} rows, {best}{where} scores {result[key]:.3f}"
+    evidence.update(out_of_fold=per_oof[column], pvalue_out_of_fold=p_oof, rows=len(yall))
+    if p_oof < 1e-3:  # the rescue needs the strong level: a weak one passes chance too often
+        return passed(
+            f"{summary} on {len(yva)} held-out rows (p={p_best:.2g}), too few to show the "
+            f"signal; {oof} (p={p_oof:.2g})",
+            **evidence,
+        )
     return failed(
-        f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?",
+        f"{summary}: no better than chance (p={p_best:.2g}; {oof}, p={p_oof:.2g}); are inputs "
+        "and labels aligned?",
         **evidence,
     )
+
+
+#: the p-value below which a baseline's agreement with the labels counts as signal
+SIGNAL_P = 0.05
+#: folds of the out-of-fold baselines, run when the held-out rows show no signal
+SIGNAL_FOLDS = 5
+
+
+def _folds(y: np.ndarray, classification: bool) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Train/held-out row indices of :data:`SIGNAL_FOLDS` folds (stratified by the first
+    target column for classes), or None when some class has fewer rows than folds."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    first = y[:, 0]
+    if classification:
+        _, counts = np.unique(first, return_counts=True)
+        if counts.min() < SIGNAL_FOLDS:
+            return None
+        splitter: Any = StratifiedKFold(SIGNAL_FOLDS, shuffle=True, random_state=0)
+    else:
+        splitter = KFold(SIGNAL_FOLDS, shuffle=True, random_state=0)
+    return list(splitter.split(np.zeros(len(first)), first))
 
 
 #: target columns a baseline is fitted to; wider targets (images, embeddings) are sampled evenly
@@ -701,32 +796,36 @@ def _rank_pvalue(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float
     return auc, float(p)
 
 
-def _baselines(
-    xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, classification: bool
-) -> dict:
-    """kNN and linear baselines fitted on one target column, scored on held-out data with a
-    one-sided p-value against chance."""
+def _baselines(classification: bool) -> dict[str, tuple[Any, slice]]:
+    """kNN and linear baselines on standardised features, each with the columns it reads."""
     from sklearn.linear_model import Ridge, RidgeClassifier
     from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     if classification:
-        models = {
-            "knn": KNeighborsClassifier(n_neighbors=min(5, len(xtr))),
-            "linear": RidgeClassifier(alpha=1.0),
-        }
+        models = {"knn": KNeighborsClassifier(n_neighbors=5), "linear": RidgeClassifier(alpha=1.0)}
     else:
-        models = {
-            "knn": KNeighborsRegressor(n_neighbors=min(5, len(xtr))),
-            "linear": Ridge(alpha=1.0),
-        }
-    pipelines = {name: make_pipeline(StandardScaler(), est) for name, est in models.items()}
-    return _scored(pipelines, xtr, ytr, xva, yva, classification)
+        models = {"knn": KNeighborsRegressor(n_neighbors=5), "linear": Ridge(alpha=1.0)}
+    return {
+        name: (make_pipeline(StandardScaler(), est), slice(None)) for name, est in models.items()
+    }
+
+
+def _fitted(pipeline: Any, x: Any, y: np.ndarray) -> Any:
+    """A fresh copy of ``pipeline`` fitted on ``x``, ``y`` (kNN never asks for more neighbours
+    than there are rows)."""
+    from sklearn.base import clone
+
+    fitted = clone(pipeline)
+    last = fitted.steps[-1][1] if hasattr(fitted, "steps") else fitted
+    if hasattr(last, "n_neighbors"):
+        last.set_params(n_neighbors=min(5, len(y)))
+    return fitted.fit(x, y)
 
 
 def _scored(
-    pipelines: dict[str, Any],
+    pipelines: dict[str, tuple[Any, slice]],
     xtr: Any,
     ytr: np.ndarray,
     xva: Any,
@@ -734,39 +833,71 @@ def _scored(
     classification: bool,
 ) -> dict:
     """Each baseline fitted on one target column, scored on held-out data with a one-sided
-    p-value against chance. ``xtr``/``xva`` are whatever the pipelines take (a float array, a
-    (train, val) pair of token views)."""
+    p-value against chance."""
+    results = {}
+    for name, (pipeline, cols) in pipelines.items():
+        fitted = _fitted(pipeline, xtr[:, cols], ytr)
+        scores = _binary_scores(fitted, xva[:, cols], classification)
+        results[name] = _score(fitted.predict(xva[:, cols]), scores, yva, classification)
+    return results
+
+
+def _scored_out_of_fold(
+    pipelines: dict[str, tuple[Any, slice]],
+    x: Any,
+    y: np.ndarray,
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    classification: bool,
+) -> dict:
+    """As :func:`_scored`, on every row, each predicted by a baseline fitted on the other folds."""
+    results = {}
+    for name, (pipeline, cols) in pipelines.items():
+        pred = np.empty(len(y), dtype=y.dtype if classification else float)
+        scores: np.ndarray | None = np.empty(len(y)) if classification else None
+        for train, held in folds:
+            fitted = _fitted(pipeline, x[train][:, cols], y[train])
+            pred[held] = fitted.predict(x[held][:, cols])
+            fold_scores = _binary_scores(fitted, x[held][:, cols], classification)
+            if fold_scores is None or scores is None:
+                scores = None
+            else:
+                scores[held] = fold_scores
+        results[name] = _score(pred, scores, y, classification)
+    return results
+
+
+def _binary_scores(fitted: Any, x: Any, classification: bool) -> np.ndarray | None:
+    """A two-class baseline's scores for its second class (None otherwise)."""
+    if not classification or len(fitted.classes_) != 2:
+        return None
+    return _positive_scores(fitted, x)
+
+
+def _score(
+    pred: np.ndarray, scores: np.ndarray | None, y: np.ndarray, classification: bool
+) -> dict:
+    """A baseline's held-out predictions against the targets, with a one-sided p-value against
+    chance."""
     from scipy import stats  # lazy: scipy.stats takes ~0.5 s to import
 
-    results = {}
-    for name, fitted in pipelines.items():
-        fitted = fitted.fit(xtr, ytr)
-        pred = fitted.predict(xva)
-        if classification:
-            results[name] = {
-                "accuracy": float((pred == yva).mean()),
-                "chance": _majority_rate(yva),
-                "pvalue": _agreement_pvalue(pred, yva),
-            }
-            if len(fitted.classes_) == 2 and len(np.unique(yva)) == 2:
-                # the rare class rarely wins a vote: rank the examples by the baseline's score
-                scores = _positive_scores(fitted, xva)
-                auc, p_rank = _rank_pvalue(scores, yva == fitted.classes_[1])
-                results[name].update(
-                    auc=auc, pvalue_votes=results[name]["pvalue"], pvalue_ranks=p_rank
-                )
-                # the better of two tests of one baseline, each counted (Bonferroni)
-                results[name]["pvalue"] = min(1.0, 2 * min(p_rank, results[name]["pvalue"]))
-        else:
-            r = 0.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, yva).statistic)
-            p = (
-                1.0
-                if np.ptp(pred) == 0
-                else float(stats.pearsonr(pred, yva, alternative="greater").pvalue)
-            )
-            r2 = 1 - float(((pred - yva) ** 2).mean() / max(yva.var(), 1e-300))
-            results[name] = {"r2": r2, "correlation": r, "pvalue": p}
-    return results
+    if classification:
+        result = {
+            "accuracy": float((pred == y).mean()),
+            "chance": _majority_rate(y),
+            "pvalue": _agreement_pvalue(pred, y),
+        }
+        classes = np.unique(y)
+        if scores is not None and len(classes) == 2:
+            # the rare class rarely wins a vote: rank the examples by the baseline's score
+            auc, p_rank = _rank_pvalue(scores, y == classes[1])
+            result.update(auc=auc, pvalue_votes=result["pvalue"], pvalue_ranks=p_rank)
+            # the better of two tests of one baseline, each counted (Bonferroni)
+            result["pvalue"] = min(1.0, 2 * min(p_rank, result["pvalue"]))
+        return result
+    r = 0.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, y).statistic)
+    p = 1.0 if np.ptp(pred) == 0 else float(stats.pearsonr(pred, y, alternative="greater").pvalue)
+    r2 = 1 - float(((pred - y) ** 2).mean() / max(y.var(), 1e-300))
+    return {"r2": r2, "correlation": r, "pvalue": p}
 
 
 def token_ids(case: Case, x: torch.Tensor) -> np.ndarray:
@@ -832,13 +963,11 @@ class BagOfTokens:
         return self
 
 
-def _token_baselines(
-    xtr: np.ndarray, ytr: np.ndarray, xva: np.ndarray, yva: np.ndarray, classification: bool
-) -> dict:
+def _token_baselines(classification: bool) -> dict[str, tuple[Any, slice]]:
     """Baselines for token ids: linear models on a bag of tokens (which tokens occur) and on
     one-hot tokens per position over the first :data:`POSITIONS_MAX` positions (which token
-    stands where), and kNN under the Hamming distance between sequences, each scored as the
-    feature baselines are."""
+    stands where), and kNN under the Hamming distance between sequences, each with the
+    positions it reads."""
     from sklearn.linear_model import Ridge, RidgeClassifier
     from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
     from sklearn.pipeline import make_pipeline
@@ -846,22 +975,15 @@ def _token_baselines(
     def linear() -> Any:
         return RidgeClassifier(alpha=1.0) if classification else Ridge(alpha=1.0)
 
-    k = min(5, len(xtr))
     if classification:
-        knn: Any = KNeighborsClassifier(n_neighbors=k, metric="hamming", algorithm="brute")
+        knn: Any = KNeighborsClassifier(n_neighbors=5, metric="hamming", algorithm="brute")
     else:
-        knn = KNeighborsRegressor(n_neighbors=k, metric="hamming", algorithm="brute")
-    head = slice(0, POSITIONS_MAX)
-    pipelines = {
-        "bag_of_tokens": (make_pipeline(BagOfTokens(), linear()), xtr, xva),
+        knn = KNeighborsRegressor(n_neighbors=5, metric="hamming", algorithm="brute")
+    return {
+        "bag_of_tokens": (make_pipeline(BagOfTokens(), linear()), slice(None)),
         "tokens_at_positions": (
             make_pipeline(BagOfTokens(positional=True), linear()),
-            xtr[:, head],
-            xva[:, head],
+            slice(0, POSITIONS_MAX),
         ),
-        "knn_positions": (knn, xtr, xva),
+        "knn_positions": (make_pipeline(knn), slice(None)),
     }
-    results = {}
-    for name, (pipeline, train, val) in pipelines.items():
-        results.update(_scored({name: pipeline}, train, ytr, val, yva, classification))
-    return results

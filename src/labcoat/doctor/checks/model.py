@@ -11,6 +11,7 @@ from torch import nn
 from labcoat._validation import article
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.copies import has_nonzero_grad, optimizer_tensors, perturb_zero_tensors
+from labcoat.doctor.features import inputs_are_ids
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
 from labcoat.doctor.targets import layout_of, to_output
@@ -292,6 +293,22 @@ def loss_initial(case: Case) -> Outcome:
         "classes": case.n_outputs,
     }
     if loss > expected + max(1.0, 0.5 * expected):
+        fresh = _fresh_init_loss(case, y)
+        if fresh is not None and fresh <= expected + max(1.0, 0.5 * expected):
+            evidence["fresh_init_loss"] = fresh
+            return warned(
+                f"initial loss {loss:.3f} is far above {what}, though a fresh initialisation of "
+                f"this model starts at {fresh:.3f}: the weights as given were trained, and they "
+                "do worse than a uniform guess on these inputs"
+                + (
+                    ": the token ids likely mean something else to the model than to your data "
+                    "(another tokenizer or vocabulary, an offset, special ids moved)"
+                    if inputs_are_ids(case)
+                    else ": the inputs are likely not what it was trained on (another "
+                    "preprocessing or scale, columns in another order)"
+                ),
+                **evidence,
+            )
         scale = _input_scale(case)
         if scale is not None:
             evidence["largest_input"] = scale
@@ -306,6 +323,32 @@ def loss_initial(case: Case) -> Outcome:
             **evidence,
         )
     return passed(f"initial loss {loss:.3f} near {what}", **evidence)
+
+
+def _fresh_init_loss(case: Case, y: torch.Tensor) -> float | None:
+    """The loss on the probe batch of a copy whose layers are all re-initialised (their own
+    ``reset_parameters``), or None where none can be: what this architecture starts at before
+    any training, to tell trained weights that misread the inputs from an over-confident init."""
+    model = copy.deepcopy(case.eval_model)
+    torch.manual_seed(case.seed)
+    owners: dict[int, int] = {}
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            owners[id(p)] = owners.get(id(p), 0) + 1
+    reset = 0
+    for module in model.modules():
+        # a tied weight (an embedding shared with the output layer) is left as given: which of
+        # its owners' initialisations the architecture means cannot be told
+        shared = any(owners[id(p)] > 1 for p in module.parameters(recurse=False))
+        if callable(getattr(module, "reset_parameters", None)) and not shared:
+            module.reset_parameters()
+            reset += 1
+    if not reset:
+        return None
+    try:
+        return float(_loss_on(case, case.forward(model, case.probe_batch.x), y))
+    except Exception:  # noqa: BLE001 - the unchanged model's loss is reported as it is
+        return None
 
 
 #: float inputs whose magnitude exceeds this look unscaled (raw pixels, raw measurements)
