@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("labcoat.provenance",),
     ("labcoat.ledger",),
     ("labcoat.stats", "labcoat.scale", "labcoat.audit"),
-    ("labcoat.doctor", "labcoat.watch"),
+    ("labcoat.doctor", "labcoat.watch", "labcoat.logs"),
     ("labcoat.replay", "labcoat.verdicts", "labcoat.evals"),
     ("labcoat.report",),
     ("labcoat.cli", "labcoat.__main__", "labcoat"),

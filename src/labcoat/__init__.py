@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "evals": "labcoat.evals",  # the package: plan_subset, estimate, compare, sequential
     "record": "labcoat.replay.record:record",
     "replay": "labcoat.replay",  # the package: replay(), diff(), open_run()
+    "logs": "labcoat.logs",  # the package: install(), step(), why()
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

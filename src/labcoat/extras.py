@@ -27,6 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "ray": ("ray",),
     "lightning": ("lightning",),
     "huggingface": ("transformers",),
+    "logs": ("drain3",),
 }
 
 #: what each extra is for, when the caller does not say
@@ -38,6 +39,7 @@ PURPOSES: dict[str, str] = {
     "ray": "engine='ray'",
     "lightning": "the Lightning callback",
     "huggingface": "the Hugging Face callback",
+    "logs": "labcoat logs (log templates)",
 }
 
 

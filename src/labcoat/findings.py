@@ -275,6 +275,7 @@ ENGINES: dict[str, str] = {
     "verdicts": "labcoat.verdicts:REGISTRY",
     "evals": "labcoat.evals.checks:CHECKS",
     "replay": "labcoat.replay.results:CHECKS",
+    "logs": "labcoat.logs.checks:CHECKS",
 }
 
 

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "evals": "labcoat.cli.evals:evals",
     "replay": "labcoat.cli.replay:replay_command",
     "diff": "labcoat.cli.replay:diff_command",
+    "logs": "labcoat.cli.logs:logs_command",
 }
 
 #: each command's help as ``labcoat --help`` lists it, so listing them imports no command module
@@ -55,6 +56,8 @@ SUMMARIES: dict[str, str] = {
     "evals": "Fast evals from a few hundred items: plan, estimate, compare (intervals that hold).",
     "replay": "Re-run steps of a recorded RUN (its directory or id) and check they are the same.",
     "diff": "Where two recorded runs A and B part ways: provenance, first divergence, module.",
+    "logs": "A run's log records: RUN is a run id, `last`, or a folder of per-rank log files "
+    "(torchrun --log-dir). With --why, exit 1 when a failure-indicating line is named.",
 }
 
 

@@ -1,0 +1,187 @@
+"""From sources to records in the ledger: every line gets its level, its failure signals and its
+template, and is written with the run in batches (``log_lines``, ``log_templates``,
+``log_sources``), streaming: a run of millions of lines is never held in memory.
+
+A traceback is read as one unit per process: its frames are ERROR lines of kind ``traceback``,
+its last line (``RuntimeError: …``) is the ``exception`` a reader wants to see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from labcoat.logs import classify
+from labcoat.logs.sources import Line, Source
+from labcoat.logs.templates import Miner
+
+BATCH = 20_000
+_INSERT_LINE = (
+    "INSERT INTO log_lines (run_id, seq, time, rank, local_rank, node, step, level, stream, "
+    "logger, template_id, kinds, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+@dataclass
+class Ingested:
+    run_id: int
+    lines: int
+    templates: int
+    seconds: float
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "lines": self.lines,
+            "templates": self.templates,
+            "seconds": round(self.seconds, 6),
+            "lines_per_s": round(self.lines / self.seconds) if self.seconds > 0 else None,
+        }
+
+
+class Annotator:
+    """Level and signals per line, with one traceback state per source."""
+
+    def __init__(self) -> None:
+        self.in_traceback: dict[int, bool] = {}
+
+    def annotate(self, line: Line) -> str:
+        """Set ``line.level`` where the text shows one; return its kinds, comma-joined."""
+        text = line.text
+        source = line.source
+        if self.in_traceback.get(source):
+            if (
+                text.startswith((" ", "\t"))
+                or not text.strip()
+                or text.startswith(("During handling", "The above exception", classify.TRACEBACK))
+            ):
+                line.level = "ERROR"
+                return "traceback"
+            self.in_traceback[source] = False
+            if classify.exception_name(text):
+                line.level = "ERROR"
+                kinds = ["exception", *(k for k in classify.signals(text, "") if k != "error")]
+                return ",".join(kinds)
+        if text.startswith(classify.TRACEBACK) or text.endswith(classify.TRACEBACK):
+            self.in_traceback[source] = True
+            line.level = line.level or "ERROR"
+            return "traceback"
+        if not line.level:
+            line.level = classify.level_of(text)
+        kinds = classify.signals(text, line.level)
+        return ",".join(kinds)
+
+
+def records(lines: Iterable[Line], miner: Miner) -> Iterator[tuple[Line, int, str]]:
+    """Each line with its template id and kinds."""
+    annotator = Annotator()
+    add, annotate = miner.add, annotator.annotate
+    for line in lines:
+        kinds = annotate(line)
+        yield line, add(line.text), kinds
+
+
+def ingest(
+    ledger: Any, run_id: int, sources: list[Source], lines: Iterable[Line], *, miner=None
+) -> Ingested:
+    """Write ``lines`` as the log records of run ``run_id`` (replacing none: a run is ingested
+    once) and return what was written."""
+    miner = miner or Miner()
+    store = ledger.storage
+    t0 = time.perf_counter()
+    per_template: dict[int, list[Any]] = {}  # id -> [count, ranks set, worst level, first seq]
+    per_source: dict[int, list[Any]] = {}  # index -> [lines, first time, last time]
+    batch: list[tuple] = []
+    seq = 0
+    worst = classify.RANK_OF
+    for line, template, kinds in records(lines, miner):
+        seq += 1
+        batch.append(
+            (
+                run_id,
+                seq,
+                line.time,
+                line.rank,
+                line.local_rank,
+                line.node,
+                line.step,
+                line.level or None,
+                line.stream,
+                line.logger or None,
+                template,
+                kinds or None,
+                line.text,
+            )
+        )
+        t = per_template.get(template)
+        if t is None:
+            per_template[template] = [1, {line.rank}, line.level, seq]
+        else:
+            t[0] += 1
+            t[1].add(line.rank)
+            if worst.get(line.level, 0) > worst.get(t[2], 0):
+                t[2] = line.level
+        s = per_source.get(line.source)
+        if s is None:
+            per_source[line.source] = [1, line.time, line.time]
+        else:
+            s[0] += 1
+            s[2] = line.time
+        if len(batch) >= BATCH:
+            with store.write() as tx:
+                tx.executemany(_INSERT_LINE, batch)
+            batch = []
+    texts = miner.templates()
+    with store.write() as tx:
+        if batch:
+            tx.executemany(_INSERT_LINE, batch)
+        tx.executemany(
+            "INSERT INTO log_templates (run_id, template_id, template, count, ranks, level, "
+            "first_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    tid,
+                    texts.get(tid, ""),
+                    count,
+                    json.dumps(sorted((r for r in ranks if r is not None))),
+                    level or None,
+                    first,
+                )
+                for tid, (count, ranks, level, first) in per_template.items()
+            ],
+        )
+        tx.executemany(
+            "INSERT INTO log_sources (run_id, source, path, rank, local_rank, group_rank, node, "
+            "pid, lines, first_time, last_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    i,
+                    s.path,
+                    s.rank,
+                    s.local_rank,
+                    s.group_rank,
+                    s.node,
+                    s.pid,
+                    per_source.get(i, [0, None, None])[0],
+                    per_source.get(i, [0, None, None])[1],
+                    per_source.get(i, [0, None, None])[2],
+                )
+                for i, s in enumerate(sources)
+            ],
+        )
+    return Ingested(
+        run_id, seq, len(per_template), time.perf_counter() - t0, [s.to_dict() for s in sources]
+    )
+
+
+def ingested(ledger: Any, run_id: int) -> bool:
+    with ledger.storage.read() as tx:
+        return tx.value("SELECT count(*) FROM log_sources WHERE run_id = ?", (run_id,)) > 0
+
+
+__all__ = ["Ingested", "ingest", "ingested", "records"]
