@@ -70,6 +70,7 @@ class RankState:
     last_time: float | None = None
     last_step: int | None = None
     last_seq: int = 0
+    last_text: str = ""
     last_kinds: tuple[str, ...] = ()
     gaps: list[float] = field(default_factory=list)  # a sample of the gaps between its lines
     step_times: dict[int, float] = field(default_factory=dict)  # step -> first line's time
@@ -103,12 +104,15 @@ def _pct(values: list[float], q: float) -> float:
 def analyse(
     rows: Iterable[Mapping[str, Any]],
     templates: Mapping[int, Mapping[str, Any]],
-    background: set[str],
+    background: Mapping[str, set[str]],
     *,
     history_runs: int = 0,
+    last_steps: Mapping[Any, int] | None = None,
 ) -> Analysis:
     """One pass over a run's rows (``log_lines``, in seq order) with its templates
-    (id -> {template, count, ranks, level}) against the ``background`` template texts."""
+    (id -> {template, count, ranks, level}) against the ``background`` (template text -> the
+    signals its lines showed in earlier healthy runs). ``last_steps``: rank -> the last step its
+    processes were in (from their step markers)."""
     ranks: dict[int | None, RankState] = {}
     candidates: list[Candidate] = []
     n = 0
@@ -125,7 +129,7 @@ def analyse(
         state.lines += 1
         if state.first_time is None:
             state.first_time = when
-        state.last_time, state.last_seq = when, row["seq"]
+        state.last_time, state.last_seq, state.last_text = when, row["seq"], row["text"]
         if step is not None:
             state.last_step = step
             if step not in state.step_times and len(state.step_times) < 200_000:
@@ -135,9 +139,10 @@ def analyse(
         state.last_kinds = found
         if not found or "traceback" in found:
             continue
-        strong = tuple(k for k in found if k in STRONG)
         template = templates.get(row["template_id"], {}).get("template", "")
-        if not strong or template in background or len(candidates) >= KEEP:
+        known = background.get(template, ())
+        strong = tuple(k for k in found if k in STRONG and k not in known)
+        if not strong or len(candidates) >= KEEP:
             continue
         candidates.append(
             Candidate(
@@ -153,6 +158,9 @@ def analyse(
             )
         )
     worker = {r: s for r, s in ranks.items() if r is not None}
+    for r, told in (last_steps or {}).items():
+        if r in worker and (worker[r].last_step is None or told > worker[r].last_step):
+            worker[r].last_step = told
     silent = _silent(worker, candidates) if timed else []
     changes = _changes(worker) if timed else []
     first, cause = _first(candidates, silent, changes, worker)
@@ -203,7 +211,7 @@ def _silent(ranks: dict[int, RankState], candidates: list[Candidate]) -> list[di
         if s.last_time is None or any(k in s.last_kinds for k in ("exception", "traceback")):
             continue  # it crashed: that is its own last word, not silence
         gap = end - s.last_time
-        pace = _pct(s.gaps, 0.99)
+        pace = _pct(s.gaps, 0.9)  # its usual pace (a slow start is one long gap, left out)
         if gap < max(MIN_SILENCE_S, 20 * pace):
             continue
         after = [
@@ -240,16 +248,11 @@ def _changes(ranks: dict[int, RankState]) -> list[dict[str, Any]]:
             others = [o.step_times[step] for r, o in ranks.items() if r != rank]
             lags.append(s.step_times[step] - statistics.median(others))
         durations = [b - a for a, b in zip(_times(s, steps), _times(s, steps)[1:])]
-        best = None
-        for k in range(MIN_STEPS, len(steps) - MIN_STEPS + 1):
-            before, after = lags[:k], lags[k:]
-            jump = statistics.median(after) - statistics.median(before)
-            if best is None or jump > best[0]:
-                best = (jump, k)
-        if best is None:
+        k = _split(lags)
+        if k is None:
             continue
-        jump, k = best
         before, after = lags[:k], lags[k:]
+        jump = statistics.median(after) - statistics.median(before)
         spread = statistics.median(abs(x - statistics.median(before)) for x in before) * 1.4826
         step_s = statistics.median(durations[: k - 1]) if k > 1 else 0.0
         threshold = max(0.1, 6 * spread, 0.5 * step_s)
@@ -273,6 +276,26 @@ def _changes(ranks: dict[int, RankState]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _split(values: list[float]) -> int | None:
+    """The index that splits ``values`` into two segments of least squared error (each at
+    least :data:`MIN_STEPS` long), as a single change-point fit does; None when too short."""
+    n = len(values)
+    if n < 2 * MIN_STEPS:
+        return None
+    total, total_sq = sum(values), sum(v * v for v in values)
+    best, best_k, left, left_sq = None, None, 0.0, 0.0
+    for k in range(1, n - MIN_STEPS + 1):
+        left += values[k - 1]
+        left_sq += values[k - 1] ** 2
+        if k < MIN_STEPS:
+            continue
+        right, right_sq = total - left, total_sq - left_sq
+        sse = (left_sq - left * left / k) + (right_sq - right * right / (n - k))
+        if best is None or sse < best:
+            best, best_k = sse, k
+    return best_k
 
 
 def _times(s: RankState, steps: list[int]) -> list[float]:
@@ -314,10 +337,7 @@ def _first(
         quiet = [s for s in silent if first_loss.time is None or s["last_time"] < first_loss.time]
         if quiet:
             s = quiet[0]
-            state = ranks[s["rank"]]
-            text = ""
-            if state.last_step is not None and state.last_step in state.step_lines:
-                text = state.step_lines[state.last_step][1]
+            text = ranks[s["rank"]].last_text
             return {
                 "rank": s["rank"],
                 "node": None,
@@ -326,8 +346,8 @@ def _first(
                 "line": text,
                 "template": "",
                 "kinds": ["silent"],
-                "why": f"rank {s['rank']} went silent after step {s['last_step']} "
-                f"({s['silent_s']:.1f} s before the run ended); the others then reported "
+                "why": f"rank {s['rank']} went silent in step {s['last_step']} (its last line "
+                f"{s['silent_s']:.1f} s before the run ended); the others then reported "
                 f"{first_loss.what} waiting for it",
                 "seq": s["seq"],
             }, None

@@ -103,8 +103,14 @@ def why(run: Any = "last", *, ledger: Any = None) -> LogsReport:
     elif history is not None:
         known, n_runs = _store.background(history, 1 << 62)
     else:
-        known, n_runs = set(), 0
-    analysis = analyse(_store.rows(book, run_id), templates, known, history_runs=n_runs)
+        known, n_runs = {}, 0
+    analysis = analyse(
+        _store.rows(book, run_id),
+        templates,
+        known,
+        history_runs=n_runs,
+        last_steps=_store.last_steps(book, run_id),
+    )
     shown = run_id if not (isinstance(run, (str, os.PathLike)) and os.path.isdir(run)) else str(run)
     return LogsReport(shown, analysis)
 

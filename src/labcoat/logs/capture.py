@@ -102,6 +102,7 @@ class _Capture:
         self.marks: dict[int, deque[tuple[int, int | None]]] = {}  # (offset, step from there)
         self.steps: dict[int, int | None] = {}
         self.reading = threading.Lock()
+        self.told: int | None = _STEP  # the step the file last showed
         for fd in streams:
             try:
                 original = os.dup(fd)
@@ -191,6 +192,7 @@ class _Capture:
                 self._emit(when, stream, "", at, "", text)
             else:
                 self._emit(when, stream, found[0], found[2], found[1], text)
+            self.told = at
         self.partial[read] = data[cut:]
         self.offsets[read] = start + cut
 
@@ -226,6 +228,9 @@ class _Capture:
                 self.file.flush()  # one write per wake-up: a killed rank loses little
             else:
                 self._flush_notes(when - 0.5)
+                if _STEP != self.told:  # a step began and wrote nothing yet: say which it is
+                    self.told = _STEP
+                    self._emit(when, "step", "", _STEP, "", "")
                 self.file.flush()
                 if self.stopping:
                     break

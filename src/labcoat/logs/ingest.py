@@ -9,6 +9,7 @@ its last line (``RuntimeError: …``) is the ``exception`` a reader wants to see
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -18,6 +19,7 @@ from labcoat.logs.sources import Line, Source
 from labcoat.logs.templates import Miner
 
 BATCH = 20_000
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _INSERT_LINE = (
     "INSERT INTO log_lines (run_id, seq, time, rank, local_rank, node, step, level, stream, "
     "logger, template_id, kinds, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -51,6 +53,8 @@ class Annotator:
     def annotate(self, line: Line) -> str:
         """Set ``line.level`` where the text shows one; return its kinds, comma-joined."""
         text = line.text
+        if text.startswith("[rank"):  # torch's distributed excepthook: "[rank1]: Traceback …"
+            text = _RANK_PREFIX.sub("", text, count=1)
         source = line.source
         if self.in_traceback.get(source):
             if (
@@ -75,6 +79,17 @@ class Annotator:
         return ",".join(kinds)
 
 
+def _steps_apart(lines: Iterable[Line], last_steps: dict[int, int]) -> Iterator[Line]:
+    """The lines, without the step markers a capture writes when a step begins in silence
+    (they only tell which step a process was in)."""
+    for line in lines:
+        if line.stream == "step":
+            if line.step is not None:
+                last_steps[line.source] = line.step
+            continue
+        yield line
+
+
 def records(lines: Iterable[Line], miner: Miner) -> Iterator[tuple[Line, int, str]]:
     """Each line with its template id and kinds."""
     annotator = Annotator()
@@ -92,12 +107,14 @@ def ingest(
     miner = miner or Miner()
     store = ledger.storage
     t0 = time.perf_counter()
-    per_template: dict[int, list[Any]] = {}  # id -> [count, ranks set, worst level, first seq]
+    # id -> [count, ranks set, worst level, first seq, kinds set]
+    per_template: dict[int, list[Any]] = {}
     per_source: dict[int, list[Any]] = {}  # index -> [lines, first time, last time]
     batch: list[tuple] = []
+    last_steps: dict[int, int] = {}  # source -> the last step it was told (lines or markers)
     seq = 0
     worst = classify.RANK_OF
-    for line, template, kinds in records(lines, miner):
+    for line, template, kinds in records(_steps_apart(lines, last_steps), miner):
         seq += 1
         batch.append(
             (
@@ -118,12 +135,15 @@ def ingest(
         )
         t = per_template.get(template)
         if t is None:
-            per_template[template] = [1, {line.rank}, line.level, seq]
-        else:
-            t[0] += 1
-            t[1].add(line.rank)
-            if worst.get(line.level, 0) > worst.get(t[2], 0):
-                t[2] = line.level
+            t = per_template[template] = [0, set(), line.level, seq, set()]
+        t[0] += 1
+        t[1].add(line.rank)
+        if worst.get(line.level, 0) > worst.get(t[2], 0):
+            t[2] = line.level
+        if kinds:
+            t[4].update(kinds.split(","))
+        if line.step is not None:
+            last_steps[line.source] = line.step
         s = per_source.get(line.source)
         if s is None:
             per_source[line.source] = [1, line.time, line.time]
@@ -140,7 +160,7 @@ def ingest(
             tx.executemany(_INSERT_LINE, batch)
         tx.executemany(
             "INSERT INTO log_templates (run_id, template_id, template, count, ranks, level, "
-            "first_seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "first_seq, kinds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     run_id,
@@ -150,13 +170,15 @@ def ingest(
                     json.dumps(sorted((r for r in ranks if r is not None))),
                     level or None,
                     first,
+                    ",".join(sorted(kinds)) or None,
                 )
-                for tid, (count, ranks, level, first) in per_template.items()
+                for tid, (count, ranks, level, first, kinds) in per_template.items()
             ],
         )
         tx.executemany(
             "INSERT INTO log_sources (run_id, source, path, rank, local_rank, group_rank, node, "
-            "pid, lines, first_time, last_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "pid, lines, first_time, last_time, last_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?)",
             [
                 (
                     run_id,
@@ -170,6 +192,7 @@ def ingest(
                     per_source.get(i, [0, None, None])[0],
                     per_source.get(i, [0, None, None])[1],
                     per_source.get(i, [0, None, None])[2],
+                    last_steps.get(i),
                 )
                 for i, s in enumerate(sources)
             ],

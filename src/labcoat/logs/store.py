@@ -56,8 +56,9 @@ def templates(ledger: Any, run_id: int) -> dict[int, dict[str, Any]]:
     }
 
 
-def background(ledger: Any, run_id: int) -> tuple[set[str], int]:
-    """The templates of the latest earlier healthy runs (status ok) and how many runs those are."""
+def background(ledger: Any, run_id: int) -> tuple[dict[str, set[str]], int]:
+    """The templates of the latest earlier healthy runs (status ok), each with the signals its
+    lines showed there, and how many runs those are."""
     with ledger.storage.read() as tx:
         runs = [
             r[0]
@@ -68,12 +69,28 @@ def background(ledger: Any, run_id: int) -> tuple[set[str], int]:
             )
         ]
         if not runs:
-            return set(), 0
+            return {}, 0
         marks = ", ".join("?" for _ in runs)
         texts = tx.all(
-            f"SELECT DISTINCT template FROM log_templates WHERE run_id IN ({marks})", runs
+            f"SELECT DISTINCT template, kinds FROM log_templates WHERE run_id IN ({marks})", runs
         )
-    return {t[0] for t in texts if t[0]}, len(runs)
+    out: dict[str, set[str]] = {}
+    for template, kinds in texts:
+        if template:
+            out.setdefault(template, set()).update((kinds or "").split(",") if kinds else ())
+    return out, len(runs)
+
+
+def last_steps(ledger: Any, run_id: int) -> dict[Any, int]:
+    """rank -> the last step its processes were told (a hung rank's step, though it wrote
+    nothing in it)."""
+    with ledger.storage.read() as tx:
+        found = tx.all(
+            "SELECT rank, max(last_step) FROM log_sources WHERE run_id = ? AND last_step IS NOT "
+            "NULL GROUP BY rank",
+            (run_id,),
+        )
+    return {r: s for r, s in found}
 
 
 def _steps(value: str | None) -> tuple[int | None, int | None]:

@@ -20,11 +20,23 @@ _MASK = re.compile(
     r"(?<![\w.])[-+]?(?:nan|inf|NaN|Inf|NAN|INF)(?![\w])"
 )
 WILDCARD = "<*>"
+#: a time stamp a logging format puts first (ISO, asctime, glog): not part of any template
+_TIME_PREFIX = re.compile(
+    r"^\[?(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|"
+    r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+)\]?\s*"
+)
+
+
+def strip_time(text: str) -> str:
+    """``text`` without the time stamp a logging format put in front of it."""
+    return (
+        _TIME_PREFIX.sub("", text, count=1) if text[:1].isdigit() or text[:1] in "[IWEF" else text
+    )
 
 
 def mask(text: str) -> str:
     """``text`` with its numbers and ids replaced by placeholders: the key of the shape cache."""
-    return _MASK.sub("<NUM>", text)
+    return _MASK.sub("<NUM>", strip_time(text))
 
 
 def _require_drain3() -> Any:
@@ -53,7 +65,7 @@ class Miner:
     def add(self, text: str) -> int:
         """The template id of ``text`` (a drain3 cluster id)."""
         self.lines += 1
-        shape = _MASK.sub("<NUM>", text)
+        shape = _MASK.sub("<NUM>", strip_time(text))
         found = self.shapes.get(shape)
         if found is None:
             found = self.miner.add_log_message(shape)["cluster_id"] if shape.strip() else 0
@@ -77,7 +89,7 @@ def parameters(text: str, template: str) -> list[str]:
     """The values of ``text`` where ``template`` has a wildcard (Drain keeps the token count)."""
     if WILDCARD not in template:
         return []
-    tokens, slots = text.split(), template.split()
+    tokens, slots = strip_time(text).split(), template.split()
     if len(tokens) != len(slots):
         return [m.group() for m in _MASK.finditer(text)]
     out = []

@@ -299,14 +299,14 @@ def m006_logs(tx: Tx) -> None:
         CREATE TABLE log_templates (
             run_id {int} NOT NULL REFERENCES runs (id), template_id {int} NOT NULL,
             template TEXT NOT NULL, count {int} NOT NULL, ranks TEXT NOT NULL, level TEXT,
-            first_seq {int}, PRIMARY KEY (run_id, template_id))""")
+            first_seq {int}, kinds TEXT, PRIMARY KEY (run_id, template_id))""")
     )
     tx.execute(
         ddl("""
         CREATE TABLE log_sources (
             run_id {int} NOT NULL REFERENCES runs (id), source {int} NOT NULL, path TEXT,
             rank {int}, local_rank {int}, group_rank {int}, node TEXT, pid {int},
-            lines {int} NOT NULL, first_time {real}, last_time {real},
+            lines {int} NOT NULL, first_time {real}, last_time {real}, last_step {int},
             PRIMARY KEY (run_id, source))""")
     )
     tx.execute("CREATE INDEX ix_log_lines_rank ON log_lines (run_id, rank, seq)")
