@@ -27,7 +27,7 @@ import time
 import warnings
 
 K = 8
-STEPS = 20
+STEPS = 16
 BARRIER_TIMEOUT_S = float(os.environ.get("PROC_JOB_TIMEOUT", "4"))
 
 

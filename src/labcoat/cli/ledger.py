@@ -596,8 +596,18 @@ def _ingest_logs(capture, book: Ledger, run_id: int) -> None:
     """Store the captured lines with the run; a failure here never changes the run's exit."""
     try:
         capture.ingest(book, run_id)
+        report = capture.conclude(book, run_id)
     except Exception as exc:  # noqa: BLE001 - the run is recorded; its logs are extra
         click.echo(f"labcoat: note: run {run_id}'s logs were not stored: {exc}", err=True)
+        return
+    first = report.first
+    if first is not None:
+        who = "the launcher" if first["rank"] is None else f"rank {first['rank']}"
+        step = "" if first["step"] is None else f" step {first['step']}"
+        click.echo(
+            f"labcoat: logs: {who}{step}: {first['line'][:120]} (`labcoat logs {run_id} --why`)",
+            err=True,
+        )
 
 
 @click.command(

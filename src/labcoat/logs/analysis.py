@@ -108,6 +108,7 @@ def analyse(
     *,
     history_runs: int = 0,
     last_steps: Mapping[Any, int] | None = None,
+    min_silence_s: float = MIN_SILENCE_S,
 ) -> Analysis:
     """One pass over a run's rows (``log_lines``, in seq order) with its templates
     (id -> {template, count, ranks, level}) against the ``background`` (template text -> the
@@ -161,7 +162,7 @@ def analyse(
     for r, told in (last_steps or {}).items():
         if r in worker and (worker[r].last_step is None or told > worker[r].last_step):
             worker[r].last_step = told
-    silent = _silent(worker, candidates) if timed else []
+    silent = _silent(worker, candidates, min_silence_s) if timed else []
     changes = _changes(worker) if timed else []
     first, cause = _first(candidates, silent, changes, worker)
     consequences = _consequences(candidates, cause, first)
@@ -201,7 +202,9 @@ def analyse(
     )
 
 
-def _silent(ranks: dict[int, RankState], candidates: list[Candidate]) -> list[dict[str, Any]]:
+def _silent(
+    ranks: dict[int, RankState], candidates: list[Candidate], min_silence_s: float
+) -> list[dict[str, Any]]:
     """Ranks that stopped writing while the others went on to report trouble."""
     if len(ranks) < 2:
         return []
@@ -212,7 +215,7 @@ def _silent(ranks: dict[int, RankState], candidates: list[Candidate]) -> list[di
             continue  # it crashed: that is its own last word, not silence
         gap = end - s.last_time
         pace = _pct(s.gaps, 0.9)  # its usual pace (a slow start is one long gap, left out)
-        if gap < max(MIN_SILENCE_S, 20 * pace):
+        if gap < max(min_silence_s, 20 * pace):
             continue
         after = [
             c for c in candidates if c.rank != rank and c.time is not None and c.time > s.last_time

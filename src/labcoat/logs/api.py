@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from labcoat.logs import sources as _sources
 from labcoat.logs import store as _store
-from labcoat.logs.analysis import analyse
+from labcoat.logs.analysis import MIN_SILENCE_S, analyse
 from labcoat.logs.capture import ENV_DIR
 from labcoat.logs.fold import fold
 from labcoat.logs.ingest import Ingested, ingest
@@ -62,6 +62,12 @@ class CommandCapture:
         found = _sources.discover(self.folder)
         return ingest(ledger, run_id, found, _sources.lines(found))
 
+    def conclude(self, ledger: Any, run_id: int) -> LogsReport:
+        """Read the ingested run for its failure and record the findings with the run."""
+        report = why(run_id, ledger=ledger)
+        ledger.record_findings(report.findings, run=run_id, source="logs")
+        return report
+
     def close(self) -> None:
         if not self._file.closed:
             self._file.close()
@@ -94,8 +100,12 @@ def _with_run(run: Any, ledger: Any) -> tuple[Any, int, Any]:
     return book, _store.run_with_logs(book, run), book
 
 
-def why(run: Any = "last", *, ledger: Any = None) -> LogsReport:
-    """Read run ``run`` (an id, ``"last"`` or a folder of log files) for its failure."""
+def why(
+    run: Any = "last", *, ledger: Any = None, min_silence_s: float = MIN_SILENCE_S
+) -> LogsReport:
+    """Read run ``run`` (an id, ``"last"`` or a folder of log files) for its failure; a rank
+    counts as silent after ``min_silence_s`` seconds without a line (and 20 of its usual
+    gaps)."""
     book, run_id, history = _with_run(run, ledger)
     templates = _store.templates(book, run_id)
     if history is not None and history is book:
@@ -110,6 +120,7 @@ def why(run: Any = "last", *, ledger: Any = None) -> LogsReport:
         known,
         history_runs=n_runs,
         last_steps=_store.last_steps(book, run_id),
+        min_silence_s=min_silence_s,
     )
     shown = run_id if not (isinstance(run, (str, os.PathLike)) and os.path.isdir(run)) else str(run)
     return LogsReport(shown, analysis)

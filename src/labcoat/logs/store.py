@@ -57,14 +57,17 @@ def templates(ledger: Any, run_id: int) -> dict[int, dict[str, Any]]:
 
 
 def background(ledger: Any, run_id: int) -> tuple[dict[str, set[str]], int]:
-    """The templates of the latest earlier healthy runs (status ok), each with the signals its
-    lines showed there, and how many runs those are."""
+    """The templates of the latest earlier healthy runs (status ok, and no logs finding that
+    failed or warned: a run that exits 0 with a NaN loss is no background), each with the
+    signals its lines showed there, and how many runs those are."""
     with ledger.storage.read() as tx:
         runs = [
             r[0]
             for r in tx.all(
                 "SELECT DISTINCT s.run_id FROM log_sources s JOIN run_ends e ON e.run_id = "
-                "s.run_id WHERE s.run_id < ? AND e.status = 'ok' ORDER BY s.run_id DESC LIMIT ?",
+                "s.run_id WHERE s.run_id < ? AND e.status = 'ok' AND NOT EXISTS (SELECT 1 FROM "
+                "findings f WHERE f.run_id = s.run_id AND f.source = 'logs' AND f.status IN "
+                "('fail', 'warn')) ORDER BY s.run_id DESC LIMIT ?",
                 (run_id, HISTORY),
             )
         ]
