@@ -31,6 +31,7 @@ RESULTS = [
     "labcoat.audit.group_leakage:SharedGroups",
     "labcoat.watch.result:WatchReport",
     "labcoat.watch.watcher:Watcher",
+    "labcoat.logs.result:LogsReport",
 ]
 
 
@@ -57,6 +58,15 @@ def _digits_like(n=96, seed=0):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, 8, generator=g)
     return x, (x[:, 0] > 0).long()
+
+
+def _logs_recorded(ledger, tmp_path):
+    """A folder of per-rank log files read for its failure, recorded like every result."""
+    from labcoat.logs import ingest_folder, why
+
+    for rank in (0, 1):
+        (tmp_path / f"rank{rank}.log").write_text(f"step 0 loss 0.5\nstep 1 loss 0.{rank}\n")
+    return why(ingest_folder(ledger, tmp_path), ledger=ledger).record(ledger)
 
 
 def _newer_engines_recorded(ledger, a, b) -> list:
@@ -132,6 +142,7 @@ def test_every_stored_finding_names_a_registered_check(tmp_path):
         )
         assert report.extras["ledger"]["findings"]
         stored += _newer_engines_recorded(ledger, a, b)
+        stored.append(_logs_recorded(ledger, tmp_path))
         assert all(stored)
         registered = _registered()
         unregistered = []

@@ -14,10 +14,22 @@ HERE = Path(__file__).parent
 PROC_JOB = HERE / "proc_job.py"
 
 
-def record(ledger: Path, env: dict, *command: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def record(
+    ledger: Path, env: dict, *command: str, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """``labcoat run --ledger LEDGER -- COMMAND`` as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "labcoat", "run", "--no-git", "--ledger", str(ledger), "--", *command],
+        [
+            sys.executable,
+            "-m",
+            "labcoat",
+            "run",
+            "--no-git",
+            "--ledger",
+            str(ledger),
+            "--",
+            *command,
+        ],
         env=env,
         capture_output=True,
         text=True,

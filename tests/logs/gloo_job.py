@@ -35,7 +35,9 @@ STEPS = 30
 
 def main(scenario: str) -> None:
     torch.set_num_threads(1)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     log = logging.getLogger("train")
     timeout = float(os.environ.get("GLOO_JOB_TIMEOUT", "8"))
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))

@@ -35,7 +35,9 @@ def barrier(folder: str, rank: int, world: int, step: int) -> None:
     open(os.path.join(folder, f"{step}.{rank}"), "w").close()
     deadline = time.monotonic() + BARRIER_TIMEOUT_S
     while True:
-        missing = [r for r in range(world) if not os.path.exists(os.path.join(folder, f"{step}.{r}"))]
+        missing = [
+            r for r in range(world) if not os.path.exists(os.path.join(folder, f"{step}.{r}"))
+        ]
         if not missing:
             return
         if time.monotonic() > deadline:
@@ -49,7 +51,9 @@ def barrier(folder: str, rank: int, world: int, step: int) -> None:
 def worker(scenario: str, folder: str) -> None:
     import labcoat.logs
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     log = logging.getLogger("train")
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     faulty = world - 1
@@ -89,7 +93,9 @@ def launch(scenario: str, world: int) -> int:
     procs = []
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", scenario, folder], env=env))
+        procs.append(
+            subprocess.Popen([sys.executable, __file__, "--worker", scenario, folder], env=env)
+        )
     failed = None
     while failed is None and any(p.poll() is None for p in procs):
         for rank, p in enumerate(procs):
@@ -105,7 +111,10 @@ def launch(scenario: str, world: int) -> int:
     if failed is None:
         failed = next((r for r, c in enumerate(codes) if c), None)
     if failed is not None:
-        print(f"launcher: ERROR: worker rank {failed} failed (exit code {codes[failed]})", file=sys.stderr)
+        print(
+            f"launcher: ERROR: worker rank {failed} failed (exit code {codes[failed]})",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -72,7 +72,9 @@ class RankState:
     last_seq: int = 0
     last_text: str = ""
     last_kinds: tuple[str, ...] = ()
-    gaps: list[float] = field(default_factory=list)  # a sample of the gaps between its lines
+    gaps: list[float] = field(default_factory=list)  # gaps between its lines in training
+    early: list[float] = field(default_factory=list)  # gaps between lines of no known step
+    stepped: bool = False  # its last line had a step
     step_times: dict[int, float] = field(default_factory=dict)  # step -> first line's time
     step_lines: dict[int, tuple[int, str]] = field(default_factory=dict)  # step -> (seq, text)
 
@@ -126,7 +128,12 @@ def analyse(
         if state is None:
             state = ranks[rank] = RankState()
         if when is not None and state.last_time is not None and len(state.gaps) < 50_000:
-            state.gaps.append(when - state.last_time)
+            # its pace while it trains: gaps between lines of known steps (not the start-up)
+            if step is not None and state.stepped:
+                state.gaps.append(when - state.last_time)
+            elif step is None and not state.stepped:
+                state.early.append(when - state.last_time)
+        state.stepped = step is not None
         state.lines += 1
         if state.first_time is None:
             state.first_time = when
@@ -214,7 +221,7 @@ def _silent(
         if s.last_time is None or any(k in s.last_kinds for k in ("exception", "traceback")):
             continue  # it crashed: that is its own last word, not silence
         gap = end - s.last_time
-        pace = _pct(s.gaps, 0.9)  # its usual pace (a slow start is one long gap, left out)
+        pace = _pct(s.gaps[-1000:] if len(s.gaps) >= 10 else s.gaps + s.early, 0.9)
         if gap < max(min_silence_s, 20 * pace):
             continue
         after = [

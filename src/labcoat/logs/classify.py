@@ -77,12 +77,12 @@ def signals(text: str, level: str) -> list[str]:
         out.append("timeout")
     if _OOM.search(text):
         out.append("oom")
-    if _nonfinite(text):
+    if nonfinite(text):
         out.append("nonfinite")
     return out
 
 
-def _nonfinite(text: str) -> bool:
+def nonfinite(text: str) -> bool:
     """A NaN anywhere it names a value; an Inf unless written as a setting (``max_norm=inf``)."""
     lowered = text.lower()
     if "nan" not in lowered and "inf" not in lowered:
@@ -98,4 +98,13 @@ def is_peer_loss(text: str) -> bool:
     return bool(_PEER.search(text)) or bool(_TIMEOUT.search(text))
 
 
-__all__ = ["KINDS", "LEVELS", "RANK_OF", "TRACEBACK", "exception_name", "level_of", "signals"]
+__all__ = [
+    "KINDS",
+    "LEVELS",
+    "RANK_OF",
+    "TRACEBACK",
+    "exception_name",
+    "level_of",
+    "nonfinite",
+    "signals",
+]

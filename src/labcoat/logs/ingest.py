@@ -45,12 +45,28 @@ class Ingested:
 
 
 class Annotator:
-    """Level and signals per line, with one traceback state per source."""
+    """Level and signals per line, with one traceback state per source.
+
+    What a line's words say (its level, a timeout, an out-of-memory) is the same for every line
+    of one masked shape, so it is worked out once per shape; only the traceback state and a
+    non-finite value (masked like any number) are looked at per line, the latter with a
+    substring test before any pattern."""
 
     def __init__(self) -> None:
         self.in_traceback: dict[int, bool] = {}
+        self.facts: dict[str, tuple[str, tuple[str, ...]]] = {}
 
-    def annotate(self, line: Line) -> str:
+    def _facts(self, text: str, shape: str) -> tuple[str, tuple[str, ...]]:
+        found = self.facts.get(shape)
+        if found is None:
+            level = classify.level_of(text)
+            kinds = tuple(k for k in classify.signals(text, level) if k != "nonfinite")
+            found = (level, kinds)
+            if len(self.facts) < 1_000_000:
+                self.facts[shape] = found
+        return found
+
+    def annotate(self, line: Line, shape: str) -> str:
         """Set ``line.level`` where the text shows one; return its kinds, comma-joined."""
         text = line.text
         if text.startswith("[rank"):  # torch's distributed excepthook: "[rank1]: Traceback …"
@@ -67,16 +83,26 @@ class Annotator:
             self.in_traceback[source] = False
             if classify.exception_name(text):
                 line.level = "ERROR"
-                kinds = ["exception", *(k for k in classify.signals(text, "") if k != "error")]
+                kinds = ["exception", *(k for k in self._facts(text, shape)[1] if k != "error")]
+                if _maybe_nonfinite(text) and classify.nonfinite(text):
+                    kinds.append("nonfinite")
                 return ",".join(kinds)
-        if text.startswith(classify.TRACEBACK) or text.endswith(classify.TRACEBACK):
+        if text.endswith(classify.TRACEBACK):
             self.in_traceback[source] = True
             line.level = line.level or "ERROR"
             return "traceback"
+        level, kinds = self._facts(text, shape)
         if not line.level:
-            line.level = classify.level_of(text)
-        kinds = classify.signals(text, line.level)
+            line.level = level
+        elif classify.RANK_OF.get(line.level, 0) >= classify.RANK_OF["ERROR"]:
+            kinds = ("error", *(k for k in kinds if k != "error"))
+        if _maybe_nonfinite(text) and classify.nonfinite(text):
+            kinds = (*kinds, "nonfinite")
         return ",".join(kinds)
+
+
+def _maybe_nonfinite(text: str) -> bool:
+    return "nan" in text or "inf" in text or "NaN" in text or "Inf" in text or "NAN" in text
 
 
 def _steps_apart(lines: Iterable[Line], last_steps: dict[int, int]) -> Iterator[Line]:
@@ -93,10 +119,10 @@ def _steps_apart(lines: Iterable[Line], last_steps: dict[int, int]) -> Iterator[
 def records(lines: Iterable[Line], miner: Miner) -> Iterator[tuple[Line, int, str]]:
     """Each line with its template id and kinds."""
     annotator = Annotator()
-    add, annotate = miner.add, annotator.annotate
+    add, annotate = miner.add_shape, annotator.annotate
     for line in lines:
-        kinds = annotate(line)
-        yield line, add(line.text), kinds
+        template, shape = add(line.text)
+        yield line, template, annotate(line, shape)
 
 
 def ingest(

@@ -32,7 +32,7 @@ PASS_THROUGH_S = 5.0
 _TEE_PREFIX = re.compile(r"^\[[\w-]*\d+\]:")
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     time: float | None
     rank: int | None

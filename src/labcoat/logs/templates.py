@@ -20,6 +20,7 @@ _MASK = re.compile(
     r"(?<![\w.])[-+]?(?:nan|inf|NaN|Inf|NAN|INF)(?![\w])"
 )
 WILDCARD = "<*>"
+_ZERO_DIGITS = str.maketrans("123456789", "000000000")
 #: a time stamp a logging format puts first (ISO, asctime, glog): not part of any template
 _TIME_PREFIX = re.compile(
     r"^\[?(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|"
@@ -60,18 +61,29 @@ class Miner:
         config.drain_max_clusters = None
         self.miner = TemplateMiner(config=config)
         self.shapes: dict[str, int] = {}
+        self.keys: dict[str, tuple[int, str]] = {}  # digits zeroed -> (template id, shape)
         self.lines = 0
 
     def add(self, text: str) -> int:
         """The template id of ``text`` (a drain3 cluster id)."""
+        return self.add_shape(text)[0]
+
+    def add_shape(self, text: str) -> tuple[int, str]:
+        """The template id of ``text`` and its masked shape (the key of every per-shape cache)."""
         self.lines += 1
+        key = text.translate(_ZERO_DIGITS)  # C speed: most lines are a key seen before
+        hit = self.keys.get(key)
+        if hit is not None:
+            return hit
         shape = _MASK.sub("<NUM>", strip_time(text))
         found = self.shapes.get(shape)
         if found is None:
             found = self.miner.add_log_message(shape)["cluster_id"] if shape.strip() else 0
             if len(self.shapes) < 1_000_000:  # a run of unique lines must not eat the memory
                 self.shapes[shape] = found
-        return found
+        if len(self.keys) < 1_000_000:
+            self.keys[key] = (found, shape)
+        return found, shape
 
     def templates(self) -> dict[int, str]:
         """Every template id and its final text (``<NUM>`` and drain3's ``<*>`` as ``<*>``)."""
