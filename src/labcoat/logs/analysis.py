@@ -172,7 +172,7 @@ def analyse(
     silent = _silent(worker, candidates, min_silence_s) if timed else []
     changes = _changes(worker) if timed else []
     first, cause = _first(candidates, silent, changes, worker)
-    consequences = _consequences(candidates, cause, first)
+    consequences = _consequences(candidates, cause, first, timed)
     new = [
         {
             "template": t["template"],
@@ -380,13 +380,18 @@ def _first(
 
 
 def _consequences(
-    candidates: list[Candidate], cause: Candidate | None, first: dict[str, Any] | None
+    candidates: list[Candidate],
+    cause: Candidate | None,
+    first: dict[str, Any] | None,
+    timed: bool = True,
 ) -> list[dict[str, Any]]:
+    """What followed the first line on other ranks and the launcher (without times, files read
+    rank by rank: every other rank's lost peers)."""
     if first is None:
         return []
     out, seen = [], set()
     for c in candidates:
-        if c.seq <= first["seq"] or c.rank == first["rank"]:
+        if c.rank == first["rank"] or (c.seq <= first["seq"] if timed else not c.peer_loss):
             continue
         key = (c.rank, c.template)
         if key in seen:

@@ -11,8 +11,9 @@ goes through the same descriptors and is captured too.
 factory notes (level, logger, step) and the reader gives those to the line that carries the
 record's message. A record no handler printed is written as a line of its own (stream ``log``).
 
-The step is what :func:`step` (or ``labcoat.watch``'s ``observe``) last set; a printed line
-carries the step in force when the reader read it, a logging record the step at its creation.
+The step is what :func:`step` last set: at each change the capture notes how many bytes each
+pipe holds, so a printed line carries the step it was written in; a logging record carries the
+step at its creation.
 
 File format (one file per process, ``p<PID>.log`` in the capture folder): a header line
 ``#labcoat-logs 1 {json}`` (rank, local rank, group rank, node, pid, world size), then one line

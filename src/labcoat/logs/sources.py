@@ -29,7 +29,7 @@ from labcoat.logs.capture import HEADER
 LAUNCHER = "launcher.log"
 #: seconds within which a launcher line is the pass-through of a rank's line
 PASS_THROUGH_S = 5.0
-_TEE_PREFIX = re.compile(r"^\[[\w-]*\d+\]:")
+_TEE_PREFIX = re.compile(r"^\[[\w-]*\d+\]:\s?")  # torchrun --tee's and torch's "[rank1]: "
 
 
 @dataclass(slots=True)
