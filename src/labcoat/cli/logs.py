@@ -17,11 +17,18 @@ from labcoat.cli.output import console, emit_json, json_option
 @click.option("--step", "steps", default=None, metavar="A..B", help="Only steps A to B.")
 @click.option("--grep", default=None, metavar="RE", help="Only lines matching this regex.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N lines.")
+@click.option(
+    "--engine",
+    type=click.Choice(("local", "ray")),
+    default="local",
+    show_default=True,
+    help="For a folder: mine its per-rank files here, or in parallel Ray tasks.",
+)
 @ledger_option
 @json_option
 @click.pass_context
 def logs_command(
-    ctx, run, explain, folded, rank, level, steps, grep, limit, location, as_json
+    ctx, run, explain, folded, rank, level, steps, grep, limit, engine, location, as_json
 ) -> None:
     """A run's log records: RUN is a run id, `last`, or a folder of per-rank log files
     (torchrun --log-dir). With --why, exit 1 when a failure-indicating line is named.
@@ -40,14 +47,14 @@ def logs_command(
     filters = {"rank": rank, "level": level, "step": steps, "grep": grep}
     try:
         if explain:
-            report = api.why(run, ledger=book)
+            report = api.why(run, ledger=book, engine=engine)
             if as_json:
                 emit_json(report.to_dict())
             else:
                 console().print(report)
             ctx.exit(0 if report.first is None else 1)
         if folded:
-            groups = api.folded(run, ledger=book, **filters)
+            groups = api.folded(run, ledger=book, engine=engine, **filters)
             if as_json:
                 emit_json({"run": run, "groups": [g.to_dict() for g in groups]})
                 return
@@ -55,7 +62,7 @@ def logs_command(
 
             console().print(folded_view(groups), highlight=False, markup=False)
             return
-        rows = api.records(run, ledger=book, **filters)
+        rows = api.records(run, ledger=book, engine=engine, **filters)
         if as_json:
             out = []
             for row in rows:

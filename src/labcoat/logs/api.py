@@ -74,13 +74,28 @@ class CommandCapture:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def ingest_folder(ledger: Any, folder: str | os.PathLike[str], *, name: str | None = None) -> int:
+def ingest_folder(
+    ledger: Any,
+    folder: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    engine: str = "local",
+) -> int:
     """Record a folder of log files (capture files, ``torchrun --log-dir``, ``rank<N>.log``) as
-    a run of ``ledger`` and return the run's id."""
+    a run of ``ledger`` and return the run's id. ``engine="ray"`` mines the files in parallel
+    Ray tasks (:mod:`labcoat.logs.parallel`)."""
+    from labcoat._validation import OneOf
+
+    OneOf(("local", "ray")).check(engine, "engine")
     found = _sources.discover(folder)
+    mined = None
+    if engine == "ray":
+        from labcoat.logs.parallel import mine_shards
+
+        mined = mine_shards(found)
     run = ledger.start_run(name=name or f"logs {os.path.basename(os.fspath(folder))}", git=False)
     try:
-        ingest(ledger, run.id, found, _sources.lines(found))
+        ingest(ledger, run.id, found, _sources.lines(found, mined))
     except BaseException as exc:
         ledger.finish_run(run.id, status="failed", exit_status=None, error=repr(exc))
         raise
@@ -88,25 +103,31 @@ def ingest_folder(ledger: Any, folder: str | os.PathLike[str], *, name: str | No
     return run.id
 
 
-def _with_run(run: Any, ledger: Any) -> tuple[Any, int, Any]:
+def _with_run(run: Any, ledger: Any, engine: str = "local") -> tuple[Any, int, Any]:
     """(ledger holding the run, run id, background ledger)."""
     from labcoat.ledger import Ledger
 
     if isinstance(run, (str, os.PathLike)) and os.path.isdir(run):
-        background = ledger if ledger is not None else Ledger.existing()
+        # ledger=False: no background (nothing earlier to compare with)
+        background = None if ledger is False else ledger or Ledger.existing()
         scratch = Ledger(os.path.join(tempfile.mkdtemp(prefix="labcoat-logs-"), "ledger.db"))
-        return scratch, ingest_folder(scratch, run), background
+        return scratch, ingest_folder(scratch, run, engine=engine), background
     book = ledger if ledger is not None else Ledger(create=False)
     return book, _store.run_with_logs(book, run), book
 
 
 def why(
-    run: Any = "last", *, ledger: Any = None, min_silence_s: float = MIN_SILENCE_S
+    run: Any = "last",
+    *,
+    ledger: Any = None,
+    min_silence_s: float = MIN_SILENCE_S,
+    engine: str = "local",
 ) -> LogsReport:
-    """Read run ``run`` (an id, ``"last"`` or a folder of log files) for its failure; a rank
+    """Read run ``run`` (an id, ``"last"`` or a folder of log files) for its failure (a folder
+    is judged against ``ledger``'s earlier healthy runs, or none with ``ledger=False``); a rank
     counts as silent after ``min_silence_s`` seconds without a line (and 20 of its usual
-    gaps)."""
-    book, run_id, history = _with_run(run, ledger)
+    gaps). ``engine="ray"`` mines a folder's files in parallel."""
+    book, run_id, history = _with_run(run, ledger, engine)
     templates = _store.templates(book, run_id)
     if history is not None and history is book:
         known, n_runs = _store.background(book, run_id)
@@ -126,18 +147,20 @@ def why(
     return LogsReport(shown, analysis)
 
 
-def records(run: Any = "last", *, ledger: Any = None, **filters: Any) -> Iterator[dict]:
+def records(
+    run: Any = "last", *, ledger: Any = None, engine: str = "local", **filters: Any
+) -> Iterator[dict]:
     """The run's records, filtered by rank, level, step (``"A..B"``) and grep."""
-    book, run_id, _ = _with_run(run, ledger)
+    book, run_id, _ = _with_run(run, ledger, engine)
     templates = _store.templates(book, run_id)
     for row in _store.rows(book, run_id, **filters):
         row["template"] = templates.get(row["template_id"], {}).get("template", "")
         yield row
 
 
-def folded(run: Any = "last", *, ledger: Any = None, **filters: Any) -> list:
+def folded(run: Any = "last", *, ledger: Any = None, engine: str = "local", **filters: Any) -> list:
     """The folded groups of the run's (filtered) records."""
-    book, run_id, _ = _with_run(run, ledger)
+    book, run_id, _ = _with_run(run, ledger, engine)
     return fold(_store.rows(book, run_id, **filters), _store.templates(book, run_id))
 
 

@@ -121,7 +121,10 @@ def records(lines: Iterable[Line], miner: Miner) -> Iterator[tuple[Line, int, st
     annotator = Annotator()
     add, annotate = miner.add_shape, annotator.annotate
     for line in lines:
-        template, shape = add(line.text)
+        if line.template is None:
+            template, shape = add(line.text)
+        else:  # mined in a shard: its template joins this run's
+            template, shape = miner.add_template(line.template), line.template
         yield line, template, annotate(line, shape)
 
 

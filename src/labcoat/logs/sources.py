@@ -44,6 +44,7 @@ class Line:
     logger: str
     text: str
     source: int  # index of the file it came from
+    template: str | None = None  # mined already (a shard mined in parallel)
 
 
 @dataclass
@@ -190,20 +191,39 @@ def discover(folder: str | os.PathLike[str]) -> list[Source]:
     return found
 
 
-def lines(sources: list[Source]) -> Iterator[Line]:
+def reader(source: Source, index: int) -> Iterator[Line]:
+    """The lines of one source, in file order."""
+    if not source.timed:
+        return _read_plain(source, index)
+    return (_read_capture if source.depth >= 0 else _read_launcher)(source, index)
+
+
+def _mined(lines: Iterator[Line], templates: tuple[dict[int, str], list[int]]) -> Iterator[Line]:
+    names, ids = templates
+    for line, tid in zip(lines, ids):
+        line.template = names.get(tid, "")
+        yield line
+
+
+def lines(
+    sources: list[Source], mined: dict[int, tuple[dict[int, str], list[int]]] | None = None
+) -> Iterator[Line]:
     """Every line of ``sources``, in time order (untimed files one after another, by rank),
-    each once: a line of a process that a captured process below it wrote first is dropped."""
-    timed = [
-        (_read_capture if s.depth >= 0 else _read_launcher)(s, i)
-        for i, s in enumerate(sources)
-        if s.timed
-    ]
+    each once: a line of a process that a captured process below it wrote first is dropped.
+    ``mined``: source index -> (its templates, the template id of each of its lines), from
+    shards mined in parallel."""
+
+    def read(i: int, s: Source) -> Iterator[Line]:
+        found = reader(s, i)
+        return found if mined is None or i not in mined else _mined(found, mined[i])
+
+    timed = [read(i, s) for i, s in enumerate(sources) if s.timed]
     for line in _dedup(heapq.merge(*timed, key=lambda l: l.time), sources):
         yield line
     plain = [(i, s) for i, s in enumerate(sources) if not s.timed]
     plain.sort(key=lambda p: (p[1].rank if p[1].rank is not None else -1, p[1].stream))
     for i, s in plain:
-        yield from _read_plain(s, i)
+        yield from read(i, s)
 
 
 def _read_launcher(source: Source, index: int) -> Iterator[Line]:

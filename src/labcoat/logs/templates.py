@@ -85,6 +85,15 @@ class Miner:
             self.keys[key] = (found, shape)
         return found, shape
 
+    def add_template(self, template: str) -> int:
+        """The id, in this miner, of a template another miner found (a shard's)."""
+        found = self.shapes.get(template)
+        if found is None:
+            masked = template.replace(WILDCARD, "<NUM>")
+            found = self.miner.add_log_message(masked)["cluster_id"] if masked.strip() else 0
+            self.shapes[template] = found
+        return found
+
     def templates(self) -> dict[int, str]:
         """Every template id and its final text (``<NUM>`` and drain3's ``<*>`` as ``<*>``)."""
         out = {0: ""}
