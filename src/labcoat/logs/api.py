@@ -29,7 +29,12 @@ class CommandCapture:
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="labcoat-logs-")
         self._file = open(
-            os.path.join(self.folder, _sources.LAUNCHER), "w", encoding="utf-8", buffering=1 << 16
+            os.path.join(self.folder, _sources.LAUNCHER),
+            "w",
+            encoding="utf-8",
+            errors="replace",
+            newline="\n",
+            buffering=1 << 16,
         )
         self._partial: dict[str, bytes] = {}
         self._lock = threading.Lock()

@@ -93,7 +93,9 @@ class _Capture:
     def __init__(self, directory: str, *, streams: tuple[int, ...] = (1, 2)):
         os.makedirs(directory, exist_ok=True)
         self.path = os.path.join(directory, f"p{os.getpid()}.log")
-        self.file = open(self.path, "a", encoding="utf-8", errors="replace", buffering=1 << 16)
+        self.file = open(
+            self.path, "a", encoding="utf-8", errors="replace", newline="\n", buffering=1 << 16
+        )
         self.file.write(HEADER + json.dumps(identity()) + "\n")
         self.notes: deque[tuple[float, str, str, str, int | None]] = deque()
         self.pipes: dict[int, tuple[int, int, str]] = {}  # read fd -> (original fd, target, name)
@@ -104,6 +106,7 @@ class _Capture:
         self.steps: dict[int, int | None] = {}
         self.reading = threading.Lock()
         self.told: int | None = _STEP  # the step the file last showed
+        self.last_time = 0.0
         for fd in streams:
             try:
                 original = os.dup(fd)
@@ -172,6 +175,9 @@ class _Capture:
 
     # -- the reader thread ----------------------------------------------------------------
     def _emit(self, when: float, stream: str, level: str, at: int | None, name: str, text: str):
+        # the file stays in time order (readers merge files by time): a record written late
+        # (a logging record no handler printed) takes the time it is written at
+        when = self.last_time = max(when, self.last_time)
         self.file.write(
             f"{when:.6f}\t{stream}\t{level}\t{'' if at is None else at}\t{name}\t{text}\n"
         )

@@ -76,7 +76,7 @@ def _int(value: str) -> int | None:
 
 
 def _read_capture(source: Source, index: int) -> Iterator[Line]:
-    with open(source.path, encoding="utf-8", errors="replace") as f:
+    with open(source.path, encoding="utf-8", errors="replace", newline="\n") as f:
         for raw in f:
             if raw.startswith(HEADER):
                 continue
@@ -102,7 +102,7 @@ def _read_capture(source: Source, index: int) -> Iterator[Line]:
 
 
 def _read_plain(source: Source, index: int) -> Iterator[Line]:
-    with open(source.path, encoding="utf-8", errors="replace") as f:
+    with open(source.path, encoding="utf-8", errors="replace", newline="\n") as f:
         for raw in f:
             text = _TEE_PREFIX.sub("", raw.rstrip("\n").rstrip("\r"), count=1)
             yield Line(
@@ -122,7 +122,7 @@ def _read_plain(source: Source, index: int) -> Iterator[Line]:
 def _capture_sources(folder: Path) -> list[Source]:
     out = []
     for path in sorted(folder.glob("p*.log")):
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
             head = f.readline()
         if not head.startswith(HEADER):
             continue
