@@ -21,8 +21,8 @@ from labcoat.logs.templates import Miner
 BATCH = 20_000
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s?")
 _INSERT_LINE = (
-    "INSERT INTO log_lines (run_id, seq, time, rank, local_rank, node, step, level, stream, "
-    "logger, template_id, kinds, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO log_lines (id, run_id, seq, time, rank, local_rank, node, step, level, stream, "
+    "logger, template_id, kinds, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -181,12 +181,12 @@ def ingest(
             s[2] = line.time
         if len(batch) >= BATCH:
             with store.write() as tx:
-                tx.executemany(_INSERT_LINE, batch)
+                _write_lines(tx, batch)
             batch = []
     texts = miner.templates()
     with store.write() as tx:
         if batch:
-            tx.executemany(_INSERT_LINE, batch)
+            _write_lines(tx, batch)
         tx.executemany(
             "INSERT INTO log_templates (run_id, template_id, template, count, ranks, level, "
             "first_seq, kinds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -229,6 +229,13 @@ def ingest(
     return Ingested(
         run_id, seq, len(per_template), time.perf_counter() - t0, [s.to_dict() for s in sources]
     )
+
+
+def _write_lines(tx: Any, batch: list[tuple]) -> None:
+    """One batch of lines; ids follow the ledger's last line, read under the write lock, so two
+    runs ingested at once never collide."""
+    start = tx.value("SELECT coalesce(max(id), 0) FROM log_lines")
+    tx.executemany(_INSERT_LINE, [(start + i, *row) for i, row in enumerate(batch, 1)])
 
 
 def ingested(ledger: Any, run_id: int) -> bool:

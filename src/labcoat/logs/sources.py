@@ -71,10 +71,6 @@ class Source:
         }
 
 
-def _int(value: str) -> int | None:
-    return int(value) if value.lstrip("-").isdigit() else None
-
-
 def _read_capture(source: Source, index: int) -> Iterator[Line]:
     with open(source.path, encoding="utf-8", errors="replace", newline="\n") as f:
         for raw in f:
@@ -87,12 +83,13 @@ def _read_capture(source: Source, index: int) -> Iterator[Line]:
                 when = float(parts[0])
             except ValueError:
                 continue
+            step = parts[3]
             yield Line(
                 when,
                 source.rank,
                 source.local_rank,
                 source.node,
-                _int(parts[3]),
+                int(step) if step else None,
                 parts[2],
                 parts[1],
                 parts[4],

@@ -289,10 +289,10 @@ def m006_logs(tx: Tx) -> None:
     tx.execute(
         ddl("""
         CREATE TABLE log_lines (
-            run_id {int} NOT NULL REFERENCES runs (id), seq {int} NOT NULL, time {real},
-            rank {int}, local_rank {int}, node TEXT, step {int}, level TEXT, stream TEXT,
-            logger TEXT, template_id {int}, kinds TEXT, text TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq))""")
+            id {int} PRIMARY KEY, run_id {int} NOT NULL REFERENCES runs (id),
+            seq {int} NOT NULL, time {real}, rank {int}, local_rank {int}, node TEXT,
+            step {int}, level TEXT, stream TEXT, logger TEXT, template_id {int}, kinds TEXT,
+            text TEXT NOT NULL)""")
     )
     tx.execute(
         ddl("""
@@ -309,6 +309,6 @@ def m006_logs(tx: Tx) -> None:
             lines {int} NOT NULL, first_time {real}, last_time {real}, last_step {int},
             PRIMARY KEY (run_id, source))""")
     )
-    tx.execute("CREATE INDEX ix_log_lines_rank ON log_lines (run_id, rank, seq)")
-    tx.execute("CREATE INDEX ix_log_lines_template ON log_lines (run_id, template_id)")
+    # one index: a run's lines in order (on SQLite the id is the row itself, no second tree)
+    tx.execute("CREATE UNIQUE INDEX ix_log_lines_run ON log_lines (run_id, seq)")
     tx.execute("CREATE INDEX ix_log_templates_text ON log_templates (template)")
