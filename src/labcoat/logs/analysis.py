@@ -71,6 +71,7 @@ class RankState:
     last_step: int | None = None
     last_seq: int = 0
     last_text: str = ""
+    node: str | None = None
     last_kinds: tuple[str, ...] = ()
     gaps: list[float] = field(default_factory=list)  # gaps between its lines in training
     early: list[float] = field(default_factory=list)  # gaps between lines of no known step
@@ -138,6 +139,7 @@ def analyse(
         if state.first_time is None:
             state.first_time = when
         state.last_time, state.last_seq, state.last_text = when, row["seq"], row["text"]
+        state.node = row["node"] or state.node
         if step is not None:
             state.last_step = step
             if step not in state.step_times and len(state.step_times) < 200_000:
@@ -222,7 +224,7 @@ def _silent(
             continue  # it crashed: that is its own last word, not silence
         gap = end - s.last_time
         pace = _pct(s.gaps[-1000:] if len(s.gaps) >= 10 else s.gaps + s.early, 0.9)
-        if gap < max(min_silence_s, 20 * pace):
+        if gap < max(min_silence_s, 10 * pace):
             continue
         after = [
             c for c in candidates if c.rank != rank and c.time is not None and c.time > s.last_time
@@ -350,7 +352,7 @@ def _first(
             text = ranks[s["rank"]].last_text
             return {
                 "rank": s["rank"],
-                "node": None,
+                "node": ranks[s["rank"]].node,
                 "step": s["last_step"],
                 "time": s["last_time"],
                 "line": text,
@@ -367,7 +369,7 @@ def _first(
         ch = changes[0]
         return {
             "rank": ch["rank"],
-            "node": None,
+            "node": ranks[ch["rank"]].node,
             "step": ch["step"],
             "time": ch["time"],
             "line": ch["line"],

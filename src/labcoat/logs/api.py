@@ -130,7 +130,7 @@ def why(
 ) -> LogsReport:
     """Read run ``run`` (an id, ``"last"`` or a folder of log files) for its failure (a folder
     is judged against ``ledger``'s earlier healthy runs, or none with ``ledger=False``); a rank
-    counts as silent after ``min_silence_s`` seconds without a line (and 20 of its usual
+    counts as silent after ``min_silence_s`` seconds without a line (and 10 of its usual
     gaps). ``engine="ray"`` mines a folder's files in parallel."""
     book, run_id, history = _with_run(run, ledger, engine)
     templates = _store.templates(book, run_id)
