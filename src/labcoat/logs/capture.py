@@ -97,7 +97,10 @@ class _Capture:
             self.path, "a", encoding="utf-8", errors="replace", newline="\n", buffering=1 << 16
         )
         self.file.write(HEADER + json.dumps(identity()) + "\n")
-        self.notes: deque[tuple[float, str, str, str, int | None]] = deque()
+        self.pid = os.getpid()
+        # records waiting for the line that prints them; bounded, so a process that logs far
+        # faster than anything prints cannot grow it without end
+        self.notes: deque[tuple[float, str, str, str, int | None]] = deque(maxlen=100_000)
         self.pipes: dict[int, tuple[int, int, str]] = {}  # read fd -> (original fd, target, name)
         self.partial: dict[int, bytes] = {}
         self.consumed: dict[int, int] = {}  # bytes read from each pipe so far
@@ -127,6 +130,8 @@ class _Capture:
     # -- logging ---------------------------------------------------------------------------
     def note(self, record: logging.LogRecord) -> None:
         """Called for each record as it is created (training thread): one tuple appended."""
+        if os.getpid() != self.pid:
+            return  # a forked child (a DataLoader worker): its lines reach our pipe, not its notes
         try:
             message = record.getMessage().split("\n", 1)[0]
         except Exception:  # noqa: BLE001 - a record whose message cannot be built is skipped
@@ -158,6 +163,8 @@ class _Capture:
     def mark(self, value: int | None) -> None:
         """At a step change (training thread): the bytes written so far belong to the step
         before; the reader gives ``value`` to lines that start after them."""
+        if os.getpid() != self.pid:
+            return  # a forked child has no reader (and may hold a copy of a taken lock)
         with self.reading:
             for read in self.pipes:
                 try:
