@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("labcoat.provenance",),
     ("labcoat.ledger",),
     ("labcoat.stats", "labcoat.scale", "labcoat.audit"),
-    ("labcoat.doctor", "labcoat.watch"),
+    ("labcoat.doctor", "labcoat.watch", "labcoat.logs"),
     ("labcoat.replay", "labcoat.verdicts", "labcoat.evals", "labcoat.design"),
     ("labcoat.engines",),  # names every engine's declaration; no engine imports it
     ("labcoat.report",),

@@ -246,6 +246,7 @@ FACTORIES = {
     "evals.estimate": lambda: _estimate()[0],
     "evals.compare": lambda: _evals_compare(),
     "evals.sequential": lambda: _evals_sequential(),
+    "logs.report": lambda: _logs_report(),
     "design.design": lambda: _design(),
     "design.analysis": lambda: _design().analyse(
         [
@@ -254,6 +255,21 @@ FACTORIES = {
         ]
     ),
 }
+
+
+def _logs_report():
+    """A folder of per-rank log files where rank 1 raised, read for its failure."""
+    import tempfile
+    from pathlib import Path
+
+    from labcoat.ledger import Ledger
+    from labcoat.logs import ingest_folder, why
+
+    folder = Path(tempfile.mkdtemp())
+    (folder / "rank0.log").write_text("step 0 loss 0.5\nstep 1 loss 0.4\n")
+    (folder / "rank1.log").write_text("step 0 loss 0.5\nRuntimeError: boom\n")
+    ledger = Ledger(folder / "ledger.db")
+    return why(ingest_folder(ledger, folder), ledger=ledger)
 
 
 def _design():

@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "record": "labcoat.replay.record:record",
     "replay": "labcoat.replay",  # the package: replay(), diff(), open_run()
     "design": "labcoat.design",  # the package, callable: design(), analyse(), recommend()
+    "logs": "labcoat.logs",  # the package: install(), step(), why()
 }
 
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]

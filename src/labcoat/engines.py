@@ -35,6 +35,7 @@ DECLARED: tuple[str, ...] = (
     "labcoat.verdicts._engine:ENGINE",
     "labcoat.evals._engine:ENGINE",
     "labcoat.design._engine:ENGINE",
+    "labcoat.logs._engine:ENGINE",
 )
 
 

@@ -28,6 +28,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lightning": ("lightning",),
     "huggingface": ("transformers",),
     "design": ("pydoe", "statsmodels"),
+    "logs": ("drain3",),
 }
 
 #: what each extra is for, when the caller does not say
@@ -40,6 +41,7 @@ PURPOSES: dict[str, str] = {
     "lightning": "the Lightning callback",
     "huggingface": "the Hugging Face callback",
     "design": "labcoat.design",
+    "logs": "labcoat logs (log templates)",
 }
 
 

@@ -32,6 +32,7 @@ def test_a_new_ledger_has_every_migration_recorded(ledger):
             "m003_sealed_on_close",
             "m004_findings_by_entry",
             "m005_plans_and_verdicts",
+            "m006_logs",
         ]
     )
     assert LEDGER_MIGRATIONS.pending(ledger.storage) == []

@@ -553,6 +553,40 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
     return seeds
 
 
+def _log_capture():
+    """The capture of the command's logs, or None (with a note) when drain3 is missing."""
+    from labcoat.extras import available, install_hint
+
+    if not available("drain3"):
+        click.echo(
+            "labcoat: note: the command's logs are not captured as records (`labcoat logs`): "
+            f"drain3 is not installed; {install_hint('logs')}",
+            err=True,
+        )
+        return None
+    from labcoat.logs.api import CommandCapture
+
+    return CommandCapture()
+
+
+def _ingest_logs(capture, book: Ledger, run_id: int) -> None:
+    """Store the captured lines with the run; a failure here never changes the run's exit."""
+    try:
+        capture.ingest(book, run_id)
+        report = capture.conclude(book, run_id)
+    except Exception as exc:  # noqa: BLE001 - the run is recorded; its logs are extra
+        click.echo(f"labcoat: note: run {run_id}'s logs were not stored: {exc}", err=True)
+        return
+    first = report.first
+    if first is not None:
+        who = "the launcher" if first["rank"] is None else f"rank {first['rank']}"
+        step = "" if first["step"] is None else f" step {first['step']}"
+        click.echo(
+            f"labcoat: logs: {who}{step}: {first['line'][:120]} (`labcoat logs {run_id} --why`)",
+            err=True,
+        )
+
+
 @click.command(
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
@@ -586,6 +620,11 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
     show_default=True,
     help="Keep at most this much of the end of the output.",
 )
+@click.option(
+    "--no-logs",
+    is_flag=True,
+    help="Do not capture the command's lines as log records (`labcoat logs`).",
+)
 @ledger_option
 @json_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -600,6 +639,7 @@ def run_command(
     full_hash,
     no_git,
     max_output_mb,
+    no_logs,
     location,
     as_json,
     command,
@@ -616,21 +656,30 @@ def run_command(
     """
     from labcoat.ledger.wrap import run_wrapped
 
+    logs = None if no_logs else _log_capture()
     with _open(location, create=True) as book:
-        result = run_wrapped(
-            book,
-            list(command),
-            stdout=sys.stderr if as_json else sys.stdout,
-            stderr=sys.stderr,
-            config=_load_config(config),
-            data=list(data) or None,
-            seeds=_parse_seeds(seeds) or None,
-            name=name,
-            entries=[book.entry(e) for e in entries],  # an unknown id stops here, before the run
-            full_hash=full_hash,
-            git=not no_git,
-            max_output_bytes=int(max_output_mb * (1 << 20)),
-        )
+        try:
+            result = run_wrapped(
+                book,
+                list(command),
+                stdout=sys.stderr if as_json else sys.stdout,
+                stderr=sys.stderr,
+                config=_load_config(config),
+                data=list(data) or None,
+                seeds=_parse_seeds(seeds) or None,
+                name=name,
+                entries=[book.entry(e) for e in entries],  # an unknown id stops here
+                full_hash=full_hash,
+                git=not no_git,
+                max_output_bytes=int(max_output_mb * (1 << 20)),
+                env=None if logs is None else logs.env(),
+                tap=None if logs is None else logs.tap,
+            )
+            if logs is not None:
+                _ingest_logs(logs, book, result.run_id)
+        finally:
+            if logs is not None:
+                logs.close()
         where = book.location
     if as_json:
         emit_json({**result.to_dict(), "ledger": where})

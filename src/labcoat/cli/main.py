@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "replay": "labcoat.cli.replay:replay_command",
     "diff": "labcoat.cli.replay:diff_command",
     "design": "labcoat.cli.design:design_command",
+    "logs": "labcoat.cli.logs:logs_command",
 }
 
 #: the help of the commands no engine declares, as ``labcoat --help`` lists it

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Mapping, Sequence
 
 from labcoat.errors import LabcoatError
 from labcoat.ledger.ledger import Ledger
@@ -57,6 +57,11 @@ class WrappedRun:
         }
 
 
+#: called with ("stdout" | "stderr", bytes) for every chunk the command writes (from the pump
+#: threads, never the main thread): how ``labcoat logs`` sees the launcher's own output
+Tap = Callable[[str, bytes], None]
+
+
 class _Tail:
     """The last ``limit`` bytes of everything written, from several threads."""
 
@@ -85,13 +90,15 @@ class _Tail:
             return b"".join(self.chunks)
 
 
-def _pump(source: IO[bytes], sink: Any, tail: _Tail) -> None:
+def _pump(source: IO[bytes], sink: Any, tail: _Tail, tap: Tap | None, name: str) -> None:
     fd = source.fileno()
     while True:
         chunk = os.read(fd, 65536)
         if not chunk:
             break
         tail.add(chunk)
+        if tap is not None:
+            tap(name, chunk)
         buffer = getattr(sink, "buffer", None)
         if buffer is not None:
             sink.flush()
@@ -164,15 +171,18 @@ def run_wrapped(
     stderr: Any,
     entries: Sequence[Entry] = (),
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    env: Mapping[str, str] | None = None,
+    tap: Tap | None = None,
     **capture: Any,
 ) -> WrappedRun:
     """Record and run ``command``; its output goes to ``stdout``/``stderr`` and into the ledger.
     ``capture`` is what :meth:`Ledger.start_run` takes (name, config, data, seeds, full_hash,
-    git). The run is linked to ``entries`` (hypotheses it tests) before the command starts."""
+    git). The run is linked to ``entries`` (hypotheses it tests) before the command starts.
+    ``env`` is added to the command's environment; ``tap`` sees every chunk of its output."""
     run_id = ledger.start_run(command=command, **capture).id
     for entry in entries:
         ledger.revise(entry, runs=(*entry.runs, run_id))
-    env = dict(os.environ)
+    env = {**os.environ, **(env or {})}
     env[ENV_LEDGER] = ledger.storage.target
     env[ENV_RUN_ID] = str(run_id)
     env.setdefault("PYTHONUNBUFFERED", "1")  # live output through the pipe
@@ -198,8 +208,12 @@ def run_wrapped(
         signals.attach(proc)
         tail = _Tail(max_output_bytes)
         pumps = [
-            threading.Thread(target=_pump, args=(proc.stdout, stdout, tail), daemon=True),
-            threading.Thread(target=_pump, args=(proc.stderr, stderr, tail), daemon=True),
+            threading.Thread(
+                target=_pump, args=(proc.stdout, stdout, tail, tap, "stdout"), daemon=True
+            ),
+            threading.Thread(
+                target=_pump, args=(proc.stderr, stderr, tail, tap, "stderr"), daemon=True
+            ),
         ]
         for t in pumps:
             t.start()

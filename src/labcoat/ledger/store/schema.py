@@ -278,3 +278,37 @@ def m005_plans_and_verdicts(tx: Tx) -> None:
         tx.execute(
             "INSERT INTO chain_heads (name, last_id, hash) VALUES (?, 0, ?)", (spec.table, GENESIS)
         )
+
+
+@LEDGER_MIGRATIONS()
+def m006_logs(tx: Tx) -> None:
+    """A run's log lines as records (:mod:`labcoat.logs`): one row per line, the templates mined
+    from them and the processes that wrote them. Derived from the run's output, so not chained:
+    millions of lines are written at ingest speed, and ``verify`` leaves them out."""
+    ddl = tx.dialect.ddl
+    tx.execute(
+        ddl("""
+        CREATE TABLE log_lines (
+            id {int} PRIMARY KEY, run_id {int} NOT NULL REFERENCES runs (id),
+            seq {int} NOT NULL, time {real}, rank {int}, local_rank {int}, node TEXT,
+            step {int}, level TEXT, stream TEXT, logger TEXT, template_id {int}, kinds TEXT,
+            text TEXT NOT NULL)""")
+    )
+    tx.execute(
+        ddl("""
+        CREATE TABLE log_templates (
+            run_id {int} NOT NULL REFERENCES runs (id), template_id {int} NOT NULL,
+            template TEXT NOT NULL, count {int} NOT NULL, ranks TEXT NOT NULL, level TEXT,
+            first_seq {int}, kinds TEXT, PRIMARY KEY (run_id, template_id))""")
+    )
+    tx.execute(
+        ddl("""
+        CREATE TABLE log_sources (
+            run_id {int} NOT NULL REFERENCES runs (id), source {int} NOT NULL, path TEXT,
+            rank {int}, local_rank {int}, group_rank {int}, node TEXT, pid {int},
+            lines {int} NOT NULL, first_time {real}, last_time {real}, last_step {int},
+            PRIMARY KEY (run_id, source))""")
+    )
+    # one index: a run's lines in order (on SQLite the id is the row itself, no second tree)
+    tx.execute("CREATE UNIQUE INDEX ix_log_lines_run ON log_lines (run_id, seq)")
+    tx.execute("CREATE INDEX ix_log_templates_text ON log_templates (template)")
