@@ -74,7 +74,7 @@ def _fit():
     from labcoat import scale
 
     x, loss = _curve_points()
-    return scale.fit(x, None, loss, form="curve", bootstrap=4, ledger=False)
+    return scale.fit(x, None, loss, form="curve", n_resamples=4, ledger=False)
 
 
 def _backtest():
@@ -401,7 +401,7 @@ def test_the_old_persist_functions_warn_and_still_record(tmp_path):
         from labcoat import scale
 
         x = np.logspace(6, 9, 10)
-        fit = scale.fit(x, None, 1.7 + 300 * x**-0.3, form="curve", bootstrap=0, ledger=False)
+        fit = scale.fit(x, None, 1.7 + 300 * x**-0.3, form="curve", n_resamples=0, ledger=False)
         with pytest.warns(DeprecationWarning, match=r"fit.record\(ledger\)"):
             record_fit(fit, ledger)
         assert ledger.findings(source="stats") and ledger.findings(source="scale")
