@@ -63,7 +63,7 @@ def test_an_out_of_memory_on_one_rank_is_named(job):
 
 @pytest.mark.check("logs.silent_rank", planted=True)
 def test_a_rank_that_hangs_is_the_cause_and_the_timeouts_are_consequences(job):
-    ledger, done = job("hang", PROC_JOB_TIMEOUT="2.5")
+    ledger, done = job("hang", PROC_JOB_TIMEOUT="4")
     assert done.returncode == 1
     report = why(ledger, min_silence_s=1.0)
     first = report.first
