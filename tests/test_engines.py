@@ -40,6 +40,8 @@ NOT_ENGINE_LISTS = {
     "__init__.py": "labcoat's lazy attributes: labcoat.watch, labcoat.scale, ... are packages",
     "cli/main.py": "COMMANDS: command name -> click command; the engines' commands and their help "
     "come from the descriptors (test below)",
+    "extras.py": "EXTRAS/PURPOSES: pip extras (pyproject's optional-dependencies), some named "
+    "after the engine they install libraries for",
 }
 
 

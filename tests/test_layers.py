@@ -68,9 +68,9 @@ ALLOWED_UP = {
         "deprecated: labcoat.findings.ENGINES/registries/catalogue answer from labcoat.engines "
         "for one release"
     ),
-    # removed on ledgerjudge (the plan/verdict workflow moves to labcoat.verdicts)
     ("labcoat.ledger.ledger", "labcoat.verdicts"): (
-        "Ledger.hypothesis(plan=) and Ledger.verdict: removed on ledgerjudge"
+        "deprecated: Ledger.verdict, hypothesis(plan=) and the plan methods delegate to "
+        "labcoat.verdicts for one release (the ledger itself judges nothing)"
     ),
 }
 
@@ -187,7 +187,7 @@ def upward(edges) -> list[str]:
 #: alias runs only for code that still calls the old name
 PENDING = {
     ("labcoat.findings", "labcoat.engines"): "the deprecated aliases go in the next release",
-    ("labcoat.ledger.ledger", "labcoat.verdicts"): "removed on ledgerjudge",
+    ("labcoat.ledger.ledger", "labcoat.verdicts"): "the deprecated delegates go in the next release",
 }
 
 
