@@ -178,3 +178,23 @@ def test_evaluation_fields_and_evaluate_keywords_are_one_list():
         "ids": None,
         "estimator": None,
     }
+
+
+def test_an_evaluation_event_names_its_level_and_keeps_confidence_one_release():
+    from labcoat.watch.evaluation import EvalResult
+
+    result = EvalResult(
+        name="eval",
+        step=10,
+        n=50,
+        mean=0.8,
+        low=0.7,
+        high=0.9,
+        level=0.9,
+        stopped_early=False,
+        batches=1,
+        seconds=0.1,
+    )
+    evidence = result.to_event(0)["evidence"]
+    assert evidence["interval"] == [0.7, 0.9] and evidence["level"] == 0.9
+    assert evidence["confidence"] == 0.9  # the deprecated key, for one release

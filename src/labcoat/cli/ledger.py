@@ -51,6 +51,8 @@ def _plan_fields(fields: tuple[str, ...]) -> dict:
 
 
 def _plan_from(plan_file: str | None, fields: tuple[str, ...]):
+    if plan_file is None and not fields:
+        return None  # a hypothesis without a plan needs nothing of labcoat.verdicts
     from labcoat.verdicts.plan import plan_from
 
     return plan_from(plan_file, fields)

@@ -252,7 +252,8 @@ class EvalResult(Result):
                 "name": self.name,
                 "n": self.n,
                 "interval": [self.low, self.high],
-                "confidence": self.level,
+                "level": self.level,
+                "confidence": self.level,  # deprecated key (docs/deprecations.md): "level"
                 "stopped_early": self.stopped_early,
                 "batches": self.batches,
                 "seconds": self.seconds,
