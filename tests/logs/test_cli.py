@@ -33,7 +33,7 @@ def test_why_json_has_the_documented_shape_and_exit_codes(job, cli):
     done = cli("logs", "last", "--why", "--json", "--ledger", ledger)
     assert done.code == 1
     data = json.loads(done.out)
-    assert set(data) == WHY_KEYS
+    assert set(data) == WHY_KEYS | {"kind", "version"}  # every result says what it is
     assert set(data["first"]) == {"rank", "node", "step", "time", "line", "template", "why"}
     assert set(data["consequences"][0]) == {"rank", "step", "line", "because"}
     assert data["ok"] is False and data["ranks"] == [0, 1]

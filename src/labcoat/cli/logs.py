@@ -13,7 +13,12 @@ from labcoat.cli.output import console, emit_json, json_option
 @click.option("--why", "explain", is_flag=True, help="Name the failure-indicating lines.")
 @click.option("--folded", is_flag=True, help="One line per template, with its ranks and count.")
 @click.option("--rank", type=int, default=None, help="Only this rank's lines.")
-@click.option("--level", default=None, help="Only lines at this level or worse (DEBUG … CRITICAL).")
+@click.option(
+    "--level",
+    "log_level",
+    default=None,
+    help="Only lines at this log level or worse (DEBUG … CRITICAL).",
+)
 @click.option("--step", "steps", default=None, metavar="A..B", help="Only steps A to B.")
 @click.option("--grep", default=None, metavar="RE", help="Only lines matching this regex.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N lines.")
@@ -28,7 +33,7 @@ from labcoat.cli.output import console, emit_json, json_option
 @json_option
 @click.pass_context
 def logs_command(
-    ctx, run, explain, folded, rank, level, steps, grep, limit, engine, location, as_json
+    ctx, run, explain, folded, rank, log_level, steps, grep, limit, engine, location, as_json
 ) -> None:
     """A run's log records: RUN is a run id, `last`, or a folder of per-rank log files
     (torchrun --log-dir). With --why, exit 1 when a failure-indicating line is named.
@@ -44,7 +49,7 @@ def logs_command(
     from labcoat.logs import api
 
     book = Ledger(location, create=False) if location or not _is_folder(run) else None
-    filters = {"rank": rank, "level": level, "step": steps, "grep": grep}
+    filters = {"rank": rank, "level": log_level, "step": steps, "grep": grep}
     try:
         if explain:
             report = api.why(run, ledger=book, engine=engine)
