@@ -187,7 +187,7 @@ def upward(edges) -> list[str]:
 #: alias runs only for code that still calls the old name
 PENDING = {
     ("labcoat.findings", "labcoat.engines"): "the deprecated aliases go in the next release",
-    ("labcoat.ledger.ledger", "labcoat.verdicts"): "the deprecated delegates go in the next release",
+    ("labcoat.ledger.ledger", "labcoat.verdicts"): "the deprecated delegates go next release",
 }
 
 
