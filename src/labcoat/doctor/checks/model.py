@@ -731,7 +731,7 @@ def _changed_copy(x: torch.Tensor, row: int) -> torch.Tensor | None:
     return None
 
 
-def _eval_randomness(case: Case, x: torch.Tensor, out: torch.Tensor) -> str | None:
+def eval_randomness(case: Case, x: torch.Tensor, out: torch.Tensor) -> str | None:
     """Why a comparison of two eval-mode outputs cannot be read, or None when it can: a repeat of
     the unchanged batch must give ``out`` again, or every difference may be eval-mode noise
     (dropout left on), which model.eval_deterministic names."""
@@ -758,7 +758,7 @@ def batch_independence(case: Case) -> Outcome:
     x2 = _changed_copy(x, 0)
     if x2 is None:
         return skipped("all probe inputs are identical")
-    random = _eval_randomness(case, x, case.forward(case.eval_model, x))
+    random = eval_randomness(case, x, case.forward(case.eval_model, x))
     if random is not None:
         return skipped(random)
     model, held = _batch_statistics_held(case, x)
@@ -885,7 +885,7 @@ def causality(case: Case) -> Outcome:
     if torch.equal(x2, x):
         x2[:, t + 1 :] = x.flip(1)[:, t + 1 :]
     out1, out2 = case.forward(case.eval_model, x), case.forward(case.eval_model, x2)
-    random = _eval_randomness(case, x, out1)
+    random = eval_randomness(case, x, out1)
     if random is not None:
         return skipped(random)
     diff = (out1[:, : t + 1] - out2[:, : t + 1]).abs()

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from labcoat.doctor.case import Case
-from labcoat.doctor.checks.model import _eval_randomness
+from labcoat.doctor.checks.model import eval_randomness
 from labcoat.doctor.features import inputs_are_ids
 from labcoat.doctor.inputs import Examples
 from labcoat.doctor.losses import ignore_index, skipped_labels
@@ -168,7 +168,7 @@ def positions(case: Case) -> Outcome:
         return skipped("every probe sequence repeats one token: no order to permute")
     model = case.eval_model
     out = case.forward(model, view.x)
-    random = _eval_randomness(case, view.x, out)
+    random = eval_randomness(case, view.x, out)
     if random is not None:
         return skipped(random)
     out_moved = case.forward(model, view.with_tokens(moved, order))
@@ -367,7 +367,7 @@ def mask_padding(case: Case) -> Outcome:
             **evidence,
         )
     out = case.forward(model, view.x)
-    random = _eval_randomness(case, view.x, out)
+    random = eval_randomness(case, view.x, out)
     if random is not None:
         return skipped(random, **evidence)
     length = view.tokens.shape[1]
