@@ -212,7 +212,7 @@ def plain_forms(x, y, x_new):
 def labcoat_auto(x, y, x_new):
     from labcoat import scale
 
-    fit = scale.fit(x, None, y, form="auto", bootstrap=0, ledger=False)
+    fit = scale.fit(x, None, y, form="auto", n_resamples=0, ledger=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         p = fit.predict(x_new, level=LEVEL)
@@ -341,7 +341,7 @@ def speed() -> None:
 
     def once():
         t0 = time.perf_counter()
-        scale.fit(x, None, y, form="auto", bootstrap=0, ledger=False)
+        scale.fit(x, None, y, form="auto", n_resamples=0, ledger=False)
         t1 = time.perf_counter()
         for _ in range(20):
             curve_fit_delta(x, y, x[-3:])

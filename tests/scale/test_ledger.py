@@ -31,7 +31,7 @@ def test_a_fit_is_recorded_with_its_parameters_and_data_fingerprint(tmp_path):
     again = _fit(ledger=str(path))
     x, L = curve_runs()
     L[0] *= 1.01
-    changed = scale.fit(x, None, L, form="curve", bootstrap=0, ledger=str(path))
+    changed = scale.fit(x, None, L, form="curve", n_resamples=0, ledger=str(path))
     found = [f for f in Ledger(path).findings(source="scale") if f.check == "scale.fit"]
     assert (
         found[0].evidence["data"]["digest"]

@@ -35,7 +35,7 @@ def _seeded(seeds=3, sizes=9, noise=0.01, seed=0):
 
 def test_seeds_at_one_size_are_replicates_scored_as_their_mean():
     x, L = _seeded()
-    result = scale.backtest(x, None, L, form="m2", holdout="n", top=6, bootstrap=0)
+    result = scale.backtest(x, None, L, form="m2", holdout="n", top=6, n_resamples=0)
     assert result.scored == "seed means" and result.n_holdout == 6
     assert [p["seeds"] for p in result.points] == [3, 3]
     for p, size in zip(result.points, (50 * 2.0**7, 50 * 2.0**8)):
@@ -47,7 +47,7 @@ def test_seeds_at_one_size_are_replicates_scored_as_their_mean():
     assert result.fit.backtest_pairs().seed_df == 14  # 21 fitted runs at 7 sizes: 21 − 7
     assert 0.005 < result.fit.backtest_pairs().seed_sd < 0.02
     x1, L1 = _seeded(seeds=1)
-    single = scale.backtest(x1, None, L1, form="m2", holdout="n", top=2, bootstrap=0)
+    single = scale.backtest(x1, None, L1, form="m2", holdout="n", top=2, n_resamples=0)
     assert single.scored == "runs" and "mean_interval" not in single.points[0]
     assert single.interval_score > 0 and np.isfinite(single.interval_score)
     assert single.to_dict()["points"][0]["interval_score"] > 0
@@ -57,14 +57,14 @@ def test_seeds_at_one_size_are_replicates_scored_as_their_mean():
 @pytest.mark.check("scale.choice", healthy=True)
 def test_auto_says_when_it_had_too_few_origins_to_choose():
     x, L = _seeded(seeds=1, sizes=7)  # m1 alone has 3 origins: no choice
-    few = scale.fit(x, None, L, form="auto", bootstrap=0, ledger=False)
+    few = scale.fit(x, None, L, form="auto", n_resamples=0, ledger=False)
     found = {f.check: f for f in few.findings}["scale.choice"]
     assert few.selection["evidence"] == "thin" and few.selection["chosen"] == "m2"
     assert found.status == "warn" and "could not choose" in found.message
     assert "by rule" in few.selection["why"] and few.selection["indistinguishable"] == []
     x = np.logspace(2, 5, 14)
     L = (2 + 50 * x**-0.5) * np.exp(np.random.default_rng(1).normal(0, 0.01, x.size))
-    enough = scale.fit(x, None, L, form="auto", bootstrap=0, ledger=False)
+    enough = scale.fit(x, None, L, form="auto", n_resamples=0, ledger=False)
     healthy = {f.check: f for f in enough.findings}["scale.choice"]
     assert enough.selection["evidence"] == "backtest" and healthy.status == "pass"
     assert sum(enough.selection["weights"].values()) == pytest.approx(1.0)
@@ -163,7 +163,7 @@ def test_the_backtest_table_shows_seeds_point_error_and_interval_score():
     from labcoat.scale.view import backtest_view
 
     x, L = _seeded(sizes=7)
-    result = scale.backtest(x, None, L, form="m2", holdout="n", top=3, bootstrap=0)
+    result = scale.backtest(x, None, L, form="m2", holdout="n", top=3, n_resamples=0)
     console = Console(width=200, record=True)
     console.print(backtest_view(result))
     text = console.export_text()
