@@ -69,7 +69,7 @@ def one_task(rows: np.ndarray, bootstrap: int) -> dict:
         out[f"rmse_{name}"] = float(np.sqrt(np.mean((pred - np.log(yt)) ** 2)))
         out[f"point_{name}"] = (100 * np.abs(np.exp(pred) - yt) / yt).tolist()
     start = time.perf_counter()
-    fit = scale.fit(x, None, y, form="auto", bootstrap=bootstrap, seed=0, ledger=False)
+    fit = scale.fit(x, None, y, form="auto", n_resamples=bootstrap, seed=0, ledger=False)
     out["seconds"] = time.perf_counter() - start
     out["form"] = fit.selection["chosen"]
     methods = ("calibrated", "bootstrap") if bootstrap else ("calibrated",)
@@ -170,7 +170,7 @@ def run_chinchilla(bootstrap: int) -> None:
     for holdout in ("n", "compute"):
         for method in methods:
             r = scale.backtest(
-                N, D, L, holdout=holdout, top=42, interval=method, bootstrap=bootstrap, level=LEVEL
+                N, D, L, holdout=holdout, top=42, interval=method, n_resamples=bootstrap, level=LEVEL
             )
             score = np.mean(
                 [interval_score(*p["interval"], p["observed"], LEVEL) for p in r.points]
