@@ -37,7 +37,9 @@ from labcoat.scale.objective import value_and_grad
 from labcoat.scale.search import bootstrap_counts, bootstrap_refits, grid_search
 
 DATA = (
-    Path(os.environ.get("LABCOAT_SHARED", Path(__file__).resolve().parents[1] / ".." / "shared"))
+    Path(__file__).resolve().parents[1]
+    / ".."
+    / "shared"
     / "data"
     / "chinchilla"
     / "svg_extracted_data.csv"

@@ -90,72 +90,40 @@ def family_priors(records) -> dict[str, dict]:
     return out
 
 
-def select(rec: dict, level: float = LEVEL) -> dict:
-    """What ``form="auto"`` picks from these candidates' backtests (its shipped rule)."""
-    from labcoat.scale.api import select_form
+def choose(rec: dict) -> str:
+    """The form ``form="auto"`` picks from these candidates' backtests (its shipped rule)."""
+    from labcoat.scale.api import pick_form
 
-    return select_form({k: v["pairs"] for k, v in rec["forms"].items()}, level)
-
-
-def _union(lo, hi, shifts):
-    """The previous widening: the band moved onto each plausible form's prediction, joined."""
-    for shift in shifts:
-        shift = np.where(np.isfinite(shift), shift, 0.0)
-        lo, hi = np.minimum(lo, shift + lo), np.maximum(hi, shift + hi)
-    return lo, hi
+    return pick_form({k: v["pairs"] for k, v in rec["forms"].items()})[0]
 
 
-def evaluate(
-    records, priors, level=LEVEL, widen="weighted", use_prior=True, slope_scale=1.0
-) -> dict:
-    """Coverage, width, interval score and point error of the calibrated band on every split.
-
-    ``widen``: "weighted" (shipped: the evidence-weighted spread of the forms auto cannot tell
-    apart), "union" (the previous version) or None; ``slope_scale``: the prior floor's slope
-    multiplier (``calibrate.PRIOR_SLOPE_SCALE``)."""
-    from labcoat.scale.score import interval_score
-
-    covered, widths, scores, points, fam_cov = [], [], [], [], defaultdict(list)
+def evaluate(records, priors, level=LEVEL, widen=True, use_prior=True) -> dict:
+    covered, widths, fam_cov = [], [], defaultdict(list)
     rmse = defaultdict(list)
     chosen = defaultdict(int)
-    shipped_scale = cal.PRIOR_SLOPE_SCALE
     for rec in records:
         rec.setdefault("group", rec["family"])
-        sel = select(rec, level)
-        name = sel["chosen"]
+        name = choose(rec)
         chosen[name] += 1
         form = rec["forms"][name]
         original = cal.load_prior
         cal.load_prior = lambda: priors[rec["family"]]
-        cal.PRIOR_SLOPE_SCALE = slope_scale
         try:
             calibration = cal.calibrate(form["pairs"], level, name, use_prior=use_prior)
         finally:
             cal.load_prior = original
-            cal.PRIOR_SLOPE_SCALE = shipped_scale
         e = form["error"]
-        # another form's prediction minus the chosen one's, from their held-out errors
-        shifts = [e - rec["forms"][k]["error"] for k in sel["indistinguishable"]]
-        if widen == "union":
+        shifts = []
+        if widen:
             found = {k: v["pairs"] for k, v in rec["forms"].items()}
             plausible, _ = cal.plausible_forms(found, name, level)
+            # another form's prediction minus the chosen one's, from their held-out errors
             shifts = [e - rec["forms"][k]["error"] for k in plausible]
-            floor, calibration.floor = calibration.floor, None
-            lo, hi = _union(*calibration.band(rec["distance"]), shifts)
-            if floor is not None:
-                reach = floor[0] + floor[1] * rec["distance"]
-                lo, hi = np.minimum(lo, -reach), np.maximum(hi, reach)
-        elif widen == "weighted":
-            lo, hi = calibration.band(rec["distance"], shifts, list(sel["weights"].values()))
-        else:
-            lo, hi = calibration.band(rec["distance"])
+        lo, hi = calibration.band(rec["distance"], shifts)
         inside = (e >= lo) & (e <= hi)
         covered.append(inside)
         fam_cov[rec.get("group", rec["family"])].append(inside)
         widths.append(np.exp(hi) - np.exp(lo))
-        # observed / predicted = exp(e): the score per unit of the observed value
-        scores.append(interval_score(np.exp(lo), np.exp(hi), np.exp(e), level))
-        points.append(100 * np.abs(np.expm1(-e)))
         rmse["auto"].append(np.sqrt(np.mean(e**2)))
         for k, v in rec["forms"].items():
             rmse[k].append(np.sqrt(np.mean(v["error"] ** 2)))
@@ -164,8 +132,6 @@ def evaluate(
         "coverage": float(covered.mean()),
         "n": int(covered.size),
         "median_width": float(np.median(widths)),
-        "interval_score": float(np.mean(np.concatenate(scores))),
-        "point_error": float(np.mean(np.concatenate(points))),
         "by_family": {k: float(np.concatenate(v).mean()) for k, v in sorted(fam_cov.items())},
         "rmse": {k: float(np.median(v)) for k, v in rmse.items()},
         "chosen": dict(chosen),
@@ -175,8 +141,7 @@ def evaluate(
 def report(result: dict) -> None:
     print(
         f"calibrated 95% intervals: coverage {result['coverage']:.1%} of {result['n']} held-out "
-        f"points, median width {result['median_width']:.1%}, interval score "
-        f"{result['interval_score']:.2%} of the value, point error {result['point_error']:.2f}%"
+        f"points, median width {result['median_width']:.1%}"
     )
     print("  by family: " + ", ".join(f"{k} {v:.1%}" for k, v in result["by_family"].items()))
     rmse = result["rmse"]
@@ -215,26 +180,12 @@ def main() -> None:
     ]
     print(f"{len(records)} curve-splits with backtests, {time.perf_counter() - start:.0f} s")
     priors = family_priors(records)
-    print(
-        "\n== shipped: own backtests, the evidence-weighted spread of the forms auto cannot "
-        f"tell apart, the prior's floor (slope ×{cal.PRIOR_SLOPE_SCALE:g}) =="
-    )
-    report(evaluate(records, priors, slope_scale=cal.PRIOR_SLOPE_SCALE))
-    print(
-        "\n== tuning: the prior floor's slope scaled (interval score decides, coverage >= 93 %) =="
-    )
-    for scale in (0.25, 0.5, 0.75, 1.0, 1.25):
-        r = evaluate(records, priors, slope_scale=scale)
-        print(
-            f"  slope ×{scale:<5g} coverage {r['coverage']:.1%}, median width "
-            f"{r['median_width']:.1%}, interval score {r['interval_score']:.2%}"
-        )
-    print("\n== the previous version: the union of the forms auto cannot tell apart ==")
-    report(evaluate(records, priors, widen="union", slope_scale=1.0))
-    print("\n== without the form-choice widening ==")
-    report(evaluate(records, priors, widen=None))
+    print("\n== as shipped: own backtests, the forms auto cannot tell apart, the prior's floor ==")
+    report(evaluate(records, priors))
+    print("\n== without the form-choice widening (the previous version) ==")
+    report(evaluate(records, priors, widen=False))
     print("\n== the chosen form's own backtests only (no prior, no widening) ==")
-    report(evaluate(records, priors, widen=None, use_prior=False))
+    report(evaluate(records, priors, widen=False, use_prior=False))
 
 
 if __name__ == "__main__":

@@ -29,8 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # scale_families, beside this file
-SHARED = Path(os.environ.get("LABCOAT_SHARED", ROOT / ".." / "shared")) / "data"
+SHARED = ROOT / ".." / "shared" / "data"
 LEVEL = 0.95
 
 
@@ -50,13 +49,8 @@ def benchmark_tasks() -> dict[tuple[str, str, str], np.ndarray]:
 
 
 def one_task(rows: np.ndarray, bootstrap: int) -> dict:
-    import time
-
-    from scale_families import curve_fit_delta
-
     from labcoat import scale
     from labcoat.scale.curves import CURVES
-    from labcoat.scale.score import interval_score
     from labcoat.scale.search import grid_search
 
     fit_rows, test_rows = rows[rows[:, 2] == 1], rows[rows[:, 2] == 0]
@@ -67,41 +61,25 @@ def one_task(rows: np.ndarray, bootstrap: int) -> dict:
         theta = grid_search(CURVES[name], x[None], y, 1e-3).theta
         pred = CURVES[name].log_predict(theta, xt[None])[0]
         out[f"rmse_{name}"] = float(np.sqrt(np.mean((pred - np.log(yt)) ** 2)))
-        out[f"point_{name}"] = (100 * np.abs(np.exp(pred) - yt) / yt).tolist()
-    start = time.perf_counter()
     fit = scale.fit(x, None, y, form="auto", n_resamples=bootstrap, seed=0, ledger=False)
-    out["seconds"] = time.perf_counter() - start
     out["form"] = fit.selection["chosen"]
-    methods = ("calibrated", "bootstrap") if bootstrap else ("calibrated",)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for method in methods:
+        for method in ("calibrated", "bootstrap"):
             p = fit.predict(xt, level=LEVEL, interval=method)
             lo, hi = p.interval
             out[f"covered_{method}"] = ((yt >= lo) & (yt <= hi)).tolist()
             out[f"width_{method}"] = ((hi - lo) / p.loss).tolist()
-            out[f"score_{method}"] = interval_score(lo, hi, yt, LEVEL).tolist()
             out["calibration"] = (
                 p.calibration["method"] if p.calibration else out.get("calibration")
             )
-        p = fit.predict(xt, level=LEVEL)
-        try:  # scipy curve_fit of a·x^−b + c with a delta-method interval
-            pred, lo, hi = curve_fit_delta(x, y, xt, LEVEL)
-            out["covered_curve_fit"] = ((yt >= lo) & (yt <= hi)).tolist()
-            out["width_curve_fit"] = ((hi - lo) / np.abs(pred)).tolist()
-            out["score_curve_fit"] = interval_score(lo, hi, yt, LEVEL).tolist()
-            out["point_curve_fit"] = (100 * np.abs(pred - yt) / yt).tolist()
-        except Exception:  # curve_fit did not converge: scored as missing, and counted
-            out["curve_fit_failed"] = True
     out["rmse_auto"] = float(np.sqrt(np.mean((np.log(p.loss) - np.log(yt)) ** 2)))
-    out["point_auto"] = (100 * np.abs(p.loss - yt) / yt).tolist()
     return out
 
 
-def run_benchmark(bootstrap: int, limit: int | None, jobs: int, every: int = 1) -> None:
+def run_benchmark(bootstrap: int, limit: int | None, jobs: int) -> None:
     tasks = benchmark_tasks()
     keys = list(tasks)[:limit] if limit else list(tasks)
-    keys = keys[::every]  # --every K: every K-th task (lang and vision alike), when time is short
     start = time.perf_counter()
     if jobs > 1:
         from joblib import Parallel, delayed
@@ -111,48 +89,37 @@ def run_benchmark(bootstrap: int, limit: int | None, jobs: int, every: int = 1) 
         results = [one_task(tasks[k], bootstrap) for k in keys]
     elapsed = time.perf_counter() - start
     print(f"\n== 92-task benchmark (their split), {len(keys)} tasks, {elapsed:.0f} s ==")
-    print("tasks: " + "; ".join("/".join(k) for k in keys))
-    methods = ["calibrated"] + (["bootstrap"] if bootstrap else []) + ["curve_fit"]
-    for method in methods:
-        have = [r for r in results if f"covered_{method}" in r]
-        covered = np.concatenate([r[f"covered_{method}"] for r in have])
-        width = np.concatenate([r[f"width_{method}"] for r in have])
-        score = np.concatenate([r[f"score_{method}"] for r in have])
-        per_task = [np.mean(r[f"covered_{method}"]) for r in have]
+    for method in ("calibrated", "bootstrap"):
+        covered = np.concatenate([r[f"covered_{method}"] for r in results])
+        width = np.concatenate([r[f"width_{method}"] for r in results])
+        per_task = [np.mean(r[f"covered_{method}"]) for r in results]
         print(
-            f"{method:10s} 95% intervals ({len(have)} tasks): coverage {covered.mean():.1%} of "
-            f"{covered.size} held-out points (mean over tasks {np.mean(per_task):.1%}); median "
-            f"width {np.median(width):.1%} of the prediction; interval score mean "
-            f"{score.mean():.2%}, median {np.median(score):.2%} of the value"
+            f"{method:10s} 95% intervals: coverage {covered.mean():.1%} of {covered.size} held-out "
+            f"points (mean over tasks {np.mean(per_task):.1%}); median width "
+            f"{np.median(width):.1%} of the prediction (per-task median of medians "
+            f"{np.median([np.median(r[f'width_{method}']) for r in results]):.1%})"
         )
-    for name in ("auto", "curve_fit", "m1", "m2", "m3", "m4"):
-        have = [r for r in results if f"point_{name}" in r]
-        point = np.concatenate([r[f"point_{name}"] for r in have])
-        print(f"  point error {name:9s}: mean {point.mean():.2f}%, median {np.median(point):.2f}%")
     medians = {n: np.median([r[f"rmse_{n}"] for r in results]) for n in ("m1", "m2", "m3", "m4")}
     best = min(medians, key=medians.get)
     auto = np.median([r["rmse_auto"] for r in results])
     shown = ", ".join(f"{k} {v:.4f}" for k, v in medians.items())
     print(f"median RMSE of log loss: auto {auto:.4f}; plain {shown}; best plain {best}")
     print(f"auto vs best plain: {auto / medians[best]:.3f}x (below 1: auto better)")
-    print(
-        f"form='auto' fit time per task: median {np.median([r['seconds'] for r in results]):.1f} s"
-    )
     chosen = defaultdict(int)
     for r in results:
         chosen[r["form"]] += 1
-    methods_used = defaultdict(int)
+    methods = defaultdict(int)
     for r in results:
-        methods_used[r["calibration"]] += 1
-    print(f"forms auto chose: {dict(chosen)}; calibrations: {dict(methods_used)}")
+        methods[r["calibration"]] += 1
+    print(f"forms auto chose: {dict(chosen)}; calibrations: {dict(methods)}")
     by_domain = defaultdict(list)
     for k, r in zip(keys, results):
         by_domain[k[0]].append(r)
     for domain, rs in by_domain.items():
         cov = np.concatenate([r["covered_calibrated"] for r in rs]).mean()
-        sc = np.concatenate([r["score_calibrated"] for r in rs]).mean()
+        bcov = np.concatenate([r["covered_bootstrap"] for r in rs]).mean()
         print(
-            f"  {domain:4s} {len(rs):2d} tasks: calibrated {cov:.1%}, interval score {sc:.2%}; "
+            f"  {domain:4s} {len(rs):2d} tasks: calibrated {cov:.1%}, bootstrap {bcov:.1%}; "
             f"median RMSE auto {np.median([r['rmse_auto'] for r in rs]):.4f}"
         )
 
@@ -162,23 +129,24 @@ def run_chinchilla(bootstrap: int) -> None:
     from conftest import chinchilla_points
 
     from labcoat import scale
-    from labcoat.scale.score import interval_score
 
     N, D, L = chinchilla_points()
     print("\n== Chinchilla points, 42 largest held out ==")
-    methods = ("calibrated", "bootstrap") if bootstrap else ("calibrated",)
     for holdout in ("n", "compute"):
-        for method in methods:
+        for method in ("calibrated", "bootstrap"):
             r = scale.backtest(
-                N, D, L, holdout=holdout, top=42, interval=method, n_resamples=bootstrap, level=LEVEL
-            )
-            score = np.mean(
-                [interval_score(*p["interval"], p["observed"], LEVEL) for p in r.points]
+                N,
+                D,
+                L,
+                holdout=holdout,
+                top=42,
+                interval=method,
+                n_resamples=bootstrap,
+                level=LEVEL,
             )
             print(
                 f"by {holdout:7s} {method:10s}: coverage {r.coverage:.1%} of {r.n_holdout}, "
-                f"median width {r.median_width:.2%}, interval score {score:.2%}, point error "
-                f"{r.mape:.2f}%, RMSE log {r.rmse:.4f}"
+                f"median width {r.median_width:.2%}, RMSE log {r.rmse:.4f}"
                 + (f", own coverage {r.calibration['coverage']:.1%}" if r.calibration else "")
             )
 
@@ -207,7 +175,6 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=100)
     parser.add_argument("--tasks", type=int, default=None, help="only the first K tasks")
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--every", type=int, default=1, help="only every K-th task")
     parser.add_argument("--parts", default="benchmark,chinchilla,downstream,colpret")
     parser.add_argument("--colpret-cache", default=None, help="bench/scale_colpret.py --cache")
     args = parser.parse_args()
@@ -222,7 +189,7 @@ def main() -> None:
     if "colpret" in parts:
         run_colpret(args.colpret_cache)
     if "benchmark" in parts:
-        run_benchmark(args.bootstrap, args.tasks, args.jobs, args.every)
+        run_benchmark(args.bootstrap, args.tasks, args.jobs)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import pprint
 import sys
 import time
@@ -34,8 +33,7 @@ from labcoat.scale.forms import CHINCHILLA, CURVE
 from labcoat.scale.search import grid_search
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the cited public data; LABCOAT_SHARED names its folder where it is not ../shared
-SHARED = Path(os.environ.get("LABCOAT_SHARED", ROOT / ".." / "shared")) / "data"
+SHARED = ROOT / ".." / "shared" / "data"
 COLPRET = SHARED / "scaling" / "colpret"
 LEVEL = 0.95
 DELTA = 1e-3

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 CHINCHILLA_CSV = (
-    Path(os.environ.get("LABCOAT_SHARED", Path(__file__).resolve().parents[2] / ".." / "shared"))
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
     / "data"
     / "chinchilla"
     / "svg_extracted_data.csv"

@@ -48,12 +48,7 @@ class Pairs:
     errors: np.ndarray  # log observed − log predicted
     origins: np.ndarray  # origin index per pair
     n_origins: int
-    residuals: np.ndarray  # the full fit's residuals (d = 0), of each size's mean over seeds
-    #: the most by which an origin's fitted floor sat above a later run's loss (log; −inf: never)
-    floor_gap: float = float("-inf")
-    #: pooled spread (SD of log loss) of the seeds at one size, and its degrees of freedom
-    seed_sd: float = 0.0
-    seed_df: int = 0
+    residuals: np.ndarray  # the full fit's residuals (d = 0)
 
     @property
     def rmse(self) -> float:
@@ -88,25 +83,17 @@ class Calibration:
     #: the backtest band is multiplied by this (see :func:`frontier_factor`); 1: not at all
     factor: float = 1.0
 
-    def band(
-        self, distance: Any, shifts: Any = (), weights: Any = None, new_run: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) log-error offsets at each distance, for the mean over seeds.
-
-        ``shifts`` (form="auto": each indistinguishable form's log prediction minus the chosen
-        one's) with their evidence ``weights`` widen the band by :func:`spread_for_choice`;
-        the prior's floor applies after. ``new_run``: for one new run, the seeds' own spread
-        (``pairs.seed_sd``, noise a new run shows again) is added in quadrature."""
+    def band(self, distance: Any, shifts: Any = ()) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) log-error offsets at each distance; ``shifts`` (form="auto": each
+        indistinguishable form's log prediction minus the chosen one's) widen the backtest band
+        by :func:`widen_for_choice` before the prior's floor applies."""
         d = np.maximum(np.asarray(distance, dtype=float), 0.0)
         lo, hi = self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
         lo, hi = self.factor * lo, self.factor * hi
-        lo, hi = spread_for_choice(lo, hi, shifts, weights, self.level)
+        lo, hi = widen_for_choice(lo, hi, shifts)
         if self.floor is not None:
             reach = self.floor[0] + self.floor[1] * d
             lo, hi = np.minimum(lo, -reach), np.maximum(hi, reach)
-        if new_run and self.pairs is not None and self.pairs.seed_df > 0:
-            q = stats.t.ppf(0.5 + self.level / 2, self.pairs.seed_df) * self.pairs.seed_sd
-            lo, hi = -np.sqrt(lo**2 + q**2), np.sqrt(hi**2 + q**2)
         return lo, hi
 
     def error_by_distance(self, bins: int = 5) -> list[dict[str, float]]:
@@ -130,7 +117,6 @@ class Calibration:
                 "max_distance": self.max_distance,
                 "n_origins": self.n_origins,
                 "n_pairs": self.n_pairs,
-                "seed_sd": None if self.pairs is None else self.pairs.seed_sd,
                 "error_by_distance": self.error_by_distance(),
             }
         )
@@ -203,34 +189,6 @@ def orderings(x: np.ndarray) -> list[np.ndarray]:
     return [np.log(x[0]), np.log(x).sum(axis=0)]
 
 
-def replicates(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct points (k, m) of the runs and each run's point: seeds at one size are
-    replicates of one measurement, not separate evidence about the law."""
-    uniq, inverse = np.unique(x, axis=1, return_inverse=True)
-    return uniq, np.asarray(inverse).ravel()
-
-
-def point_means(x: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(distinct points, mean log loss at each, seeds at each); the runs as given when no two
-    share a point."""
-    uniq, inverse = replicates(x)
-    if uniq.shape[1] == x.shape[1]:
-        return x, np.log(loss), np.ones(x.shape[1], dtype=int)
-    counts = np.bincount(inverse)
-    return uniq, np.bincount(inverse, np.log(loss)) / counts, counts
-
-
-def seed_spread(x: np.ndarray, loss: np.ndarray) -> tuple[float, int]:
-    """Pooled SD of log loss among runs at the same point, and its degrees of freedom."""
-    uniq, inverse = replicates(x)
-    df = x.shape[1] - uniq.shape[1]
-    if df <= 0:
-        return 0.0, 0
-    logy = np.log(loss)
-    means = np.bincount(inverse, logy) / np.bincount(inverse)
-    return float(np.sqrt(((logy - means[inverse]) ** 2).sum() / df)), int(df)
-
-
 def rolling_pairs(
     form,
     x: np.ndarray,
@@ -240,11 +198,9 @@ def rolling_pairs(
     *,
     n_origins: int = N_ORIGINS,
 ) -> Pairs:
-    """Errors of the form refitted at each origin and extrapolated to every larger point (the
-    mean of its seeds, where a point has several runs)."""
+    """Errors of the form refitted at each origin and extrapolated to every larger run."""
     need = len(form.names) + EXTRA_POINTS
     distances, errors, origin_ids = [], [], []
-    floor_gap = -np.inf
     seen: set[bytes] = set()
     k = 0
     for key in orderings(x):
@@ -261,23 +217,19 @@ def rolling_pairs(
                 sub = fit_theta(form, x[:, fitted], loss[fitted], delta, warm=theta)
             except Exception:  # an origin whose fit fails contributes nothing
                 continue
-            points, observed, _ = point_means(x[:, ~fitted], loss[~fitted])
-            predicted = form.log_predict(sub, points)[0]
-            error = observed - predicted
+            target = ~fitted
+            predicted = form.log_predict(sub, x[:, target])[0]
+            error = np.log(loss[target]) - predicted
             good = np.isfinite(error)
             if not good.any():
                 continue
-            if hasattr(form, "log_floor"):
-                floor_gap = max(floor_gap, float(form.log_floor(sub)[0] - observed.min()))
-            distances.append(distance(x[:, fitted], points)[good])
+            distances.append(distance(x[:, fitted], x[:, target])[good])
             errors.append(error[good])
             origin_ids.append(np.full(int(good.sum()), k))
             k += 1
-    points, observed, _ = point_means(x, loss)
-    residuals = observed - form.log_predict(theta, points)[0]
-    sd, df = seed_spread(x, loss)
+    residuals = np.log(loss) - form.log_predict(theta, x)[0]
     cat = lambda parts, dtype=float: np.concatenate(parts) if parts else np.empty(0, dtype)
-    return Pairs(cat(distances), cat(errors), cat(origin_ids, int), k, residuals, floor_gap, sd, df)
+    return Pairs(cat(distances), cat(errors), cat(origin_ids, int), k, residuals)
 
 
 def _quantile_line(d, e, tau: float, sign: int) -> tuple[float, float]:
@@ -374,16 +326,7 @@ def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, floa
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
     r = np.abs(pairs.residuals)
     a = float(np.quantile(r, level)) if r.size else 0.0
-    from labcoat.scale.curves import AUTO_CANDIDATES
-
-    scale = PRIOR_SLOPE_SCALE if form_name in AUTO_CANDIDATES else 1.0
-    return a, float(scale * z * entry["upper"])
-
-
-#: the prior floor's slope for the learning-curve forms is the table's times this, chosen on
-#: ColPret curves by the interval score (``bench/scale_colpret.py``; the 92-task benchmark
-#: unseen); the Chinchilla form keeps the table's own
-PRIOR_SLOPE_SCALE = 0.75
+    return a, float(z * entry["upper"])
 
 
 def load_prior() -> dict[str, Any]:
@@ -454,43 +397,19 @@ def plausible_forms(found: dict[str, Pairs], chosen: str, level: float) -> tuple
     return out, ratio
 
 
-def choice_weights(found: dict[str, Pairs], chosen: str, plausible: list[str]) -> list[float]:
-    """Evidence weights of the chosen form and each plausible one (in that order), summing to 1.
-
-    The late-origin errors of a form, taken as normal with its own RMSE, have likelihood
-    ``∝ RMSE^(−k)`` over ``k`` late origins (an origin's extrapolations share one fit, so an
-    origin, not a pair, is the unit of evidence): a form 2× worse on 4 origins weighs 1/16."""
-    pairs = found[chosen]
-    k = max(pairs.n_origins - pairs.n_origins // 2, 1)
-    best = pairs.late_rmse
-    raw = [1.0] + [float((best / found[name].late_rmse) ** k) for name in plausible]
-    total = sum(raw)
-    return [w / total for w in raw]
-
-
-def spread_for_choice(lo, hi, shifts, weights=None, level: float = 0.95):
-    """The band widened by the forms' evidence-weighted spread about the chosen prediction.
-
-    ``shifts``: each plausible form's log prediction minus the chosen one's; ``weights``: the
-    chosen form's weight then theirs (:func:`choice_weights`; None: equal). The half-widths
-    grow in quadrature by ``z·√(Σ wᵢ·shiftᵢ²)``: where the forms agree, the band is the chosen
-    form's own; a form with little evidence moves it little (not the union of every form)."""
+def widen_for_choice(lo, hi, shifts) -> tuple[np.ndarray, np.ndarray]:
+    """The band moved onto each plausible form's prediction (``shifts``: its log prediction
+    minus the chosen one's) and joined: the interval holds the error of the choice too."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-    shifts = [np.where(np.isfinite(s), s, 0.0) for s in shifts]
-    if not shifts:
-        return lo, hi
-    w = np.full(len(shifts) + 1, 1.0 / (len(shifts) + 1)) if weights is None else weights
-    w = np.asarray(w, dtype=float)
-    w = w / w.sum()
-    second = sum(wi * np.asarray(si, float) ** 2 for wi, si in zip(w[1:], shifts))
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    spread = z**2 * second
-    return -np.sqrt(lo**2 + spread), np.sqrt(hi**2 + spread)
+    for shift in shifts:
+        shift = np.where(np.isfinite(shift), shift, 0.0)
+        lo, hi = np.minimum(lo, shift + lo), np.maximum(hi, shift + hi)
+    return lo, hi
 
 
 def warn_if_beyond(calibration: Calibration, distances: np.ndarray) -> None:
     far = float(np.max(distances, initial=0.0))
-    if far > calibration.max_distance + 1e-9:
+    if far > calibration.max_distance:
         warnings.warn(
             f"predicting {far:.2f} log units beyond the fitted runs (×{np.exp(far):.3g}); the "
             f"calibration saw at most {calibration.max_distance:.2f} (×"

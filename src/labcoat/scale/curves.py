@@ -93,8 +93,6 @@ class CurveForm:
     _natural: Callable[[np.ndarray], np.ndarray]
     _starts: Callable[[np.ndarray, np.ndarray], np.ndarray]
     _bounds: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-    #: log of the loss the form tends to as x grows (−inf: none), per row of theta
-    _log_floor: Callable[[np.ndarray], np.ndarray] | None = None
 
     variables = ("x",)
     batched = True  # one process fits its resamples fast; no joblib workers
@@ -107,14 +105,6 @@ class CurveForm:
         theta = np.atleast_2d(np.asarray(theta, dtype=float))
         with np.errstate(all="ignore"):
             return self._log_predict(theta, np.log(np.asarray(x, dtype=float)[0])[None])
-
-    def log_floor(self, theta: np.ndarray) -> np.ndarray:
-        """``log`` of the loss the law approaches as x grows, one per row of ``theta``."""
-        theta = np.atleast_2d(np.asarray(theta, dtype=float))
-        if self._log_floor is None:
-            return np.full(theta.shape[0], -np.inf)
-        with np.errstate(all="ignore"):
-            return self._log_floor(theta)
 
     def grid(self) -> np.ndarray:  # the starts depend on the data; see ``starts``
         return np.empty((0, len(self.names)))
@@ -321,7 +311,6 @@ M2 = CurveForm(
     _exp_columns(0, 2),
     _m2_starts,
     _free(3, [-np.inf, 0.0, -np.inf], [np.inf, 10.0, np.inf]),
-    lambda t: t[:, 2],
 )
 M3 = CurveForm(
     "m3",
@@ -332,7 +321,6 @@ M3 = CurveForm(
     _exp_columns(0, 2),
     _m3_starts,
     _free(3, [-np.inf, 0.0, -200.0], [np.inf, 10.0, 50.0]),
-    lambda t: t[:, 0] + t[:, 1] * t[:, 2],
 )
 M4 = CurveForm(
     "m4",
@@ -343,7 +331,6 @@ M4 = CurveForm(
     _exp_columns(0),
     _m4_starts,
     _m4_bounds,
-    lambda t: np.log(np.maximum(t[:, 3], 0.0)),
 )
 BROKEN = CurveForm(
     "broken",
@@ -354,7 +341,6 @@ BROKEN = CurveForm(
     _exp_columns(0, 3, 4, 5),
     _broken_starts,
     _broken_bounds,
-    lambda t: t[:, 4],
 )
 CURVES: dict[str, CurveForm] = {f.name: f for f in (M1, M2, M3, M4, BROKEN)}
 #: the forms ``form="auto"`` chooses among, cheapest first (ties go to the simpler)
