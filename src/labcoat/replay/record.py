@@ -281,6 +281,12 @@ class Recorder:
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
         self._probes: list[Any] = []
+        # trainers (labcoat.replay.integrations): state beyond the state dicts, by name (an
+        # object with state_dict/load_state_dict, and checkpoint_ok() where a checkpoint must
+        # wait), and the hooks that fired
+        self.extras: dict[str, Any] = {}
+        self.hooked: list[str] = []
+        self._attached: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Recorder":
@@ -292,6 +298,9 @@ class Recorder:
 
             if is_dataloader(loader):
                 install(loader)
+        from labcoat.replay.integrations import attach
+
+        self._attached = attach(self)
         if self.recording:
             self._start_recording()
         else:
@@ -307,6 +316,11 @@ class Recorder:
             return False
         self._closed = True
         self._restore_determinism()
+        from labcoat.replay.integrations import detach, warn_unrecorded
+
+        detach(self._attached)
+        if exc_type is None and self.recording:
+            warn_unrecorded(self)
         if exc_type is not None and self._abandoned is not None:
             self.step = self._abandoned  # the step that raised did not finish
         if self.recording:
@@ -522,6 +536,7 @@ class Recorder:
             "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
             "scalers": {k: s.state_dict() for k, s in self.scalers.items()},
             "rng": rng.capture(self.generators),
+            "extras": {k: x.state_dict() for k, x in self.extras.items()},
         }
 
     def checkpoint(self) -> None:
@@ -658,11 +673,17 @@ class Recorder:
                     return
                 self.every = self._choose_every()  # from the latest costs
             if self.step == 0 or self.step % self.every == 0:
+                if not self._may_checkpoint():
+                    self._next_due = self.step + 1  # a trainer cannot resume here: wait for the next
+                    return
                 self.checkpoint()
             # the next step that may checkpoint: the next multiple of `every`
             self._next_due = (self.step // self.every + 1) * self.every
         elif self.arrived and self.step > self.plan["to"]:
             raise ReplayStop(0)
+
+    def _may_checkpoint(self) -> bool:
+        return all(x.checkpoint_ok() for x in self.extras.values() if hasattr(x, "checkpoint_ok"))
 
     # -- replaying -------------------------------------------------------------------------
     def _start_replay(self) -> None:
@@ -709,6 +730,9 @@ class Recorder:
                 grad = grads.get(pname)
                 param.grad = None if grad is None else grad.to(param.device, param.dtype)
         rng.restore(state["rng"], self.generators)
+        for key, extra in self.extras.items():
+            if key in (state.get("extras") or {}):
+                extra.load_state_dict(state["extras"][key])
         self.step = int(state["step"])
         self.seq = int(state["log_count"])
         self.arrived = True
