@@ -18,6 +18,7 @@ and dropping its items.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -102,6 +103,8 @@ def is_map_style(loader: Any) -> bool:
 def install(loader: Any) -> RecordedSampler | None:
     """Put a :class:`RecordedSampler` and a :class:`~labcoat.replay.rng.SeededDataset` into a
     map-style DataLoader (once); returns the sampler, or None for an IterableDataset."""
+    # accelerate's prepared loader (DataLoaderShard) iterates the DataLoader it wraps
+    loader = getattr(loader, "base_dataloader", None) or loader
     if not is_map_style(loader):
         return None
     current = loader.batch_sampler if loader.batch_sampler is not None else loader.sampler
@@ -119,6 +122,24 @@ def install(loader: Any) -> RecordedSampler | None:
     object.__setattr__(loader, "batch_sampler" if batched else "sampler", wrapper)
     object.__setattr__(loader, "dataset", rng.SeededDataset(loader.dataset))
     return wrapper
+
+
+def _iterate(iterable: Any) -> Iterator[Any]:
+    """``iter(iterable)``; a DataLoader wrapper whose ``__iter__`` is a generator (accelerate's
+    DataLoaderShard) draws its order and makes its DataLoader iterator only at the first
+    ``next``: that item is fetched now, so the order is drawn from the loop's entry state (as
+    a DataLoader's is) and a replay's skip applies."""
+    it = iter(iterable)
+    if not (inspect.isgenerator(it) and is_dataloader(iterable)):
+        return it
+    first = next(it, _END)
+
+    def primed() -> Iterator[Any]:
+        if first is not _END:
+            yield first
+            yield from it
+
+    return primed()
 
 
 def length(iterable: Any) -> int | None:
@@ -177,11 +198,11 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         if skip and sampler is not None:
             sampler.skip = skip
             try:
-                it = iter(iterable)
+                it = _iterate(iterable)
             finally:
                 sampler.skip = 0
         else:
-            it = iter(iterable)
+            it = _iterate(iterable)
             for i in range(skip):
                 if next(it, _END) is _END:
                     rec.loop_too_short(frame, skip, i)
