@@ -27,7 +27,9 @@ def attach(rec: "Recorder") -> list[Patch]:
     if module is None:
         return []
     cls = module.Accelerator
-    extra = Accelerators([o for o in gc.get_objects() if isinstance(o, cls)])
+    # type(), not isinstance: some objects warn when their __class__ is read (torch's
+    # deprecated reduce_op)
+    extra = Accelerators([o for o in gc.get_objects() if issubclass(type(o), cls)])
     rec.extras["accelerate"] = extra
 
     def make(init: Any) -> Any:
