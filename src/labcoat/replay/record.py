@@ -298,9 +298,6 @@ class Recorder:
 
             if is_dataloader(loader):
                 install(loader)
-        from labcoat.replay.integrations import attach
-
-        self._attached = attach(self)
         if self.recording:
             self._start_recording()
         else:
@@ -309,6 +306,9 @@ class Recorder:
             except InputError as exc:
                 self._write_out(error=str(exc))
                 raise
+        from labcoat.replay.integrations import attach
+
+        self._attached = attach(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:

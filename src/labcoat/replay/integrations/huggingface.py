@@ -165,6 +165,13 @@ class Recording:
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self.driver.step_start(int(state.global_step))
 
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.rec.replaying:
+            control.should_save = False  # a replay writes no checkpoint of the Trainer's
+
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.on_step_end(args, state, control)
+
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if not logs or not self.driver.started or self.driver.ended:
             return

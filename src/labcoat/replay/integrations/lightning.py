@@ -61,6 +61,8 @@ def _fit(rec: "Recorder", fit: Any, package: str) -> Any:
             )
             return fit(trainer, *args, **kwargs)
         rec._lightning_fit = True
+        if rec.replaying and _resumes(rec):
+            kwargs.pop("ckpt_path", None)  # the replay resumes at its own checkpoint
         callback = _callback_class(package)(rec, trainer)
         trainer.callbacks.append(callback)
         try:
@@ -71,6 +73,11 @@ def _fit(rec: "Recorder", fit: Any, package: str) -> Any:
             callback.close(failed=sys.exc_info()[0] is not None)
 
     return recorded_fit
+
+
+def _resumes(rec: "Recorder") -> bool:
+    saved = (rec._state.get("extras") or {}).get("lightning") or {}
+    return saved.get("loops") is not None
 
 
 _CLASSES: dict[str, type] = {}
@@ -212,6 +219,10 @@ class _Recording:
         self._wrap_data(trainer)
         self._wrap_log(pl_module)
         if rec.replaying:
+            for checkpointing in trainer.checkpoint_callbacks:  # a replay writes no checkpoint
+                for name, answer in NO_SAVING.items():
+                    checkpointing.__dict__[name] = answer
+                    self._undo.append(lambda c=checkpointing, n=name: c.__dict__.pop(n, None))
             saved = (rec._state.get("extras") or {}).get("lightning") or {}
             if saved.get("loops") is not None:  # resume Lightning's counters at the checkpoint
                 trainer.fit_loop.load_state_dict(saved["loops"]["fit_loop"])
@@ -314,6 +325,18 @@ class _Extra:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.callback.restore(state)
+
+
+def _always(*args: Any) -> bool:
+    return True
+
+
+def _never(*args: Any) -> bool:
+    return False
+
+
+#: ModelCheckpoint's methods that decide whether to save, as a replay answers them
+NO_SAVING = {"_should_skip_saving_checkpoint": _always, "_should_save_on_exception": _never}
 
 
 def _loaders(data: Any) -> Any:
