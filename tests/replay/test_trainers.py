@@ -202,3 +202,36 @@ def test_a_hugging_face_trainer_that_overrides_its_training_loop_is_named(tmp_pa
         with pytest.raises(RuntimeError, match="stop here"):
             with labcoat.record(dir=tmp_path, ledger=False):
                 Own(model=Tiny(), args=args, train_dataset=data).train()
+
+
+def test_a_prepared_loader_resumes_its_epoch_order_past_the_batches_used():
+    """The data side of a Lightning resume, without Lightning: the loader's state (the epoch's
+    RNG entry state and the batches used) makes a fresh iteration draw the same order, skip
+    the used batches and give the rest, identically augmented."""
+    import torch
+
+    from labcoat.replay.integrations.lightning import prepare_loader
+
+    class Noisy(torch.utils.data.Dataset):
+        def __len__(self):
+            return 24
+
+        def __getitem__(self, i):
+            return torch.tensor(float(i)) + 0.01 * torch.randn(())
+
+    def loader():
+        return torch.utils.data.DataLoader(Noisy(), batch_size=4, shuffle=True)
+
+    torch.manual_seed(0)
+    first = loader()
+    entry = prepare_loader(first)
+    assert prepare_loader(first) is entry  # once
+    batches = [b.tolist() for b in first]
+    entry.used = 2
+    state = first.state_dict()
+    torch.manual_seed(123)  # the replaying process is elsewhere in its RNG stream
+    second = loader()
+    prepare_loader(second)
+    second.load_state_dict(state)
+    assert [b.tolist() for b in second] == batches[2:]
+    assert [b.tolist() for b in second] != batches  # the next epoch: a new order, from 0

@@ -673,10 +673,8 @@ class Recorder:
                     return
                 self.every = self._choose_every()  # from the latest costs
             if self.step == 0 or self.step % self.every == 0:
-                if not self._may_checkpoint():
-                    self._next_due = (
-                        self.step + 1
-                    )  # a trainer cannot resume here: wait for the next
+                if not self._may_checkpoint():  # a trainer cannot resume here: the next one
+                    self._next_due = self.step + 1
                     return
                 self.checkpoint()
             # the next step that may checkpoint: the next multiple of `every`
