@@ -17,30 +17,22 @@ block says so (:func:`warn_unrecorded`).
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+
+from labcoat.replay.integrations.hooks import NothingRecorded, NotHooked, Patch, not_hooked
+
+__all__ = [
+    "NotHooked",
+    "NothingRecorded",
+    "Patch",
+    "attach",
+    "detach",
+    "not_hooked",
+    "warn_unrecorded",
+]
 
 if TYPE_CHECKING:
     from labcoat.replay.record import Recorder
-
-
-class NothingRecorded(UserWarning):
-    """A ``labcoat.record`` block ended with no step recorded."""
-
-
-class NotHooked(UserWarning):
-    """A trainer that ``labcoat.record`` cannot hook (its training loop is its own)."""
-
-
-class Patch:
-    """A class attribute replaced for the length of a block, put back by :meth:`undo`."""
-
-    def __init__(self, owner: Any, name: str, make: Callable[[Any], Any]):
-        self.owner, self.name = owner, name
-        self.original = owner.__dict__[name]
-        setattr(owner, name, make(self.original))
-
-    def undo(self) -> None:
-        setattr(self.owner, self.name, self.original)
 
 
 def attach(rec: "Recorder") -> list[Any]:
@@ -71,7 +63,3 @@ def warn_unrecorded(rec: "Recorder") -> None:
         NothingRecorded,
         stacklevel=3,
     )
-
-
-def not_hooked(what: str, why: str) -> None:
-    warnings.warn(f"labcoat.record: {what} {why}", NotHooked, stacklevel=4)

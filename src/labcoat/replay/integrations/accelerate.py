@@ -16,7 +16,7 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from labcoat.replay.integrations import Patch
+from labcoat.replay.integrations.hooks import Patch
 
 if TYPE_CHECKING:
     from labcoat.replay.record import Recorder

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from labcoat.errors import InputError
 from labcoat.replay.loops import Frame
 
 if TYPE_CHECKING:
@@ -40,11 +41,9 @@ class StepDriver:
         """The trainer starts its step ``index`` (its own count of steps done)."""
         rec, frame = self.rec, self.frame
         if not rec.recording and not rec.arrived:
-            from labcoat.replay.record import ReplayError
-
             want = int(rec._state["step"])
-            if index != want:
-                raise ReplayError(
+            if index != want:  # an InputError: the replay reports it as its error
+                raise InputError(
                     f"run {rec.run_id}: the trainer resumed at step {index}, but checkpoint "
                     f"{want} is at step {want}; did the trainer's settings (batch size, "
                     "accumulation, max steps) change?"
@@ -64,6 +63,12 @@ class StepDriver:
         self.rec.finish_iteration(self.frame, abandoned=failed)
         if self.frame in self.rec.frames:
             self.rec.frames.remove(self.frame)
+
+
+def stopped(exc: BaseException | None) -> bool:
+    """Whether ``exc`` ends the training without failing it: the end of a replay's window
+    (``ReplayStop``, a ``SystemExit(0)``) or none."""
+    return exc is None or (isinstance(exc, SystemExit) and exc.code in (0, None))
 
 
 def register(group: dict[str, Any], obj: Any, name: str) -> None:

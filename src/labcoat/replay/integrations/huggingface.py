@@ -23,8 +23,8 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from labcoat.replay.integrations import Patch, not_hooked
-from labcoat.replay.integrations.driver import Objects, StepDriver
+from labcoat.replay.integrations.driver import Objects, StepDriver, stopped
+from labcoat.replay.integrations.hooks import Patch, not_hooked
 
 if TYPE_CHECKING:
     from labcoat.replay.record import Recorder
@@ -81,10 +81,7 @@ def _train(rec: "Recorder", train: Any, base: type) -> Any:
 
 
 def _failed() -> bool:
-    from labcoat.replay.record import ReplayStop
-
-    kind = sys.exc_info()[0]
-    return kind is not None and not issubclass(kind, ReplayStop)
+    return not stopped(sys.exc_info()[1])
 
 
 def _resume_folder(path: str, saved: dict[str, Any]) -> str:

@@ -22,8 +22,14 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from labcoat.replay.integrations import Patch, not_hooked
-from labcoat.replay.integrations.driver import Objects, StepDriver, restore_entry, rng_entry
+from labcoat.replay.integrations.driver import (
+    Objects,
+    StepDriver,
+    restore_entry,
+    rng_entry,
+    stopped,
+)
+from labcoat.replay.integrations.hooks import Patch, not_hooked
 
 if TYPE_CHECKING:
     from labcoat.replay.record import Recorder
@@ -70,7 +76,7 @@ def _fit(rec: "Recorder", fit: Any, package: str) -> Any:
         finally:
             if callback in trainer.callbacks:
                 trainer.callbacks.remove(callback)
-            callback.close(failed=sys.exc_info()[0] is not None)
+            callback.close(failed=not stopped(sys.exc_info()[1]))
 
     return recorded_fit
 
@@ -300,9 +306,7 @@ class _Recording:
         self.driver.end()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-        from labcoat.replay.record import ReplayStop
-
-        self.driver.end(failed=not isinstance(exception, ReplayStop))
+        self.driver.end(failed=not stopped(exception))
 
     def close(self, failed: bool) -> None:
         self.driver.end(failed=failed)
