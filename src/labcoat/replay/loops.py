@@ -18,6 +18,7 @@ and dropping its items.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -55,6 +56,24 @@ def _may_draw(iterable: Any) -> bool:
         in_main = not getattr(iterable, "num_workers", 0)
         return in_main and isinstance(iterable.dataset, data.IterableDataset)
     return isinstance(iterable, data.IterableDataset)
+
+
+def _iterate(iterable: Any) -> Iterator[Any]:
+    """``iter(iterable)``; a DataLoader wrapper whose ``__iter__`` is a generator (accelerate's
+    DataLoaderShard) draws its order and makes its DataLoader iterator only at the first
+    ``next``: that item is fetched now, so the order is drawn from the loop's entry state (as
+    a DataLoader's is) and a replay's skip applies."""
+    it = iter(iterable)
+    if not (inspect.isgenerator(it) and is_dataloader(iterable)):
+        return it
+    first = next(it, _END)
+
+    def primed() -> Iterator[Any]:
+        if first is not _END:
+            yield first
+            yield from it
+
+    return primed()
 
 
 def length(iterable: Any) -> int | None:
@@ -137,14 +156,14 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
                 plan = {"skip": skip}
             sampler.plan = plan
             try:
-                it = iter(iterable)
+                it = _iterate(iterable)
             finally:
                 sampler.plan = {}
             if plan.get("skip") and sampler.current is not None:
                 sampler.current.prime()  # the sampler's draws, before the state is restored
             drop = int(plan.get("drop", 0))
         else:
-            it = iter(iterable)
+            it = _iterate(iterable)
             drop = skip
         for i in range(drop):
             item = next(it, _END)

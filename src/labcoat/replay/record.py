@@ -274,6 +274,12 @@ class Recorder:
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
         self._probes: list[Any] = []
+        # trainers (labcoat.replay.integrations): state beyond the state dicts, by name (an
+        # object with state_dict/load_state_dict, and checkpoint_ok() where a checkpoint must
+        # wait), and the hooks that fired
+        self.extras: dict[str, Any] = {}
+        self.hooked: list[str] = []
+        self._attached: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Recorder":
@@ -294,6 +300,9 @@ class Recorder:
             except InputError as exc:
                 self._write_out(error=str(exc))
                 raise
+        from labcoat.replay.integrations import attach
+
+        self._attached = attach(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -301,6 +310,11 @@ class Recorder:
             return False
         self._closed = True
         self._restore_determinism()
+        from labcoat.replay.integrations import detach, warn_unrecorded
+
+        detach(self._attached)
+        if exc_type is None and self.recording:
+            warn_unrecorded(self)
         if exc_type is not None and self._abandoned is not None:
             self.step = self._abandoned  # the step that raised did not finish
         if self.recording:
@@ -537,6 +551,7 @@ class Recorder:
             "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
             "scalers": {k: s.state_dict() for k, s in self.scalers.items()},
             "rng": rng.capture(self.generators),
+            "extras": {k: x.state_dict() for k, x in self.extras.items()},
         }
 
     def checkpoint(self) -> None:
@@ -719,11 +734,17 @@ class Recorder:
                     self._every_changes.append([self.step, chosen])
                 self.every = chosen
             if self.step == 0 or self.step % self.every == 0:
+                if not self._may_checkpoint():  # a trainer cannot resume here: the next one
+                    self._next_due = self.step + 1
+                    return
                 self.checkpoint()
             # the next step that may checkpoint: the next multiple of `every`
             self._next_due = (self.step // self.every + 1) * self.every
         elif self.arrived and self.step > self.plan["to"]:
             raise ReplayStop(0)
+
+    def _may_checkpoint(self) -> bool:
+        return all(x.checkpoint_ok() for x in self.extras.values() if hasattr(x, "checkpoint_ok"))
 
     # -- replaying -------------------------------------------------------------------------
     def _start_replay(self) -> None:
@@ -770,6 +791,9 @@ class Recorder:
                 grad = grads.get(pname)
                 param.grad = None if grad is None else grad.to(param.device, param.dtype)
         rng.restore(state["rng"], self.generators)
+        for key, extra in self.extras.items():
+            if key in (state.get("extras") or {}):
+                extra.load_state_dict(state["extras"][key])
         self.step = int(state["step"])
         self.seq = int(state["log_count"])
         self.arrived = True

@@ -293,6 +293,8 @@ def install(loader: Any) -> RecordedSampler | None:
 
     from labcoat.errors import InputError
 
+    # accelerate's prepared loader (DataLoaderShard) iterates the DataLoader it wraps
+    loader = getattr(loader, "base_dataloader", None) or loader
     if isinstance(loader.dataset, IterableDataset):
         return None
     current = loader.batch_sampler if loader.batch_sampler is not None else loader.sampler
