@@ -51,7 +51,7 @@ def _record_and_replay_with_hindsight(tmp_path, text, line, window, checkpoint):
     script.write_text(hindsight(text, line))
     lo, hi = window
     code, out, err = cli(tmp_path, "replay", str(run), "--from", str(lo), "--to", str(hi), "--json")
-    assert code == 0, err
+    assert code == 0, (err, out)
     assert out["checkpoint"] == checkpoint and out["first_mismatch"] is None, out
     assert [s["step"] for s in out["steps"]] == list(range(lo, hi + 1))
     for row in out["steps"]:
@@ -206,8 +206,9 @@ def test_a_hugging_face_trainer_that_overrides_its_training_loop_is_named(tmp_pa
 
 def test_a_prepared_loader_resumes_its_epoch_order_past_the_batches_used():
     """The data side of a Lightning resume, without Lightning: the loader's state (the epoch's
-    RNG entry state and the batches used) makes a fresh iteration draw the same order, skip
-    the used batches and give the rest, identically augmented."""
+    RNG entry state and the batches used) makes a fresh iteration draw the same order and skip
+    the used batches; the main process's RNG states before the first batch fetched past them
+    (the recorder keeps them: Lightning fetches ahead) give the rest identically augmented."""
     import torch
 
     from labcoat.replay.integrations.lightning import prepare_loader
@@ -229,9 +230,11 @@ def test_a_prepared_loader_resumes_its_epoch_order_past_the_batches_used():
     batches = [b.tolist() for b in first]
     entry.used = 2
     state = first.state_dict()
+    fetch = {2: entry.fetch_states()[2]}
     torch.manual_seed(123)  # the replaying process is elsewhere in its RNG stream
     second = loader()
-    prepare_loader(second)
+    resumed = prepare_loader(second)
     second.load_state_dict(state)
+    resumed.fetch = fetch
     assert [b.tolist() for b in second] == batches[2:]
     assert [b.tolist() for b in second] != batches  # the next epoch: a new order, from 0

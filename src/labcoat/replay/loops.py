@@ -76,6 +76,17 @@ def _iterate(iterable: Any) -> Iterator[Any]:
     return primed()
 
 
+def ahead_plan(rec: "Recorder", target: dict[str, Any]) -> dict[int, Any]:
+    """The fetch states of a replay of a loop whose loader had fetched batches ahead at the
+    checkpoint: each such batch's recorded state, and for the next one the checkpoint's own
+    (the recording fetched it right after the checkpoint, when the loop asked for an item)."""
+    fetch = {int(p): s for p, s in target["fetched"].items()}
+    state = rec._state or {}
+    if target.get("next") is not None and "rng" in state:
+        fetch.setdefault(int(target["next"]), state["rng"]["global"])
+    return fetch
+
+
 def length(iterable: Any) -> int | None:
     try:
         return len(iterable)
@@ -96,6 +107,7 @@ class Frame:
     entry: Any = None  # RNG states when the loop was entered
     at_item: Any = None  # RNG states right after the current item was fetched
     workers: Any = None  # a DataLoader's workers' RNG states (workers.WorkerStates)
+    feed: Any = None  # a DataLoader's sampler iterator without workers (workers.SamplerIter)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def position(self) -> dict[str, Any]:
@@ -105,6 +117,10 @@ class Frame:
             "entry": self.entry,
             "at_item": self.at_item,
             "workers": None if self.workers is None else self.workers.position(),
+            # a wrapper that fetched batches ahead of the loop (accelerate's DataLoaderShard):
+            # the main process's RNG states before those fetches, and the next batch's position
+            "fetched": None if self.feed is None else self.feed.fetch_states(self.index) or None,
+            "next": None if self.feed is None else self.feed.pos,
         }
 
 
@@ -138,6 +154,7 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         skip = 0 if target is None else fetched - (0 if arriving else 1)
         if n_workers:
             rec.wait_for_writes()  # no background write in flight while workers fork
+        after_fetch: Any = None
         if sampler is not None:
             if target is None:
                 plan: dict[str, Any] = {"mark": frame.workers is not None}
@@ -154,6 +171,10 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
                 frame.workers.pending = plan["start"]
             else:
                 plan = {"skip": skip}
+                if arriving and target.get("fetched"):
+                    plan["fetch"] = ahead_plan(rec, target)
+            if not n_workers:
+                plan["main"] = rec.recording
             sampler.plan = plan
             try:
                 it = _iterate(iterable)
@@ -162,6 +183,13 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
             if plan.get("skip") and sampler.current is not None:
                 sampler.current.prime()  # the sampler's draws, before the state is restored
             drop = int(plan.get("drop", 0))
+            if not n_workers:
+                frame.feed = sampler.current
+            current = sampler.current
+            if plan.get("fetch") and current is not None and not current.fetch:
+                # the wrapper fetched, from the checkpoint's RNG states, the batch the
+                # recording fetched right after the checkpoint: the steps go on from there
+                after_fetch = rng.capture_global()
         else:
             it = _iterate(iterable)
             drop = skip
@@ -175,6 +203,8 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         frame.index = skip
         if arriving:
             rec.arrive(frame)
+            if after_fetch is not None:
+                rng.restore_global(after_fetch)
             target = None
         while True:
             rec.boundary(frame)

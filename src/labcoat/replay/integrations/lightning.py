@@ -111,6 +111,7 @@ class EpochEntry:
         self.fresh = True  # the next iter() begins an epoch (a DataLoader may call it twice)
         self.pending: Any = None
         self.used = 0  # batches of this epoch the finished steps used
+        self.fetch: Any = None  # on replay: the fetch states of the batches Lightning prefetched
 
     def __len__(self) -> int:
         return len(self.inner)
@@ -120,9 +121,13 @@ class EpochEntry:
             self.entry, skip = self.pending
             self.pending = None
             restore_entry(self.entry, self.loader)
-            self.inner.plan = {"skip": skip}
+            self.inner.plan = {"skip": skip, "fetch": self.fetch or {}}
+            self.fetch = None
         elif self.fresh:
             self.entry = rng_entry(self.loader)
+            # without workers the batches draw from the main process's RNGs as Lightning
+            # fetches them, one ahead of its steps: the states before each fetch are kept
+            self.inner.plan = {"main": not getattr(self.loader, "num_workers", 0)}
         self.fresh = False
         return self._items(iter(self.inner))
 
@@ -141,6 +146,11 @@ class EpochEntry:
         return getattr(self.inner, name)
 
     # Lightning's resumable-loader protocol
+    def fetch_states(self) -> Any:
+        """The fetch states of the batches fetched past the ones the finished steps used."""
+        current = self.inner.current
+        return None if current is None else current.fetch_states(self.used)
+
     def state_dict(self) -> dict[str, Any]:
         return {"labcoat_entry": self.entry, "used": self.used}
 
@@ -182,6 +192,7 @@ class _Recording:
         self.driver = StepDriver(rec, "lightning.batch")
         self.objects = Objects(rec)
         self.entries: list[EpochEntry] = []
+        self.fetched: list[Any] = []  # on replay: each entry's fetch states at the checkpoint
         self.unskippable: list[str] = []
         self.loops: Any = None  # Lightning's loop counters after the last batch
         self.resumable = False  # that batch had an optimizer step and was not the epoch's last
@@ -201,6 +212,7 @@ class _Recording:
             "objects": self.objects.state_dict(),
             "loops": None if self.rec.step == 0 else self.loops,
             "callbacks": self._call()._call_callbacks_state_dict(self.trainer),
+            "fetched": [entry.fetch_states() for entry in self.entries],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -231,6 +243,7 @@ class _Recording:
                     checkpointing.__dict__[name] = answer
                     self._undo.append(lambda c=checkpointing, n=name: c.__dict__.pop(n, None))
             saved = (rec._state.get("extras") or {}).get("lightning") or {}
+            self.fetched = saved.get("fetched") or []
             if saved.get("loops") is not None:  # resume Lightning's counters at the checkpoint
                 trainer.fit_loop.load_state_dict(saved["loops"]["fit_loop"])
                 if saved.get("callbacks"):
@@ -250,6 +263,8 @@ class _Recording:
                 if entry is None:
                     self.unskippable.append(type(getattr(loader, "dataset", loader)).__name__)
                 elif all(entry is not e for e in self.entries):
+                    if len(self.fetched) > len(self.entries):
+                        entry.fetch = self.fetched[len(self.entries)]
                     self.entries.append(entry)
             if self.unskippable:
                 not_hooked(
