@@ -6,7 +6,7 @@ import click
 
 from labcoat.cli.output import json_option, ledger_target, recording_options, respond
 
-PROBES = ("activations", "grads", "watch")
+PROBES = ("activations", "grads", "watch", "params")
 
 
 @click.command("replay")
@@ -27,7 +27,7 @@ PROBES = ("activations", "grads", "watch")
     "probes",
     multiple=True,
     type=click.Choice(PROBES),
-    help="Attach a probe (repeatable): activations, grads, watch.",
+    help="Attach a probe (repeatable): activations, grads, watch, params.",
 )
 @click.option(
     "--engine",
@@ -83,11 +83,17 @@ def replay_command(
 
 @click.command("diff")
 @click.argument("a")
-@click.argument("b")
+@click.argument("b", required=False)
 @click.option(
     "--bisect",
     is_flag=True,
     help="Replay both runs around the divergence to find the first module that differs.",
+)
+@click.option(
+    "--ranks",
+    is_flag=True,
+    help="Compare the ranks of one distributed run A: the first step and rank whose "
+    "replicated parameters differ.",
 )
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")
 @click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance.")
@@ -95,25 +101,47 @@ def replay_command(
 @json_option
 def diff_command(
     a: str,
-    b: str,
+    b: str | None,
     bisect: bool,
+    ranks: bool,
     rtol: float,
     atol: float,
     ledger: str | None,
     no_ledger: bool,
     as_json: bool,
 ) -> int:
-    """Where two recorded runs A and B part ways: provenance, first divergence, module.
+    """Where two recorded runs A and B part ways: provenance, first divergence, module;
+    with --ranks, where the ranks of one distributed run A part ways.
 
-    Exit 1 when runs with the same provenance diverge (nondeterminism).
+    Exit 1 when runs with the same provenance diverge (nondeterminism), or when ranks hold
+    different copies of a replicated parameter.
 
     \b
     Example:
       labcoat diff 20261202-010000-ab12cd 20261202-020000-ef34ab --bisect
+      labcoat diff 20261202-010000-ab12cd --ranks
     """
-    from labcoat.replay.diff import diff
+    from labcoat.errors import InputError
 
     target = ledger_target(ledger, no_ledger)
+    if ranks:
+        from labcoat.replay.distributed import rank_diff
+
+        if b is not None or bisect:
+            raise InputError(
+                "--ranks compares the ranks of one distributed run: pass one RUN, without B "
+                "or --bisect"
+            )
+        result = rank_diff(a, ledger=target)
+        respond(as_json, result, lambda: result)
+        return 0 if result.ok else 1
+    if b is None:
+        raise InputError(
+            "diff: pass two runs A B, or one distributed run with --ranks (labcoat diff RUN "
+            "--ranks)"
+        )
+    from labcoat.replay.diff import diff
+
     result = diff(a, b, bisect=bisect, rtol=rtol, atol=atol, ledger=target)
     respond(as_json, result, lambda: result)
     return 0 if result.ok else 1

@@ -134,6 +134,27 @@ def materialize(skeleton: Any, store: "Store") -> Any:
     return walk(skeleton)
 
 
+_INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+
+
+def fingerprint(tensor: Any) -> int:
+    """An exact fingerprint of a tensor's bytes: the sum of its elements' bit patterns read as
+    integers, accumulated in int64 (wrapping). Integer addition is associative, so the value is
+    the same on every device, thread count and reduction order, and one pass over memory (a
+    fused kernel on an accelerator) costs far less than a hash; any change to one element
+    changes it."""
+    import torch
+
+    t = tensor.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    if t.dtype == torch.bool:
+        t = t.to(torch.int8)
+    if t.is_floating_point():
+        t = t.view(getattr(torch, _INT_OF_SIZE[t.element_size()]))
+    return int(t.sum(dtype=torch.int64))
+
+
 def write_atomic(path: Path, data: bytes | memoryview) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}-{threading.get_ident()}")
@@ -212,8 +233,8 @@ class Store:
                 f"({exc}); replay from another checkpoint with --from"
             ) from None
 
-    def load(self, step: int) -> dict[str, Any]:
-        """The state checkpoint ``step`` holds, every hash checked."""
+    def skeleton(self, step: int) -> Any:
+        """Checkpoint ``step``'s skeleton (its tensors as :class:`TensorRef`), hash-checked."""
         manifest = self.manifest(step)
         path = self.checkpoints / manifest["skeleton"]
         try:
@@ -225,8 +246,11 @@ class Store:
                 f"checkpoint {step} of run {self.root.name} fails its hash ({path} was changed, "
                 "truncated or lost); replay from an earlier checkpoint with --from"
             )
-        skeleton = pickle.loads(raw)
-        return materialize(skeleton, self)
+        return pickle.loads(raw)
+
+    def load(self, step: int) -> dict[str, Any]:
+        """The state checkpoint ``step`` holds, every hash checked."""
+        return materialize(self.skeleton(step), self)
 
     def verify(self, step: int) -> None:
         """Raise :class:`InputError` when any file of checkpoint ``step`` fails its hash."""

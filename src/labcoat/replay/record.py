@@ -273,6 +273,7 @@ class Recorder:
         self._paused = 0.0
         self._ledger: Any = None
         self._ledger_run: Any = None
+        self._group: Any = None  # labcoat.replay.distributed.Group under torch.distributed
         self._started = time.monotonic()
         self._saved_determinism: dict[str, Any] = {}
         self._abandoned: int | None = None  # the step whose loop was left last, if it was
@@ -412,9 +413,11 @@ class Recorder:
         from labcoat.ledger import Ledger
         from labcoat.provenance import capture_provenance
         from labcoat.replay.checkpoint import Store, Writer
+        from labcoat.replay.distributed import join_group
 
         root = self.dir.parent
         root.mkdir(parents=True, exist_ok=True)
+        self._group = join_group(self)  # under torch.distributed: <root>/<run>/rank<k>
         ignore = root / ".gitignore"
         if not ignore.exists():  # recorded runs never enter the code's provenance (git diff)
             ignore.write_text("# written by labcoat.record: runs are not source\n*\n")
@@ -469,6 +472,7 @@ class Recorder:
             "loops": self._loops,
             "steps": self.step,
             "ledger_run": None if self._ledger_run is None else self._ledger_run.id,
+            "group": None if self._group is None else self._group.to_dict(),
             "provenance": self._provenance,
             "costs": {
                 "checkpoint_s": _profile(self._fg_costs),
@@ -551,7 +555,10 @@ class Recorder:
             return self.every
         fg = self._fg_costs[-1]
         bg = self._bg_costs[-1] if self._bg_costs else fg
-        return nice_every((fg + bg) / (BUDGET * max(self._step_time, 1e-9)))
+        required = (fg + bg) / (BUDGET * max(self._step_time, 1e-9))
+        if self._group is not None:  # every rank checkpoints at the same steps
+            return self._group.agree_every(required)
+        return nice_every(required)
 
     def wait_for_writes(self) -> None:
         if self._writer is not None:

@@ -86,45 +86,77 @@ def segments(run: RecordedRun, start: int, end: int, n_jobs: int) -> list[tuple[
     return out
 
 
-def _run_child(
-    run: RecordedRun, checkpoint: int, to_step: int, probes: list[str], timeout: float | None
-) -> dict[str, Any]:
-    """Replay from ``checkpoint`` through ``to_step`` in a subprocess; returns what it wrote."""
+def write_plan(
+    run: RecordedRun, checkpoint: int, to_step: int, probes: list[str], tmp: Path
+) -> tuple[Path, dict[str, str]]:
+    """The plan file of one replaying process in ``tmp``: (where it writes, its environment)."""
     from labcoat.replay.record import ENV_REPLAY
 
-    command = list(run.manifest["command"])
-    with tempfile.TemporaryDirectory(prefix="labcoat-replay-") as tmp:
-        out = Path(tmp) / "out.json"
-        plan = Path(tmp) / "plan.json"
-        plan.write_text(
-            json.dumps(
-                {
-                    "run_dir": str(run.dir.resolve()),
-                    "checkpoint": checkpoint,
-                    "to": to_step,
-                    "probes": probes,
-                    "out": str(out),
-                }
-            )
+    out = Path(tmp) / "out.json"
+    plan = Path(tmp) / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "run_dir": str(run.dir.resolve()),
+                "checkpoint": checkpoint,
+                "to": to_step,
+                "probes": probes,
+                "out": str(out),
+            }
         )
-        env = {**os.environ, ENV_REPLAY: str(plan)}
-        cwd = run.manifest.get("cwd") or os.getcwd()
-        if not os.path.isdir(cwd):
-            raise InputError(f"run {run.id}: its working directory {cwd} no longer exists")
-        proc = subprocess.run(
-            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-        )
-        if out.exists():
-            result = json.loads(out.read_text())
-            if result.get("error"):
-                raise InputError(result["error"])
-            return result
-    tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
+    )
+    return out, {**os.environ, ENV_REPLAY: str(plan)}
+
+
+def run_cwd(run: RecordedRun) -> str:
+    cwd = run.manifest.get("cwd") or os.getcwd()
+    if not os.path.isdir(cwd):
+        raise InputError(f"run {run.id}: its working directory {cwd} no longer exists")
+    return cwd
+
+
+def read_out(run: RecordedRun, out: Path, returncode: int, output: str) -> dict[str, Any]:
+    """What the replaying process wrote, or why it wrote nothing."""
+    if out.exists():
+        result = json.loads(out.read_text())
+        if result.get("error"):
+            raise InputError(result["error"])
+        return result
+    tail = " | ".join((output or "").strip().splitlines()[-3:])
     raise ReplayFailed(
-        f"run {run.id}: the replayed script exited with code {proc.returncode} before "
+        f"run {run.id}: the replayed script exited with code {returncode} before "
         f"labcoat.record wrote anything ({tail or 'no output'}); does it still call "
         "labcoat.record?"
     )
+
+
+def _run_child(
+    run: RecordedRun,
+    checkpoint: int,
+    to_step: int,
+    probes: list[str],
+    timeout: float | None,
+    env: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
+    """Replay from ``checkpoint`` through ``to_step`` in a subprocess; returns what it wrote.
+    ``env``: variables to set (``None``: to remove) on top of this process's."""
+    command = list(run.manifest["command"])
+    with tempfile.TemporaryDirectory(prefix="labcoat-replay-") as tmp:
+        out, child_env = write_plan(run, checkpoint, to_step, probes, Path(tmp))
+        for key, value in (env or {}).items():
+            if value is None:
+                child_env.pop(key, None)
+            else:
+                child_env[key] = value
+        proc = subprocess.run(
+            command,
+            cwd=run_cwd(run),
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        return read_out(run, out, proc.returncode, proc.stderr or proc.stdout)
 
 
 def same(a: Any, b: Any, rtol: float, atol: float) -> bool:
@@ -217,9 +249,8 @@ def replay(
     :class:`~labcoat.replay.results.ReplayResult`. ``ledger``: where its findings are recorded
     (``False``, the default here: nowhere; ``None``: the project's ledger if it exists)."""
     from labcoat._validation import OneOf, check_int
-    from labcoat.replay.results import ReplayResult
+    from labcoat.replay.distributed import find_group, replay_group
 
-    recorded = run if isinstance(run, RecordedRun) else open_run(run)
     from_step, to_step = _int(from_step, "--from"), _int(to_step, "--to")
     n_jobs = check_int(n_jobs, "n_jobs", minimum=1)
     engine = OneOf(ENGINES).check(engine, "engine")
@@ -227,6 +258,21 @@ def replay(
     for value, name in ((rtol, "rtol"), (atol, "atol")):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise InputError(f"{name}: expected a tolerance >= 0; got {value!r}")
+    group = find_group(run)
+    if group is not None:  # a distributed run: every rank replays, together
+        return replay_group(
+            group,
+            from_step=from_step,
+            to_step=to_step,
+            n_jobs=n_jobs,
+            probes=probes,
+            engine=engine,
+            rtol=rtol,
+            atol=atol,
+            timeout=timeout,
+            ledger=ledger,
+        )
+    recorded = run if isinstance(run, RecordedRun) else open_run(run)
     start, end = plan_window(recorded, from_step, to_step)
     parts = segments(recorded, start, end, n_jobs)
     child = _run_child
@@ -241,6 +287,24 @@ def replay(
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             futures = [pool.submit(child, recorded, cp, hi, probes, timeout) for cp, _, hi in parts]
             outs = [f.result() for f in futures]
+    result = compare_window(recorded, start, end, parts, outs, rtol, atol)
+    result.record(ledger)
+    return result
+
+
+def compare_window(
+    recorded: RecordedRun,
+    start: int,
+    end: int,
+    parts: list[tuple[int, int, int]],
+    outs: list[dict[str, Any]],
+    rtol: float,
+    atol: float,
+):
+    """The :class:`~labcoat.replay.results.ReplayResult` of a replayed window: what each
+    segment's process logged (``outs``) against the recording."""
+    from labcoat.replay.results import ReplayResult
+
     replayed: list[dict[str, Any]] = []
     window: list[dict[str, Any]] = []
     for (cp, lo, hi), out in zip(parts, outs):
@@ -288,5 +352,4 @@ def replay(
         raised=next((o["raised"] for o in outs if o.get("raised")), None),
         command=list(recorded.manifest["command"]),
     )
-    result.record(ledger)
     return result
