@@ -137,12 +137,8 @@ def materialize(skeleton: Any, store: "Store") -> Any:
 _INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
 
-def fingerprint(tensor: Any) -> int:
-    """An exact fingerprint of a tensor's bytes: the sum of its elements' bit patterns read as
-    integers, accumulated in int64 (wrapping). Integer addition is associative, so the value is
-    the same on every device, thread count and reduction order, and one pass over memory (a
-    fused kernel on an accelerator) costs far less than a hash; any change to one element
-    changes it."""
+def int_sum(tensor: Any) -> Any:
+    """The 0-d int64 tensor behind :func:`fingerprint` (on the tensor's device)."""
     import torch
 
     t = tensor.detach()
@@ -152,7 +148,16 @@ def fingerprint(tensor: Any) -> int:
         t = t.to(torch.int8)
     if t.is_floating_point():
         t = t.view(getattr(torch, _INT_OF_SIZE[t.element_size()]))
-    return int(t.sum(dtype=torch.int64))
+    return t.sum(dtype=torch.int64)
+
+
+def fingerprint(tensor: Any) -> int:
+    """An exact fingerprint of a tensor's bytes: the sum of its elements' bit patterns read as
+    integers, accumulated in int64 (wrapping). Integer addition is associative, so the value is
+    the same on every device, thread count and reduction order, and one pass over memory (a
+    fused kernel on an accelerator) costs far less than a hash; any change to one element
+    changes it."""
+    return int(int_sum(tensor))
 
 
 def write_atomic(path: Path, data: bytes | memoryview) -> None:
@@ -249,8 +254,15 @@ class Store:
         return pickle.loads(raw)
 
     def load(self, step: int) -> dict[str, Any]:
-        """The state checkpoint ``step`` holds, every hash checked."""
-        return materialize(self.skeleton(step), self)
+        """The state checkpoint ``step`` holds, every hash checked (and the user's checkpoint
+        it references, if any: see :mod:`labcoat.replay.storage`)."""
+        skeleton = self.skeleton(step)
+        external = self.manifest(step).get("external")
+        if external:
+            from labcoat.replay.storage import restore_saved
+
+            skeleton = restore_saved(skeleton, external, self.root.name, step)
+        return materialize(skeleton, self)
 
     def verify(self, step: int) -> None:
         """Raise :class:`InputError` when any file of checkpoint ``step`` fails its hash."""
@@ -265,8 +277,18 @@ class Store:
             self.read_object(digest)
 
     # -- writing (the writer thread) -------------------------------------------------------
-    def commit(self, step: int, skeleton: Any, refs: list[TensorRef], info: dict[str, Any]) -> dict:
-        """Write the tensors, the skeleton and, last, the manifest of checkpoint ``step``."""
+    def commit(
+        self,
+        step: int,
+        skeleton: Any,
+        refs: list[TensorRef],
+        info: dict[str, Any],
+        verify: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> dict:
+        """Write the tensors, the skeleton and, last, the manifest of checkpoint ``step``.
+        ``verify``: checks the user's checkpoint this one references, before anything is
+        written (raising leaves no checkpoint); what it returns goes in the manifest."""
+        external = verify(skeleton) if verify is not None else None
         written = 0
         digests = []
         for ref in refs:
@@ -290,6 +312,8 @@ class Store:
             "bytes_total": sum(r.nbytes for r in refs) + len(raw),
             **info,
         }
+        if external is not None:
+            manifest["external"] = external
         write_atomic(self.manifest_path(step), json.dumps(manifest).encode())
         return manifest
 
@@ -335,8 +359,15 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="labcoat-record", daemon=True)
         self._thread.start()
 
-    def submit(self, step: int, skeleton: Any, refs: list[TensorRef], info: dict) -> None:
-        self.queue.put((step, skeleton, refs, info))
+    def submit(
+        self,
+        step: int,
+        skeleton: Any,
+        refs: list[TensorRef],
+        info: dict,
+        verify: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> None:
+        self.queue.put((step, skeleton, refs, info, verify))
 
     def _run(self) -> None:
         while True:
