@@ -134,3 +134,20 @@ def test_every_is_agreed_as_the_largest_any_rank_needs():
     store.set("k/every/2", repr(3.0))
     assert groups[0].agree_every(7.0) == 50  # nice_every(40)
     assert groups[0].agree_every(1000.0) == 50  # agreed once, fixed from then on
+
+
+def test_diff_is_told_what_it_got(tmp_path, capsys):
+    from labcoat.cli.main import main
+
+    run = _record(tmp_path, None, steps=3)
+    assert main(["diff", str(run), "--no-ledger"]) == 2
+    assert "pass two runs A B, or one distributed run with --ranks" in capsys.readouterr().err
+    assert main(["diff", str(run), "--ranks", "--no-ledger"]) == 2
+    assert "not a distributed run" in capsys.readouterr().err
+    assert main(["diff", str(run), str(run), "--ranks", "--no-ledger"]) == 2
+    assert "pass one RUN" in capsys.readouterr().err
+    top = tmp_path / "group"
+    top.mkdir()
+    (top / "group.json").write_text("{}")
+    assert main(["diff", str(top), str(run), "--no-ledger"]) == 2
+    assert "is a distributed run" in capsys.readouterr().err

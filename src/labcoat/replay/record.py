@@ -725,6 +725,7 @@ class Recorder:
         from labcoat.replay.checkpoint import Store
 
         manifest = json.loads((self.dir / "run.json").read_text())
+        self.run_id = str(manifest.get("run_id") or self.run_id)  # "<id>/rank1" for a rank
         self._recorded_loops = manifest.get("loops") or {}
         det = manifest.get("determinism") or {}
         self.deterministic = bool(det.get("deterministic", self.deterministic))
