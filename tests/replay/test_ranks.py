@@ -13,8 +13,10 @@ from torch import nn
 
 import labcoat
 from labcoat.errors import InputError
-from labcoat.replay.checkpoint import fingerprint
-from labcoat.replay.distributed import Group, _disagreement, find_group, rank_diff
+from labcoat.replay.distributed import _disagreement, rank_diff
+from labcoat.replay.fingerprint import fingerprint
+from labcoat.replay.rank import Group
+from labcoat.replay.ranks import find_group
 
 torch.set_num_threads(1)
 

@@ -134,32 +134,6 @@ def materialize(skeleton: Any, store: "Store") -> Any:
     return walk(skeleton)
 
 
-_INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
-
-
-def int_sum(tensor: Any) -> Any:
-    """The 0-d int64 tensor behind :func:`fingerprint` (on the tensor's device)."""
-    import torch
-
-    t = tensor.detach()
-    if t.is_complex():
-        t = torch.view_as_real(t)
-    if t.dtype == torch.bool:
-        t = t.to(torch.int8)
-    if t.is_floating_point():
-        t = t.view(getattr(torch, _INT_OF_SIZE[t.element_size()]))
-    return t.sum(dtype=torch.int64)
-
-
-def fingerprint(tensor: Any) -> int:
-    """An exact fingerprint of a tensor's bytes: the sum of its elements' bit patterns read as
-    integers, accumulated in int64 (wrapping). Integer addition is associative, so the value is
-    the same on every device, thread count and reduction order, and one pass over memory (a
-    fused kernel on an accelerator) costs far less than a hash; any change to one element
-    changes it."""
-    return int(int_sum(tensor))
-
-
 def write_atomic(path: Path, data: bytes | memoryview) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}-{threading.get_ident()}")

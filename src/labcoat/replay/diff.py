@@ -95,7 +95,7 @@ def diff(
     """Compare two recorded runs; returns a :class:`~labcoat.replay.results.DiffResult`.
     ``ledger``: where its findings are recorded (``False``: nowhere; ``None``: the project's
     ledger if it exists)."""
-    from labcoat.replay.distributed import GROUP_FILE
+    from labcoat.replay.rank import GROUP_FILE
     from labcoat.replay.results import DiffResult
 
     for run, what in ((a, "A"), (b, "B")):

@@ -201,7 +201,7 @@ class ParamsProbe:
                     self.tensors[f"{key}.{name}" if several else name] = t
 
     def on_step_end(self, step: int) -> None:
-        from labcoat.replay.checkpoint import fingerprint
+        from labcoat.replay.fingerprint import fingerprint
 
         self.steps[step] = {name: fingerprint(t) for name, t in self.tensors.items()}
 

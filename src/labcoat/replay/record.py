@@ -282,7 +282,7 @@ class Recorder:
         self._paused = 0.0
         self._ledger: Any = None
         self._ledger_run: Any = None
-        self._group: Any = None  # labcoat.replay.distributed.Group under torch.distributed
+        self._group: Any = None  # labcoat.replay.rank.Group under torch.distributed
         self._saved: Any = None  # the user's checkpoint the next boundary references
         self._saved_at: int | None = None
         self._started = time.monotonic()
@@ -441,7 +441,7 @@ class Recorder:
         from labcoat.ledger import Ledger
         from labcoat.provenance import capture_provenance
         from labcoat.replay.checkpoint import Store, Writer
-        from labcoat.replay.distributed import join_group
+        from labcoat.replay.rank import join_group
 
         root = self.dir.parent
         root.mkdir(parents=True, exist_ok=True)

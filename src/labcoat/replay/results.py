@@ -236,9 +236,13 @@ class GroupReplayResult(Result):
 
     @property
     def findings(self) -> list[Finding]:
-        from labcoat.replay.distributed import with_rank
+        import dataclasses
 
-        return [with_rank(f, r) for r, res in enumerate(self.ranks) for f in res.findings]
+        return [
+            dataclasses.replace(f, rank=r, message=f"rank {r}: {f.message}")
+            for r, res in enumerate(self.ranks)
+            for f in res.findings
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         from labcoat._jsonable import jsonable

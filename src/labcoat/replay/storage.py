@@ -109,7 +109,7 @@ def prints(tensors: list[Any]) -> list[int]:
     transfer per device (no wait per tensor on an accelerator)."""
     import torch
 
-    from labcoat.replay.checkpoint import fingerprint, int_sum
+    from labcoat.replay.fingerprint import fingerprint, int_sum
 
     if not tensors:
         return []
