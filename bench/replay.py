@@ -11,7 +11,8 @@ left out); the median of ``--repeats`` repeats is printed with the spread, and `
 same ratio of the training thread's CPU time (``time.thread_time``), which other processes on
 a busy machine do not blur (it leaves out the background threads' CPU, which the wall ratio
 counts). Rows: bare against bare (the machine's noise floor); the default ``every`` (chosen
-by the recorder from its measured costs: checkpoints <= 2 % of step time); no checkpoint
+by the recorder from its measured costs, checkpoints <= 2 % of step time, on the loop run
+alone first: interleaved, it would count the bare twin's steps as its own); no checkpoint
 after the first (``rec.loop`` and ``rec.log`` alone), and ``rec.loop`` without ``rec.log``;
 ``every=100`` and ``every=10`` for comparison. The tables are printed idle and with
 ``--load`` CPU-bound processes beside it.
@@ -200,6 +201,20 @@ def one_repeat(
     return rec_t / bare_t, costs
 
 
+def chosen_every(loop: Loop, root: Path, steps: int) -> int:
+    """The ``every`` the recorder chooses for this loop run alone (interleaved with a bare twin
+    it would time the twin's steps too, and checkpoint twice as often as it should)."""
+    model, opt = make_loop(loop.widths)
+    x, y = data(loop.widths, loop.batch)
+    with labcoat.record(model=model, optimizer=opt, dir=root, ledger=False) as rec:
+        for k in rec.loop("step", range(steps)):
+            i = (k * loop.batch) % (len(x) - loop.batch)
+            rec.log(loss=step(model, opt, x[i : i + loop.batch], y[i : i + loop.batch]))
+    every = json.loads((rec.dir / "run.json").read_text())["every_chosen"]
+    shutil.rmtree(rec.dir, ignore_errors=True)
+    return int(every)
+
+
 def fixed_cost_us(root: Path, n: int = 20000) -> dict[str, float]:
     """The training thread's CPU time per iteration of ``rec.loop`` + ``rec.log(loss=t)`` (a
     scalar tensor, as training logs), and of ``rec.loop`` alone, minus a bare loop's."""
@@ -317,6 +332,8 @@ def measure(
 ) -> list[tuple[str, list[float], list[dict]]]:
     out = []
     for name, every, log in rows:
+        if every is None:  # the default: what the recorder chooses for this loop alone
+            every = chosen_every(loop, root, max(steps // 2, 60))
         ratios, costs = [], []
         for _ in range(repeats):
             ratio, cost = one_repeat(loop, every, steps, root, log)

@@ -114,3 +114,47 @@ def test_bad_keys_and_calls_outside_the_recording_are_refused(tmp_path):
         rec.checkpoint_saved(tmp_path / "x")
     with pytest.raises(InputError, match="'saved'"):
         labcoat.record(model=model, every="sometimes")
+
+
+USER_SCRIPT = r"""
+import torch
+from torch import nn
+import labcoat
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+with labcoat.record(model=model, optimizer=opt, every="saved", ledger=False) as rec:
+    for epoch in rec.loop("epoch", range(2)):
+        for i in rec.loop("step", range(5)):
+            loss = model(torch.randn(8, 6)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            rec.log(loss=loss)
+            if rec.step % 3 == 2 and not rec.replaying:
+                path = f"user-{rec.step}.pt"
+                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+                rec.checkpoint_saved(path)
+print(rec.dir)
+"""
+
+
+@pytest.mark.slow
+def test_a_run_recorded_on_the_users_checkpoints_replays_exactly_and_refuses_a_changed_one(
+    tmp_path,
+):
+    from tests.replay.scripts import cli, record, write_script
+
+    run = record(tmp_path, script=write_script(tmp_path, text=USER_SCRIPT))
+    assert Store(run).steps() == [3, 6, 9]  # one after each save, none of its own
+    code, out, err = cli(tmp_path, "replay", str(run), "--from", "4", "--json")
+    assert code == 0, err
+    assert out["checkpoint"] == 3 and out["first_mismatch"] is None
+    assert [s["step"] for s in out["steps"]] == list(range(4, 10))
+    (tmp_path / "user-2.pt").write_bytes(b"not the checkpoint")
+    code, _, err = cli(tmp_path, "replay", str(run), "--from", "4")
+    assert code == 2 and "changed since it was recorded" in err, err
+    code, out, err = cli(tmp_path, "replay", str(run), "--from", "7", "--json")
+    assert code == 0 and out["checkpoint"] == 6, err  # the others are intact
