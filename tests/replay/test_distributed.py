@@ -18,6 +18,7 @@ SCRIPT = Path(__file__).with_name("dist_script.py")
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.distributed,  # torchrun launches: make test-all, -m distributed
     pytest.mark.skipif(
         not (torch.distributed.is_available() and torch.distributed.is_gloo_available()),
         reason="torch.distributed with the gloo backend is not available",

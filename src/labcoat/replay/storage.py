@@ -327,9 +327,4 @@ def restore_saved(skeleton: Any, info: dict[str, Any], run: str, step: int) -> A
     return out
 
 
-def bytes_per_parameter(manifest: Mapping[str, Any], n_params: int) -> float:
-    """A checkpoint's own disk (``bytes_total``) per model parameter."""
-    return float(manifest["bytes_total"]) / max(n_params, 1)
-
-
 __all__ = ["External", "Reference", "TensorPrint", "restore_saved", "verify_saved"]
