@@ -110,8 +110,10 @@ def diff_command(
     no_ledger: bool,
     as_json: bool,
 ) -> int:
-    """Where two recorded runs A and B part ways: provenance, first divergence, module;
-    with --ranks, where the ranks of one distributed run A part ways.
+    """Where two recorded runs A and B part ways: provenance, first divergence, module.
+
+    With --ranks: where the ranks of one distributed run A part ways (the first step and
+    rank whose replicated parameters differ).
 
     Exit 1 when runs with the same provenance diverge (nondeterminism), or when ranks hold
     different copies of a replicated parameter.
