@@ -1,8 +1,9 @@
 """Accelerate-style loops: ``accelerator.prepare``d model, optimizer and loader in a hand loop.
 
 The prepared objects are the user's own (``AcceleratedOptimizer.state_dict`` is the wrapped
-optimizer's; a ``DataLoaderShard`` is a DataLoader, so ``rec.loop`` seeds and skips its batches
-as any other's). What the hand loop does not see is the ``Accelerator``'s own count of
+optimizer's; a ``DataLoaderShard`` is a DataLoader, so ``rec.loop`` skips its batches as any
+other's, and fetches the one it loaded ahead from its recorded RNG states). What the hand loop
+does not see is the ``Accelerator``'s own count of
 ``accumulate()`` calls, which decides on which batches gradients sync and the optimizer steps:
 a replay that started it at 0 from a checkpoint inside an accumulation would step on the
 wrong batches. So every ``Accelerator`` alive when the block begins (or made inside it) has

@@ -3,10 +3,11 @@
 Inside ``with labcoat.record(...)``, ``Trainer.fit`` adds a callback for that call. A step is a
 training batch (as in a hand loop); the recorded values are what ``training_step`` passes to
 ``self.log``/``self.log_dict`` during a training batch, and the loss it returns (``loss``, unless
-it logged a ``loss`` itself). The training DataLoader gets the recorder's batch sampler (its
-batches are seeded by position, so skipping them is exact) and becomes resumable for Lightning
-(``state_dict``/``load_state_dict``): its state is the epoch's RNG entry state and the batches
-used so far.
+it logged a ``loss`` itself). The training DataLoader gets the recorder's batch sampler (which
+draws what the bare one draws and skips batches without loading them) and becomes resumable
+for Lightning (``state_dict``/``load_state_dict``): its state is the epoch's RNG entry state
+and the batches used so far; the main process's RNG states before the batch Lightning
+prefetched are checkpointed, so a replay fetches it as recorded.
 
 A checkpoint is taken when a batch starts (``on_train_batch_start``), after a batch on which the
 optimizer stepped that was not the epoch's last (the places Lightning resumes from mid-epoch):
@@ -100,9 +101,10 @@ def _callback_class(package: str) -> type:
 
 
 class EpochEntry:
-    """The batch sampler of the training DataLoader: the recorder's (which seeds each batch by
-    position and skips batches without loading them), plus the epoch's RNG entry state, taken
-    when the DataLoader makes its iterator and put back there on replay."""
+    """The batch sampler of the training DataLoader: the recorder's (which skips batches
+    without loading them and keeps the RNG states before its last fetches), plus the epoch's
+    RNG entry state, taken when the DataLoader makes its iterator and put back there on
+    replay."""
 
     def __init__(self, loader: Any, inner: Any):
         self.loader = loader
