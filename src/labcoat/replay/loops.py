@@ -76,6 +76,15 @@ def _iterate(iterable: Any) -> Iterator[Any]:
     return primed()
 
 
+def fetches_ahead(loader: Any) -> bool:
+    """Whether ``loader`` may fetch batches ahead of the loop: a DataLoader subclass with an
+    ``__iter__`` of its own (a plain DataLoader without workers fetches each batch when asked;
+    keeping the RNG states before each fetch costs tens of microseconds a batch)."""
+    from torch.utils.data import DataLoader
+
+    return type(loader).__iter__ is not DataLoader.__iter__
+
+
 def ahead_plan(rec: "Recorder", target: dict[str, Any]) -> dict[int, Any]:
     """The fetch states of a replay of a loop whose loader had fetched batches ahead at the
     checkpoint: each such batch's recorded state, and for the next one the checkpoint's own
@@ -173,8 +182,8 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
                 plan = {"skip": skip}
                 if arriving and target.get("fetched"):
                     plan["fetch"] = ahead_plan(rec, target)
-            if not n_workers:
-                plan["main"] = rec.recording
+            if not n_workers:  # a wrapper's own __iter__ may fetch ahead (DataLoaderShard)
+                plan["main"] = rec.recording and fetches_ahead(iterable)
             sampler.plan = plan
             try:
                 it = _iterate(iterable)
