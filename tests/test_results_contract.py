@@ -173,6 +173,19 @@ def _replay():
     return ReplayResult("r", 0, 0, 0, [row], None, {}, {})
 
 
+def _group():
+    from labcoat.replay.results import GroupReplayResult
+
+    return GroupReplayResult("r", [_replay(), _replay()])
+
+
+def _ranks():
+    from labcoat.replay.results import RankDiffResult
+
+    first = {"step": 3, "rank": 1, "agree": [0], "majority": False, "tensor": "w"}
+    return RankDiffResult("r", 2, 4, [0, 4], None, first)
+
+
 def _diff():
     from labcoat.replay.results import DiffResult
 
@@ -238,6 +251,8 @@ FACTORIES = {
     "scale.downstream": _downstream,
     "replay.replay": _replay,
     "replay.diff": _diff,
+    "replay.group": _group,
+    "replay.ranks": _ranks,
     "verdicts.review": lambda: __import__("labcoat.verdicts", fromlist=["review"]).review(
         _verdicts_plan()
     ),

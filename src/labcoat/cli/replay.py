@@ -6,7 +6,7 @@ import click
 
 from labcoat.cli.output import json_option, ledger_target, recording_options, respond
 
-PROBES = ("activations", "grads", "watch")
+PROBES = ("activations", "grads", "watch", "params")
 
 
 @click.command("replay")
@@ -27,7 +27,7 @@ PROBES = ("activations", "grads", "watch")
     "probes",
     multiple=True,
     type=click.Choice(PROBES),
-    help="Attach a probe (repeatable): activations, grads, watch.",
+    help="Attach a probe (repeatable): activations, grads, watch, params.",
 )
 @click.option(
     "--engine",
@@ -83,7 +83,7 @@ def replay_command(
 
 @click.command("diff")
 @click.argument("a")
-@click.argument("b")
+@click.argument("b", required=False)
 @click.option(
     "--bisect",
     is_flag=True,
@@ -96,15 +96,22 @@ def replay_command(
     metavar="NAME",
     help="Compare only this logged value (repeatable); shows its values side by side.",
 )
+@click.option(
+    "--ranks",
+    is_flag=True,
+    help="Compare the ranks of one distributed run A: the first step and rank whose "
+    "replicated parameters differ.",
+)
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance.")
 @click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance.")
 @recording_options()
 @json_option
 def diff_command(
     a: str,
-    b: str,
+    b: str | None,
     bisect: bool,
     only: tuple[str, ...],
+    ranks: bool,
     rtol: float,
     atol: float,
     ledger: str | None,
@@ -113,16 +120,39 @@ def diff_command(
 ) -> int:
     """Where two recorded runs A and B part ways: provenance, first divergence, module.
 
-    Exit 1 when runs with the same provenance diverge (nondeterminism).
+    With --ranks: where the ranks of one distributed run A part ways (the first step and
+    rank whose replicated parameters differ).
+
+    Exit 1 when runs with the same provenance diverge (nondeterminism), or when ranks hold
+    different copies of a replicated parameter.
 
     \b
     Example:
       labcoat diff 20261202-010000-ab12cd 20261202-020000-ef34ab --bisect
+      labcoat diff 20261202-010000-ab12cd --ranks
       labcoat diff RUN_A RUN_B --only loss --only grad_norm
     """
-    from labcoat.replay.diff import diff
+    from labcoat.errors import InputError
 
     target = ledger_target(ledger, no_ledger)
+    if ranks:
+        from labcoat.replay.distributed import rank_diff
+
+        if b is not None or bisect:
+            raise InputError(
+                "--ranks compares the ranks of one distributed run: pass one RUN, without B "
+                "or --bisect"
+            )
+        result = rank_diff(a, ledger=target)
+        respond(as_json, result, lambda: result)
+        return 0 if result.ok else 1
+    if b is None:
+        raise InputError(
+            "diff: pass two runs A B, or one distributed run with --ranks (labcoat diff RUN "
+            "--ranks)"
+        )
+    from labcoat.replay.diff import diff
+
     result = diff(a, b, bisect=bisect, only=only, rtol=rtol, atol=atol, ledger=target)
     respond(as_json, result, lambda: result)
     return 0 if result.ok else 1

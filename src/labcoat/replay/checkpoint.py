@@ -212,8 +212,8 @@ class Store:
                 f"({exc}); replay from another checkpoint with --from"
             ) from None
 
-    def load(self, step: int) -> dict[str, Any]:
-        """The state checkpoint ``step`` holds, every hash checked."""
+    def skeleton(self, step: int) -> Any:
+        """Checkpoint ``step``'s skeleton (its tensors as :class:`TensorRef`), hash-checked."""
         manifest = self.manifest(step)
         path = self.checkpoints / manifest["skeleton"]
         try:
@@ -225,7 +225,17 @@ class Store:
                 f"checkpoint {step} of run {self.root.name} fails its hash ({path} was changed, "
                 "truncated or lost); replay from an earlier checkpoint with --from"
             )
-        skeleton = pickle.loads(raw)
+        return pickle.loads(raw)
+
+    def load(self, step: int) -> dict[str, Any]:
+        """The state checkpoint ``step`` holds, every hash checked (and the user's checkpoint
+        it references, if any: see :mod:`labcoat.replay.storage`)."""
+        skeleton = self.skeleton(step)
+        external = self.manifest(step).get("external")
+        if external:
+            from labcoat.replay.storage import restore_saved
+
+            skeleton = restore_saved(skeleton, external, self.root.name, step)
         return materialize(skeleton, self)
 
     def verify(self, step: int) -> None:
@@ -241,8 +251,18 @@ class Store:
             self.read_object(digest)
 
     # -- writing (the writer thread) -------------------------------------------------------
-    def commit(self, step: int, skeleton: Any, refs: list[TensorRef], info: dict[str, Any]) -> dict:
-        """Write the tensors, the skeleton and, last, the manifest of checkpoint ``step``."""
+    def commit(
+        self,
+        step: int,
+        skeleton: Any,
+        refs: list[TensorRef],
+        info: dict[str, Any],
+        verify: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> dict:
+        """Write the tensors, the skeleton and, last, the manifest of checkpoint ``step``.
+        ``verify``: checks the user's checkpoint this one references, before anything is
+        written (raising leaves no checkpoint); what it returns goes in the manifest."""
+        external = verify(skeleton) if verify is not None else None
         written = 0
         digests = []
         for ref in refs:
@@ -266,6 +286,8 @@ class Store:
             "bytes_total": sum(r.nbytes for r in refs) + len(raw),
             **info,
         }
+        if external is not None:
+            manifest["external"] = external
         write_atomic(self.manifest_path(step), json.dumps(manifest).encode())
         return manifest
 
@@ -311,8 +333,15 @@ class Writer:
         self._thread = threading.Thread(target=self._run, name="labcoat-record", daemon=True)
         self._thread.start()
 
-    def submit(self, step: int, skeleton: Any, refs: list[TensorRef], info: dict) -> None:
-        self.queue.put((step, skeleton, refs, info))
+    def submit(
+        self,
+        step: int,
+        skeleton: Any,
+        refs: list[TensorRef],
+        info: dict,
+        verify: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> None:
+        self.queue.put((step, skeleton, refs, info, verify))
 
     def _run(self) -> None:
         while True:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from labcoat.errors import InputError
@@ -145,8 +146,15 @@ def diff(
     """Compare two recorded runs; returns a :class:`~labcoat.replay.results.DiffResult`.
     ``ledger``: where its findings are recorded (``False``: nowhere; ``None``: the project's
     ledger if it exists)."""
+    from labcoat.replay.rank import GROUP_FILE
     from labcoat.replay.results import DiffResult
 
+    for run, what in ((a, "A"), (b, "B")):
+        if (Path(run) / GROUP_FILE).is_file():
+            raise InputError(
+                f"{what}: {run} is a distributed run; compare its ranks with `labcoat diff "
+                f"{run} --ranks`, or one rank of each run (RUN/rank0)"
+            )
     run_a, run_b = open_run(a, what="A"), open_run(b, what="B")
     for value, name in ((rtol, "rtol"), (atol, "atol")):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:

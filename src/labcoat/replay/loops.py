@@ -18,6 +18,7 @@ and dropping its items.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -57,6 +58,44 @@ def _may_draw(iterable: Any) -> bool:
     return isinstance(iterable, data.IterableDataset)
 
 
+def _iterate(iterable: Any) -> Iterator[Any]:
+    """``iter(iterable)``; a DataLoader wrapper whose ``__iter__`` is a generator (accelerate's
+    DataLoaderShard) draws its order and makes its DataLoader iterator only at the first
+    ``next``: that item is fetched now, so the order is drawn from the loop's entry state (as
+    a DataLoader's is) and a replay's skip applies."""
+    it = iter(iterable)
+    if not (inspect.isgenerator(it) and is_dataloader(iterable)):
+        return it
+    first = next(it, _END)
+
+    def primed() -> Iterator[Any]:
+        if first is not _END:
+            yield first
+            yield from it
+
+    return primed()
+
+
+def fetches_ahead(loader: Any) -> bool:
+    """Whether ``loader`` may fetch batches ahead of the loop: a DataLoader subclass with an
+    ``__iter__`` of its own (a plain DataLoader without workers fetches each batch when asked;
+    keeping the RNG states before each fetch costs tens of microseconds a batch)."""
+    from torch.utils.data import DataLoader
+
+    return type(loader).__iter__ is not DataLoader.__iter__
+
+
+def ahead_plan(rec: "Recorder", target: dict[str, Any]) -> dict[int, Any]:
+    """The fetch states of a replay of a loop whose loader had fetched batches ahead at the
+    checkpoint: each such batch's recorded state, and for the next one the checkpoint's own
+    (the recording fetched it right after the checkpoint, when the loop asked for an item)."""
+    fetch = {int(p): s for p, s in target["fetched"].items()}
+    state = rec._state or {}
+    if target.get("next") is not None and "rng" in state:
+        fetch.setdefault(int(target["next"]), state["rng"]["global"])
+    return fetch
+
+
 def length(iterable: Any) -> int | None:
     try:
         return len(iterable)
@@ -77,6 +116,7 @@ class Frame:
     entry: Any = None  # RNG states when the loop was entered
     at_item: Any = None  # RNG states right after the current item was fetched
     workers: Any = None  # a DataLoader's workers' RNG states (workers.WorkerStates)
+    feed: Any = None  # a DataLoader's sampler iterator without workers (workers.SamplerIter)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def position(self) -> dict[str, Any]:
@@ -86,6 +126,10 @@ class Frame:
             "entry": self.entry,
             "at_item": self.at_item,
             "workers": None if self.workers is None else self.workers.position(),
+            # a wrapper that fetched batches ahead of the loop (accelerate's DataLoaderShard):
+            # the main process's RNG states before those fetches, and the next batch's position
+            "fetched": None if self.feed is None else self.feed.fetch_states(self.index) or None,
+            "next": None if self.feed is None else self.feed.pos,
         }
 
 
@@ -119,6 +163,7 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         skip = 0 if target is None else fetched - (0 if arriving else 1)
         if n_workers:
             rec.wait_for_writes()  # no background write in flight while workers fork
+        after_fetch: Any = None
         if sampler is not None:
             if target is None:
                 plan: dict[str, Any] = {"mark": frame.workers is not None}
@@ -135,16 +180,27 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
                 frame.workers.pending = plan["start"]
             else:
                 plan = {"skip": skip}
+                if arriving and target.get("fetched"):
+                    plan["fetch"] = ahead_plan(rec, target)
+            if not n_workers:  # a wrapper's own __iter__ may fetch ahead (DataLoaderShard)
+                plan["main"] = rec.recording and fetches_ahead(iterable)
             sampler.plan = plan
             try:
-                it = iter(iterable)
+                it = _iterate(iterable)
             finally:
                 sampler.plan = {}
             if plan.get("skip") and sampler.current is not None:
                 sampler.current.prime()  # the sampler's draws, before the state is restored
             drop = int(plan.get("drop", 0))
+            if not n_workers:
+                frame.feed = sampler.current
+            current = sampler.current
+            if plan.get("fetch") and current is not None and not current.fetch:
+                # the wrapper fetched, from the checkpoint's RNG states, the batch the
+                # recording fetched right after the checkpoint: the steps go on from there
+                after_fetch = rng.capture_global()
         else:
-            it = iter(iterable)
+            it = _iterate(iterable)
             drop = skip
         for i in range(drop):
             item = next(it, _END)
@@ -156,6 +212,8 @@ def run_loop(rec: "Recorder", name: str, iterable: Any, *, steps: bool = True) -
         frame.index = skip
         if arriving:
             rec.arrive(frame)
+            if after_fetch is not None:
+                rng.restore_global(after_fetch)
             target = None
         while True:
             rec.boundary(frame)

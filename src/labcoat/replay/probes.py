@@ -4,7 +4,9 @@
   max, the count of non-finite numbers, a digest of its bytes) and the first module whose output
   held a non-finite number (hooks fire children first, so it is the innermost one);
 * ``grads``: per parameter and step, the norm of its accumulated gradient;
-* ``watch``: ``labcoat.watch`` at ``every=1`` over the replayed window; its alerts.
+* ``watch``: ``labcoat.watch`` at ``every=1`` over the replayed window; its alerts;
+* ``params``: per step, an exact fingerprint of every replicated parameter after the step
+  (what ``labcoat diff RUN --ranks`` compares across ranks).
 
 A probe is attached when the replay reaches its checkpoint and removed when it ends; the
 replaying process writes what each probe returns (plain JSON data) for ``labcoat replay``.
@@ -22,7 +24,7 @@ from labcoat.errors import InputError
 if TYPE_CHECKING:
     from labcoat.replay.record import Recorder
 
-PROBES = ("activations", "grads", "watch")
+PROBES = ("activations", "grads", "watch", "params")
 
 
 def check_probes(names: Any) -> list[str]:
@@ -178,7 +180,41 @@ class WatchProbe:
         return {"alerts": [a.to_event() for a in self.watcher.alerts]}
 
 
-_KINDS = {"activations": ActivationProbe, "grads": GradProbe, "watch": WatchProbe}
+class ParamsProbe:
+    """After every step, :func:`~labcoat.replay.checkpoint.fingerprint` of each replicated
+    parameter (tensor-parallel and DTensor shards left out, as the watch's desync does)."""
+
+    name = "params"
+
+    def __init__(self, rec: "Recorder"):
+        self.rec = rec
+        self.tensors: dict[str, Any] = {}
+        self.steps: dict[int, dict[str, int]] = {}
+
+    def start(self) -> None:
+        from labcoat.watch._resolve import select_replicated
+
+        several = len(self.rec.models) > 1
+        for key, model in self.rec.models.items():
+            if hasattr(model, "named_parameters"):
+                for name, t in select_replicated(model, None).items():
+                    self.tensors[f"{key}.{name}" if several else name] = t
+
+    def on_step_end(self, step: int) -> None:
+        from labcoat.replay.fingerprint import fingerprint
+
+        self.steps[step] = {name: fingerprint(t) for name, t in self.tensors.items()}
+
+    def finish(self) -> dict[str, Any]:
+        return {"steps": self.steps}
+
+
+_KINDS = {
+    "activations": ActivationProbe,
+    "grads": GradProbe,
+    "watch": WatchProbe,
+    "params": ParamsProbe,
+}
 
 
 def make_probes(names: list[str], rec: "Recorder") -> list[Any]:

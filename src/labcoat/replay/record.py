@@ -213,10 +213,19 @@ class Recorder:
                         f"{kind}[{key!r}]: expected an object with state_dict() (a torch module "
                         f"or optimizer); got {type(obj).__name__}"
                     )
-        if every is not None and (
-            isinstance(every, bool) or not isinstance(every, int) or every < 1
+        if (
+            every is not None
+            and every != "saved"
+            and (isinstance(every, bool) or not isinstance(every, int) or every < 1)
         ):
-            raise InputError(f"every: expected a whole number of steps >= 1 or None; got {every!r}")
+            raise InputError(
+                f"every: expected a whole number of steps >= 1, None or 'saved' (checkpoint "
+                f"only where rec.checkpoint_saved says); got {every!r}"
+            )
+        # "saved": no checkpoint of the recorder's own; one wherever the user saved theirs
+        self.saved_only = every == "saved"
+        if self.saved_only:
+            every = 10**15
         if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
             raise InputError(f"keep: expected a number of checkpoints >= 1 or None; got {keep!r}")
         self.auto_every = every is None
@@ -263,6 +272,9 @@ class Recorder:
         self._paused = 0.0
         self._ledger: Any = None
         self._ledger_run: Any = None
+        self._group: Any = None  # labcoat.replay.rank.Group under torch.distributed
+        self._saved: Any = None  # the user's checkpoint the next boundary references
+        self._saved_at: int | None = None
         self._started = time.monotonic()
         self._saved_determinism: dict[str, Any] = {}
         self._abandoned: int | None = None  # the step whose loop was left last, if it was
@@ -274,6 +286,12 @@ class Recorder:
         self._state: dict[str, Any] | None = None
         self._replayed: list[dict[str, Any]] = []
         self._probes: list[Any] = []
+        # trainers (labcoat.replay.integrations): state beyond the state dicts, by name (an
+        # object with state_dict/load_state_dict, and checkpoint_ok() where a checkpoint must
+        # wait), and the hooks that fired
+        self.extras: dict[str, Any] = {}
+        self.hooked: list[str] = []
+        self._attached: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Recorder":
@@ -294,6 +312,9 @@ class Recorder:
             except InputError as exc:
                 self._write_out(error=str(exc))
                 raise
+        from labcoat.replay.integrations import attach
+
+        self._attached = attach(self)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -301,6 +322,11 @@ class Recorder:
             return False
         self._closed = True
         self._restore_determinism()
+        from labcoat.replay.integrations import detach, warn_unrecorded
+
+        detach(self._attached)
+        if exc_type is None and self.recording:
+            warn_unrecorded(self)
         if exc_type is not None and self._abandoned is not None:
             self.step = self._abandoned  # the step that raised did not finish
         if self.recording:
@@ -388,6 +414,23 @@ class Recorder:
             if note is not None:
                 note(self.step, clean)
 
+    def checkpoint_saved(
+        self, path: str | os.PathLike[str], keys: Mapping[str, str] | None = None
+    ) -> None:
+        """The training just saved its own checkpoint at ``path`` (a ``torch.save`` file of a
+        dict of state dicts, or a ``torch.distributed.checkpoint`` folder): the checkpoint at
+        the next loop boundary stores all but what it holds, and refers to it (see
+        :mod:`labcoat.replay.storage`). ``keys``: the name given to labcoat.record -> the
+        file's key; default every model and optimizer under its own name. No-op in a replay."""
+        from labcoat.replay.storage import Reference, resolve_keys
+
+        if not self._entered or self._closed:
+            raise InputError("rec.checkpoint_saved() was called outside the recording")
+        if not self.recording:
+            return
+        self._saved = Reference(Path(path), resolve_keys(self, keys))
+        self._saved_at = self.step
+
     def alert_evidence(self, step: int) -> dict[str, Any]:
         """What a watch alert at ``step`` adds to its evidence: the nearest checkpoint at or
         before it and the command that replays its window with probes."""
@@ -406,9 +449,11 @@ class Recorder:
         from labcoat.ledger import Ledger
         from labcoat.provenance import capture_provenance
         from labcoat.replay.checkpoint import Store, Writer
+        from labcoat.replay.rank import join_group
 
         root = self.dir.parent
         root.mkdir(parents=True, exist_ok=True)
+        self._group = join_group(self)  # under torch.distributed: <root>/<run>/rank<k>
         ignore = root / ".gitignore"
         if not ignore.exists():  # recorded runs never enter the code's provenance (git diff)
             ignore.write_text("# written by labcoat.record: runs are not source\n*\n")
@@ -472,7 +517,7 @@ class Recorder:
                 "cuda": bool(torch.cuda.is_available()),
             },
             "process": self._process,
-            "every": None if self.auto_every else self.every,
+            "every": "saved" if self.saved_only else None if self.auto_every else self.every,
             "every_chosen": self.every,
             # how: "measured" (from this run's costs, changing at these steps), or reused from
             # an earlier recording of the same command, so that repeats checkpoint alike
@@ -484,6 +529,7 @@ class Recorder:
             "loops": self._loops,
             "steps": self.step,
             "ledger_run": None if self._ledger_run is None else self._ledger_run.id,
+            "group": None if self._group is None else self._group.to_dict(),
             "provenance": self._provenance,
             "costs": {
                 "checkpoint_s": _profile(self._fg_costs),
@@ -502,6 +548,14 @@ class Recorder:
         write_atomic(self.dir / "run.json", data)
 
     def _finish_recording(self, failed: bool) -> None:
+        if self._saved is not None:
+            warnings.warn(
+                f"labcoat.record: rec.checkpoint_saved({str(self._saved.path)!r}) at step "
+                f"{self._saved_at} was not followed by a loop boundary, so no checkpoint "
+                "refers to it; call it inside rec.loop, after the save",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         try:
             if self._writer is not None:
                 self._writer.close()
@@ -537,6 +591,7 @@ class Recorder:
             "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
             "scalers": {k: s.state_dict() for k, s in self.scalers.items()},
             "rng": rng.capture(self.generators),
+            "extras": {k: x.state_dict() for k, x in self.extras.items()},
         }
 
     def checkpoint(self) -> None:
@@ -544,14 +599,24 @@ class Recorder:
         from labcoat.replay.checkpoint import snapshot
 
         start = time.perf_counter()
-        skeleton, refs = snapshot(self._state_now())
+        state = self._state_now()
+        verify = None
+        if self._saved is not None:  # the user's checkpoint holds the big part
+            from functools import partial
+
+            from labcoat.replay.storage import reference_state, verify_saved
+
+            state = reference_state(state, self._saved)
+            verify = partial(verify_saved, self._saved)
+            self._saved = None
+        skeleton, refs = snapshot(state)
         info = {
             "positions": [[f.name, f.index] for f in self.frames],
             "created": time.time(),
             "log_count": self.seq,
         }
         self._writer.raise_error()
-        self._writer.submit(self.step, skeleton, refs, info)
+        self._writer.submit(self.step, skeleton, refs, info, verify)
         self._log.flush()
         self._last_ckpt = self.step
         self._ckpt_steps.append(self.step)
@@ -566,7 +631,10 @@ class Recorder:
             return self.every
         fg = self._fg_costs[-1]
         bg = self._bg_costs[-1] if self._bg_costs else fg
-        return nice_every((fg + bg) / (BUDGET * max(self._step_time, 1e-9)))
+        required = (fg + bg) / (BUDGET * max(self._step_time, 1e-9))
+        if self._group is not None:  # every rank checkpoints at the same steps
+            return self._group.agree_every(required)
+        return nice_every(required)
 
     def wait_for_writes(self) -> None:
         if self._writer is not None:
@@ -709,7 +777,10 @@ class Recorder:
         if frame.extra.get("steps") is False:
             return
         if self.recording:
-            if self.step < self._next_due or self._last_ckpt == self.step:
+            if self._saved is not None and self._last_ckpt != self.step:
+                self.checkpoint()  # refers to the checkpoint the user just saved
+                return
+            if self.saved_only or self.step < self._next_due or self._last_ckpt == self.step:
                 return
             if self.auto_every and self.step > 0 and self._every_source == "measured":
                 if self._step_time is None:  # not measured yet: no checkpoint but the first
@@ -719,17 +790,24 @@ class Recorder:
                     self._every_changes.append([self.step, chosen])
                 self.every = chosen
             if self.step == 0 or self.step % self.every == 0:
+                if not self._may_checkpoint():  # a trainer cannot resume here: the next one
+                    self._next_due = self.step + 1
+                    return
                 self.checkpoint()
             # the next step that may checkpoint: the next multiple of `every`
             self._next_due = (self.step // self.every + 1) * self.every
         elif self.arrived and self.step > self.plan["to"]:
             raise ReplayStop(0)
 
+    def _may_checkpoint(self) -> bool:
+        return all(x.checkpoint_ok() for x in self.extras.values() if hasattr(x, "checkpoint_ok"))
+
     # -- replaying -------------------------------------------------------------------------
     def _start_replay(self) -> None:
         from labcoat.replay.checkpoint import Store
 
         manifest = json.loads((self.dir / "run.json").read_text())
+        self.run_id = str(manifest.get("run_id") or self.run_id)  # "<id>/rank1" for a rank
         self._recorded_loops = manifest.get("loops") or {}
         det = manifest.get("determinism") or {}
         self.deterministic = bool(det.get("deterministic", self.deterministic))
@@ -770,6 +848,9 @@ class Recorder:
                 grad = grads.get(pname)
                 param.grad = None if grad is None else grad.to(param.device, param.dtype)
         rng.restore(state["rng"], self.generators)
+        for key, extra in self.extras.items():
+            if key in (state.get("extras") or {}):
+                extra.load_state_dict(state["extras"][key])
         self.step = int(state["step"])
         self.seq = int(state["log_count"])
         self.arrived = True

@@ -13,25 +13,19 @@ Ray tasks with ``engine="ray"``).
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Sequence
 
-from labcoat.errors import InputError, LabcoatError
+from labcoat.errors import InputError
+from labcoat.replay.child import ReplayFailed as ReplayFailed
+from labcoat.replay.child import run_child
 from labcoat.replay.probes import check_probes
 from labcoat.replay.runs import RecordedRun, open_run
 
 #: what ``engine`` may be
 ENGINES = ("process", "ray")
-
-
-class ReplayFailed(LabcoatError):
-    """The replayed script failed for a reason of its own (its stderr's last lines say why)."""
 
 
 def _int(value: Any, name: str) -> int | None:
@@ -84,47 +78,6 @@ def segments(run: RecordedRun, start: int, end: int, n_jobs: int) -> list[tuple[
         lo, cp = c, c
     out.append((cp, lo, end))
     return out
-
-
-def _run_child(
-    run: RecordedRun, checkpoint: int, to_step: int, probes: list[str], timeout: float | None
-) -> dict[str, Any]:
-    """Replay from ``checkpoint`` through ``to_step`` in a subprocess; returns what it wrote."""
-    from labcoat.replay.record import ENV_REPLAY
-
-    command = list(run.manifest["command"])
-    with tempfile.TemporaryDirectory(prefix="labcoat-replay-") as tmp:
-        out = Path(tmp) / "out.json"
-        plan = Path(tmp) / "plan.json"
-        plan.write_text(
-            json.dumps(
-                {
-                    "run_dir": str(run.dir.resolve()),
-                    "checkpoint": checkpoint,
-                    "to": to_step,
-                    "probes": probes,
-                    "out": str(out),
-                }
-            )
-        )
-        env = {**os.environ, ENV_REPLAY: str(plan)}
-        cwd = run.manifest.get("cwd") or os.getcwd()
-        if not os.path.isdir(cwd):
-            raise InputError(f"run {run.id}: its working directory {cwd} no longer exists")
-        proc = subprocess.run(
-            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-        )
-        if out.exists():
-            result = json.loads(out.read_text())
-            if result.get("error"):
-                raise InputError(result["error"])
-            return result
-    tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
-    raise ReplayFailed(
-        f"run {run.id}: the replayed script exited with code {proc.returncode} before "
-        f"labcoat.record wrote anything ({tail or 'no output'}); does it still call "
-        "labcoat.record?"
-    )
 
 
 def same(a: Any, b: Any, rtol: float, atol: float) -> bool:
@@ -217,9 +170,8 @@ def replay(
     :class:`~labcoat.replay.results.ReplayResult`. ``ledger``: where its findings are recorded
     (``False``, the default here: nowhere; ``None``: the project's ledger if it exists)."""
     from labcoat._validation import OneOf, check_int
-    from labcoat.replay.results import ReplayResult
+    from labcoat.replay.ranks import find_group
 
-    recorded = run if isinstance(run, RecordedRun) else open_run(run)
     from_step, to_step = _int(from_step, "--from"), _int(to_step, "--to")
     n_jobs = check_int(n_jobs, "n_jobs", minimum=1)
     engine = OneOf(ENGINES).check(engine, "engine")
@@ -227,6 +179,21 @@ def replay(
     for value, name in ((rtol, "rtol"), (atol, "atol")):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise InputError(f"{name}: expected a tolerance >= 0; got {value!r}")
+    group = find_group(run)
+    if group is not None:  # a distributed run: every rank replays, together
+        return replay_group(
+            group,
+            from_step=from_step,
+            to_step=to_step,
+            n_jobs=n_jobs,
+            probes=probes,
+            engine=engine,
+            rtol=rtol,
+            atol=atol,
+            timeout=timeout,
+            ledger=ledger,
+        )
+    recorded = run if isinstance(run, RecordedRun) else open_run(run)
     if int(recorded.manifest.get("version") or 1) < 2:
         import warnings
 
@@ -239,18 +206,36 @@ def replay(
         )
     start, end = plan_window(recorded, from_step, to_step)
     parts = segments(recorded, start, end, n_jobs)
-    child = _run_child
+    child = run_child
     if engine == "ray":  # one Ray, started once, runs every segment (labcoat.audit's engine)
         from labcoat.audit.engine import make_engine
 
         tasks = [(recorded, cp, hi, probes, timeout) for cp, _, hi in parts]
-        outs = make_engine("ray", n_jobs=n_jobs).map(_run_child, tasks)
+        outs = make_engine("ray", n_jobs=n_jobs).map(run_child, tasks)
     elif len(parts) == 1:
         outs = [child(recorded, parts[0][0], parts[0][2], probes, timeout)]
     else:
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             futures = [pool.submit(child, recorded, cp, hi, probes, timeout) for cp, _, hi in parts]
             outs = [f.result() for f in futures]
+    result = compare_window(recorded, start, end, parts, outs, rtol, atol)
+    result.record(ledger)
+    return result
+
+
+def compare_window(
+    recorded: RecordedRun,
+    start: int,
+    end: int,
+    parts: list[tuple[int, int, int]],
+    outs: list[dict[str, Any]],
+    rtol: float,
+    atol: float,
+):
+    """The :class:`~labcoat.replay.results.ReplayResult` of a replayed window: what each
+    segment's process logged (``outs``) against the recording."""
+    from labcoat.replay.results import ReplayResult
+
     replayed: list[dict[str, Any]] = []
     window: list[dict[str, Any]] = []
     for (cp, lo, hi), out in zip(parts, outs):
@@ -298,5 +283,44 @@ def replay(
         raised=next((o["raised"] for o in outs if o.get("raised")), None),
         command=list(recorded.manifest["command"]),
     )
+    return result
+
+
+def replay_group(
+    group: Any,
+    *,
+    from_step: int | None,
+    to_step: int | None,
+    n_jobs: int,
+    probes: Sequence[str],
+    engine: str,
+    rtol: float,
+    atol: float,
+    timeout: float | None,
+    ledger: Any,
+):
+    """Replay steps ``from_step``..``to_step`` of every rank; a
+    :class:`~labcoat.replay.results.GroupReplayResult`. Arguments as
+    :func:`labcoat.replay.replay` takes them (already checked)."""
+    from labcoat.replay.ranks import CommonCheckpoints, run_ranks
+    from labcoat.replay.results import GroupReplayResult
+
+    windows = [plan_window(run, from_step, to_step) for run in group.ranks]
+    start = max(w[0] for w in windows)
+    end = min(w[1] for w in windows)
+    if end < start:
+        raise InputError(
+            f"run {group.id}: its ranks recorded no common steps in the window asked for "
+            f"({windows}); pick --from/--to inside every rank's steps"
+        )
+    shared = CommonCheckpoints(group.ranks[0].dir, group.ranks[0].manifest, group.ranks[0].logs)
+    shared.common = group.common_checkpoints()
+    parts = segments(shared, start, end, n_jobs)
+    per_part = run_ranks(group, parts, list(probes), timeout, engine, n_jobs)
+    results = []
+    for rank, run in enumerate(group.ranks):
+        outs = [part[rank] for part in per_part]
+        results.append(compare_window(run, start, end, parts, outs, rtol, atol))
+    result = GroupReplayResult(run=group.id, ranks=results)
     result.record(ledger)
     return result

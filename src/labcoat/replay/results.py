@@ -74,6 +74,42 @@ def _diverge(result: "DiffResult"):
     return failed(f"{where} although the provenance is the same: nondeterminism", **d)
 
 
+@CHECKS.check(
+    "replay.ranks",
+    falsifies="the ranks of a distributed run hold the same replicated parameters",
+    predicts="after every step, every rank's copy of every replicated parameter (all but "
+    "tensor-parallel and DTensor shards) is bit-identical to the others'",
+    applies=lambda r: None if r.tensors else "the run records no replicated parameters",
+)
+def _ranks(result: "RankDiffResult"):
+    f = result.first
+    if f is None:
+        replayed = result.replayed
+        extra = (
+            f" and steps {replayed['from']}..{replayed['to']} replayed"
+            if replayed is not None
+            else ""
+        )
+        return passed(
+            f"{result.tensors} replicated tensors agree on all {result.world_size} ranks at "
+            f"{len(result.checkpoints)} checkpoints{extra}",
+            checkpoints=len(result.checkpoints),
+        )
+    who = (
+        f"rank {f['rank']} disagrees with ranks {', '.join(map(str, f['agree']))}"
+        if f["majority"]
+        else f"rank {f['rank']} differs from rank {f['agree'][0]} (no majority says which copy "
+        "drifted)"
+    )
+    if f.get("step") is None:
+        where = f"between checkpoints {f['between'][0]} and {f['between'][1]}"
+    elif f.get("when") == "before":
+        where = f"before step {f['step']}"
+    else:
+        where = f"after step {f['step']}"
+    return failed(f"{where}: {who} on {f['tensor']}", **f)
+
+
 @dataclass
 class ReplayResult(Result):
     """A replayed window: what was logged then and now, the first mismatch, hindsight values
@@ -204,4 +240,107 @@ class DiffResult(Result):
         )
 
 
-__all__ = ["CHECKS", "DiffResult", "ReplayResult"]
+@dataclass
+class GroupReplayResult(Result):
+    """A distributed run's window replayed on every rank together: each rank's
+    :class:`ReplayResult`, checked against that rank's recording."""
+
+    KIND: ClassVar[str] = "replay.group"
+
+    run: str
+    ranks: list[ReplayResult]
+
+    engine: ClassVar[str] = "replay"
+    view: ClassVar[str | None] = "labcoat.replay.view:group_view"
+    section: ClassVar[str | None] = "labcoat.report.sections.replay:group_section"
+    title: ClassVar[str] = "Replay (every rank)"
+
+    @property
+    def from_step(self) -> int:
+        return self.ranks[0].from_step
+
+    @property
+    def to_step(self) -> int:
+        return self.ranks[0].to_step
+
+    @property
+    def first_mismatch(self) -> dict[str, Any] | None:
+        """The earliest mismatch on any rank, with its rank."""
+        found = [
+            {"rank": r, **res.first_mismatch}
+            for r, res in enumerate(self.ranks)
+            if res.first_mismatch is not None
+        ]
+        return min(found, key=lambda m: (m["step"], m["rank"])) if found else None
+
+    @property
+    def findings(self) -> list[Finding]:
+        import dataclasses
+
+        return [
+            dataclasses.replace(f, rank=r, message=f"rank {r}: {f.message}")
+            for r, res in enumerate(self.ranks)
+            for f in res.findings
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        from labcoat._jsonable import jsonable
+
+        return jsonable(
+            {
+                "run": self.run,
+                "world_size": len(self.ranks),
+                "from": self.from_step,
+                "to": self.to_step,
+                "checkpoint": self.ranks[0].checkpoint,
+                "first_mismatch": self.first_mismatch,
+                "ranks": [{"rank": r, **res.to_dict()} for r, res in enumerate(self.ranks)],
+                "findings": [f.to_dict() for f in self.findings],
+                "ok": self.ok,
+            },
+            max_items=10**9,
+        )
+
+
+@dataclass
+class RankDiffResult(Result):
+    """The ranks of one distributed run compared: where their replicated parameters first
+    differ (the step, the tensor, the rank), from the checkpoints' hashes and a replay of the
+    stretch before the first checkpoint that differs."""
+
+    KIND: ClassVar[str] = "replay.ranks"
+
+    run: str
+    world_size: int
+    tensors: int
+    checkpoints: list[int]
+    replayed: dict[str, Any] | None
+    first: dict[str, Any] | None
+
+    engine: ClassVar[str] = "replay"
+    view: ClassVar[str | None] = "labcoat.replay.view:rank_diff_view"
+    section: ClassVar[str | None] = "labcoat.report.sections.replay:rank_diff_section"
+    title: ClassVar[str] = "Rank diff"
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [CHECKS["replay.ranks"].evaluate(self)]
+
+    def to_dict(self) -> dict[str, Any]:
+        from labcoat._jsonable import jsonable
+
+        return jsonable(
+            {
+                "run": self.run,
+                "world_size": self.world_size,
+                "tensors": self.tensors,
+                "checkpoints": self.checkpoints,
+                "replayed": self.replayed,
+                "first": self.first,
+                "ok": self.ok,
+            },
+            max_items=10**9,
+        )
+
+
+__all__ = ["CHECKS", "DiffResult", "GroupReplayResult", "RankDiffResult", "ReplayResult"]

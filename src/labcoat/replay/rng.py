@@ -94,9 +94,15 @@ def restore(state: Mapping[str, Any], generators: Mapping[str, Any]) -> None:
 
 
 def loader_generators(iterable: Any) -> dict[str, Any]:
-    """A DataLoader's own generators (its ``generator`` and its sampler's), by role."""
+    """A DataLoader's own generators (its ``generator``, its sampler's and its batch sampler's
+    sampler's: accelerate seeds that one), by role."""
     found: dict[str, Any] = {}
-    for role, owner in (("loader", iterable), ("sampler", getattr(iterable, "sampler", None))):
+    batch_sampler = getattr(iterable, "batch_sampler", None)
+    for role, owner in (
+        ("loader", iterable),
+        ("sampler", getattr(iterable, "sampler", None)),
+        ("batch_sampler", getattr(batch_sampler, "sampler", None)),
+    ):
         gen = getattr(owner, "generator", None)
         if gen is not None and all(gen is not g for g in found.values()):
             found[role] = gen

@@ -94,3 +94,44 @@ def diff_view(result: Any) -> Any:
             where = f"at step {b['step']} the first module that differs is {b['module']!r}"
             parts.append(Text(f"bisect: {where}"))
     return Group(*parts)
+
+
+def group_view(result: Any) -> Any:
+    parts: list[Any] = [
+        Text(
+            f"run {result.run}: {len(result.ranks)} ranks, steps {result.from_step}.."
+            f"{result.to_step} replayed together from checkpoint {result.ranks[0].checkpoint}"
+        ),
+        findings_grid(result.findings),
+    ]
+    m = result.first_mismatch
+    if m is not None:
+        parts.append(
+            Text(
+                f"first mismatch: rank {m['rank']}, step {m['step']}: {m['name']} was "
+                f"{_short(m['recorded'])} when recorded, {_short(m['replayed'])} replayed"
+            )
+        )
+    for rank, res in enumerate(result.ranks):
+        if res.raised:
+            parts.append(Text(f"rank {rank}: the script raised {res.raised}; the replay ends"))
+        if res.new:
+            names = ", ".join(sorted(res.new))
+            parts.append(Text(f"rank {rank}: hindsight values (logged now, not then): {names}"))
+    return Group(*parts)
+
+
+def rank_diff_view(result: Any) -> Any:
+    parts: list[Any] = [
+        Text(
+            f"run {result.run}: {result.world_size} ranks, {result.tensors} replicated tensors "
+            f"compared at {len(result.checkpoints)} checkpoints"
+            + (
+                f" and steps {result.replayed['from']}..{result.replayed['to']} replayed"
+                if result.replayed
+                else ""
+            )
+        ),
+        findings_grid(result.findings),
+    ]
+    return Group(*parts)

@@ -39,6 +39,7 @@ import warnings
 from typing import Any, Iterator
 
 _END = object()
+AHEAD = 4  # batches a trainer may fetch ahead of its steps whose fetch states are kept
 _PENDING: list[bool] = [False]  # in a worker: the batch being fetched is marked
 
 
@@ -154,6 +155,12 @@ class SamplerIter:
         self.start: dict[int, Any] = plan.get("start") or {}
         self.n = int(plan.get("workers") or 1)
         self.reenter = plan.get("reenter")  # puts back the loop's entry RNGs (see replay_plan)
+        # without workers the dataset draws from the main process's RNGs as each batch is
+        # fetched: their states right before the last few fetches (a loader wrapped by a
+        # trainer fetches ahead of its steps), and on replay the states to fetch some from
+        self.main = bool(plan.get("main"))
+        self.fetch: dict[int, Any] = {int(p): v for p, v in (plan.get("fetch") or {}).items()}
+        self.before: dict[int, Any] = {}
         self.it: Iterator[Any] | None = None
         self.pos = self.skip
         self.ahead: Any = _END
@@ -172,6 +179,11 @@ class SamplerIter:
     def __iter__(self) -> "SamplerIter":
         return self
 
+    def fetch_states(self, used: int) -> dict[int, Any]:
+        """The main process's RNG states right before each batch fetched past the ``used``
+        ones (a prefetching wrapper's): a replay fetches them from the same states."""
+        return {p: s for p, s in self.before.items() if p >= used}
+
     def __next__(self) -> Any:
         self.prime()
         item, self.ahead = self.ahead, _END
@@ -182,6 +194,14 @@ class SamplerIter:
                 raise StopIteration
         pos = self.pos
         self.pos += 1
+        if self.main or self.fetch:
+            from labcoat.replay import rng
+
+            if pos in self.fetch:
+                rng.restore_global(self.fetch.pop(pos))
+            if self.main:
+                self.before[pos] = rng.capture_global()
+                self.before.pop(pos - AHEAD, None)
         if not self.mark:
             return item
         out: Any = Batch(item) if self.batched else Index(item)
@@ -293,6 +313,8 @@ def install(loader: Any) -> RecordedSampler | None:
 
     from labcoat.errors import InputError
 
+    # accelerate's prepared loader (DataLoaderShard) iterates the DataLoader it wraps
+    loader = getattr(loader, "base_dataloader", None) or loader
     if isinstance(loader.dataset, IterableDataset):
         return None
     current = loader.batch_sampler if loader.batch_sampler is not None else loader.sampler

@@ -54,3 +54,30 @@ def diff_section(result: Any, *, title: str = "Run diff", id: str = "diff") -> S
             where = f"first module that differs at step {b['step']}: {esc(b['module'])}"
             parts.append(f"<p>{where}</p>")
     return Section(title, "\n".join(parts), id)
+
+
+def group_section(
+    result: Any, *, title: str = "Replay (every rank)", id: str = "replay"
+) -> Section:
+    """Every rank's replay, one after the other."""
+    parts = [
+        f'<p class="meta">run {esc(result.run)} · {len(result.ranks)} ranks · steps '
+        f"{result.from_step}..{result.to_step}</p>",
+        findings_list(f.to_dict() for f in result.findings),
+    ]
+    for rank, res in enumerate(result.ranks):
+        parts.append(replay_section(res, title=f"rank {rank}", id=f"{id}-rank{rank}").to_html())
+    return Section(title, "\n".join(parts), id)
+
+
+def rank_diff_section(result: Any, *, title: str = "Rank diff", id: str = "rank-diff") -> Section:
+    """The finding, and where the ranks' replicated parameters first differ."""
+    parts = [
+        f'<p class="meta">run {esc(result.run)} · {result.world_size} ranks · '
+        f"{result.tensors} replicated tensors · {len(result.checkpoints)} checkpoints</p>",
+        findings_list(f.to_dict() for f in result.findings),
+    ]
+    if result.first is not None:
+        f = result.first
+        parts.append(_table(list(f), [[f[k] for k in f]]))
+    return Section(title, "\n".join(parts), id)
