@@ -77,7 +77,7 @@ def _chart(fit: Any, held: list[dict] | None = None, title: str = "") -> str:
 
 
 def _params(fit: Any) -> str:
-    ci = fit.ci() if len(getattr(fit, "bootstrap_theta", [])) >= 2 else {}
+    ci = fit.confidence_interval() if len(getattr(fit, "bootstrap_theta", [])) >= 2 else {}
     rows = "".join(
         f"<tr><td>{esc(k)}</td><td>{v:.4g}</td><td>"
         f"{'' if k not in ci else f'{ci[k].low:.4g} – {ci[k].high:.4g}'}</td></tr>"
