@@ -7,6 +7,10 @@ import pytest
 
 from labcoat.errors import InputError
 from labcoat.stats import (
+    clustered_mde,
+    clustered_power,
+    clustered_sample_size,
+    compare,
     design_effect,
     estimate_design_effect,
     mean,
@@ -137,3 +141,141 @@ def test_design_effect_from_a_pilot_recovers_the_icc_and_the_variance_ratio():
 def test_bad_input(call, match):
     with pytest.raises(InputError, match=match):
         call()
+
+
+# -- a pilot's clusters projected to the planned design (issue 34) ---------------------------
+
+
+def test_the_design_effect_is_projected_to_the_planned_cluster_sizes():
+    """A pilot of ~43 questions a cluster sees a design effect near 1 that 860 a cluster
+    multiply: the projection uses the pilot's ICC at the planned sizes, not the pilot's own."""
+    from tests.clustered_evals import paired_clustered
+
+    rng = np.random.default_rng(0)
+    a, b = paired_clustered(rng, [860] * 14)
+    d = (b["correct"] - a["correct"]).astype(float)
+    full = estimate_design_effect(d, a["category"])
+    pick = rng.choice(d.size, 600, replace=False)
+    pilot = estimate_design_effect(d[pick], a["category"][pick])
+    assert pilot.cluster_size == pytest.approx(600 / 14)
+    assert pilot.at(d.size) == pytest.approx(1 + (d.size / 14 - 1) * pilot.icc, rel=0.05)
+    assert pilot.at(d.size) > 3 * pilot.design_effect  # the pilot's own understates it
+    assert pilot.icc <= pilot.icc_upper and full.icc <= pilot.icc_upper
+    assert full.at(d.size) == pytest.approx(full.design_effect)
+    # on the full run the projection is the CR1 test's own MDE (one-sided 5 %, t(13))
+    realized = compare(b["correct"], a["correct"], a["category"], 0.90)
+    projected = clustered_mde(d.size, d.var(ddof=1), full, alternative="one-sided")
+    assert projected == pytest.approx(realized.mde, rel=0.02)
+
+
+def test_the_icc_upper_bound_covers_the_truth_at_its_confidence():
+    rng = np.random.default_rng(1)
+    clusters = np.repeat(np.arange(14), 40)
+    covered = [
+        estimate_design_effect(_clustered(rng, 14, 40, 0.05), clusters).icc_upper >= 0.05
+        for _ in range(400)
+    ]
+    assert 0.92 <= np.mean(covered) <= 0.99  # one-sided 95 % (Searle's F interval)
+
+
+def test_no_number_of_questions_in_too_few_clusters_reaches_a_small_mde():
+    rng = np.random.default_rng(2)
+    clusters = np.repeat(np.arange(14), 100)
+    est = estimate_design_effect(_clustered(rng, 14, 100, 0.2), clusters)
+    n = clustered_sample_size(0.5, 1.0, est)
+    assert np.isfinite(n) and clustered_mde(n, 1.0, est) == pytest.approx(0.5)
+    assert clustered_sample_size(0.05, 1.0, est) == np.inf
+    with pytest.raises(InputError, match="sample more clusters"):
+        clustered_power(1.0, est, mde=0.05)
+
+
+def test_unclustered_questions_project_no_design_effect():
+    """The healthy twin: independent questions in many clusters keep a design effect near 1
+    at the planned size, and the upper bound stays close."""
+    rng = np.random.default_rng(4)
+    clusters = np.repeat(np.arange(200), 20)
+    est = estimate_design_effect(rng.normal(size=4000), clusters)
+    assert est.at(8000) < 1.5 and est.at(8000, upper=True) < 2.0  # noise of ~3 SE at most
+
+
+def _clustered_pilot_files(tmp_path, shift_sd, sizes=(860,) * 14):
+    from tests.clustered_evals import paired_clustered, sample, write_csv
+
+    rng = np.random.default_rng(5)
+    a, b = paired_clustered(rng, list(sizes), shift_sd=shift_sd)
+    pick = rng.choice(len(a["qid"]), 2000, replace=False)
+    return (
+        write_csv(sample(b, pick), tmp_path / "b.csv"),
+        write_csv(sample(a, pick), tmp_path / "a.csv"),
+    )
+
+
+def test_stats_power_cluster_scales_n_to_the_cluster_sizes(cli, tmp_path):
+    import json
+
+    fb, fa = _clustered_pilot_files(tmp_path, 0.04)
+    pilot = ["--pilot-a", fb, "--pilot-b", fa, "--on", "qid", "--score", "correct"]
+    got = cli("stats", "power", *pilot, "--cluster", "category", "--n", 12040, "--json")
+    assert got.code == 0, got.err
+    res = json.loads(got.out)
+    clusters = res["clustering"]
+    assert res["df"] == 13 and clusters["n_clusters"] == 14
+    assert res["design_effect"] == pytest.approx(1 + (860 - 1) * clusters["icc"], rel=0.05)
+    assert res["design_effect"] > 2 * clusters["design_effect"]  # not the pilot's own
+    assert clusters["upper"] >= res["mde"]
+    plain = json.loads(cli("stats", "power", *pilot, "--n", 12040, "--json").out)
+    assert res["mde"] > 1.3 * plain["mde"]
+    needed = json.loads(
+        cli("stats", "power", *pilot, "--cluster", "category", "--mde", res["mde"], "--json").out
+    )
+    assert needed["n_exact"] == pytest.approx(12040, rel=1e-6)  # n and MDE invert each other
+
+
+def test_stats_power_cluster_on_unclustered_data_needs_no_more(cli, tmp_path):
+    import json
+
+    fb, fa = _clustered_pilot_files(tmp_path, 0.0, sizes=(40,) * 200)
+    pilot = ["--pilot-a", fb, "--pilot-b", fa, "--on", "qid", "--score", "correct"]
+    got = json.loads(
+        cli("stats", "power", *pilot, "--cluster", "category", "--n", 4000, "--json").out
+    )
+    plain = json.loads(cli("stats", "power", *pilot, "--n", 4000, "--json").out)
+    assert got["design_effect"] < 1.5
+    assert got["mde"] == pytest.approx(plain["mde"], rel=0.2)
+
+
+EVALS = (
+    __import__("pathlib").Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "evals"
+)
+
+
+def test_stats_power_cluster_on_mmlu_pro_matches_the_full_datas_mde(cli):
+    """Llama-3.1-8B base vs Instruct on MMLU-Pro, 14 categories: the full data as pilot give
+    the MDE that `stats compare --cluster category` reports for all 12,032 items."""
+    import json
+
+    a, b = EVALS / "mmlupro_instruct.csv", EVALS / "mmlupro_base.csv"
+    if not (a.exists() and b.exists()):
+        pytest.skip("../shared/data/evals is absent")
+    common = ["--on", "question_id", "--score", "correct"]
+    realized = json.loads(
+        cli("stats", "compare", a, b, *common, "--cluster", "category", "--no-ledger", "--json").out
+    )
+    got = cli(
+        "stats",
+        "power",
+        "--pilot-a",
+        a,
+        "--pilot-b",
+        b,
+        *common,
+        "--cluster",
+        "category",
+        "--n",
+        12032,
+        "--json",
+    )
+    assert got.code == 0, got.err
+    res = json.loads(got.out)
+    assert res["mde"] == pytest.approx(realized["mde"], rel=0.2)
+    assert res["design_effect"] > 5

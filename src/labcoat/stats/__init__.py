@@ -30,9 +30,13 @@ from labcoat.stats.leaderboard import LeaderboardResult, leaderboard
 from labcoat.stats.mean import MeanResult, mean
 from labcoat.stats.multiple import AdjustedPValues, adjust_pvalues
 from labcoat.stats.power import (
+    ClusterProjection,
     DesignEffect,
     PowerResult,
     VarianceComponents,
+    clustered_mde,
+    clustered_power,
+    clustered_sample_size,
     design_effect,
     estimate_design_effect,
     minimum_detectable_effect,
@@ -91,6 +95,7 @@ __all__ = [
     "CompareResult",
     "ConfidenceInterval",
     "ConfidenceSequence",
+    "ClusterProjection",
     "DesignEffect",
     "ExclusionResult",
     "GateResult",
@@ -113,6 +118,9 @@ __all__ = [
     "bootstrap_difference",
     "bootstrap_metric",
     "classification_statistics",
+    "clustered_mde",
+    "clustered_power",
+    "clustered_sample_size",
     "compare",
     "compare_excluding",
     "corpus_bleu",

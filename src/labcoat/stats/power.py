@@ -9,11 +9,17 @@ second part, which is why it buys a smaller minimum detectable effect without ne
 Questions that come in clusters (passages, templates) carry less information than as many
 independent ones: the variance is multiplied by the design effect ``1 + (m - 1) ICC`` for
 clusters of ``m`` questions with intra-cluster correlation ICC (Kish 1965), which a pilot
-file with a cluster column estimates.
+file with a cluster column estimates. The design effect grows with ``m``, so a pilot's own
+(small clusters) says little about the full run's: :meth:`DesignEffect.at` projects the
+pilot's ICC to the planned cluster sizes, and :func:`clustered_mde` and
+:func:`clustered_sample_size` solve the power with the design effect of the n they solve for,
+with t(G - 1) quantiles as the CR1 test on G clusters uses, at the ICC's estimate or at its
+upper confidence bound.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +64,10 @@ class PowerResult(Result):
     alternative: str
     design_effect: float
     solved: str
+    #: t degrees of freedom of the test the power is for (clusters - 1); None: the normal
+    df: float | None = None
+    #: the pilot's clusters projected to the solved n (None: a fixed design effect)
+    clustering: "ClusterProjection | None" = None
 
     @property
     def variance(self) -> float:
@@ -81,6 +91,8 @@ class PowerResult(Result):
             "alpha": self.alpha,
             "alternative": self.alternative,
             "design_effect": self.design_effect,
+            "df": self.df,
+            "clustering": None if self.clustering is None else self.clustering.to_dict(),
         }
 
     @property
@@ -103,23 +115,63 @@ class VarianceComponents:
 
 @dataclass(frozen=True)
 class DesignEffect:
-    """How much clustering inflates the variance of a mean: ``1 + (m - 1) * icc``.
+    """How much clustering inflates the variance of a mean: ``1 + ((1 + cv²) m - 1) * icc``.
 
     ``icc`` is the one-way ANOVA estimate of the intra-cluster correlation (floored at 0),
-    ``cluster_size`` the mean number of questions per cluster.
+    ``icc_upper`` its one-sided upper confidence bound at ``confidence`` (Searle's F
+    interval), ``cluster_size`` the mean number of questions per cluster and ``size_cv2`` the
+    squared coefficient of variation of the cluster sizes (0 for equal clusters; unequal ones
+    inflate the variance more, Eldridge, Ashby & Kerry 2006). ``design_effect`` is the one at
+    the pilot's own cluster sizes; :meth:`at` projects it to another number of questions.
     """
 
     design_effect: float
     icc: float
     cluster_size: float
     n_clusters: int
+    icc_upper: float = 1.0
+    confidence: float = 0.95
+    size_cv2: float = 0.0
+
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of a CR1 test on these clusters: G - 1."""
+        return self.n_clusters - 1
+
+    def at(self, items: float, *, upper: bool = False) -> float:
+        """The design effect of ``items`` questions spread over the same clusters in the
+        pilot's proportions (``upper``: at the ICC's upper bound), never below 1."""
+        icc = self.icc_upper if upper else self.icc
+        size = (1.0 + self.size_cv2) * float(items) / self.n_clusters
+        return max(1.0, 1.0 + (size - 1.0) * icc)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "design_effect": self.design_effect,
             "icc": self.icc,
+            "icc_upper": self.icc_upper,
+            "confidence": self.confidence,
             "cluster_size": self.cluster_size,
+            "size_cv2": self.size_cv2,
             "n_clusters": self.n_clusters,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterProjection:
+    """A pilot's clusters projected to the n a power calculation solved: the design effect
+    there at the ICC's upper bound, and the solved quantity again at that bound (``upper``:
+    n, MDE or power; None where no number of questions in these clusters reaches the MDE)."""
+
+    pilot: DesignEffect
+    design_effect_upper: float
+    upper: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.pilot.to_dict(),
+            "design_effect_upper": self.design_effect_upper,
+            "upper": self.upper,
         }
 
 
@@ -133,15 +185,20 @@ def design_effect(icc: float, cluster_size: float) -> float:
     return 1.0 + (m - 1.0) * float(icc)
 
 
-def estimate_design_effect(scores: Any, cluster: Any, *, ids: Any = None) -> DesignEffect:
+def estimate_design_effect(
+    scores: Any, cluster: Any, *, ids: Any = None, confidence: float = 0.95
+) -> DesignEffect:
     """ICC and design effect of per-question scores (or paired differences) in clusters.
 
     The ICC is the ANOVA estimator ``(MSB - MSW) / (MSB + (m0 - 1) MSW)`` with ``m0`` the
-    size-adjusted mean cluster size, so unequal clusters are handled as Donner (1986) does.
+    size-adjusted mean cluster size, so unequal clusters are handled as Donner (1986) does;
+    its upper bound at ``confidence`` is Searle's: ``F = MSB / MSW`` divided by the F(G - 1,
+    n - G) quantile at ``1 - confidence`` in place of F.
     """
     q = question_scores(scores, ids)
     labels = per_question(cluster, q, "cluster")
     codes = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
+    confidence = check_probability(confidence, "confidence")
     x = q.means
     n = x.size
     sizes = np.bincount(codes).astype(float)
@@ -155,10 +212,148 @@ def estimate_design_effect(scores: Any, cluster: Any, *, ids: Any = None) -> Des
     between = float(sizes @ (means - x.mean()) ** 2) / (g - 1)
     within = float(((x - means[codes]) ** 2).sum()) / (n - g)
     m0 = (n - float(sizes @ sizes) / n) / (g - 1)
-    den = between + (m0 - 1.0) * within
-    icc = max(0.0, (between - within) / den) if den > 0 else 0.0
+    icc = _anova_icc(between, within, m0)
+    icc_upper = icc
+    if within > 0:
+        from scipy.special import fdtri  # lazy: only a clustered pilot needs the F quantile
+
+        icc_upper = max(icc, _anova_icc(between / float(fdtri(g - 1, n - g, 1 - confidence)),
+                                        within, m0))
+    elif between > 0:
+        icc_upper = 1.0
     m = n / g
-    return DesignEffect(1.0 + (m - 1.0) * icc, icc, m, g)
+    cv2 = float(sizes.var()) / m**2
+    deff = max(1.0, 1.0 + ((1.0 + cv2) * m - 1.0) * icc)
+    return DesignEffect(deff, icc, m, g, icc_upper, confidence, cv2)
+
+
+def _anova_icc(between: float, within: float, m0: float) -> float:
+    den = between + (m0 - 1.0) * within
+    return min(1.0, max(0.0, (between - within) / den)) if den > 0 else 0.0
+
+
+def clustered_mde(
+    n: float,
+    variance: float,
+    clusters: DesignEffect,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    alternative: str = "two-sided",
+    upper: bool = False,
+) -> float:
+    """The MDE of ``n`` questions in the pilot's clusters: ``(t_{alpha/2} + t_beta) *
+    sqrt(variance * DE(n) / n)`` with t(G - 1) quantiles and the design effect projected to
+    ``n`` (``upper``: at the ICC's upper bound). ``variance``: of one question-level
+    difference (``omega2 + sigma2_a / k_a + sigma2_b / k_b``)."""
+    z = _z_sum(alpha, power, alternative, clusters.df)
+    return z * math.sqrt(variance * clusters.at(n, upper=upper) / n)
+
+
+def clustered_sample_size(
+    mde: float,
+    variance: float,
+    clusters: DesignEffect,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    alternative: str = "two-sided",
+    upper: bool = False,
+) -> float:
+    """Questions needed to detect ``mde`` in the pilot's clusters (the inverse of
+    :func:`clustered_mde`); ``inf`` when no number of questions in these G clusters does,
+    because the clusters' own variance ``variance * icc * (1 + cv²) / G`` alone exceeds
+    ``(mde / z)^2``: only more clusters help then."""
+    icc = clusters.icc_upper if upper else clusters.icc
+    z = _z_sum(alpha, power, alternative, clusters.df)
+    floor = variance * icc * (1.0 + clusters.size_cv2) / clusters.n_clusters
+    room = (mde / z) ** 2 - floor
+    if room <= 0:
+        return math.inf
+    n = variance * (1.0 - icc) / room
+    if clusters.at(n, upper=upper) == 1.0:  # fewer than one question a cluster: no clustering
+        n = variance * z**2 / mde**2
+    return n
+
+
+def clustered_floor(
+    variance: float,
+    clusters: DesignEffect,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    alternative: str = "two-sided",
+    upper: bool = False,
+) -> float:
+    """The MDE that no number of questions in these G clusters gets below."""
+    icc = clusters.icc_upper if upper else clusters.icc
+    z = _z_sum(alpha, power, alternative, clusters.df)
+    return z * math.sqrt(variance * icc * (1.0 + clusters.size_cv2) / clusters.n_clusters)
+
+
+def clustered_power(
+    omega2: float,
+    clusters: DesignEffect,
+    *,
+    mde: float | None = None,
+    n: float | None = None,
+    effect: float | None = None,
+    sigma2_a: float = 0.0,
+    sigma2_b: float = 0.0,
+    k_a: float = 1,
+    k_b: float = 1,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    alternative: str = "two-sided",
+) -> PowerResult:
+    """The questions needed for ``mde``, the MDE of ``n`` questions, or (``n`` and
+    ``effect``) the power, with the design effect of the pilot's ``clusters`` projected to
+    that n and t(G - 1) quantiles; :attr:`PowerResult.clustering` gives the same answer at the
+    ICC's upper bound."""
+    var, alpha, power, alternative, _ = _power_iv(
+        omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, 1.0
+    )
+    kw = dict(alpha=alpha, power=power, alternative=alternative)
+    if mde is not None:
+        mde = check_positive(mde, "mde")
+        n_point = clustered_sample_size(mde, var, clusters, **kw)
+        if not math.isfinite(n_point):
+            floor = clustered_floor(var, clusters, **kw)
+            raise InputError(
+                f"no number of questions in the pilot's {clusters.n_clusters} clusters detects "
+                f"{mde:g} at power {power:g}: with ICC {clusters.icc:.3g} the clusters alone "
+                f"leave an MDE of at least {floor:.3g}; sample more clusters."
+            )
+        upper = clustered_sample_size(mde, var, clusters, upper=True, **kw)
+        solved, n, value = "n", n_point, mde
+        at_upper = upper if math.isfinite(upper) else None
+    else:
+        n = check_positive(n, "n")
+        if effect is None:
+            solved, value = "mde", clustered_mde(n, var, clusters, **kw)
+            at_upper = clustered_mde(n, var, clusters, upper=True, **kw)
+        else:
+            effect = abs(check_finite(effect, "effect"))
+            solved, value = "power", effect
+            power = _achieved(effect, var * clusters.at(n) / n, alpha, alternative, clusters.df)
+            at_upper = _achieved(
+                effect, var * clusters.at(n, upper=True) / n, alpha, alternative, clusters.df
+            )
+    deff = clusters.at(n)
+    upper_n = at_upper if solved == "n" and at_upper is not None else n
+    projection = ClusterProjection(clusters, clusters.at(upper_n, upper=True), at_upper)
+    result = _result(
+        n, value, power, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, solved
+    )
+    return dataclasses.replace(result, df=float(clusters.df), clustering=projection)
+
+
+def _achieved(effect: float, var_mean: float, alpha: float, alternative: str, df=None) -> float:
+    shift = effect / math.sqrt(var_mean)
+    if alternative == "two-sided":
+        crit = quantile(1 - alpha / 2, df)
+        return upper_tail(crit - shift, df) + upper_tail(crit + shift, df)
+    return upper_tail(quantile(1 - alpha, df) - shift, df)
 
 
 def sample_size(
@@ -245,12 +440,7 @@ def power_at(
     var, alpha, _, alternative, deff = _power_iv(
         omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, 0.5, alternative, design_effect
     )
-    shift = effect / math.sqrt(var / n)
-    if alternative == "two-sided":
-        crit = quantile(1 - alpha / 2)
-        achieved = upper_tail(crit - shift) + upper_tail(crit + shift)
-    else:
-        achieved = upper_tail(quantile(1 - alpha) - shift)
+    achieved = _achieved(effect, var / n, alpha, alternative)
     return _result(
         n, effect, achieved, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, alternative, deff, "power"
     )
@@ -306,10 +496,13 @@ def _power_iv(omega2, sigma2_a, sigma2_b, k_a, k_b, alpha, power, alternative, d
     )
 
 
-def _z_sum(alpha: float, power: float, alternative: str = "two-sided") -> float:
-    """``z_{alpha/2} + z_beta`` (``z_alpha`` one-sided) at level ``alpha``, power ``1 - beta``."""
+def _z_sum(
+    alpha: float, power: float, alternative: str = "two-sided", df: float | None = None
+) -> float:
+    """``z_{alpha/2} + z_beta`` (``z_alpha`` one-sided) at level ``alpha``, power ``1 - beta``
+    (t quantiles with ``df``)."""
     tail = alpha / 2 if alternative == "two-sided" else alpha
-    return quantile(1 - tail) + quantile(power)
+    return quantile(1 - tail, df) + quantile(power, df)
 
 
 def variance_components(

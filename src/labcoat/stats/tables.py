@@ -305,7 +305,8 @@ def choose_design_effect(
     """The variance inflation a power calculation uses, from one of three sources: ``icc``
     with ``cluster_size`` (``1 + (size - 1) * icc``), a known ``design_effect``, or estimated
     from pilot files (``cluster``: the cluster column of ``pilot_a``, with ``on`` and
-    ``score``). None of them: 1 (no clustering)."""
+    ``score``; the design effect at the pilot's own cluster sizes, which
+    :func:`pilot_clusters` projects to another n). None of them: 1 (no clustering)."""
     from labcoat.stats import power as pw
 
     ways = [icc is not None or cluster_size is not None, design_effect is not None, bool(cluster)]
@@ -322,18 +323,27 @@ def choose_design_effect(
     if design_effect is not None:
         return float(design_effect)
     if cluster is not None:
-        if pilot_a is None or pilot_b is None or on is None or score is None:
-            raise InputError(
-                "--cluster estimates the design effect from pilot files: give --pilot-a, "
-                "--pilot-b, --on and --score."
-            )
-        from labcoat.stats._questions import match_ids
-
-        ta, tb = _table(pilot_a, on), _table(pilot_b, on)
-        ids_a = ta.labels(on)
-        d = ta.scores(score) - tb.scores(score)[match_ids(ids_a, tb.labels(on))]
-        return pw.estimate_design_effect(d, ta.labels(cluster)).design_effect
+        return pilot_clusters(pilot_a, pilot_b, on=on, score=score, cluster=cluster).design_effect
     return 1.0
+
+
+def pilot_clusters(
+    pilot_a: Any, pilot_b: Any, *, on: str | None, score: str | None, cluster: str
+):
+    """The ICC of the paired differences in two pilot files' clusters (``cluster``: a column of
+    ``pilot_a``), with its upper bound: :func:`labcoat.stats.estimate_design_effect`."""
+    from labcoat.stats import power as pw
+    from labcoat.stats._questions import match_ids
+
+    if pilot_a is None or pilot_b is None or on is None or score is None:
+        raise InputError(
+            "--cluster estimates the design effect from pilot files: give --pilot-a, "
+            "--pilot-b, --on and --score."
+        )
+    ta, tb = _table(pilot_a, on), _table(pilot_b, on)
+    ids_a = ta.labels(on)
+    d = ta.scores(score) - tb.scores(score)[match_ids(ids_a, tb.labels(on))]
+    return pw.estimate_design_effect(d, ta.labels(cluster))
 
 
 #: per metric, the columns of a results file its per-item sufficient statistics come from
@@ -419,8 +429,15 @@ def solve_power(
     ``n`` and ``effect``, the power to detect ``effect``. The variances are ``omega2`` (and
     ``sigma2_a``/``sigma2_b``) or are estimated from two pilot results files (``pilot_a``,
     ``pilot_b``, with ``on``/``score``); clustering enters through one design effect
-    (:func:`choose_design_effect`). One call is what ``labcoat stats power`` runs."""
-    from labcoat.stats.power import minimum_detectable_effect, power_at, sample_size
+    (:func:`choose_design_effect`), except that pilot files with a ``cluster`` column give the
+    ICC, projected to the n solved for in the pilot's clusters with t(G - 1) quantiles
+    (:func:`labcoat.stats.clustered_power`). One call is what ``labcoat stats power`` runs."""
+    from labcoat.stats.power import (
+        clustered_power,
+        minimum_detectable_effect,
+        power_at,
+        sample_size,
+    )
 
     wanted = (
         "give mde= (--mde: solve for n), or n= (--n: solve for the MDE), or n= with effect= "
@@ -432,6 +449,23 @@ def solve_power(
         raise InputError(f"{wanted}.")
     if (pilot_a is None) != (pilot_b is None):
         raise InputError("give both pilot files (--pilot-a and --pilot-b), or neither.")
+    if cluster is not None and not any(x is not None for x in (icc, cluster_size, design_effect)):
+        clusters = pilot_clusters(pilot_a, pilot_b, on=on, score=score, cluster=cluster)
+        est = pilot_components(pilot_a, pilot_b, on=on, score=score)
+        return clustered_power(
+            est.omega2,
+            clusters,
+            mde=mde,
+            n=n,
+            effect=effect,
+            sigma2_a=est.sigma2_a,
+            sigma2_b=est.sigma2_b,
+            k_a=k_a,
+            k_b=k_b,
+            alpha=alpha,
+            power=power,
+            alternative=alternative,
+        )
     deff = choose_design_effect(
         icc=icc,
         cluster_size=cluster_size,
@@ -520,6 +554,7 @@ __all__ = [
     "mcnemar_applies",
     "model_name",
     "paired_mcnemar",
+    "pilot_clusters",
     "pilot_components",
     "read_models",
     "read_sides",

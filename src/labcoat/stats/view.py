@@ -8,6 +8,7 @@ onto a second line rather than ending it in "…" (:func:`_uncut`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,8 @@ class OneRow:
             cells = list(column.cells)
             tall.add_row(str(column.header) or "", cells[0] if cells else "")
         yield tall
+        if self.table.caption:
+            yield Text(str(self.table.caption))
 
 
 def _interval_name(df: float | None, method: str = "") -> str:
@@ -226,7 +229,30 @@ def power_view(result: PowerResult) -> RenderableType:
         f"{result.design_effect:.3g}",
         f"{result.alpha:g}",
     )
+    if result.clustering is not None:
+        table.caption = _projection_caption(result)
+        table.caption_justify = "left"
     return OneRow(table)
+
+
+def _projection_caption(result: PowerResult) -> str:
+    """Where the design effect came from, and the answer at the ICC's upper bound."""
+    c = result.clustering
+    p = c.pilot
+    upper = c.upper
+    if upper is None:
+        at_bound = "no number of questions in these clusters reaches the MDE"
+    elif result.solved == "n":
+        at_bound = f"n = {math.ceil(upper)}"
+    else:
+        at_bound = f"{'MDE' if result.solved == 'mde' else 'power'} {upper:.4g}"
+    return (
+        f"t({result.df:g}); ICC {p.icc:.3g} from the pilot's {p.n_clusters} clusters, projected "
+        f"to {result.n_exact / p.n_clusters:,.0f} questions a cluster (the pilot's own design "
+        f"effect is {p.design_effect:.3g} at {p.cluster_size:,.0f}); at the ICC's "
+        f"{p.confidence:.0%} upper bound {p.icc_upper:.3g}: {at_bound} (design effect "
+        f"{c.design_effect_upper:.3g})"
+    )
 
 
 def leaderboard_view(result: LeaderboardResult) -> RenderableType:
