@@ -143,6 +143,7 @@ def test_cli_exit_codes_and_json_shape(cli, tmp_path, p_a, p_b, code, verdict):
         "pvalue",
         "pvalue_adjusted",
         "mde",
+        "underpowered",
         "n",
         "deviations",
         "plan",

@@ -186,6 +186,11 @@ class Contrast:
     n_paired: int
 
 
+def points(x: float) -> str:
+    """A value with its size in points when it is a fraction: ``0.0308 (3.1 points)``."""
+    return f"{x:.3g}" if abs(x) >= 1 else f"{x:.3g} ({100 * x:.1f} points)"
+
+
 def level(plan: Plan, alpha: float | None = None) -> float:
     """The interval's level: ``1 − α`` two-sided, ``1 − 2α`` one-sided or equivalence."""
     alpha = plan.alpha if alpha is None else alpha
@@ -318,21 +323,26 @@ def _sequential(plan: Plan, a: Arm, b: Arm, alpha: float) -> Contrast:
 TESTS = {"paired": _paired, "mcnemar": _mcnemar, "bootstrap": _bootstrap, "sequential": _sequential}
 
 
-def family_alpha(plan: Plan) -> float:
+def family_alpha(plan: Plan, members: int = 0) -> float:
     """α per hypothesis when a p-value is not adjusted (Bonferroni over the family)."""
-    return plan.alpha / plan.family_size if plan.correction != "none" else plan.alpha
+    size = max(plan.family_size, members)
+    return plan.alpha / size if plan.correction != "none" else plan.alpha
 
 
-def adjust(plan: Plan, p: float | None, others: Sequence[float] = ()) -> float | None:
+def adjust(
+    plan: Plan, p: float | None, others: Sequence[float] = (), members: int = 0
+) -> float | None:
     """``p`` adjusted within the family: the other members' latest p-values, and p = 1 for
-    the members not judged yet (which never makes the adjustment less strict)."""
+    the members not judged yet (which never makes the adjustment less strict). The family
+    counts at least its ``members`` registered in the ledger, whatever size the plan declared."""
     if p is None:
         return None
-    if plan.correction == "none" or plan.family_size == 1 and not others:
+    size = max(plan.family_size, members)
+    if plan.correction == "none" or size == 1 and not others:
         return p
     from labcoat.stats.multiple import adjust_pvalues
 
-    padding = [1.0] * max(0, plan.family_size - 1 - len(others))
+    padding = [1.0] * max(0, size - 1 - len(others))
     return float(adjust_pvalues([p, *others, *padding], plan.correction, plan.alpha).adjusted[0])
 
 
@@ -400,6 +410,25 @@ class VerdictResult(Result):
         return EXIT_CODES[self.verdict]
 
     @property
+    def underpowered(self) -> bool:
+        """True when the data as run could not detect the plan's margin (or stated effect) at
+        the planned power: the realized MDE exceeds it."""
+        target = self.plan.target
+        return self.mde is not None and target is not None and self.mde > target
+
+    @property
+    def power_line(self) -> str | None:
+        """The realized MDE against the margin (None when the test has no MDE or the plan no
+        target)."""
+        target = self.plan.target
+        if self.mde is None or target is None:
+            return None
+        what = "margin" if self.plan.margin > 0 else "effect"
+        if self.underpowered:
+            return f"underpowered as run: MDE {points(self.mde)} > {what} {points(target)}"
+        return f"MDE {points(self.mde)} ≤ {what} {points(target)}"
+
+    @property
     def headline(self) -> str:
         """The first line: the verdict, and whether the analysis deviated from its plan."""
         who = f"#{self.id} " if self.id is not None else ""
@@ -412,9 +441,11 @@ class VerdictResult(Result):
     def summary(self) -> str:
         """One line for the entry's result."""
         p = "" if self.pvalue_adjusted is None else f", p_adj = {self.pvalue_adjusted:.3g}"
+        weak = f"; {self.power_line}" if self.underpowered else ""
         return (
             f"{self.headline}: {self.plan.metric} A − B = {self.estimate:+.4g} "
             f"[{self.ci.low:+.4g}, {self.ci.high:+.4g}]{p}, n = {self.n['paired']} ({self.test})"
+            f"{weak}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -426,6 +457,7 @@ class VerdictResult(Result):
             "pvalue": self.pvalue,
             "pvalue_adjusted": self.pvalue_adjusted,
             "mde": self.mde,
+            "underpowered": self.underpowered,
             "n": dict(self.n),
             "deviations": self.deviations,
             "plan": self.plan.to_dict(),
@@ -478,7 +510,7 @@ def analyse(
     arm_a = load_arm(a, used, used.column, "a")
     arm_b = load_arm(b, used, used.column, "b")
     test = used.resolved_test()
-    alpha = family_alpha(used)
+    alpha = family_alpha(used, family_members)
     if test != "bootstrap":
         pairs = paired_means(arm_a, arm_b)
         if pairs.ids.size < 2:
@@ -497,7 +529,7 @@ def analyse(
         seeds_a = seeds_b = None
         named = True
     est = TESTS[test](used, arm_a, arm_b, alpha)
-    p_adj = adjust(used, est.pvalue, family_pvalues)
+    p_adj = adjust(used, est.pvalue, family_pvalues, family_members)
     verdict = decide(used, est.ci, p_adj, est.estimate)
     fingerprints = {"a": arm_a.fingerprint, "b": arm_b.fingerprint}
     produced = [t for t in (arm_a.produced_at, arm_b.produced_at) if t]

@@ -42,7 +42,7 @@ def verdict_view(result: Any) -> RenderableType:
             f"{number(result.pvalue)} "
             f"(adjusted within the family: {number(result.pvalue_adjusted)})",
         ),
-        ("MDE", number(result.mde)),
+        ("MDE", result.power_line or number(result.mde)),
         (
             "n",
             f"A {result.n['a']}, B {result.n['b']}, paired {result.n['paired']} "
