@@ -8,26 +8,36 @@ negative control, several interventions changed at once, and a family with no co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from labcoat.findings import Finding, failed, passed, run_check, warned
 from labcoat.result import Result
 from labcoat.verdicts.plan import Plan, coerce_plan
+from labcoat.verdicts.verdict import points as _points
+
+if TYPE_CHECKING:
+    from labcoat.stats.power import DesignEffect
 from labcoat.verdicts.registry import REGISTRY
+
+#: metrics that are proportions of 0/1 answers: their variance is bounded without a pilot
+PROPORTION_METRICS = ("accuracy", "exact_match", "em", "pass@1", "error_rate")
 
 
 @dataclass(frozen=True)
 class Design:
-    """A plan and what a pilot run says about it (variance components, item ids per arm)."""
+    """A plan and what a pilot run says about it (variance components, the clusters' ICC or
+    why the pilot cannot estimate it, item ids per arm)."""
 
     plan: Plan
     omega2: float | None = None
     sigma2_a: float = 0.0
     sigma2_b: float = 0.0
-    design_effect: float | None = None
+    clusters: DesignEffect | None = None
+    clusters_unknown: str | None = None
     pilot_ids_a: frozenset[str] | None = None
     pilot_ids_b: frozenset[str] | None = None
 
@@ -37,27 +47,34 @@ class Design:
             return "the pilot"
         return "the plan" if self.plan.variance is not None else None
 
+    @property
+    def variance(self) -> float | None:
+        """Variance of one item-level difference at the plan's seeds."""
+        plan = self.plan
+        if self.omega2 is None:
+            return plan.variance
+        return self.omega2 + (self.sigma2_a + self.sigma2_b) / plan.seeds
 
-def _power_inputs(d: Design) -> dict[str, Any]:
-    plan = d.plan
-    omega2 = d.omega2 if d.omega2 is not None else plan.variance
+
+def _is_proportion(plan: Plan) -> bool:
+    return plan.metric in PROPORTION_METRICS or plan.resolved_test() == "mcnemar"
+
+
+def _power_options(plan: Plan) -> dict[str, Any]:
     family = plan.family_size if plan.correction != "none" else 1
     return dict(
-        omega2=omega2,
-        sigma2_a=d.sigma2_a,
-        sigma2_b=d.sigma2_b,
-        k_a=plan.seeds,
-        k_b=plan.seeds,
         alpha=plan.alpha / family,  # Bonferroni for planning: never above Holm's first step
         power=plan.power,
         alternative="two-sided" if plan.sides == "two-sided" else "one-sided",
-        design_effect=d.design_effect or plan.design_effect,
     )
 
 
 def _no_power_inputs(d: Design) -> str | None:
-    if d.variance_source is None:
-        return "no variance: register with a pilot (pilot_a/pilot_b) or state `variance`"
+    if d.variance_source is None and not _is_proportion(d.plan):
+        return (
+            "no variance: register with a pilot (pilot_a/pilot_b) or state `variance` (only a "
+            "proportion's is bounded without one)"
+        )
     if d.plan.target is None:
         return "no margin and no stated `effect`: nothing to power the design for"
     if d.plan.resolved_test() in ("bootstrap", "sequential"):
@@ -73,20 +90,36 @@ def _no_power_inputs(d: Design) -> str | None:
     applies=_no_power_inputs,
 )
 def power_check(d: Design):
+    if d.variance_source is None:
+        return _bounded_power(d)
+    if d.clusters is not None and d.plan.design_effect == 1.0:
+        return _clustered_power(d)
     from labcoat.stats.power import minimum_detectable_effect, sample_size
 
     plan = d.plan
-    inputs = _power_inputs(d)
+    deff = plan.design_effect
+    inputs = dict(omega2=d.variance, design_effect=deff, **_power_options(plan))
     mde = minimum_detectable_effect(plan.items, **inputs).mde
-    target = plan.target
-    what = "margin" if plan.margin > 0 else "effect"
-    evidence = dict(mde=mde, target=target, items=plan.items, variance_from=d.variance_source)
+    target, what = plan.target, _what(plan)
+    evidence = dict(
+        mde=mde,
+        target=target,
+        items=plan.items,
+        variance_from=d.variance_source,
+        design_effect=deff,
+    )
     if mde > target:
         needed = sample_size(target, **inputs).n
         return failed(
             f"underpowered: MDE {_points(mde)} > {what} {_points(target)}; n ≥ {needed:,} items "
-            "needed",
+            "needed" + _unknown_clusters(d),
             needed=needed,
+            **evidence,
+        )
+    if plan.cluster is not None and deff == 1.0:
+        return warned(
+            f"MDE {_points(mde)} ≤ {what} {_points(target)} at {plan.items:,} items only if "
+            f"the clusters by {plan.cluster!r} cost nothing" + _unknown_clusters(d),
             **evidence,
         )
     return passed(
@@ -94,8 +127,141 @@ def power_check(d: Design):
     )
 
 
-def _points(x: float) -> str:
-    return f"{x:.3g}" if x >= 1 else f"{x:.3g} ({100 * x:.1f} points)"
+def _what(plan: Plan) -> str:
+    return "margin" if plan.margin > 0 else "effect"
+
+
+def _unknown_clusters(d: Design) -> str:
+    """What the design effect rests on when a clustered plan's pilot cannot estimate it."""
+    plan = d.plan
+    if plan.cluster is None or plan.design_effect > 1.0:
+        return ""
+    why = d.clusters_unknown or "no pilot with the cluster column was given"
+    return (
+        f"; the design effect of the clusters by {plan.cluster!r} is unknown ({why}), so this "
+        "assumes none: register with a pilot that has several items in each of several "
+        "clusters, or state `design_effect`"
+    )
+
+
+def _clustered_power(d: Design):
+    """The MDE at the planned items with the pilot's ICC projected to the planned cluster
+    sizes, at the estimate and at its upper confidence bound."""
+    from labcoat.stats.power import clustered_floor, clustered_mde, clustered_sample_size
+
+    plan, c, var = d.plan, d.clusters, d.variance
+    options = _power_options(plan)
+    target, what = plan.target, _what(plan)
+    mde = clustered_mde(plan.items, var, c, **options)
+    mde_upper = clustered_mde(plan.items, var, c, upper=True, **options)
+    size = plan.items / c.n_clusters
+    where = f"{plan.items:,} items in the pilot's {c.n_clusters} clusters (~{size:,.0f} a cluster)"
+    bound = f"the ICC's {c.confidence:.0%} upper bound {c.icc_upper:.3g}"
+    evidence = dict(
+        mde=mde,
+        mde_upper=mde_upper,
+        target=target,
+        items=plan.items,
+        variance_from=d.variance_source,
+        icc=c.icc,
+        icc_upper=c.icc_upper,
+        confidence=c.confidence,
+        clusters=c.n_clusters,
+        cluster_size=size,
+        design_effect=c.at(plan.items),
+        design_effect_upper=c.at(plan.items, upper=True),
+        pilot_design_effect=c.design_effect,
+        pilot_cluster_size=c.cluster_size,
+    )
+
+    def needs(upper: bool) -> str:
+        n = clustered_sample_size(target, var, c, upper=upper, **options)
+        if math.isfinite(n):
+            return f"n ≥ {math.ceil(n):,} items needed"
+        floor = clustered_floor(var, c, upper=upper, **options)
+        return (
+            f"no number of items in {c.n_clusters} clusters reaches it (the clusters alone "
+            f"leave an MDE of {_points(floor)}): sample more clusters"
+        )
+
+    if mde > target:
+        return failed(
+            f"underpowered: MDE {_points(mde)} > {what} {_points(target)} at {where}: design "
+            f"effect {c.at(plan.items):.3g} there (ICC {c.icc:.3g}; the pilot's own is "
+            f"{c.design_effect:.3g} at ~{c.cluster_size:,.0f} a cluster); {needs(False)}",
+            **evidence,
+        )
+    if mde_upper > target:
+        return warned(
+            f"the pilot cannot show the design is powered: at {bound} the MDE at {where} is "
+            f"{_points(mde_upper)} > {what} {_points(target)} (design effect "
+            f"{c.at(plan.items, upper=True):.3g}; {_points(mde)} at the estimate ICC "
+            f"{c.icc:.3g}); at the bound {needs(True)}, or a larger pilot narrows it",
+            **evidence,
+        )
+    return passed(
+        f"MDE {_points(mde)} ({_points(mde_upper)} at {bound}) ≤ {what} {_points(target)} at "
+        f"{where}",
+        **evidence,
+    )
+
+
+def _bounded_power(d: Design):
+    """Without a variance, a proportion's bounds still decide: the difference of two scores in
+    [lo, hi] has variance at most (hi − lo)², and a true difference δ of 0/1 answers (K per
+    item) has at least (δ (hi − lo) − δ²) / K."""
+    from labcoat.stats.power import minimum_detectable_effect, sample_size
+
+    plan = d.plan
+    target, what = plan.target, _what(plan)
+    lo, hi = plan.bounds
+    width = hi - lo
+    worst = width**2
+    least = 0.0
+    if plan.comparison == "superiority" and target < width:
+        least = (target * width - target**2) / plan.seeds
+    options = dict(design_effect=plan.design_effect, **_power_options(plan))
+    mde_worst = minimum_detectable_effect(plan.items, worst, **options).mde
+    n_worst = sample_size(target, worst, **options).n
+    evidence = dict(
+        mde_worst=mde_worst,
+        variance_worst=worst,
+        variance_least=least,
+        target=target,
+        items=plan.items,
+        variance_from=f"the bounds [{lo:g}, {hi:g}]",
+    )
+    if mde_worst <= target:
+        claim = (
+            f"MDE ≤ {_points(mde_worst)} ≤ {what} {_points(target)} at {plan.items:,} items "
+            f"at any variance a proportion in [{lo:g}, {hi:g}] can have"
+        )
+        unknown = _unknown_clusters(d)
+        if unknown:
+            return warned(claim + unknown, **evidence)
+        return passed(claim, **evidence)
+    if least > 0:
+        mde_least = minimum_detectable_effect(plan.items, least, **options).mde
+        if mde_least > target:
+            n_least = sample_size(target, least, **options).n
+            return failed(
+                f"underpowered on its face: even at the least variance a true difference of "
+                f"{_points(target)} in 0/1 answers can have ({least:.3g}), the MDE at "
+                f"{plan.items:,} items is {_points(mde_least)} > {what} {_points(target)}; "
+                f"n ≥ {n_least:,} items needed at best, {n_worst:,} at the worst case"
+                + _unknown_clusters(d),
+                mde=mde_least,
+                needed=n_least,
+                **evidence,
+            )
+    return warned(
+        f"no variance to power the design with: at a proportion's worst case (variance "
+        f"{worst:g}) the MDE at {plan.items:,} items is {_points(mde_worst)} > {what} "
+        f"{_points(target)}; register with a pilot (pilot_a/pilot_b) or state `variance`, or "
+        f"plan n ≥ {n_worst:,} items (enough at any variance)" + _unknown_clusters(d),
+        needed=n_worst,
+        **evidence,
+    )
 
 
 @REGISTRY.check(
@@ -266,22 +432,30 @@ def _with_pilot(plan: Plan, pilot_a: Any, pilot_b: Any) -> Design:
     a = load_arm(pilot_a, plan, plan.column, "pilot_a")
     b = load_arm(pilot_b, plan, plan.column, "pilot_b")
     pairs = paired_means(a, b)
-    keep_a, keep_b = np.isin(a.ids, pairs.ids), np.isin(b.ids, pairs.ids)
+    shared = set(pairs.ids.tolist())  # a set: np.isin on object ids is quadratic
+    keep_a, keep_b = (np.array([i in shared for i in x.ids.tolist()], bool) for x in (a, b))
     parts = variance_components(
         a.scores[keep_a], b.scores[keep_b], ids_a=a.ids[keep_a], ids_b=b.ids[keep_b]
     )
-    deff = None
+    clusters, unknown = None, None
     if pairs.cluster is not None:
-        try:
-            deff = estimate_design_effect(pairs.a - pairs.b, pairs.cluster).design_effect
-        except InputError:  # one cluster, or one item per cluster: no design effect to see
-            deff = None
+        groups = len(set(pairs.cluster.tolist()))
+        if groups < 2:
+            unknown = f"the pilot's {pairs.ids.size} items are all in one cluster"
+        elif groups == pairs.ids.size:
+            unknown = f"each of the pilot's {groups} clusters holds one item"
+        else:
+            try:
+                clusters = estimate_design_effect(pairs.a - pairs.b, pairs.cluster)
+            except InputError as exc:  # pragma: no cover - the two cases above are the ones
+                unknown = str(exc)
     return Design(
         plan,
         omega2=parts.omega2,
         sigma2_a=parts.sigma2_a,
         sigma2_b=parts.sigma2_b,
-        design_effect=max(deff or 1.0, plan.design_effect),
+        clusters=clusters,
+        clusters_unknown=unknown,
         pilot_ids_a=frozenset(a.ids.tolist()),
         pilot_ids_b=frozenset(b.ids.tolist()),
     )
