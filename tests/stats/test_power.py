@@ -168,7 +168,7 @@ def test_the_design_effect_is_projected_to_the_planned_cluster_sizes():
     assert projected == pytest.approx(realized.mde, rel=0.02)
 
 
-def test_the_icc_upper_bound_covers_the_truth_at_its_confidence():
+def test_the_icc_upper_bound_covers_the_truth_at_its_level():
     rng = np.random.default_rng(1)
     clusters = np.repeat(np.arange(14), 40)
     covered = [

@@ -118,7 +118,7 @@ class DesignEffect:
     """How much clustering inflates the variance of a mean: ``1 + ((1 + cv²) m - 1) * icc``.
 
     ``icc`` is the one-way ANOVA estimate of the intra-cluster correlation (floored at 0),
-    ``icc_upper`` its one-sided upper confidence bound at ``confidence`` (Searle's F
+    ``icc_upper`` its one-sided upper confidence bound at ``level`` (Searle's F
     interval), ``cluster_size`` the mean number of questions per cluster and ``size_cv2`` the
     squared coefficient of variation of the cluster sizes (0 for equal clusters; unequal ones
     inflate the variance more, Eldridge, Ashby & Kerry 2006). ``design_effect`` is the one at
@@ -130,7 +130,7 @@ class DesignEffect:
     cluster_size: float
     n_clusters: int
     icc_upper: float = 1.0
-    confidence: float = 0.95
+    level: float = 0.95
     size_cv2: float = 0.0
 
     @property
@@ -150,7 +150,7 @@ class DesignEffect:
             "design_effect": self.design_effect,
             "icc": self.icc,
             "icc_upper": self.icc_upper,
-            "confidence": self.confidence,
+            "level": self.level,
             "cluster_size": self.cluster_size,
             "size_cv2": self.size_cv2,
             "n_clusters": self.n_clusters,
@@ -186,19 +186,19 @@ def design_effect(icc: float, cluster_size: float) -> float:
 
 
 def estimate_design_effect(
-    scores: Any, cluster: Any, *, ids: Any = None, confidence: float = 0.95
+    scores: Any, cluster: Any, *, ids: Any = None, level: float = 0.95
 ) -> DesignEffect:
     """ICC and design effect of per-question scores (or paired differences) in clusters.
 
     The ICC is the ANOVA estimator ``(MSB - MSW) / (MSB + (m0 - 1) MSW)`` with ``m0`` the
     size-adjusted mean cluster size, so unequal clusters are handled as Donner (1986) does;
-    its upper bound at ``confidence`` is Searle's: ``F = MSB / MSW`` divided by the F(G - 1,
-    n - G) quantile at ``1 - confidence`` in place of F.
+    its upper bound at ``level`` is Searle's: ``F = MSB / MSW`` divided by the F(G - 1,
+    n - G) quantile at ``1 - level`` in place of F.
     """
     q = question_scores(scores, ids)
     labels = per_question(cluster, q, "cluster")
     codes = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
-    confidence = check_probability(confidence, "confidence")
+    level = check_probability(level, "level")
     x = q.means
     n = x.size
     sizes = np.bincount(codes).astype(float)
@@ -217,14 +217,15 @@ def estimate_design_effect(
     if within > 0:
         from scipy.special import fdtri  # lazy: only a clustered pilot needs the F quantile
 
-        icc_upper = max(icc, _anova_icc(between / float(fdtri(g - 1, n - g, 1 - confidence)),
-                                        within, m0))
+        icc_upper = max(
+            icc, _anova_icc(between / float(fdtri(g - 1, n - g, 1 - level)), within, m0)
+        )
     elif between > 0:
         icc_upper = 1.0
     m = n / g
     cv2 = float(sizes.var()) / m**2
     deff = max(1.0, 1.0 + ((1.0 + cv2) * m - 1.0) * icc)
-    return DesignEffect(deff, icc, m, g, icc_upper, confidence, cv2)
+    return DesignEffect(deff, icc, m, g, icc_upper, level, cv2)
 
 
 def _anova_icc(between: float, within: float, m0: float) -> float:

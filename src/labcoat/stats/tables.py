@@ -327,9 +327,7 @@ def choose_design_effect(
     return 1.0
 
 
-def pilot_clusters(
-    pilot_a: Any, pilot_b: Any, *, on: str | None, score: str | None, cluster: str
-):
+def pilot_clusters(pilot_a: Any, pilot_b: Any, *, on: str | None, score: str | None, cluster: str):
     """The ICC of the paired differences in two pilot files' clusters (``cluster``: a column of
     ``pilot_a``), with its upper bound: :func:`labcoat.stats.estimate_design_effect`."""
     from labcoat.stats import power as pw

@@ -250,7 +250,7 @@ def _projection_caption(result: PowerResult) -> str:
         f"t({result.df:g}); ICC {p.icc:.3g} from the pilot's {p.n_clusters} clusters, projected "
         f"to {result.n_exact / p.n_clusters:,.0f} questions a cluster (the pilot's own design "
         f"effect is {p.design_effect:.3g} at {p.cluster_size:,.0f}); at the ICC's "
-        f"{p.confidence:.0%} upper bound {p.icc_upper:.3g}: {at_bound} (design effect "
+        f"{p.level:.0%} upper bound {p.icc_upper:.3g}: {at_bound} (design effect "
         f"{c.design_effect_upper:.3g})"
     )
 

@@ -156,7 +156,7 @@ def _clustered_power(d: Design):
     mde_upper = clustered_mde(plan.items, var, c, upper=True, **options)
     size = plan.items / c.n_clusters
     where = f"{plan.items:,} items in the pilot's {c.n_clusters} clusters (~{size:,.0f} a cluster)"
-    bound = f"the ICC's {c.confidence:.0%} upper bound {c.icc_upper:.3g}"
+    bound = f"the ICC's {c.level:.0%} upper bound {c.icc_upper:.3g}"
     evidence = dict(
         mde=mde,
         mde_upper=mde_upper,
@@ -165,7 +165,7 @@ def _clustered_power(d: Design):
         variance_from=d.variance_source,
         icc=c.icc,
         icc_upper=c.icc_upper,
-        confidence=c.confidence,
+        level=c.level,
         clusters=c.n_clusters,
         cluster_size=size,
         design_effect=c.at(plan.items),
