@@ -17,11 +17,11 @@ import numpy as np
 from labcoat.findings import Finding, failed, passed, run_check, warned
 from labcoat.result import Result
 from labcoat.verdicts.plan import Plan, coerce_plan
+from labcoat.verdicts.registry import REGISTRY
 from labcoat.verdicts.verdict import points as _points
 
 if TYPE_CHECKING:
     from labcoat.stats.power import DesignEffect
-from labcoat.verdicts.registry import REGISTRY
 
 #: metrics that are proportions of 0/1 answers: their variance is bounded without a pilot
 PROPORTION_METRICS = ("accuracy", "exact_match", "em", "pass@1", "error_rate")
