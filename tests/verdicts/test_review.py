@@ -156,7 +156,7 @@ def test_a_pilot_that_cannot_estimate_the_icc_says_so_and_its_twin_without_clust
     found = _power_finding(plan, pilot_a=one, pilot_b=pb)
     assert found.status == "warn", found.message
     assert "design effect of the clusters by 'category' is unknown" in found.message
-    assert "all in one cluster" in found.message
+    assert "all in one cluster" in found.message and found.evidence["clusters_unknown"]
     unclustered = _power_finding(plan.revised(cluster=None), pilot_a=one, pilot_b=pb)
     assert unclustered.status == "pass", unclustered.message
     stated = _power_finding(plan.revised(design_effect=1.2), pilot_a=one, pilot_b=pb)

@@ -108,6 +108,8 @@ def power_check(d: Design):
         variance_from=d.variance_source,
         design_effect=deff,
     )
+    if plan.cluster is not None and d.clusters_unknown:
+        evidence["clusters_unknown"] = d.clusters_unknown
     if mde > target:
         needed = sample_size(target, **inputs).n
         return failed(
