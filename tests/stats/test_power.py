@@ -229,6 +229,8 @@ def test_stats_power_cluster_scales_n_to_the_cluster_sizes(cli, tmp_path):
         cli("stats", "power", *pilot, "--cluster", "category", "--mde", res["mde"], "--json").out
     )
     assert needed["n_exact"] == pytest.approx(12040, rel=1e-6)  # n and MDE invert each other
+    floor = cli("stats", "power", *pilot, "--cluster", "category", "--mde", 0.002)
+    assert floor.code == 2 and "sample more clusters" in floor.err
 
 
 def test_stats_power_cluster_on_unclustered_data_needs_no_more(cli, tmp_path):

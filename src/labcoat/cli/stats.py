@@ -424,7 +424,9 @@ def gate_cmd(
 @click.option("--on", "on", default=None, help="Question id column of the pilot files.")
 @click.option("--score", default=None, help="Score column of the pilot files.")
 @click.option(
-    "--cluster", default=None, help="Cluster column of pilot A: estimate the design effect from it."
+    "--cluster",
+    default=None,
+    help="Cluster column of pilot A: its ICC, projected to the n solved for (t(G-1)).",
 )
 @json_option
 def power_cmd(
