@@ -155,6 +155,7 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
     "verdicts.deviation.alpha",
     "verdicts.deviation.margin",
     "verdicts.deviation.revised",
+    "verdicts.deviation.revised-after-data",
     planted=True,
     healthy=True,
 )
@@ -167,26 +168,34 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
         ("comparison", "non-inferiority", "equivalence", "revised"),
     ],
 )
-def test_the_plan_changed_after_results_and_its_twin(tmp_path, field, first, then, kind):
-    book, entry = _ledger_entry(tmp_path)
+def test_the_plan_changed_by_a_revision_and_its_twin(tmp_path, field, first, then, kind):
+    registered = PLAN.revised(
+        **{field: first, **({"margin": 0.05} if field == "comparison" else {})}
+    )
+    (tmp_path / "before").mkdir()
+    book, entry = _ledger_entry(tmp_path, registered)
     with book:
-        changes = {field: first, **({"margin": 0.05} if field == "comparison" else {})}
-        verdicts.revise_plan(book, entry, **changes)  # before any result: a legitimate revision
-        time.sleep(0.01)
         a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
-        assert verdicts.verdict(book, entry, a=a, b=b).deviations == []
+        assert verdicts.verdict(book, entry, a=a, b=b).deviations == []  # the twin
         verdicts.revise_plan(book, entry, **{field: then})  # after the results existed
         result = verdicts.verdict(book, entry, a=a, b=b)
-        assert kinds(result) == {kind}
+        assert kinds(result) == {kind, "revised-after-data"}
         found = next(d for d in result.deviations if d["kind"] == kind)
         if kind == "revised":
             assert (found["planned"], found["observed"]) == ({field: first}, {field: then})
         else:
             assert (found["planned"], found["observed"]) == (first, then)
+    # a revision the ledger cannot place after the data still is no registered plan
+    book, entry = _ledger_entry(tmp_path / "before", registered)
+    with book:
+        verdicts.revise_plan(book, entry, **{field: then})
+        time.sleep(0.01)
+        a, b = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
+        assert kinds(verdicts.verdict(book, entry, a=a, b=b)) == {kind}
 
 
 @pytest.mark.check("verdicts.deviation.registered-late", planted=True, healthy=True)
-def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
+def test_results_older_than_the_plan_deviate_and_newer_ones_pass(tmp_path):
     a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
     old = time.time() - 3600
     os.utime(a, (old, old))
@@ -194,12 +203,14 @@ def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
     book, entry = _ledger_entry(tmp_path)
     with book:
         late = verdicts.verdict(book, entry, a=a, b=b)
-        assert [f.check for f in late.warnings] == ["deviation.registered-late"]
-        assert late.deviations == []  # a warning, not a deviation: copied files keep old times
+        assert kinds(late) == {"registered-late"}
+        assert "DEVIATING FROM ITS PLAN (1: registered-late)" in late.headline
+        assert late.exit_code == 0  # the registered plan gives the same verdict: named, held
         fresh = _ledger_entry_again(book)
         time.sleep(0.01)
-        a2, b2 = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
-        assert verdicts.verdict(book, fresh, a=a2, b=b2).warnings == []
+        # new results (the same ones were judged under the first entry: judged-before)
+        a2, b2 = _write(tmp_path, "a2.csv", arm(5, p=0.7)), _write(tmp_path, "b2.csv", B)
+        assert verdicts.verdict(book, fresh, a=a2, b=b2).deviations == []
 
 
 def _ledger_entry_again(book: Ledger) -> int:
@@ -217,6 +228,6 @@ def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
         third = verdicts.register(
             book, "t3", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
         ).id
-        result = verdicts.verdict(book, third, a=A, b=B)
+        result = verdicts.verdict(book, third, a=arm(3, p=0.7), b=B)
         assert kinds(result) == {"family"}
         assert result.deviations[0]["planned"] == 2 and result.deviations[0]["observed"] == 3

@@ -2,7 +2,8 @@
 
 Runs exactly the registered analysis (through :func:`labcoat.verdicts.verdict`), records the
 verdict in the ledger and prints it; the first line says when the analysis deviated from its
-plan. Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input.
+plan. Exit 0 confirmed, 1 refuted or a verdict the registered plan would not have given,
+4 inconclusive, 2 bad input (a ledger failing ``verify`` too, unless ``--unverified``).
 """
 
 from __future__ import annotations
@@ -34,15 +35,29 @@ from labcoat.cli.output import json_option, respond
     default=None,
     help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db).",
 )
+@click.option(
+    "--unverified",
+    is_flag=True,
+    help="Judge on a ledger that fails `labcoat ledger verify` (the verdict says so).",
+)
 @json_option
-def verdict(entry_id, file_a, file_b, column, metric, location, as_json) -> None:
+def verdict(entry_id, file_a, file_b, column, metric, location, unverified, as_json) -> None:
     """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.
 
-    Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
+    Exit 0 confirmed, 1 refuted (or a verdict the registered plan would not have given),
+    4 inconclusive, 2 bad input."""
     from labcoat.ledger import Ledger
     from labcoat.verdicts.judge import verdict as judge
 
     with Ledger(location, create=False) as book:
-        result = judge(book, entry_id, a=file_a, b=file_b, column=column, metric=metric)
+        result = judge(
+            book,
+            entry_id,
+            a=file_a,
+            b=file_b,
+            column=column,
+            metric=metric,
+            unverified=unverified,
+        )
     respond(as_json, result, lambda: result)
     raise click.exceptions.Exit(result.exit_code)
