@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import console, json_option, respond
 
 
 @click.command("verdict")
@@ -59,5 +59,13 @@ def verdict(entry_id, file_a, file_b, column, metric, location, unverified, as_j
             metric=metric,
             unverified=unverified,
         )
-    respond(as_json, result, lambda: result)
+    if as_json:
+        respond(as_json, result, lambda: result)
+    else:
+        # the first line whole, however narrow the terminal: it names every deviation
+        from labcoat.verdicts.view import headline_text, verdict_details
+
+        out = console()
+        out.print(headline_text(result), soft_wrap=True)
+        out.print(verdict_details(result))
     raise click.exceptions.Exit(result.exit_code)
