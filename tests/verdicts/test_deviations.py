@@ -231,3 +231,28 @@ def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
         result = verdicts.verdict(book, third, a=arm(3, p=0.7), b=B)
         assert kinds(result) == {"family"}
         assert result.deviations[0]["planned"] == 2 and result.deviations[0]["observed"] == 3
+
+
+def _revisions(*plans: Plan) -> list:
+    from labcoat.verdicts import PlanRevision
+
+    return [PlanRevision(i + 1, f"2026-01-0{i + 1}T00:00:00+00:00", p) for i, p in enumerate(plans)]
+
+
+def test_a_verdict_the_registered_plan_would_not_give_exits_1_and_says_what_it_gives():
+    lenient = PLAN.revised(margin=0.0)
+    strict = PLAN.revised(margin=0.5)  # registered: A cannot beat B by 50 points
+    held = analyse(lenient, A, B, revisions=_revisions(lenient))
+    assert (held.verdict, held.registered_verdict, held.exit_code) == ("confirmed",) * 2 + (0,)
+    moved = analyse(lenient, A, B, revisions=_revisions(strict, lenient))
+    assert moved.verdict == "confirmed" and moved.registered_verdict != "confirmed"
+    assert moved.exit_code == 1 and not moved.held
+    assert moved.headline.endswith(f"; {moved.registered_verdict} by the registered plan")
+    # the registered analysis cannot run on these files (its id column is gone): not held
+    renamed = {("item" if k == "qid" else k): v for k, v in A.items()}
+    renamed_b = {("item" if k == "qid" else k): v for k, v in B.items()}
+    revised = lenient.revised(id="item")
+    other_id = analyse(revised, renamed, renamed_b, revisions=_revisions(lenient, revised))
+    assert other_id.registered_verdict is None and other_id.exit_code == 1
+    assert "revised" in kinds(other_id)
+    assert other_id.headline.endswith("the registered plan's analysis does not run on these data")

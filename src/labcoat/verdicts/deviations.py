@@ -303,25 +303,25 @@ def look_check(o: Observation):
     return passed("no interim look at a fixed-n plan")
 
 
-def _first_change(o: Observation, names: Sequence[str]) -> PlanRevision:
-    """The first revision whose plan differs from revision 1 in one of ``names``."""
+def _first_change(o: Observation, names: Sequence[str]) -> str:
+    """Which revision first differs from revision 1 in one of ``names``, in words."""
     first = o.revisions[0].plan
-    return next(
-        r for r in o.revisions[1:] if any(getattr(r.plan, n) != getattr(first, n) for n in names)
-    )
+    for r in o.revisions[1:]:
+        if any(getattr(r.plan, n) != getattr(first, n) for n in names):
+            return f"plan revision {r.revision} ({r.recorded_at})"
+    return "the plan judged, which is no sealed revision"
 
 
 def _changed_since_registered(name: str):
     def check(o: Observation):
         before, now = getattr(o.registered, name), getattr(o.plan, name)
         if before != now:
-            r = _first_change(o, (name,))
             return _deviation(
                 name,
                 before,
                 now,
-                f"{name} changed from {before:g} to {now:g} by plan revision {r.revision} "
-                f"({r.recorded_at}): {_UNPROVEN}",
+                f"{name} changed from {before:g} to {now:g} by {_first_change(o, (name,))}: "
+                f"{_UNPROVEN}",
             )
         return passed(f"{name} as registered")
 
@@ -492,13 +492,11 @@ def revised_check(o: Observation):
     before, now = o.registered, o.plan
     changed = [f for f in REVISABLE if getattr(before, f) != getattr(now, f)]
     if changed:
-        r = _first_change(o, changed)
         return _deviation(
             "revised",
             {f: _plain(getattr(before, f)) for f in changed},
             {f: _plain(getattr(now, f)) for f in changed},
-            f"{', '.join(changed)} revised by plan revision {r.revision} ({r.recorded_at}): "
-            f"{_UNPROVEN}",
+            f"{', '.join(changed)} revised by {_first_change(o, changed)}: {_UNPROVEN}",
         )
     return passed("the analysis is the registered plan's")
 
