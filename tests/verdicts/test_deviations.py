@@ -256,3 +256,17 @@ def test_a_verdict_the_registered_plan_would_not_give_exits_1_and_says_what_it_g
     assert other_id.registered_verdict is None and other_id.exit_code == 1
     assert "revised" in kinds(other_id)
     assert other_id.headline.endswith("the registered plan's analysis does not run on these data")
+
+
+@pytest.mark.check(
+    "verdicts.deviation.judged-before", "verdicts.deviation.registered-late", healthy=True
+)
+def test_two_hypotheses_registered_before_the_results_may_judge_the_same_files(tmp_path):
+    book, first = _ledger_entry(tmp_path)
+    with book:
+        second = verdicts.register(book, "A beats B too", predict="A > B", plan=PLAN).id
+        a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
+        assert verdicts.verdict(book, first, a=a, b=b).deviations == []
+        assert verdicts.verdict(book, second, a=a, b=b).deviations == []  # not judged before
+        late = verdicts.register(book, "A beats B, once more", predict="A > B", plan=PLAN).id
+        assert kinds(verdicts.verdict(book, late, a=a, b=b)) == {"registered-late", "judged-before"}
