@@ -176,6 +176,32 @@ def _design(a, b):
     return ["design", str(toml)], labcoat.design(**labcoat.design.read_factors(toml))
 
 
+def _verdict(a, b):
+    import os
+
+    from labcoat import verdicts
+    from labcoat.ledger import Ledger
+
+    plan = verdicts.Plan(
+        metric="accuracy",
+        column="s",
+        id="id",
+        cluster="topic",
+        comparison="non-inferiority",
+        margin=0.2,
+        items=40,
+    )
+    here = Path(a).parent
+    for name in ("cli.db", "library.db"):  # the same plan on two ledgers, one per caller
+        with Ledger(here / name) as book:
+            verdicts.register(book, "A beats B", predict="A > B", plan=plan)
+    for path in (a, b):
+        os.utime(path)  # the results come after the plan
+    with Ledger(here / "library.db") as book:
+        result = verdicts.verdict(book, 1, a=a, b=b)
+    return ["verdict", "1", "--a", a, "--b", b, "--ledger", str(here / "cli.db")], result
+
+
 #: command -> builder of (CLI arguments, the library's result at default options)
 JSON_EQUALS_LIBRARY = {
     ("design",): [_design],
@@ -185,6 +211,7 @@ JSON_EQUALS_LIBRARY = {
     ("stats", "bootstrap"): [_bootstrap],
     ("stats", "intervals"): [_intervals],
     ("stats", "adjust"): [_adjust],
+    ("verdict",): [_verdict],
 }
 
 #: commands with --json not yet held to it (each still maps onto one library call, unchecked
@@ -223,7 +250,6 @@ NOT_YET = {
     ("stats", "leaderboard"),
     ("stats", "seeds"),
     ("stats", "sequential"),
-    ("verdict",),
     ("watch", "report"),
 }
 

@@ -155,6 +155,7 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
     "verdicts.deviation.alpha",
     "verdicts.deviation.margin",
     "verdicts.deviation.revised",
+    "verdicts.deviation.revised-after-data",
     planted=True,
     healthy=True,
 )
@@ -167,26 +168,34 @@ def test_a_look_under_a_fixed_plan_and_a_sequential_plan_within_its_looks(tmp_pa
         ("comparison", "non-inferiority", "equivalence", "revised"),
     ],
 )
-def test_the_plan_changed_after_results_and_its_twin(tmp_path, field, first, then, kind):
-    book, entry = _ledger_entry(tmp_path)
+def test_the_plan_changed_by_a_revision_and_its_twin(tmp_path, field, first, then, kind):
+    registered = PLAN.revised(
+        **{field: first, **({"margin": 0.05} if field == "comparison" else {})}
+    )
+    (tmp_path / "before").mkdir()
+    book, entry = _ledger_entry(tmp_path, registered)
     with book:
-        changes = {field: first, **({"margin": 0.05} if field == "comparison" else {})}
-        verdicts.revise_plan(book, entry, **changes)  # before any result: a legitimate revision
-        time.sleep(0.01)
         a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
-        assert verdicts.verdict(book, entry, a=a, b=b).deviations == []
+        assert verdicts.verdict(book, entry, a=a, b=b).deviations == []  # the twin
         verdicts.revise_plan(book, entry, **{field: then})  # after the results existed
         result = verdicts.verdict(book, entry, a=a, b=b)
-        assert kinds(result) == {kind}
+        assert kinds(result) == {kind, "revised-after-data"}
         found = next(d for d in result.deviations if d["kind"] == kind)
         if kind == "revised":
             assert (found["planned"], found["observed"]) == ({field: first}, {field: then})
         else:
             assert (found["planned"], found["observed"]) == (first, then)
+    # a revision the ledger cannot place after the data still is no registered plan
+    book, entry = _ledger_entry(tmp_path / "before", registered)
+    with book:
+        verdicts.revise_plan(book, entry, **{field: then})
+        time.sleep(0.01)
+        a, b = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
+        assert kinds(verdicts.verdict(book, entry, a=a, b=b)) == {kind}
 
 
 @pytest.mark.check("verdicts.deviation.registered-late", planted=True, healthy=True)
-def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
+def test_results_older_than_the_plan_deviate_and_newer_ones_pass(tmp_path):
     a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
     old = time.time() - 3600
     os.utime(a, (old, old))
@@ -194,12 +203,14 @@ def test_results_older_than_the_plan_warn_and_newer_ones_pass(tmp_path):
     book, entry = _ledger_entry(tmp_path)
     with book:
         late = verdicts.verdict(book, entry, a=a, b=b)
-        assert [f.check for f in late.warnings] == ["deviation.registered-late"]
-        assert late.deviations == []  # a warning, not a deviation: copied files keep old times
+        assert kinds(late) == {"registered-late"}
+        assert "DEVIATING FROM ITS PLAN (1: registered-late)" in late.headline
+        assert late.exit_code == 0  # the registered plan gives the same verdict: named, held
         fresh = _ledger_entry_again(book)
         time.sleep(0.01)
-        a2, b2 = _write(tmp_path, "a2.csv", A), _write(tmp_path, "b2.csv", B)
-        assert verdicts.verdict(book, fresh, a=a2, b=b2).warnings == []
+        # new results (the same ones were judged under the first entry: judged-before)
+        a2, b2 = _write(tmp_path, "a2.csv", arm(5, p=0.7)), _write(tmp_path, "b2.csv", B)
+        assert verdicts.verdict(book, fresh, a=a2, b=b2).deviations == []
 
 
 def _ledger_entry_again(book: Ledger) -> int:
@@ -217,6 +228,45 @@ def test_a_family_that_grew_beyond_its_declared_size_and_its_twin(tmp_path):
         third = verdicts.register(
             book, "t3", predict="A > B", plan=PLAN.revised(family="tasks", family_size=2)
         ).id
-        result = verdicts.verdict(book, third, a=A, b=B)
+        result = verdicts.verdict(book, third, a=arm(3, p=0.7), b=B)
         assert kinds(result) == {"family"}
         assert result.deviations[0]["planned"] == 2 and result.deviations[0]["observed"] == 3
+
+
+def _revisions(*plans: Plan) -> list:
+    from labcoat.verdicts import PlanRevision
+
+    return [PlanRevision(i + 1, f"2026-01-0{i + 1}T00:00:00+00:00", p) for i, p in enumerate(plans)]
+
+
+def test_a_verdict_the_registered_plan_would_not_give_exits_1_and_says_what_it_gives():
+    lenient = PLAN.revised(margin=0.0)
+    strict = PLAN.revised(margin=0.5)  # registered: A cannot beat B by 50 points
+    held = analyse(lenient, A, B, revisions=_revisions(lenient))
+    assert (held.verdict, held.registered_verdict, held.exit_code) == ("confirmed",) * 2 + (0,)
+    moved = analyse(lenient, A, B, revisions=_revisions(strict, lenient))
+    assert moved.verdict == "confirmed" and moved.registered_verdict != "confirmed"
+    assert moved.exit_code == 1 and not moved.held
+    assert moved.headline.endswith(f"; {moved.registered_verdict} by the registered plan")
+    # the registered analysis cannot run on these files (its id column is gone): not held
+    renamed = {("item" if k == "qid" else k): v for k, v in A.items()}
+    renamed_b = {("item" if k == "qid" else k): v for k, v in B.items()}
+    revised = lenient.revised(id="item")
+    other_id = analyse(revised, renamed, renamed_b, revisions=_revisions(lenient, revised))
+    assert other_id.registered_verdict is None and other_id.exit_code == 1
+    assert "revised" in kinds(other_id)
+    assert other_id.headline.endswith("the registered plan's analysis does not run on these data")
+
+
+@pytest.mark.check(
+    "verdicts.deviation.judged-before", "verdicts.deviation.registered-late", healthy=True
+)
+def test_two_hypotheses_registered_before_the_results_may_judge_the_same_files(tmp_path):
+    book, first = _ledger_entry(tmp_path)
+    with book:
+        second = verdicts.register(book, "A beats B too", predict="A > B", plan=PLAN).id
+        a, b = _write(tmp_path, "a.csv", A), _write(tmp_path, "b.csv", B)
+        assert verdicts.verdict(book, first, a=a, b=b).deviations == []
+        assert verdicts.verdict(book, second, a=a, b=b).deviations == []  # not judged before
+        late = verdicts.register(book, "A beats B, once more", predict="A > B", plan=PLAN).id
+        assert kinds(verdicts.verdict(book, late, a=a, b=b)) == {"registered-late", "judged-before"}

@@ -138,6 +138,7 @@ def test_cli_exit_codes_and_json_shape(cli, tmp_path, p_a, p_b, code, verdict):
         "version",
         "id",
         "verdict",
+        "registered_verdict",
         "estimate",
         "ci",
         "pvalue",

@@ -158,7 +158,8 @@ def add_command(
 @json_option
 def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, as_json):
     """Show entry ENTRY_ID's registered plan, or seal a new revision of it (--plan or
-    --plan-field). A revision made after results exist is reported by the verdict."""
+    --plan-field). The registered plan stays the first revision: the verdict names what a
+    revision changed, and when it followed the results."""
     from labcoat.verdicts.judge import plan_history, plan_review, revise_plan
 
     with _open(location) as book:

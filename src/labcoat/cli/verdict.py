@@ -2,14 +2,15 @@
 
 Runs exactly the registered analysis (through :func:`labcoat.verdicts.verdict`), records the
 verdict in the ledger and prints it; the first line says when the analysis deviated from its
-plan. Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input.
+plan. Exit 0 confirmed, 1 refuted or a verdict the registered plan would not have given,
+4 inconclusive, 2 bad input (a ledger failing ``verify`` too, unless ``--unverified``).
 """
 
 from __future__ import annotations
 
 import click
 
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import console, json_option, respond
 
 
 @click.command("verdict")
@@ -34,15 +35,37 @@ from labcoat.cli.output import json_option, respond
     default=None,
     help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db).",
 )
+@click.option(
+    "--unverified",
+    is_flag=True,
+    help="Judge on a ledger that fails `labcoat ledger verify` (the verdict says so).",
+)
 @json_option
-def verdict(entry_id, file_a, file_b, column, metric, location, as_json) -> None:
+def verdict(entry_id, file_a, file_b, column, metric, location, unverified, as_json) -> None:
     """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.
 
-    Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
+    Exit 0 confirmed, 1 refuted (or a verdict the registered plan would not have given),
+    4 inconclusive, 2 bad input."""
     from labcoat.ledger import Ledger
     from labcoat.verdicts.judge import verdict as judge
 
     with Ledger(location, create=False) as book:
-        result = judge(book, entry_id, a=file_a, b=file_b, column=column, metric=metric)
-    respond(as_json, result, lambda: result)
+        result = judge(
+            book,
+            entry_id,
+            a=file_a,
+            b=file_b,
+            column=column,
+            metric=metric,
+            unverified=unverified,
+        )
+    if as_json:
+        respond(as_json, result, lambda: result)
+    else:
+        # the first line whole, however narrow the terminal: it names every deviation
+        from labcoat.verdicts.view import headline_text, verdict_details
+
+        out = console()
+        out.print(headline_text(result), soft_wrap=True)
+        out.print(verdict_details(result))
     raise click.exceptions.Exit(result.exit_code)

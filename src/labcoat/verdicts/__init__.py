@@ -16,7 +16,14 @@ are imported as ``from labcoat.verdicts.verdict import ...``.)
 from __future__ import annotations
 
 from labcoat.verdicts import deviations as _deviations  # noqa: F401 - declares its checks
-from labcoat.verdicts.deviations import Observation, PlanRevision, PriorVerdict, find_deviations
+from labcoat.verdicts.deviations import (
+    DataEvidence,
+    Observation,
+    PlanRevision,
+    PriorVerdict,
+    SealedFingerprints,
+    find_deviations,
+)
 from labcoat.verdicts.judge import (
     current_plan,
     plan_history,
@@ -28,17 +35,20 @@ from labcoat.verdicts.judge import (
 from labcoat.verdicts.plan import FIELDS, Plan
 from labcoat.verdicts.registry import REGISTRY
 from labcoat.verdicts.review import ReviewResult, review
-from labcoat.verdicts.verdict import EXIT_CODES, VerdictResult, analyse
+from labcoat.verdicts.verdict import EXIT_CODES, NOT_HELD, VerdictResult, analyse
 
 __all__ = [
+    "DataEvidence",
     "EXIT_CODES",
     "FIELDS",
+    "NOT_HELD",
     "Observation",
     "Plan",
     "PlanRevision",
     "PriorVerdict",
     "REGISTRY",
     "ReviewResult",
+    "SealedFingerprints",
     "VerdictResult",
     "analyse",
     "current_plan",

@@ -2,22 +2,26 @@
 
 Nothing here is confessed: every deviation is read from what the verdict saw (the columns it
 scored, the items and seeds in the files, their fingerprints and times) and from the ledger
-(earlier verdicts on the same hypothesis, the plan's revisions). An :class:`Observation` holds
-those facts; each check is declared once in the engine's registry and run by
-:func:`labcoat.findings.run_check`, and a failed one carries ``kind``, ``planned`` and
-``observed`` in its evidence, which is what a verdict's ``deviations`` lists.
+(earlier verdicts on any hypothesis, `labcoat run` data fingerprints, the plan's revisions).
+An :class:`Observation` holds those facts; each check is declared once in the engine's
+registry and run by :func:`labcoat.findings.run_check`, and a failed one carries ``kind``,
+``planned``, ``observed`` and its message in its evidence, which is what a verdict's
+``deviations`` lists.
 
-The plan the data is held to is the one *registered*: the revision in force when results
-first existed (the earliest earlier verdict, or the results files' own time), so revising a
-plan after seeing the results does not launder the change.
+The plan the data is held to is the one *registered*: the plan's first revision. The ledger can
+prove that data existed at a time (a sealed fingerprint, a file older than a plan), never that it
+did not (a copy refreshes a file's time), so a later revision is never the registered plan: what
+it changed is a deviation, and a revision sealed after the ledger's evidence of the data is one
+more (``revised-after-data``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Sequence
 
-from labcoat.findings import Finding, failed, passed, run_check, skipped, warned
+from labcoat.findings import Finding, failed, passed, run_check
 from labcoat.verdicts.plan import Plan
 from labcoat.verdicts.registry import REGISTRY
 
@@ -29,6 +33,41 @@ class PriorVerdict:
     recorded_at: str
     fingerprints: dict[str, str]
     n_paired: int
+
+
+@dataclass(frozen=True)
+class DataEvidence:
+    """A record that one arm's data existed at a time: a fingerprint the ledger sealed (an
+    earlier verdict on ``entry``, a ``labcoat run``) or the results file's own time."""
+
+    arm: str
+    at: str
+    what: str
+    #: the entry whose verdict sealed the fingerprint (None: a run or a file's time)
+    entry: int | None = None
+    #: how much older than a moment ``at`` must be to predate it (a file system's clock and
+    #: time resolution are not the ledger's)
+    slack_s: float = 0.0
+
+    def predates(self, moment: str) -> bool:
+        return _time(self.at) + timedelta(seconds=self.slack_s) < _time(moment)
+
+    def describe(self) -> str:
+        return f"{self.what} ({self.at})"
+
+
+@dataclass(frozen=True)
+class SealedFingerprints:
+    """Fingerprints the ledger sealed at ``at`` (a verdict's data, a run's ``--data``)."""
+
+    at: str
+    what: str
+    digests: frozenset[str]
+    entry: int | None = None
+
+
+def _time(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
 
 
 @dataclass(frozen=True)
@@ -59,29 +98,37 @@ class Observation:
     #: the seeds are labels from a seed column (else answers counted per item)
     seeds_named: bool = True
     fingerprints: dict[str, str] = field(default_factory=dict)
-    #: when the results were produced (the files' modification times, ISO UTC), if known
-    produced_at: str | None = None
     previous: Sequence[PriorVerdict] = ()
     revisions: Sequence[PlanRevision] = ()
     #: hypotheses registered in the plan's family so far, this one included (0: unknown)
     family_members: int = 0
-
-    @property
-    def results_first(self) -> str | None:
-        """When results on this hypothesis first existed: the earliest verdict or file time."""
-        times = [p.recorded_at for p in self.previous]
-        if self.produced_at:
-            times.append(self.produced_at)
-        return min(times) if times else None
+    #: every record that the data of an arm existed (sealed fingerprints, file times)
+    evidence: Sequence[DataEvidence] = ()
+    #: the entry judged (None: a verdict without a ledger)
+    entry_id: int | None = None
+    #: breaks ``verify`` found in the ledger, judged anyway (``--unverified``)
+    ledger_breaks: int = 0
 
     @property
     def registered(self) -> Plan:
-        """The plan in force when results first existed (the current plan if none did)."""
-        first = self.results_first
-        if first is None or not self.revisions:
-            return self.plan
-        before = [r for r in self.revisions if r.recorded_at <= first]
-        return before[-1].plan if before else self.revisions[0].plan
+        """The plan the data is held to: the first sealed revision (the plan, without one)."""
+        return self.revisions[0].plan if self.revisions else self.plan
+
+    def existed_before(self, moment: str) -> dict[str, DataEvidence] | None:
+        """Per arm, the earliest evidence that its data existed before ``moment``; None unless
+        every arm has some (a comparison exists only once both arms do)."""
+        found = {}
+        for arm in self.fingerprints:
+            before = [e for e in self.evidence if e.arm == arm and e.predates(moment)]
+            if not before:
+                return None
+            found[arm] = min(before, key=lambda e: _time(e.at))
+        return found
+
+
+def describe_evidence(found: dict[str, DataEvidence]) -> str:
+    """``a: <what> (<when>); b: ...``, one arm per part."""
+    return "; ".join(f"{arm}: {e.describe()}" for arm, e in found.items())
 
 
 def _deviation(kind: str, planned: Any, observed: Any, message: str):
@@ -89,6 +136,11 @@ def _deviation(kind: str, planned: Any, observed: Any, message: str):
 
 
 _FALSIFIES = "the analysis that produced the verdict is the one registered before the results"
+#: why a revision is never the registered plan, said with every change it made
+_UNPROVEN = (
+    "the registered plan is revision 1; the ledger cannot show the results postdate a "
+    "revision (a copy refreshes a file's time): register a new hypothesis to change a plan"
+)
 
 
 @REGISTRY.check(
@@ -200,7 +252,7 @@ def seeds_check(o: Observation):
     "deviation.after-verdict",
     layer="deviation",
     falsifies=_FALSIFIES + " (one set of results, judged once)",
-    predicts="no results file is produced after a verdict on the same hypothesis",
+    predicts="the results are the ones the first verdict on the same hypothesis judged",
     applies=lambda o: (
         "no earlier verdict on this hypothesis"
         if not o.previous
@@ -210,16 +262,17 @@ def seeds_check(o: Observation):
     ),
 )
 def after_verdict_check(o: Observation):
-    seen = [p for p in o.previous if p.fingerprints == o.fingerprints]
-    if seen:
-        return passed("the same results as the earlier verdict, judged again")
-    last = o.previous[-1]
+    # the first verdict's results, never the last one's: judging edited results twice does not
+    # make them the registered ones
+    first = o.previous[0]
+    if first.fingerprints == o.fingerprints:
+        return passed("the same results as the first verdict, judged again")
     return _deviation(
         "after-verdict",
-        f"the results judged at {last.recorded_at}",
+        f"the results judged at {first.recorded_at}",
         "new results",
-        f"results differ from those of the verdict recorded at {last.recorded_at}: produced "
-        "after a verdict on the same hypothesis",
+        f"results differ from those of the first verdict on this hypothesis "
+        f"({first.recorded_at}): produced or edited after a verdict",
     )
 
 
@@ -250,20 +303,27 @@ def look_check(o: Observation):
     return passed("no interim look at a fixed-n plan")
 
 
-def _changed_after_results(name: str):
+def _first_change(o: Observation, names: Sequence[str]) -> str:
+    """Which revision first differs from revision 1 in one of ``names``, in words."""
+    first = o.revisions[0].plan
+    for r in o.revisions[1:]:
+        if any(getattr(r.plan, n) != getattr(first, n) for n in names):
+            return f"plan revision {r.revision} ({r.recorded_at})"
+    return "the plan judged, which is no sealed revision"
+
+
+def _changed_since_registered(name: str):
     def check(o: Observation):
-        if o.results_first is None:
-            return skipped("no results recorded before this verdict")
         before, now = getattr(o.registered, name), getattr(o.plan, name)
         if before != now:
             return _deviation(
                 name,
                 before,
                 now,
-                f"{name} changed from {before:g} to {now:g} after results were first recorded "
-                f"({o.results_first})",
+                f"{name} changed from {before:g} to {now:g} by {_first_change(o, (name,))}: "
+                f"{_UNPROVEN}",
             )
-        return passed(f"{name} unchanged since results were first recorded")
+        return passed(f"{name} as registered")
 
     return check
 
@@ -273,8 +333,35 @@ for _name in ("margin", "alpha"):
         f"deviation.{_name}",
         layer="deviation",
         falsifies=_FALSIFIES + f" (its {_name})",
-        predicts=f"the {_name} is not revised once results exist",
-    )(_changed_after_results(_name))
+        predicts=f"the {_name} is the registered plan's (revision 1)",
+    )(_changed_since_registered(_name))
+
+
+@REGISTRY.check(
+    "deviation.revised-after-data",
+    layer="deviation",
+    falsifies="every revision of the plan was sealed before the ledger had evidence of the data",
+    predicts="no plan revision follows a verdict on the hypothesis or a record of its data",
+    applies=lambda o: None if len(o.revisions) > 1 else "the plan was never revised",
+)
+def revised_after_data_check(o: Observation):
+    first = o.revisions[0]
+    for r in o.revisions[1:]:
+        if o.previous and o.previous[0].recorded_at < r.recorded_at:
+            after = f"the first verdict on this hypothesis ({o.previous[0].recorded_at})"
+        elif (seen := o.existed_before(r.recorded_at)) is not None:
+            after = f"the data existed: {describe_evidence(seen)}"
+        else:
+            continue
+        return _deviation(
+            "revised-after-data",
+            {"revision": first.revision, "sealed_at": first.recorded_at},
+            {"revision": r.revision, "sealed_at": r.recorded_at, "after": after},
+            f"plan revision {r.revision} ({r.recorded_at}) was sealed after {after}; the data "
+            f"is held to revision 1 ({first.recorded_at}): treat the revision's analysis as "
+            "exploratory",
+        )
+    return passed("every revision precedes the ledger's first record of the data")
 
 
 @REGISTRY.check(
@@ -304,32 +391,83 @@ def family_check(o: Observation):
 @REGISTRY.check(
     "deviation.registered-late",
     layer="deviation",
-    severity="warn",
     falsifies="the plan was written before the results it judges existed",
-    predicts="the results files were produced after the plan was sealed",
-    applies=lambda o: (
-        None
-        if o.produced_at and o.revisions
-        else "the results' production time or the plan's revisions are unknown"
-    ),
+    predicts="the ledger has no record of the results (a sealed fingerprint, a file older "
+    "than the plan) from before the plan was sealed",
+    applies=lambda o: None if o.revisions else "no sealed plan to date the results against",
 )
 def registered_late_check(o: Observation):
     sealed = o.revisions[0].recorded_at
-    if o.produced_at < sealed:
-        return warned(
-            f"the results files ({o.produced_at}) are older than the plan ({sealed}): a plan "
-            "written after the results is no pre-registration (fine for copied files)",
-            kind="registered-late",
-            planned=sealed,
-            observed=o.produced_at,
+    seen = o.existed_before(sealed)
+    if seen is not None:
+        evidence = describe_evidence(seen)
+        return _deviation(
+            "registered-late",
+            {"sealed_at": sealed},
+            {"data_existed": evidence},
+            f"the results existed before the plan was sealed ({sealed}): {evidence}; a plan "
+            "written after its results is no pre-registration: treat the verdict as "
+            "exploratory, and register before producing the next results",
         )
-    return passed("the results were produced after the plan was sealed")
+    return passed("no record of the results predates the plan")
 
 
-#: analysis fields whose change after the results is a deviation of kind "revised" (margin
-#: and alpha have kinds of their own; column, metric, items and seeds are checked on the data)
+@REGISTRY.check(
+    "deviation.judged-before",
+    layer="deviation",
+    falsifies="the results are judged under the hypothesis registered for them",
+    predicts="no other entry judged the same results before this plan was sealed",
+    applies=lambda o: None if o.revisions else "no sealed plan to date the results against",
+)
+def judged_before_check(o: Observation):
+    sealed = o.revisions[0].recorded_at
+    arms = set(o.fingerprints)
+    judged: dict[int, dict[str, DataEvidence]] = {}
+    for e in o.evidence:
+        if e.entry is not None and e.entry != o.entry_id and e.predates(sealed):
+            judged.setdefault(e.entry, {}).setdefault(e.arm, e)
+    for entry, found in sorted(judged.items()):
+        if set(found) == arms:
+            when = min(e.at for e in found.values())
+            return _deviation(
+                "judged-before",
+                {"entry": o.entry_id, "sealed_at": sealed},
+                {"entry": entry, "judged_at": when},
+                f"these results were judged under entry #{entry} ({when}) before this plan was "
+                f"sealed ({sealed}): a second hypothesis on results already judged is no "
+                f"pre-registration; report entry #{entry}'s verdict",
+            )
+    return passed("no other entry judged these results before the plan was sealed")
+
+
+@REGISTRY.check(
+    "deviation.unverified",
+    layer="deviation",
+    falsifies="the plan and the earlier verdicts read from the ledger are the ones it sealed",
+    predicts="the ledger passes `labcoat ledger verify`",
+)
+def unverified_check(o: Observation):
+    if o.ledger_breaks:
+        return _deviation(
+            "unverified",
+            "a ledger that verifies",
+            f"{o.ledger_breaks} break(s)",
+            f"judged on a ledger that fails `labcoat ledger verify` ({o.ledger_breaks} "
+            "break(s)): its plan and earlier verdicts may have been edited; run "
+            "`labcoat ledger verify` and judge on a ledger that passes it",
+        )
+    return passed("the ledger verifies")
+
+
+#: analysis fields whose change by a revision is a deviation of kind "revised" (margin and
+#: alpha have kinds of their own; column, metric, items and seeds are checked on the data)
 REVISABLE = (
     "comparison",
+    "id",
+    "label",
+    "seed_column",
+    "resamples",
+    "seed",
     "sides",
     "test",
     "better",
@@ -348,11 +486,9 @@ REVISABLE = (
     "deviation.revised",
     layer="deviation",
     falsifies=_FALSIFIES + " (its comparison, test, sides, clusters, exclusions, family)",
-    predicts="the analysis is not revised once results exist",
+    predicts="the analysis is the registered plan's (revision 1)",
 )
 def revised_check(o: Observation):
-    if o.results_first is None:
-        return skipped("no results recorded before this verdict")
     before, now = o.registered, o.plan
     changed = [f for f in REVISABLE if getattr(before, f) != getattr(now, f)]
     if changed:
@@ -360,9 +496,9 @@ def revised_check(o: Observation):
             "revised",
             {f: _plain(getattr(before, f)) for f in changed},
             {f: _plain(getattr(now, f)) for f in changed},
-            f"{', '.join(changed)} revised after results were first recorded ({o.results_first})",
+            f"{', '.join(changed)} revised by {_first_change(o, changed)}: {_UNPROVEN}",
         )
-    return passed("the analysis is unchanged since results were first recorded")
+    return passed("the analysis is the registered plan's")
 
 
 def _plain(value: Any) -> Any:
@@ -375,9 +511,10 @@ def find_deviations(observation: Observation) -> list[Finding]:
 
 
 def deviations_of(findings: Sequence[Finding]) -> list[dict[str, Any]]:
-    """The ``{"kind", "planned", "observed"}`` of every failed deviation finding."""
+    """The ``{"kind", "planned", "observed", "evidence"}`` of every failed deviation finding
+    (``evidence``: the finding's message, which says what showed it)."""
     return [
-        {k: f.evidence.get(k) for k in ("kind", "planned", "observed")}
+        {**{k: f.evidence.get(k) for k in ("kind", "planned", "observed")}, "evidence": f.message}
         for f in findings
         if f.layer == "deviation" and f.status == "fail"
     ]

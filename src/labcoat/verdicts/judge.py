@@ -13,7 +13,7 @@ from typing import Any
 
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from labcoat.verdicts.deviations import PlanRevision, PriorVerdict
+from labcoat.verdicts.deviations import PlanRevision, PriorVerdict, SealedFingerprints
 from labcoat.verdicts.plan import Plan, coerce_plan
 from labcoat.verdicts.review import ReviewResult, review
 from labcoat.verdicts.verdict import VerdictResult, analyse
@@ -119,6 +119,46 @@ def family_members(stored_plans: Any, family: str) -> int:
     return sum(name == family for name in latest.values())
 
 
+def sealed_fingerprints(ledger: Any, stored_verdicts: Any) -> list[SealedFingerprints]:
+    """Every data fingerprint the ledger sealed, with when: each verdict's (any entry) and
+    each ``labcoat run``'s ``--data``."""
+    sealed = [
+        SealedFingerprints(
+            v.recorded_at,
+            f"the verdict on entry #{v.entry_id}",
+            frozenset(
+                [*v.fingerprints.values()]
+                + [d for ds in v.result.get("digests", {}).values() for d in ds]
+            ),
+            v.entry_id,
+        )
+        for v in stored_verdicts
+    ]
+    for run in ledger.runs():
+        for data in run.data:
+            sealed.append(
+                SealedFingerprints(
+                    run.started_at,
+                    f"`labcoat run` #{run.id} (--data {data.name})",
+                    frozenset({data.digest}),
+                )
+            )
+    return sealed
+
+
+def verified_breaks(ledger: Any, *, unverified: bool) -> int:
+    """How many problems ``verify`` finds; a ledger with any is refused unless
+    ``unverified``."""
+    problems = ledger.verify().problems()
+    if problems and not unverified:
+        raise InputError(
+            f"the ledger fails `labcoat ledger verify` ({len(problems)} problem(s), first: "
+            f"{problems[0]}); its plans and verdicts cannot be trusted: judge with --unverified "
+            "to say so in the verdict"
+        )
+    return len(problems)
+
+
 def verdict(
     ledger: Any,
     entry: Any,
@@ -127,13 +167,16 @@ def verdict(
     b: Any,
     column: str | None = None,
     metric: str | None = None,
+    unverified: bool = False,
 ) -> VerdictResult:
     """Judge the entry by its registered plan on the results of arm ``a`` and arm ``b``
     (files, :class:`labcoat.stats.Table` s or dicts of columns) and record the verdict in the
     ledger: a sealed verdict row and the entry's next revision (its result and verdict).
     ``column``/``metric`` analyse another column or metric, which the verdict reports as a
-    deviation."""
+    deviation. A ledger that fails ``verify`` is refused (:class:`labcoat.errors.InputError`)
+    unless ``unverified``, and the verdict then names the deviation ``unverified``."""
     entry_id = _id(entry)
+    breaks = verified_breaks(ledger, unverified=unverified)
     revisions = plan_history(ledger, entry_id)
     if not revisions:
         raise InputError(
@@ -154,6 +197,8 @@ def verdict(
         revisions=revisions,
         family_pvalues=family_pvalues(stored, plan.family, entry_id) if plan.family else [],
         family_members=family_members(ledger.plans(), plan.family) if plan.family else 0,
+        sealed=sealed_fingerprints(ledger, stored),
+        ledger_breaks=breaks,
     )
     ledger.record_verdict(
         entry_id,
@@ -173,5 +218,7 @@ __all__ = [
     "plan_review",
     "register",
     "revise_plan",
+    "sealed_fingerprints",
     "verdict",
+    "verified_breaks",
 ]

@@ -37,16 +37,24 @@ from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
 from labcoat.result import Result
 from labcoat.verdicts.deviations import (
+    DataEvidence,
     Observation,
     PlanRevision,
     PriorVerdict,
+    SealedFingerprints,
     deviations_of,
     find_deviations,
 )
 from labcoat.verdicts.plan import Plan, coerce_plan
 
-#: exit codes of ``labcoat verdict``
+#: exit codes of ``labcoat verdict`` (by the registered plan; a verdict the registered plan
+#: would not have given exits with :data:`NOT_HELD`)
 EXIT_CODES = {"confirmed": 0, "refuted": 1, "inconclusive": 4}
+#: the exit code of a verdict that would not have held by the registered plan
+NOT_HELD = 1
+#: how much older than a plan a results file must be to show the results predate it: file
+#: systems keep times coarsely (FAT: 2 s) and on their own clock
+FILE_TIME_SLACK_S = 2.0
 
 
 # ---- the data of one arm ----------------------------------------------------------------
@@ -65,6 +73,9 @@ class Arm:
     fingerprint: str
     produced_at: str | None
     excluded: int
+    #: every digest of this data a ledger may have sealed: the fingerprint above, the whole
+    #: table's, and the file's as ``labcoat run --data`` takes it
+    digests: frozenset[str] = frozenset()
 
 
 def _table(data: Any, name: str):
@@ -101,10 +112,28 @@ def _digest(*columns: np.ndarray | None) -> str:
     return f"blake2b:{h.hexdigest()}"
 
 
+def _file_digests(path: Path | None) -> set[str]:
+    """The file's (or folder's) fingerprint as ``labcoat run --data`` records it, sampled (the
+    default) and in full (``--full-hash``)."""
+    from labcoat.provenance.fingerprint import fingerprint
+
+    if path is None or not path.exists():
+        return set()
+    return {fingerprint(path).digest, fingerprint(path, full=True).digest}
+
+
+def _table_digest(table: Any) -> str:
+    names = sorted(table.columns)
+    return _digest(np.array(names, dtype=object), *(np.asarray(table.columns[n]) for n in names))
+
+
 def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
     """One arm's rows (a results file, a :class:`labcoat.stats.Table` or a dict of columns)
     as the plan reads them, without the items the plan excludes."""
-    table, path = _table(data, name)
+    return _load(*_table(data, name), plan, column, name)
+
+
+def _load(table: Any, path: Path | None, plan: Plan, column: str, name: str) -> Arm:
     ids = table.labels(plan.id)
     bootstrap = plan.resolved_test() == "bootstrap"
     scores = None if bootstrap else table.scores(column)
@@ -122,6 +151,7 @@ def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
         scores = None if scores is None else scores[keep]
     if ids.size == 0:
         raise InputError(f"{table.source}: no rows left after the plan's exclusions")
+    fingerprint = _digest(ids, predicted if bootstrap else scores, seeds, truth)
     return Arm(
         source=table.source,
         ids=ids,
@@ -129,9 +159,10 @@ def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
         cluster=cluster,
         seeds=seeds,
         truth=truth,
-        fingerprint=_digest(ids, predicted if bootstrap else scores, seeds, truth),
+        fingerprint=fingerprint,
         produced_at=_produced_at(path),
         excluded=0 if keep is None else int((~keep).sum()),
+        digests=frozenset({fingerprint, _table_digest(table), *_file_digests(path)}),
     )
 
 
@@ -391,6 +422,11 @@ class VerdictResult(Result):
     fingerprints: dict[str, str] = field(default_factory=dict)
     checks: tuple[Finding, ...] = ()
     sources: tuple[str, str] = ("", "")
+    #: the verdict the registered plan (revision 1, its column and metric) gives on these
+    #: data; None when its analysis cannot run on them
+    registered_verdict: str | None = None
+    #: per arm, every digest of its data (what a later verdict matches to date the data)
+    digests: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
@@ -406,8 +442,15 @@ class VerdictResult(Result):
         return not self.deviations
 
     @property
+    def held(self) -> bool:
+        """True when the registered plan gives the same verdict on these data."""
+        return self.registered_verdict == self.verdict
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
+        """The verdict's code (0 confirmed, 1 refuted, 4 inconclusive) when it holds by the
+        registered plan, deviations or not; :data:`NOT_HELD` (1) when it would not have."""
+        return EXIT_CODES[self.verdict] if self.held else NOT_HELD
 
     @property
     def underpowered(self) -> bool:
@@ -433,10 +476,15 @@ class VerdictResult(Result):
         """The first line: the verdict, and whether the analysis deviated from its plan."""
         who = f"#{self.id} " if self.id is not None else ""
         line = f"{who}{self.verdict}"
-        if self.deviations:
-            kinds = ", ".join(dict.fromkeys(d["kind"] for d in self.deviations))
-            return f"{line}, DEVIATING FROM ITS PLAN ({len(self.deviations)}: {kinds})"
-        return f"{line}, by the registered plan"
+        if not self.deviations:
+            return f"{line}, by the registered plan"
+        kinds = ", ".join(dict.fromkeys(str(d["kind"]) for d in self.deviations))
+        line = f"{line}, DEVIATING FROM ITS PLAN ({len(self.deviations)}: {kinds})"
+        if self.held:
+            return line
+        if self.registered_verdict is None:
+            return f"{line}; the registered plan's analysis does not run on these data"
+        return f"{line}; {self.registered_verdict} by the registered plan"
 
     def summary(self) -> str:
         """One line for the entry's result."""
@@ -452,6 +500,7 @@ class VerdictResult(Result):
         return {
             "id": self.id,
             "verdict": self.verdict,
+            "registered_verdict": self.registered_verdict,
             "estimate": self.estimate,
             "ci": [self.ci.low, self.ci.high],
             "pvalue": self.pvalue,
@@ -470,6 +519,7 @@ class VerdictResult(Result):
             **self.to_dict(),
             "test": self.test,
             "fingerprints": dict(self.fingerprints),
+            "digests": {k: list(v) for k, v in self.digests.items()},
             "sources": list(self.sources),
             "findings": [f.to_dict() for f in self.checks],
         }
@@ -480,6 +530,74 @@ def _observed_seeds(arm: Arm, counts: np.ndarray) -> tuple[tuple[str, ...], bool
         return tuple(sorted(set(arm.seeds.tolist()))), True
     k = int(counts.max()) if counts.size else 0
     return tuple(str(i + 1) for i in range(k)), False
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One analysis of both arms: the contrast, the adjusted p-value and the decision."""
+
+    arm_a: Arm
+    arm_b: Arm
+    test: str
+    contrast: Contrast
+    p_adjusted: float | None
+    verdict: str
+
+
+def _judge(
+    plan: Plan, a: Any, b: Any, family_pvalues: Sequence[float], members: int = 0
+) -> _Judged:
+    arm_a = _load(*a, plan, plan.column, "a")
+    arm_b = _load(*b, plan, plan.column, "b")
+    test = plan.resolved_test()
+    if test != "bootstrap":
+        shared = paired_means(arm_a, arm_b).ids.size
+        if shared < 2:
+            raise InputError(
+                f"a and b share {shared} item(s) on {plan.id!r}; a paired verdict needs at "
+                "least 2: check that both files name the same item ids"
+            )
+    est = TESTS[test](plan, arm_a, arm_b, family_alpha(plan, members))
+    p_adj = adjust(plan, est.pvalue, family_pvalues, members)
+    return _Judged(arm_a, arm_b, test, est, p_adj, decide(plan, est.ci, p_adj, est.estimate))
+
+
+def _registered_verdict(
+    registered: Plan,
+    used: Plan,
+    judged: _Judged,
+    a: Any,
+    b: Any,
+    others: Sequence[float],
+    members: int = 0,
+) -> str | None:
+    """The registered plan's verdict on the same data (None: its analysis does not run)."""
+    if registered == used:
+        return judged.verdict
+    try:
+        return _judge(registered, a, b, others, members).verdict
+    except InputError:
+        return None
+
+
+def _evidence(arms: Mapping[str, Arm], sealed: Sequence[SealedFingerprints]) -> list[DataEvidence]:
+    """Every record that an arm's data existed: the sealed fingerprints that match one of its
+    digests, and its file's time."""
+    found = []
+    for name, arm in arms.items():
+        for s in sealed:
+            if arm.digests & s.digests:
+                found.append(DataEvidence(name, s.at, s.what, s.entry))
+        if arm.produced_at:
+            found.append(
+                DataEvidence(
+                    name,
+                    arm.produced_at,
+                    f"{arm.source} last modified",
+                    slack_s=FILE_TIME_SLACK_S,
+                )
+            )
+    return found
 
 
 def analyse(
@@ -494,30 +612,28 @@ def analyse(
     revisions: Sequence[PlanRevision] = (),
     family_pvalues: Sequence[float] = (),
     family_members: int = 0,
+    sealed: Sequence[SealedFingerprints] = (),
+    ledger_breaks: int = 0,
 ) -> VerdictResult:
     """Judge ``plan`` on the results of arm ``a`` and arm ``b`` (files, tables or dicts).
 
     ``column``/``metric``: score another column or call the metric otherwise (a deviation the
-    verdict reports). ``previous``, ``revisions`` and ``family_pvalues`` are what the ledger
-    knows: earlier verdicts on this hypothesis, the plan's sealed revisions and the latest
-    p-values of the other hypotheses in its family, and how many it holds.
+    verdict reports). ``previous``, ``revisions``, ``family_pvalues``, ``sealed`` and
+    ``ledger_breaks`` are what the ledger knows: earlier verdicts on this hypothesis, the
+    plan's sealed revisions (the first is the registered plan), the latest p-values of the
+    other hypotheses in its family and how many it holds, every fingerprint it sealed (which
+    dates the data) and the breaks ``verify`` found in it.
     """
     plan = coerce_plan(plan)
     used = plan.revised(
         column=column if column is not None else plan.column,
         metric=metric if metric is not None else plan.metric,
     )
-    arm_a = load_arm(a, used, used.column, "a")
-    arm_b = load_arm(b, used, used.column, "b")
-    test = used.resolved_test()
-    alpha = family_alpha(used, family_members)
+    tables = _table(a, "a"), _table(b, "b")
+    judged = _judge(used, *tables, family_pvalues, family_members)
+    arm_a, arm_b, test, est = judged.arm_a, judged.arm_b, judged.test, judged.contrast
     if test != "bootstrap":
         pairs = paired_means(arm_a, arm_b)
-        if pairs.ids.size < 2:
-            raise InputError(
-                f"a and b share {pairs.ids.size} item(s) on {used.id!r}; a paired verdict needs at "
-                "least 2: check that both files name the same item ids"
-            )
         only_a, only_b = pairs.only_a, pairs.only_b
         (seeds_a, named), (seeds_b, _) = (
             _observed_seeds(arm_a, pairs.counts_a),
@@ -528,11 +644,8 @@ def analyse(
         only_a, only_b = sorted(ids_a - ids_b), sorted(ids_b - ids_a)
         seeds_a = seeds_b = None
         named = True
-    est = TESTS[test](used, arm_a, arm_b, alpha)
-    p_adj = adjust(used, est.pvalue, family_pvalues, family_members)
-    verdict = decide(used, est.ci, p_adj, est.estimate)
     fingerprints = {"a": arm_a.fingerprint, "b": arm_b.fingerprint}
-    produced = [t for t in (arm_a.produced_at, arm_b.produced_at) if t]
+    registered = revisions[0].plan if revisions else used
     observation = Observation(
         plan=plan,
         column=used.column,
@@ -546,18 +659,20 @@ def analyse(
         seeds_b=seeds_b,
         seeds_named=named,
         fingerprints=fingerprints,
-        produced_at=min(produced) if produced else None,
         previous=tuple(previous),
         revisions=tuple(revisions),
         family_members=family_members,
+        evidence=tuple(_evidence({"a": arm_a, "b": arm_b}, sealed)),
+        entry_id=entry_id,
+        ledger_breaks=ledger_breaks,
     )
     return VerdictResult(
         id=entry_id,
-        verdict=verdict,
+        verdict=judged.verdict,
         estimate=float(est.estimate),
         ci=ConfidenceInterval(float(est.ci.low), float(est.ci.high)),
         pvalue=est.pvalue,
-        pvalue_adjusted=p_adj,
+        pvalue_adjusted=judged.p_adjusted,
         mde=None if est.mde is None or not math.isfinite(est.mde) else float(est.mde),
         n={"a": observation.n_a, "b": observation.n_b, "paired": est.n_paired},
         plan=plan,
@@ -565,4 +680,8 @@ def analyse(
         fingerprints=fingerprints,
         checks=tuple(find_deviations(observation)),
         sources=(arm_a.source, arm_b.source),
+        registered_verdict=_registered_verdict(
+            registered, used, judged, *tables, family_pvalues, family_members
+        ),
+        digests={"a": sorted(arm_a.digests), "b": sorted(arm_b.digests)},
     )

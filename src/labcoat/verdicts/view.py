@@ -20,8 +20,16 @@ def number(x: Any) -> str:
 def verdict_view(result: Any) -> RenderableType:
     """The headline first (it says when the analysis deviated), then the numbers, then the
     deviation findings that failed."""
+    return Group(headline_text(result), verdict_details(result))
+
+
+def headline_text(result: Any) -> Text:
     style = "bold red" if result.deviations else VERDICT_STYLE.get(result.verdict, "")
-    head = Text(result.headline, style=style)
+    return Text(result.headline, style=style)
+
+
+def verdict_details(result: Any) -> RenderableType:
+    """Everything below the headline: the numbers, the deviations, what is worth a look."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -52,7 +60,7 @@ def verdict_view(result: Any) -> RenderableType:
     ]
     for label, value in rows:
         grid.add_row(label, value)
-    parts: list[RenderableType] = [head, grid]
+    parts: list[RenderableType] = [grid]
     bad = [f for f in result.findings if f.status == "fail"]
     if bad:
         parts.append(findings_table(bad, title="deviations from the plan"))
