@@ -144,3 +144,71 @@ def test_cli_a_refused_estimate_exits_1(cli, files):
     assert cli("evals", "plan", history, "--budget", "8", "-o", plan).code == 1
     out = cli("evals", "estimate", a, "--plan", plan, "--no-ledger", "--json")
     assert out.code == 1 and json.loads(out.out)["refused"] is True
+
+
+def test_cli_estimate_refuses_duplicate_ids_unless_told_to_average_them(cli, files):
+    tmp, history, a, _ = files
+    plan = tmp / "plan.json"
+    assert cli("evals", "plan", history, "--budget", "60", "-o", plan).code == 0
+    scores = new_model(0.0)
+    dup = tmp / "dup.csv"  # every item also appears as a 1: averaging would inflate the score
+    dup.write_text("item,score\n" + "".join(f"{i},{v:g}\n{i},1\n" for i, v in enumerate(scores)))
+    for command in (("estimate", dup), ("compare", dup, a)):
+        out = cli("evals", *command, "--plan", plan, "--no-ledger")
+        assert out.code == 2 and "appear on more than one row" in out.err, command
+        assert "--duplicates mean" in out.err and out.err.count("\n") == 1
+    healthy = _write_results(tmp / "once.csv", scores)
+    once = cli("evals", "estimate", healthy, "--plan", plan, "--no-ledger", "--json")
+    assert once.code == 0, once.err
+    mean = cli(
+        "evals", "estimate", dup, "--plan", plan, "--no-ledger", "--json", "--duplicates", "mean"
+    )
+    assert mean.code == 0, mean.err
+    assert json.loads(mean.out)["score"] > json.loads(once.out)["score"]  # averaged, as asked
+    epochs = tmp / "epochs.csv"  # one row per item and epoch: averaged per item, no error
+    epochs.write_text(
+        "item,epoch,score\n"
+        + "".join(f"{i},{e},{v:g}\n" for i, v in enumerate(scores) for e in (1, 2))
+    )
+    again = cli("evals", "estimate", epochs, "--plan", plan, "--no-ledger", "--json")
+    assert again.code == 0 and json.loads(again.out)["score"] == json.loads(once.out)["score"]
+
+
+def test_plan_names_a_column_it_was_told_to_use_and_does_not_have(cli, files):
+    tmp, history, _, _ = files
+    out = cli("evals", "plan", history, "--budget", "20", "--id", "qid")
+    assert out.code == 2 and "history.csv" in out.err and "'qid'" in out.err
+    assert out.err.count("\n") == 1
+    assert cli("evals", "plan", history, "--budget", "20", "--score", "acc").code == 2
+    label = history.read_text().split(",", 1)[0]  # the matrix's own label column (unnamed)
+    assert label == "" and cli("evals", "plan", history, "--budget", "20").code == 0
+    long = tmp / "long.csv"
+    _, y = simulate(30)
+    long.write_text(
+        "model,qid,score\n"
+        + "".join(f"m{j},{i},{y[i, j]:g}\n" for j in range(3) for i in range(30))
+    )
+    assert cli("evals", "plan", long, "--budget", "20", "--id", "qid").code == 0
+    assert cli("evals", "plan", long, "--budget", "20", "--id", "item").code == 2
+
+
+def test_one_models_results_as_a_history_name_the_fix_that_works(tmp_path):
+    _, y = simulate(30)
+    one = _write_results(tmp_path / "base.csv", y[:, 0])  # one model's per-item results
+    with pytest.raises(InputError, match="one model's per-item results.*one such file per model"):
+        read_history(one)
+    long = tmp_path / "long.csv"
+    long.write_text("model,item,score\n" + "".join(f"m0,{i},{y[i, 0]:g}\n" for i in range(30)))
+    with pytest.raises(InputError, match="names one model \\('m0'\\).*add the other models"):
+        read_history(long)
+    two = _write_results(tmp_path / "other.csv", y[:, 1])
+    assert read_history([one, two]).n_models == 2  # the fix it names works
+
+
+def test_a_long_table_refuses_an_item_twice_for_one_model(tmp_path):
+    _, y = simulate(30)
+    rows = [f"m{j},{i},{y[i, j]:g}" for j in range(3) for i in range(30)]
+    (tmp_path / "long.csv").write_text("model,item,score\n" + "\n".join(rows + ["m0,0,1"]) + "\n")
+    with pytest.raises(InputError, match="appears on 2 rows for model 'm0'"):
+        read_history(tmp_path / "long.csv")
+    assert read_history(tmp_path / "long.csv", duplicates="mean").n_models == 3

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from labcoat.cli.group import Group
+from labcoat.cli.ids import add_duplicates_option, reading
 from labcoat.cli.output import (
     json_option,
     ledger_target,
@@ -42,6 +43,11 @@ def _columns(fn):
     for option in reversed(columns):
         fn = option(fn)
     return fn
+
+
+def _duplicates() -> str:
+    """``--duplicates``: what an item id on more than one row is (error, or mean of its rows)."""
+    return reading().get("duplicates", "error")
 
 
 def _finish(result: Any, as_json: bool, ledger: str | None, no_ledger: bool) -> None:
@@ -128,6 +134,7 @@ def plan_cmd(
         model=model_col,
         ledger=ledger,
         eval=eval_name,
+        duplicates=_duplicates(),
     )
     plan = plan_subset(
         hist, budget, method=method, seed=seed, level=level, calibrate=not no_calibrate
@@ -162,7 +169,7 @@ def estimate_cmd(
     """Estimate the full-benchmark score from RESULTS on the plan's items."""
     from labcoat.evals import estimate, read_results
 
-    res = read_results(results, id=id_col, score=score_col)
+    res = read_results(results, id=id_col, score=score_col, duplicates=_duplicates())
     result = estimate(res, plan_path, level=level, allow_missing=allow_missing)
     _finish(result, as_json, ledger, no_ledger)
 
@@ -192,7 +199,10 @@ def compare_cmd(
     the subset cannot tell them apart."""
     from labcoat.evals import compare, read_results
 
-    ra = read_results(a, id=id_col, score=score_col)
-    rb = read_results(b, id=id_col, score=score_col)
+    ra = read_results(a, id=id_col, score=score_col, duplicates=_duplicates())
+    rb = read_results(b, id=id_col, score=score_col, duplicates=_duplicates())
     result = compare(ra, rb, plan_path, level=level, allow_missing=allow_missing)
     _finish(result, as_json, ledger, no_ledger)
+
+
+add_duplicates_option(evals)  # --duplicates error|mean on every evals command
