@@ -69,7 +69,7 @@ def test_compare_decides_a_clear_gap_and_refuses_inside_the_noise(history):
     plan = plan_subset(history, 120, n_resamples=3)
     strong, weak = new_model(2.0), new_model(-1.5)
     clear = compare(planned(plan, strong), planned(plan, weak), plan)
-    assert clear.decision == "a better" and clear.items_needed is None
+    assert clear.decision == "A better" and clear.items_needed is None
     twin = new_model(0.3, draw_seed=5)
     close = compare(planned(plan, twin), planned(plan, new_model(0.3, draw_seed=6)), plan)
     assert close.decision == "inconclusive"

@@ -154,10 +154,13 @@ def test_the_coverage_check_catches_intervals_a_third_as_wide(model_plan):
 def test_compare_on_a_model_plan_ranks_on_the_design_based_paired_difference(model_plan):
     strong, weak = new_model(1.2), new_model(-1.2)
     cmp = compare(planned(model_plan, strong), planned(model_plan, weak), model_plan)
-    assert cmp.decision == "a better" and cmp.inflation == model_plan.design_inflation
+    assert cmp.decision == "A better" and cmp.inflation == model_plan.design_inflation
     assert cmp.score_a == pytest.approx(
         estimate(planned(model_plan, strong), model_plan).design_score
     )
+    # labelled so, since the estimate of the same results is the model-based one
+    assert cmp.scores_basis == "design-based (estimate's is model-based)"
+    assert cmp.to_dict()["scores_basis"] == cmp.scores_basis
 
 
 def test_sequential_runs_on_a_model_plan(model_plan):
@@ -208,6 +211,6 @@ def test_cli_plans_estimates_and_compares_model_based(cli, big_history, tmp_path
     assert est.code == 0, est.err
     assert 0.0 <= json.loads(est.out)["weight"] <= 1.0
     cmp = cli("evals", "compare", a, b, "--plan", plan, "--json", "--no-ledger")
-    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "a better"
+    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "A better"
     refused = cli("evals", "plan", history, "--budget", "60", "--method", "model", "--no-calibrate")
     assert refused.code == 2 and refused.err.count("\n") == 1

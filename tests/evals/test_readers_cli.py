@@ -4,6 +4,7 @@ exit 2 (a history of one model, ids that do not match, planned items missing).""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,7 +103,7 @@ def test_cli_plan_estimate_compare(cli, files):
     data = json.loads(est.out)
     assert data["ci"][0] <= new_model(2.0).mean() <= data["ci"][1]
     cmp = cli("evals", "compare", a, b, "--plan", plan, "--json", "--no-ledger")
-    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "a better"
+    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "A better"
     shown = cli("evals", "estimate", a, "--plan", plan, "--no-ledger")
     assert shown.code == 0 and "Eval estimate" in shown.out
 
@@ -212,3 +213,22 @@ def test_a_long_table_refuses_an_item_twice_for_one_model(tmp_path):
     with pytest.raises(InputError, match="appears on 2 rows for model 'm0'"):
         read_history(tmp_path / "long.csv")
     assert read_history(tmp_path / "long.csv", duplicates="mean").n_models == 3
+
+
+def test_compare_decides_in_the_documented_words_and_names_the_winner_beside_them(cli, files):
+    tmp, history, a, b = files
+    plan = tmp / "plan.json"
+    assert cli("evals", "plan", history, "--budget", "60", "-o", plan).code == 0
+    strong = _write_results(tmp / "zeta-7b.csv", new_model(2.0))  # a name, not "a" or "b"
+    for args, words, winner in (
+        ((strong, b), "A better", "zeta-7b"),
+        ((b, strong), "B better", "zeta-7b"),
+    ):
+        out = cli("evals", "compare", *args, "--plan", plan, "--no-ledger", "--json")
+        data = json.loads(out.out)
+        assert data["decision"] == words and data["winner"] == winner, data
+        assert data["scores_basis"] == "design-based"
+    shown = cli("evals", "compare", strong, b, "--plan", plan, "--no-ledger").out
+    assert "A better (zeta-7b)" in shown and "design-based" in shown
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "evals.md").read_text()
+    assert '"A better", "B better", "inconclusive"' in docs  # the words the docs promise

@@ -61,6 +61,14 @@ def estimate_view(est: Any) -> Group:
         ),
         ("detectable", f"a difference of {est.detectable:.3f} (80% power)"),
     ]
+    if est.stronger_than_history:  # in the JSON as stronger_than_history: true
+        rows.append(
+            (
+                "history",
+                f"stronger than every history model (best {est.history_range[1]:.4f}): the "
+                "plan's strata come from weaker models",
+            )
+        )
     if est.method == "model":
         rows.append(
             (
@@ -74,11 +82,13 @@ def estimate_view(est: Any) -> Group:
 
 def compare_view(cmp: Any) -> Group:
     ci = cmp.ci
+    # the scores the difference is of; a model-based plan's `evals estimate` gives other ones
+    basis = f"{cmp.scores_basis}, {cmp.n} items"
     rows = [
-        (cmp.name_a, f"{cmp.score_a:.4f}"),
-        (cmp.name_b, f"{cmp.score_b:.4f}"),
+        (f"A: {cmp.name_a}", f"{cmp.score_a:.4f} ({basis})"),
+        (f"B: {cmp.name_b}", f"{cmp.score_b:.4f} ({basis})"),
         ("A - B", f"{cmp.diff:+.4f}  [{ci.low:+.4f}, {ci.high:+.4f}] ({cmp.level:.0%})"),
-        ("decision", cmp.decision),
+        ("decision", cmp.verdict_line),
     ]
     if cmp.items_needed is not None:
         rows.append(("items needed", f"about {cmp.items_needed} of {cmp.n_total}"))
