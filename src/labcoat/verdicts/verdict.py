@@ -67,6 +67,15 @@ class Arm:
     excluded: int
 
 
+#: the fix for a repeated id that a verdict names: it judges the rows its plan registered, so
+#: averaging them away is not its to do (``labcoat verdict`` has no --duplicates)
+REPEATED_IDS_REMEDY = (
+    "A verdict judges the rows its plan registered and does not average them: remove the "
+    "repeated rows, or, if they are answers to one item under several seeds or epochs, give "
+    "them a `seed` (or `epoch`) column and register the plan's seeds and seed_column."
+)
+
+
 def _table(data: Any, name: str):
     from labcoat.stats.readers import Table, read_table
 
@@ -75,7 +84,7 @@ def _table(data: Any, name: str):
     if isinstance(data, Mapping):
         return Table(name, {k: np.asarray(v, dtype=object) for k, v in data.items()}), None
     if isinstance(data, (str, os.PathLike)):
-        return read_table(data), Path(data)
+        return read_table(data, remedy=REPEATED_IDS_REMEDY), Path(data)
     raise InputError(
         f"{name}: expected a results file, a labcoat.stats.Table or a dict of columns; got "
         f"{type(data).__name__}"
@@ -122,6 +131,8 @@ def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
         scores = None if scores is None else scores[keep]
     if ids.size == 0:
         raise InputError(f"{table.source}: no rows left after the plan's exclusions")
+    if scores is not None:
+        _within_bounds(scores, plan, column, table.source)
     return Arm(
         source=table.source,
         ids=ids,
@@ -133,6 +144,36 @@ def load_arm(data: Any, plan: Plan, column: str, name: str) -> Arm:
         produced_at=_produced_at(path),
         excluded=0 if keep is None else int((~keep).sum()),
     )
+
+
+#: metrics that are shares of items (a per-item score is 0/1 or a share): their scores must lie
+#: in the plan's bounds whatever the test; for other metrics the bounds bind sequential tests
+SHARE_METRICS = frozenset(
+    ("accuracy", "acc", "acc_norm", "exact_match", "em", "pass@1", "pass_rate", "win_rate")
+)
+
+
+def _within_bounds(scores: np.ndarray, plan: Plan, column: str, source: str) -> None:
+    """Refuse a score outside the plan's ``bounds`` (the range every per-item score lies in, [0,
+    1] unless registered otherwise) where they bind: a share metric such as accuracy, McNemar's
+    0/1 answers, a sequential test's range. A 3 in an accuracy column is a wrong column or
+    scale, and a mean with it in would be judged as if it were an accuracy."""
+    binding = plan.metric.lower() in SHARE_METRICS or plan.resolved_test() in (
+        "sequential",
+        "mcnemar",
+    )
+    if not binding:
+        return
+    lo, hi = plan.bounds
+    outside = np.flatnonzero((scores < lo) | (scores > hi))
+    if outside.size:
+        i = int(outside[0])
+        raise InputError(
+            f"{source}: column {column!r} has {outside.size} score(s) outside the plan's bounds "
+            f"[{lo:g}, {hi:g}] (e.g. {scores[i]:g}); every per-item {plan.metric} score "
+            "must lie in them. Score the right column (--score), or, if the scale itself is "
+            "right, the plan's bounds are not (a revision now is a deviation)."
+        )
 
 
 @dataclass(frozen=True)
