@@ -73,10 +73,35 @@ MODEL_INFLATION_FLOOR = 0.5
 WEIGHTS = np.linspace(0.0, 1.0, 21)
 #: the most an interval is widened by calibration before the plan warns instead
 INFLATION_CAP = 2.0
-#: the least the calibration may narrow the design's own intervals
+#: the least the calibration may narrow the design's own intervals, on a history that can show it
 INFLATION_FLOOR = 0.85
 #: calibrate to cover this share of the level's misses fewer (0.2 at 95 %: 96 % on the history)
 CALIBRATION_MARGIN = 0.2
+
+
+def calibration_target(level: float) -> float:
+    """The coverage the calibration aims at on held-out history models: the level plus
+    :data:`CALIBRATION_MARGIN` of its misses (0.96 at 95 %)."""
+    return level + (1.0 - level) * CALIBRATION_MARGIN
+
+
+def narrowing_min_groups(level: float) -> int:
+    """The least model groups a history needs before its calibration may narrow an interval
+    below the design's own: ``q / (1 - q)`` for the target ``q`` (24 at 95 %).
+
+    Held-out models are the calibration's units (the draws of one model share its bias): with
+    ``M`` of them, the quantile that covers a new model at ``q`` is the ``(M + 1) q``-th smallest
+    of ``M`` (the conformal, finite-sample one), which exists only when ``M >= q / (1 - q)``.
+    Below that the history cannot show that a new model is covered by a narrower interval,
+    only that one is not (so widening stays allowed)."""
+    q = calibration_target(level)
+    return int(math.ceil(q / (1.0 - q) - 1e-9))
+
+
+def inflation_floor(history: History, level: float, floor: float = INFLATION_FLOOR) -> float:
+    """The least calibrated factor the history vouches for: ``floor`` on a history of at least
+    :func:`narrowing_min_groups` model groups, else 1 (never narrower than the design)."""
+    return floor if np.unique(history.groups).size >= narrowing_min_groups(level) else 1.0
 
 
 def n_clusters(budget: int, n_models: int) -> int:
@@ -589,17 +614,24 @@ def calibrate_model(
         e_out = np.abs(WEIGHTS[:, None] * s[out] + (1.0 - WEIGHTS[:, None]) * m[out] - t[out])
         w_out = float(WEIGHTS[int(np.argmin(e_out.mean(axis=1)))])
     est = np.where(out, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
-    target = level + (1.0 - level) * CALIBRATION_MARGIN
+    target = calibration_target(level)
     held_models = int(np.unique(ids).size)  # distinct: the top fold's are in a random fold too
     corrected = min(1.0, target * (1.0 + 1.0 / max(held_models, 1)))
     ratios = np.abs(est - t)[inside] / half[inside]
     need = float(np.quantile(ratios, corrected, method="higher"))
     need_design = float(np.quantile(np.abs(s - t) / half, target, method="higher"))
+    floor, floor_model = (
+        inflation_floor(history, level, f) for f in (INFLATION_FLOOR, MODEL_INFLATION_FLOOR)
+    )
     return {
         "coverage_raw": float(np.mean(ratios <= 1.0)),
-        "inflation": float(min(max(MODEL_INFLATION_FLOOR, need), INFLATION_CAP)),
-        "inflation_design": float(min(max(INFLATION_FLOOR, need_design), INFLATION_CAP)),
+        "inflation": float(min(max(floor_model, need), INFLATION_CAP)),
+        "inflation_design": float(min(max(floor, need_design), INFLATION_CAP)),
         "inflation_cap": INFLATION_CAP,
+        "inflation_floor": floor_model,
+        "inflation_needed": need,
+        "narrowing_min_groups": narrowing_min_groups(level),
+        "history_groups": int(np.unique(history.groups).size),
         "weight": w,
         "weight_outside": w_out,
         "quantile": corrected,
@@ -655,13 +687,18 @@ def calibrate_design(
             errors_random.append(np.abs(y_all[ridx][:, held].mean(axis=0) - truth[held]))
     ratios = np.concatenate(ratios)
     # the factor at which held-out history models are covered a little above the level (the
-    # collapsed-strata variance overstates, so this may narrow the intervals, never below
-    # INFLATION_FLOOR of the design's own)
-    need = float(np.quantile(ratios, level + (1.0 - level) * CALIBRATION_MARGIN))
+    # collapsed-strata variance overstates, so this may narrow the intervals: never below
+    # INFLATION_FLOOR of the design's own, and not at all on a history of too few model groups)
+    need = float(np.quantile(ratios, calibration_target(level)))
+    floor = inflation_floor(history, level)
     return {
         "coverage_raw": float(np.mean(ratios <= 1.0)),
-        "inflation": float(min(max(INFLATION_FLOOR, need), INFLATION_CAP)),
+        "inflation": float(min(max(floor, need), INFLATION_CAP)),
         "inflation_cap": INFLATION_CAP,
+        "inflation_floor": floor,
+        "inflation_needed": need,
+        "narrowing_min_groups": narrowing_min_groups(level),
+        "history_groups": int(groups.size),
         "mae": float(np.concatenate(errors).mean()),
         "mae_random": float(np.concatenate(errors_random).mean()),
         "folds": k,
