@@ -95,7 +95,7 @@ def files(tmp_path):
 def test_cli_plan_estimate_compare(cli, files):
     tmp, history, a, b = files
     plan = tmp / "plan.json"
-    out = cli("evals", "plan", history, "--budget", "60", "-o", plan, "--json")
+    out = cli("evals", "plan", history, "--subset-size", "60", "-o", plan, "--json")
     assert out.code == 0, out.err
     assert len(json.loads(out.out)["subset"]) == 60 and plan.exists()
     est = cli("evals", "estimate", a, "--plan", plan, "--json", "--no-ledger")
@@ -111,10 +111,10 @@ def test_cli_plan_estimate_compare(cli, files):
 def test_cli_bad_inputs_exit_2_with_one_line(cli, files):
     tmp, history, a, _ = files
     plan = tmp / "plan.json"
-    assert cli("evals", "plan", history, "--budget", "60", "-o", plan).code == 0
+    assert cli("evals", "plan", history, "--subset-size", "60", "-o", plan).code == 0
     one = _write_results(tmp / "one.csv", new_model(0.0))
     planted = {
-        "a history with one model": ("evals", "plan", one, "--budget", "20"),
+        "a history with one model": ("evals", "plan", one, "--subset-size", "20"),
         "planned items missing": (
             "evals",
             "estimate",
@@ -142,7 +142,7 @@ def test_cli_bad_inputs_exit_2_with_one_line(cli, files):
 def test_cli_a_refused_estimate_exits_1(cli, files):
     tmp, history, a, _ = files
     plan = tmp / "small.json"
-    assert cli("evals", "plan", history, "--budget", "8", "-o", plan).code == 1
+    assert cli("evals", "plan", history, "--subset-size", "8", "-o", plan).code == 1
     out = cli("evals", "estimate", a, "--plan", plan, "--no-ledger", "--json")
     assert out.code == 1 and json.loads(out.out)["refused"] is True
 
@@ -150,7 +150,7 @@ def test_cli_a_refused_estimate_exits_1(cli, files):
 def test_cli_estimate_refuses_duplicate_ids_unless_told_to_average_them(cli, files):
     tmp, history, a, _ = files
     plan = tmp / "plan.json"
-    assert cli("evals", "plan", history, "--budget", "60", "-o", plan).code == 0
+    assert cli("evals", "plan", history, "--subset-size", "60", "-o", plan).code == 0
     scores = new_model(0.0)
     dup = tmp / "dup.csv"  # every item also appears as a 1: averaging would inflate the score
     dup.write_text("item,score\n" + "".join(f"{i},{v:g}\n{i},1\n" for i, v in enumerate(scores)))
@@ -165,32 +165,32 @@ def test_cli_estimate_refuses_duplicate_ids_unless_told_to_average_them(cli, fil
         "evals", "estimate", dup, "--plan", plan, "--no-ledger", "--json", "--duplicates", "mean"
     )
     assert mean.code == 0, mean.err
-    assert json.loads(mean.out)["score"] > json.loads(once.out)["score"]  # averaged, as asked
+    assert json.loads(mean.out)["mean"] > json.loads(once.out)["mean"]  # averaged, as asked
     epochs = tmp / "epochs.csv"  # one row per item and epoch: averaged per item, no error
     epochs.write_text(
         "item,epoch,score\n"
         + "".join(f"{i},{e},{v:g}\n" for i, v in enumerate(scores) for e in (1, 2))
     )
     again = cli("evals", "estimate", epochs, "--plan", plan, "--no-ledger", "--json")
-    assert again.code == 0 and json.loads(again.out)["score"] == json.loads(once.out)["score"]
+    assert again.code == 0 and json.loads(again.out)["mean"] == json.loads(once.out)["mean"]
 
 
 def test_plan_names_a_column_it_was_told_to_use_and_does_not_have(cli, files):
     tmp, history, _, _ = files
-    out = cli("evals", "plan", history, "--budget", "20", "--id", "qid")
+    out = cli("evals", "plan", history, "--subset-size", "20", "--id", "qid")
     assert out.code == 2 and "history.csv" in out.err and "'qid'" in out.err
     assert out.err.count("\n") == 1
-    assert cli("evals", "plan", history, "--budget", "20", "--score", "acc").code == 2
+    assert cli("evals", "plan", history, "--subset-size", "20", "--score", "acc").code == 2
     label = history.read_text().split(",", 1)[0]  # the matrix's own label column (unnamed)
-    assert label == "" and cli("evals", "plan", history, "--budget", "20").code == 0
+    assert label == "" and cli("evals", "plan", history, "--subset-size", "20").code == 0
     long = tmp / "long.csv"
     _, y = simulate(30)
     long.write_text(
         "model,qid,score\n"
         + "".join(f"m{j},{i},{y[i, j]:g}\n" for j in range(3) for i in range(30))
     )
-    assert cli("evals", "plan", long, "--budget", "20", "--id", "qid").code == 0
-    assert cli("evals", "plan", long, "--budget", "20", "--id", "item").code == 2
+    assert cli("evals", "plan", long, "--subset-size", "20", "--id", "qid").code == 0
+    assert cli("evals", "plan", long, "--subset-size", "20", "--id", "item").code == 2
 
 
 def test_one_models_results_as_a_history_name_the_fix_that_works(tmp_path):
@@ -218,7 +218,7 @@ def test_a_long_table_refuses_an_item_twice_for_one_model(tmp_path):
 def test_compare_decides_in_the_documented_words_and_names_the_winner_beside_them(cli, files):
     tmp, history, a, b = files
     plan = tmp / "plan.json"
-    assert cli("evals", "plan", history, "--budget", "60", "-o", plan).code == 0
+    assert cli("evals", "plan", history, "--subset-size", "60", "-o", plan).code == 0
     strong = _write_results(tmp / "zeta-7b.csv", new_model(2.0))  # a name, not "a" or "b"
     for args, words, winner in (
         ((strong, b), "A better", "zeta-7b"),

@@ -14,6 +14,7 @@ from labcoat.cli.output import (
     ledger_target,
     level_options,
     recording_options,
+    renamed_option,
     respond,
     seed_options,
 )
@@ -63,7 +64,15 @@ def evals() -> None:
 
 @evals.command("plan")
 @click.argument("history", nargs=-1)
-@click.option("--budget", "-k", type=click.IntRange(min=2), required=True, help="Items to plan.")
+@renamed_option(
+    "--subset-size",
+    "--budget",
+    "subset_size",
+    default=None,
+    short="-k",
+    type=click.IntRange(min=2),
+    help="Items to plan (required).",
+)
 @click.option(
     "--method",
     type=click.Choice(["auto", "stratified", "irt", "model", "random"]),
@@ -104,7 +113,7 @@ def evals() -> None:
 @json_option
 def plan_cmd(
     history: tuple[str, ...],
-    budget: int,
+    subset_size: int | None,
     method: str,
     output: str | None,
     orient: str,
@@ -118,12 +127,14 @@ def plan_cmd(
     eval_name: str | None,
     as_json: bool,
 ) -> None:
-    """Choose BUDGET items of HISTORY's benchmark (per-item results of earlier models: one
+    """Choose --subset-size items of HISTORY's benchmark (per-item results of earlier models: one
     items x models matrix, a long table, or one file per model; or, with --from-ledger, the
     checkpoints a watched run scored on every item)."""
     from labcoat.errors import InputError
     from labcoat.evals import plan_subset, read_history
 
+    if subset_size is None:
+        raise InputError("evals plan: give --subset-size K (-k K), the number of items to plan.")
     if not history and ledger is None:
         raise InputError("evals plan: give a HISTORY file, or --from-ledger PATH to read one from.")
     hist = read_history(
@@ -137,7 +148,7 @@ def plan_cmd(
         duplicates=_duplicates(),
     )
     plan = plan_subset(
-        hist, budget, method=method, seed=seed, level=level, calibrate=not no_calibrate
+        hist, subset_size, method=method, seed=seed, level=level, calibrate=not no_calibrate
     )
     if output is not None:
         plan.save(output)

@@ -31,10 +31,10 @@ def _plan_size(plan: Any) -> Outcome:
         return failed(
             f"{n} items planned: too few for an interval that holds; plan at least {MIN_ITEMS} "
             "(estimates from it will refuse)",
-            budget=n,
+            subset_size=n,
             minimum=MIN_ITEMS,
         )
-    return passed(f"{n} of {plan.n_items} items planned ({plan.method})", budget=n)
+    return passed(f"{n} of {plan.n_items} items planned ({plan.method})", subset_size=n)
 
 
 @CHECKS.check(
@@ -138,7 +138,7 @@ def _estimate_interval(est: Any) -> Outcome:
     if est.refused:
         return failed(est.reason, n=est.n, df=est.df)
     return passed(
-        f"{est.score:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}] from {est.n} items "
+        f"{est.mean:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}] from {est.n} items "
         f"(as precise as {est.n_effective:.0f} random items)",
         n=est.n,
         df=est.df,

@@ -27,7 +27,7 @@ def plan_view(plan: Any) -> Group:
     cal = plan.calibration
     rows = [
         ("method", plan.method),
-        ("items", f"{plan.budget} of {plan.n_items}"),
+        ("items", f"{plan.subset_size} of {plan.n_items}"),
         ("strata", str(plan.design.alloc.size)),
         ("history", f"{len(plan.models)} models ({plan.source})"),
     ]
@@ -44,7 +44,7 @@ def plan_view(plan: Any) -> Group:
                     f"(design-based alone: held-out MAE {cal['mae_design']:.4f})",
                 )
             )
-    shown = ", ".join(plan.subset[:12]) + (", ..." if plan.budget > 12 else "")
+    shown = ", ".join(plan.subset[:12]) + (", ..." if plan.subset_size > 12 else "")
     rows.append(("evaluate", shown))
     return _with_findings(_rows("Eval plan", rows), plan)
 
@@ -53,7 +53,7 @@ def estimate_view(est: Any) -> Group:
     ci = est.ci
     rows = [
         ("model", est.model or "-"),
-        ("score", f"{est.score:.4f}  [{ci.low:.4f}, {ci.high:.4f}] ({est.level:.0%})"),
+        ("score", f"{est.mean:.4f}  [{ci.low:.4f}, {ci.high:.4f}] ({est.level:.0%})"),
         (
             "items",
             f"{est.n} of {est.n_total} ({est.method}); as precise as "
