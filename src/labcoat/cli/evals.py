@@ -152,9 +152,7 @@ def plan_cmd(
     )
     if output is not None:
         plan.save(output)
-    big = ("items", "chosen", "design", "item_model")
-    summary = {k: v for k, v in plan.to_dict().items() if k not in big}
-    respond(as_json, summary, lambda: plan)
+    respond(as_json, plan, lambda: plan, max_items=10**9)  # the plan file's JSON, uncut
     raise click.exceptions.Exit(0 if plan.ok else 1)
 
 
