@@ -232,3 +232,18 @@ def test_compare_decides_in_the_documented_words_and_names_the_winner_beside_the
     assert "A better (zeta-7b)" in shown and "design-based" in shown
     docs = (Path(__file__).resolve().parents[2] / "docs" / "evals.md").read_text()
     assert '"A better", "B better", "inconclusive"' in docs  # the words the docs promise
+
+
+def test_the_estimate_table_shows_what_the_json_says_of_a_model_stronger_than_the_history(
+    cli, files
+):
+    tmp, history, a, b = files
+    plan = tmp / "plan.json"
+    assert cli("evals", "plan", history, "--subset-size", "60", "-o", plan).code == 0
+    for path, stronger in ((a, True), (b, False)):  # ability 2.0 beyond the history; -1.5 not
+        data = json.loads(
+            cli("evals", "estimate", path, "--plan", plan, "--no-ledger", "--json").out
+        )
+        shown = cli("evals", "estimate", path, "--plan", plan, "--no-ledger").out
+        assert data["stronger_than_history"] is stronger
+        assert ("stronger than every history model" in shown) is stronger
