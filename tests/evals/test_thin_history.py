@@ -60,3 +60,12 @@ def test_a_thin_history_of_math500_keeps_the_design_s_own_intervals():
         keep[np.random.default_rng(seed).choice(math.n_models, 5, replace=False)] = True
         plan = plan_subset(math.without(keep), 100, seed=seed, n_resamples=5)
         assert plan.inflation >= 1.0, plan.calibration
+
+
+def test_a_model_based_plan_on_fewer_groups_than_can_show_it_never_narrows(overstated):
+    thin = plan_subset(_history(16), 60, method="model", n_resamples=2)  # 12 <= 16 < 24 groups
+    cal = thin.calibration
+    assert thin.method == "model" and cal["inflation_floor"] == 1.0
+    assert cal["inflation"] >= 1.0 and cal["inflation_design"] >= 1.0
+    enough = plan_subset(_history(26), 60, method="model", n_resamples=2).calibration
+    assert enough["inflation_floor"] < 1.0 and enough["inflation_design"] < 1.0  # may narrow
