@@ -33,7 +33,8 @@ plan is made by ``plan_subset`` with its defaults (``method="auto"``, calibrated
 held-out model is scored on ``--reps`` subsets drawn from the plan's design, with the plan's
 own interval. It prints the coverage per size (held-out models x draws), its binomial p against
 the level, the coverage of held-out models whose score lies outside the history's range (and
-their share), how often the calibration narrowed the design's intervals, and its factors.
+their share), how often the calibration narrowed the design's intervals and the coverage of
+the plans that narrowed, and the factors.
 
 Run: python bench/evals.py [--reps 40] [--method stratified|irt|model] [--only math|chem]
 [--seed N]; python bench/evals.py --history-sizes [--seeds 30] [--reps 10] [--budget 100]
@@ -214,12 +215,12 @@ def history_sizes(history, sizes, seeds: int, reps: int, budget: int) -> list[di
     groups = np.unique(history.groups)
     print(
         f"{'models':>6} {'groups':>6} {'cover':>6} {'trials':>6} {'p(<.95)':>8} "
-        f"{'cover out':>13} {'narrowed':>8} {'factor':>11} {'model':>5} {'s':>4}"
+        f"{'cover out':>13} {'narrowed':>8} {'cover':>6} {'factor':>11} {'model':>5} {'s':>4}"
     )
     rows = []
     for size in sizes:
         start = time.perf_counter()
-        covered, outside, factors, n_groups, models = [], [], [], [], 0
+        covered, outside, narrowed, factors, n_groups, models = [], [], [], [], [], 0
         for seed in range(seeds):
             rng = np.random.default_rng([seed, size])
             held = np.isin(history.groups, rng.choice(groups, HELD_GROUPS, replace=False))
@@ -237,8 +238,10 @@ def history_sizes(history, sizes, seeds: int, reps: int, budget: int) -> list[di
                 est, half = plan_intervals(plan, yt, plan.design.draw(rng))
                 covered.append(np.abs(np.clip(est, 0, 1) - tt) <= half)
                 outside.append((tt < lo) | (tt > hi))
+                narrowed.append(np.full(tt.size, plan.inflation < 1.0))
         cover = np.concatenate(covered)
         out = np.concatenate(outside)
+        narrow = np.concatenate(narrowed)
         factors = np.array(factors)
         # per draw and held-out model; draws of one model share its bias, so the p is optimistic
         p = binomtest(int(cover.sum()), cover.size, LEVEL, alternative="less").pvalue
@@ -251,6 +254,7 @@ def history_sizes(history, sizes, seeds: int, reps: int, budget: int) -> list[di
             "cover_outside": float(cover[out].mean()) if out.any() else float("nan"),
             "outside": float(out.mean()),
             "narrowed": float(np.mean(factors < 1.0)),
+            "cover_narrowed": float(cover[narrow].mean()) if narrow.any() else float("nan"),
             "factor": (float(factors.min()), float(factors.max())),
             "model": models,
         }
@@ -258,6 +262,7 @@ def history_sizes(history, sizes, seeds: int, reps: int, budget: int) -> list[di
         print(
             f"{size:>6} {row['groups']:6.1f} {row['cover']:6.3f} {row['trials']:>6} {p:8.3f} "
             f"{row['cover_outside']:6.3f} ({row['outside']:4.0%}) {row['narrowed']:8.2f} "
+            f"{row['cover_narrowed']:6.3f} "
             f"{factors.min():5.2f}-{factors.max():4.2f} {models:>5} "
             f"{time.perf_counter() - start:4.0f}",
             flush=True,
