@@ -182,9 +182,7 @@ def _gate(a, b):
     ta, tb = read_table(a), read_table(b)
     return (
         ["stats", "gate", a, b, "--on", "id", "--score", "s", "--margin", "0.1", "--no-ledger"],
-        gate(
-            ta.scores("s"), tb.scores("s"), 0.1, ids_new=ta.labels("id"), ids_old=tb.labels("id")
-        ),
+        gate(ta.scores("s"), tb.scores("s"), 0.1, ids_new=ta.labels("id"), ids_old=tb.labels("id")),
     )
 
 
