@@ -26,8 +26,18 @@ sampling with its t interval (random); with ``--method model`` the model-based p
   held-out models: the MAE ratio without the Monte-Carlo noise of the draws (about +-0.015 at
   --reps 30).
 
+``--history-sizes`` measures instead how the intervals hold on a thin history: for every
+history size (5 to 134 models of MATH-500's 140), ``--seeds`` times, three random model groups
+(six models) are held out, the history is that many random models of the remaining 134, the
+plan is made by ``plan_subset`` with its defaults (``method="auto"``, calibrated), and every
+held-out model is scored on ``--reps`` subsets drawn from the plan's design, with the plan's
+own interval. It prints the coverage per size (held-out models x draws), its binomial p against
+the level, the coverage of held-out models whose score lies outside the history's range (and
+their share), how often the calibration narrowed the design's intervals and the coverage of
+the plans that narrowed, and the factors.
+
 Run: python bench/evals.py [--reps 40] [--method stratified|irt|model] [--only math|chem]
-[--seed N]
+[--seed N]; python bench/evals.py --history-sizes [--seeds 30] [--reps 10] [--budget 100]
 """
 
 from __future__ import annotations
@@ -181,6 +191,85 @@ def report(name: str, stats: dict) -> dict:
     return stats
 
 
+HISTORY_SIZES = (5, 6, 8, 12, 16, 24, 34, 50, 67, 100, 134)
+#: model groups held out of MATH-500 per seed in the history-size bench (six models)
+HELD_GROUPS = 3
+
+
+def plan_intervals(plan, yt: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The estimates and half-widths ``estimate`` gives models scoring ``yt`` on items ``idx``
+    of ``plan`` (vectorised over models)."""
+    if plan.method == "model":
+        est, se, df, infl, _, _, _ = plan.combined(yt[idx], idx)
+        return est, infl * D.t_quantile(plan.level, df) * se
+    est, se, df, _ = plan.design.estimate(yt[idx], idx, plan.item_model)
+    return est, plan.inflation * D.t_quantile(plan.level, df) * se
+
+
+def history_sizes(history, sizes, seeds: int, reps: int, budget: int) -> list[dict]:
+    """Coverage of the default plan's intervals, per history size, leave-models-out."""
+    from scipy.stats import binomtest
+
+    y_all = history.scores
+    truth = y_all.mean(axis=0)
+    groups = np.unique(history.groups)
+    print(
+        f"{'models':>6} {'groups':>6} {'cover':>6} {'trials':>6} {'p(<.95)':>8} "
+        f"{'cover out':>13} {'narrowed':>8} {'cover':>6} {'factor':>11} {'model':>5} {'s':>4}"
+    )
+    rows = []
+    for size in sizes:
+        start = time.perf_counter()
+        covered, outside, narrowed, factors, n_groups, models = [], [], [], [], [], 0
+        for seed in range(seeds):
+            rng = np.random.default_rng([seed, size])
+            held = np.isin(history.groups, rng.choice(groups, HELD_GROUPS, replace=False))
+            rest = np.flatnonzero(~held)
+            keep = np.zeros(history.n_models, dtype=bool)
+            keep[rng.choice(rest, min(size, rest.size), replace=False)] = True
+            train = history.without(keep)
+            plan = plan_subset(train, budget, seed=seed)
+            factors.append(plan.inflation)
+            n_groups.append(np.unique(train.groups).size)
+            models += plan.method == "model"
+            yt, tt = y_all[:, held], truth[held]
+            lo, hi = plan.history_range
+            for _ in range(reps):
+                est, half = plan_intervals(plan, yt, plan.design.draw(rng))
+                covered.append(np.abs(np.clip(est, 0, 1) - tt) <= half)
+                outside.append((tt < lo) | (tt > hi))
+                narrowed.append(np.full(tt.size, plan.inflation < 1.0))
+        cover = np.concatenate(covered)
+        out = np.concatenate(outside)
+        narrow = np.concatenate(narrowed)
+        factors = np.array(factors)
+        # per draw and held-out model; draws of one model share its bias, so the p is optimistic
+        p = binomtest(int(cover.sum()), cover.size, LEVEL, alternative="less").pvalue
+        row = {
+            "models": size,
+            "groups": float(np.mean(n_groups)),
+            "cover": float(cover.mean()),
+            "trials": int(cover.size),
+            "p": float(p),
+            "cover_outside": float(cover[out].mean()) if out.any() else float("nan"),
+            "outside": float(out.mean()),
+            "narrowed": float(np.mean(factors < 1.0)),
+            "cover_narrowed": float(cover[narrow].mean()) if narrow.any() else float("nan"),
+            "factor": (float(factors.min()), float(factors.max())),
+            "model": models,
+        }
+        rows.append(row)
+        print(
+            f"{size:>6} {row['groups']:6.1f} {row['cover']:6.3f} {row['trials']:>6} {p:8.3f} "
+            f"{row['cover_outside']:6.3f} ({row['outside']:4.0%}) {row['narrowed']:8.2f} "
+            f"{row['cover_narrowed']:6.3f} "
+            f"{factors.min():5.2f}-{factors.max():4.2f} {models:>5} "
+            f"{time.perf_counter() - start:4.0f}",
+            flush=True,
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=40, help="subsets per split and budget")
@@ -188,9 +277,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", default="stratified", choices=["stratified", "irt", "model"])
     parser.add_argument("--only", default=None, choices=["math", "chem"])
     parser.add_argument("--seed", type=int, default=0, help="seed of the folds, plans and draws")
+    parser.add_argument(
+        "--history-sizes",
+        nargs="*",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"coverage on thin histories of MATH-500 (default sizes {HISTORY_SIZES})",
+    )
+    parser.add_argument("--seeds", type=int, default=30, help="histories per size")
+    parser.add_argument("--budget", type=int, default=100, help="items planned (history sizes)")
     args = parser.parse_args(argv)
     if not DATA.is_dir():
         print(f"no reference data at {DATA}; nothing to measure", file=sys.stderr)
+        return 0
+    if args.history_sizes is not None:
+        history = read_history(DATA / "math500_cbmm_Y.csv")
+        print(
+            f"MATH-500, {args.budget} items, {HELD_GROUPS} groups held out, {args.seeds} "
+            f"histories per size, {args.reps} draws each"
+        )
+        history_sizes(
+            history, args.history_sizes or HISTORY_SIZES, args.seeds, args.reps, args.budget
+        )
         return 0
     sets = {
         "math": ("MATH-500 (500 items x 70 models x 2 prompt settings)", "math500_cbmm_Y.csv"),

@@ -202,6 +202,85 @@ def _verdict(a, b):
     return ["verdict", "1", "--a", a, "--b", b, "--ledger", str(here / "cli.db")], result
 
 
+def _gate(a, b):
+    from labcoat.stats import gate, read_table
+
+    ta, tb = read_table(a), read_table(b)
+    return (
+        ["stats", "gate", a, b, "--on", "id", "--score", "s", "--margin", "0.1", "--no-ledger"],
+        gate(ta.scores("s"), tb.scores("s"), 0.1, ids_new=ta.labels("id"), ids_old=tb.labels("id")),
+    )
+
+
+def _leaderboard(a, b):
+    from labcoat.stats import leaderboard, read_table
+
+    ta, tb = read_table(a), read_table(b)
+    return (
+        ["stats", "leaderboard", a, b, "--on", "id", "--score", "s", "--no-ledger"],
+        leaderboard(
+            {"a": ta.scores("s"), "b": tb.scores("s")}, {"a": ta.labels("id"), "b": tb.labels("id")}
+        ),
+    )
+
+
+def _seeds(a, b):
+    from labcoat.stats import read_table, summarize_runs
+
+    return ["stats", "seeds", a, "--score", "s"], summarize_runs(read_table(a).scores("s"))
+
+
+def _sequential(a, b):
+    from labcoat.stats import read_table
+    from labcoat.stats.sequential import replay
+
+    return (
+        ["stats", "sequential", a, "--score", "s", "--width", "0.5"],
+        replay(read_table(a).scores("s"), width=0.5),
+    )
+
+
+def _history(a):
+    """A history of six models on the items of ``a`` (ids q0..q39), beside it."""
+    rng = np.random.default_rng(1)
+    path = Path(a).with_name("history.csv")
+    rows = [",".join(["id", *(f"m{j}" for j in range(6))])]
+    rows += [
+        ",".join([f"q{i}", *(str(int(rng.random() < 0.3 + 0.1 * j)) for j in range(6))])
+        for i in range(40)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def _evals_plan(a, b):
+    from labcoat.evals import plan_subset
+
+    history = _history(a)
+    return ["evals", "plan", history, "--subset-size", "24"], plan_subset(history, 24)
+
+
+def _evals_estimate(a, b):
+    from labcoat.evals import estimate, plan_subset, read_results
+
+    plan = plan_subset(_history(a), 24).save(Path(a).with_name("plan.json"))
+    return (
+        ["evals", "estimate", a, "--plan", str(plan), "--id", "id", "--score", "s", "--no-ledger"],
+        estimate(read_results(a, id="id", score="s"), plan),
+    )
+
+
+def _evals_compare(a, b):
+    from labcoat.evals import compare, plan_subset, read_results
+
+    plan = plan_subset(_history(a), 24).save(Path(a).with_name("plan.json"))
+    args = ["--plan", str(plan), "--id", "id", "--score", "s", "--no-ledger"]
+    return (
+        ["evals", "compare", a, b, *args],
+        compare(read_results(a, id="id", score="s"), read_results(b, id="id", score="s"), plan),
+    )
+
+
 #: command -> builder of (CLI arguments, the library's result at default options)
 JSON_EQUALS_LIBRARY = {
     ("design",): [_design],
@@ -212,6 +291,13 @@ JSON_EQUALS_LIBRARY = {
     ("stats", "intervals"): [_intervals],
     ("stats", "adjust"): [_adjust],
     ("verdict",): [_verdict],
+    ("stats", "gate"): [_gate],
+    ("stats", "leaderboard"): [_leaderboard],
+    ("stats", "seeds"): [_seeds],
+    ("stats", "sequential"): [_sequential],
+    ("evals", "plan"): [_evals_plan],
+    ("evals", "estimate"): [_evals_estimate],
+    ("evals", "compare"): [_evals_compare],
 }
 
 #: commands with --json not yet held to it (each still maps onto one library call, unchecked
@@ -224,9 +310,6 @@ NOT_YET = {
     ("checks",),
     ("diff",),
     ("doctor",),
-    ("evals", "compare"),
-    ("evals", "estimate"),
-    ("evals", "plan"),
     ("ledger", "add"),
     ("ledger", "diff"),
     ("ledger", "export"),
@@ -246,10 +329,6 @@ NOT_YET = {
     ("scale", "fit"),
     ("scale", "optimal"),
     ("scale", "predict"),
-    ("stats", "gate"),
-    ("stats", "leaderboard"),
-    ("stats", "seeds"),
-    ("stats", "sequential"),
     ("watch", "report"),
 }
 

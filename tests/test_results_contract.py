@@ -38,7 +38,7 @@ def _plan():
     from labcoat.evals import plan_subset
 
     y, history = _history()
-    return y, plan_subset(history, 40, reps=2)
+    return y, plan_subset(history, 40, n_resamples=2)
 
 
 def _estimate():

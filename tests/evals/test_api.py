@@ -69,7 +69,7 @@ def test_compare_decides_a_clear_gap_and_refuses_inside_the_noise(history):
     plan = plan_subset(history, 120, n_resamples=3)
     strong, weak = new_model(2.0), new_model(-1.5)
     clear = compare(planned(plan, strong), planned(plan, weak), plan)
-    assert clear.decision == "a better" and clear.items_needed is None
+    assert clear.decision == "A better" and clear.items_needed is None
     twin = new_model(0.3, draw_seed=5)
     close = compare(planned(plan, twin), planned(plan, new_model(0.3, draw_seed=6)), plan)
     assert close.decision == "inconclusive"
@@ -87,7 +87,7 @@ def test_the_plan_round_trips_through_its_file(plan, tmp_path):
     again = load_plan(path)
     assert again.subset == plan.subset and again.inflation == plan.inflation
     target = planned(plan, new_model(0.5))
-    assert estimate(target, again).score == estimate(target, plan).score
+    assert estimate(target, again).mean == estimate(target, plan).mean
 
 
 def test_a_file_that_is_not_a_plan_exits_2(tmp_path):
@@ -146,5 +146,5 @@ def test_results_record_their_findings_in_a_ledger(plan, tmp_path):
     ids = est.record(tmp_path / "ledger.db")
     assert ids and len(ids) == len(est.findings)
     page = est.to_html()
-    assert "evals.estimate.interval" in page and f"{est.score}" in page
+    assert "evals.estimate.interval" in page and f"{est.mean}" in page
     assert Ledger(tmp_path / "ledger.db") is not None

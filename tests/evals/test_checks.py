@@ -116,7 +116,7 @@ def test_compare_decision_fails_a_ranking_from_a_too_small_subset(small, strong_
 def test_compare_decision_passes_a_clear_gap_on_sixty_items(plan, strong_weak):
     strong, weak = strong_weak
     cmp = compare(planned(plan, strong), planned(plan, weak), plan)
-    assert cmp.decision == "a better" and status(cmp, "evals.compare.decision") == "pass"
+    assert cmp.decision == "A better" and status(cmp, "evals.compare.decision") == "pass"
 
 
 def _scorer(plan, scores):

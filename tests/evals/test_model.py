@@ -98,7 +98,7 @@ def test_extrapolation_passes_a_model_inside_the_history(model_plan):
     est = estimate(planned(model_plan, new_model(0.3)), model_plan)
     assert not est.extrapolated and est.weight == model_plan.weight
     expected = est.weight * est.design_score + (1 - est.weight) * est.model_score
-    assert est.score == pytest.approx(expected)
+    assert est.mean == pytest.approx(expected)
     assert status(est, "evals.estimate.extrapolation") == "pass"
 
 
@@ -154,10 +154,13 @@ def test_the_coverage_check_catches_intervals_a_third_as_wide(model_plan):
 def test_compare_on_a_model_plan_ranks_on_the_design_based_paired_difference(model_plan):
     strong, weak = new_model(1.2), new_model(-1.2)
     cmp = compare(planned(model_plan, strong), planned(model_plan, weak), model_plan)
-    assert cmp.decision == "a better" and cmp.inflation == model_plan.design_inflation
+    assert cmp.decision == "A better" and cmp.inflation == model_plan.design_inflation
     assert cmp.score_a == pytest.approx(
         estimate(planned(model_plan, strong), model_plan).design_score
     )
+    # labelled so, since the estimate of the same results is the model-based one
+    assert cmp.scores_basis == "design-based (estimate's is model-based)"
+    assert cmp.to_dict()["scores_basis"] == cmp.scores_basis
 
 
 def test_sequential_runs_on_a_model_plan(model_plan):
@@ -172,7 +175,7 @@ def test_a_model_plan_survives_json_and_estimates_the_same(model_plan, tmp_path)
     again = load_plan(path)
     assert again.method == "model" and again.weight == model_plan.weight
     res = planned(model_plan, new_model(0.3))
-    assert estimate(res, again).score == pytest.approx(estimate(res, model_plan).score, abs=1e-4)
+    assert estimate(res, again).mean == pytest.approx(estimate(res, model_plan).mean, abs=1e-4)
 
 
 def test_a_version_one_plan_still_loads_and_a_newer_one_is_refused(history, tmp_path):
@@ -183,7 +186,7 @@ def test_a_version_one_plan_still_loads_and_a_newer_one_is_refused(history, tmp_
     loaded = SubsetPlan.from_dict(json.loads(json.dumps(old)))
     assert loaded.method == "stratified" and loaded.requested_method == ""
     res = planned(plan, new_model(0.0))
-    assert estimate(res, loaded).score == pytest.approx(estimate(res, plan).score)
+    assert estimate(res, loaded).mean == pytest.approx(estimate(res, plan).mean)
     old["version"] = 99
     with pytest.raises(InputError, match="newer"):
         SubsetPlan.from_dict(old)
@@ -199,7 +202,9 @@ def test_cli_plans_estimates_and_compares_model_based(cli, big_history, tmp_path
 
     history = _write_matrix(tmp_path / "history.csv", big_history.scores)
     plan = tmp_path / "plan.json"
-    out = cli("evals", "plan", history, "--budget", "60", "--method", "model", "-o", plan, "--json")
+    out = cli(
+        "evals", "plan", history, "--subset-size", "60", "--method", "model", "-o", plan, "--json"
+    )
     assert out.code == 0, out.err
     assert json.loads(out.out)["method"] == "model"
     a = _write_results(tmp_path / "a.csv", new_model(1.2))
@@ -208,6 +213,8 @@ def test_cli_plans_estimates_and_compares_model_based(cli, big_history, tmp_path
     assert est.code == 0, est.err
     assert 0.0 <= json.loads(est.out)["weight"] <= 1.0
     cmp = cli("evals", "compare", a, b, "--plan", plan, "--json", "--no-ledger")
-    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "a better"
-    refused = cli("evals", "plan", history, "--budget", "60", "--method", "model", "--no-calibrate")
+    assert cmp.code == 0 and json.loads(cmp.out)["decision"] == "A better"
+    refused = cli(
+        "evals", "plan", history, "--subset-size", "60", "--method", "model", "--no-calibrate"
+    )
     assert refused.code == 2 and refused.err.count("\n") == 1

@@ -80,10 +80,10 @@ def test_each_checkpoint_gets_the_plans_full_benchmark_estimate_and_interval(wat
     for r in planned:
         assert r.n == BUDGET and [k for k, _ in r.items] == plan.subset
         est = estimate(dict(r.items), plan)  # the same scores, through the public estimate
-        assert (r.mean, r.low, r.high) == (est.score, est.ci.low, est.ci.high)
+        assert (r.mean, r.low, r.high) == (est.mean, est.ci.low, est.ci.high)
         assert r.estimate.ci == est.ci and "plan's interval of the 1797-item score" in r.basis
         subset_mean = np.mean([s for _, s in r.items])
-        assert abs(subset_mean - est.score) > 1e-6  # the estimate is not the subset's mean
+        assert abs(subset_mean - est.mean) > 1e-6  # the estimate is not the subset's mean
     # the interval covers the checkpoint's exact score, which the full evaluations measured
     for r in planned:
         if r.step in full:
@@ -115,7 +115,7 @@ def test_a_history_read_back_from_the_ledger_plans_again(watched, dataset, tmp_p
     assert history.models.tolist() == ["run1/step59", "run1/step119"]
     assert history.n_items == 1797 and history.items[:3].tolist() == ["0", "1", "2"]
     again = plan_subset(history, 60, calibrate=False)
-    assert again.budget == 60 and again.n_items == 1797
+    assert again.subset_size == 60 and again.n_items == 1797
     # the next planned evaluation files its results under the same evaluation's name
     assert planned_evaluation(again, dataset, accuracy(MLP()), every=10).name == "digits"
     # from the path too, and joined with a history file of the same items

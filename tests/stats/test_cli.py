@@ -822,7 +822,7 @@ def test_power_design_effect_from_pilot_files_with_clusters(cli, tmp_path):
         "--score",
         "acc",
     ]
-    flat = _json(cli("stats", "power", *pilot, "--mde", "0.05", "--json"))
-    clustered = _json(cli("stats", "power", *pilot, "--cluster", "doc", "--mde", "0.05", "--json"))
-    assert flat["design_effect"] == 1.0 and clustered["design_effect"] > 2
-    assert clustered["n"] > 2 * flat["n"]
+    flat = _json(cli("stats", "power", *pilot, "--mde", "0.15", "--json"))
+    clustered = _json(cli("stats", "power", *pilot, "--cluster", "doc", "--mde", "0.15", "--json"))
+    assert flat["design_effect"] == 1.0 and clustered["design_effect"] > 1.5
+    assert clustered["n"] > 1.5 * flat["n"]

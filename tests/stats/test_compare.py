@@ -136,3 +136,18 @@ def test_every_comparison_reports_its_mde_and_effect_size():
     unpaired = compare(a, b, paired=False)
     pooled = np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
     assert unpaired.effect_size == pytest.approx(d.mean() / pooled) and unpaired.mde > res.mde
+
+
+def test_an_undefined_correlation_is_json_null_not_the_string_nan():
+    import json
+
+    from labcoat._jsonable import jsonable
+
+    rng = np.random.default_rng(5)
+    constant = compare(np.ones(50), (rng.random(50) < 0.5).astype(float))  # A all correct
+    assert constant.correlation is None
+    assert json.loads(json.dumps(jsonable(constant.to_dict())))["correlation"] is None
+    a, b = _correlated_models(rng, n=50)
+    assert isinstance(
+        json.loads(json.dumps(jsonable(compare(a, b).to_dict())))["correlation"], float
+    )

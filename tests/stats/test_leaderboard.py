@@ -115,3 +115,26 @@ def test_more_items_is_about_what_would_decide():
     enough, short = int(np.ceil(1.1 * target / 300)), int(0.7 * target / 300)
     assert gate(np.tile(worse, enough), np.tile(better, enough), 0.01).decision == "REJECT"
     assert gate(np.tile(worse, short), np.tile(better, short), 0.01).decision == "INCONCLUSIVE"
+
+
+def test_rank_intervals_agree_with_the_holm_adjusted_pairs_the_groups_come_from():
+    """A top model the bootstrap always ranks first (1-1) while Holm cannot separate it from the
+    second (p 0.12): its rank interval must reach 2, as its group says."""
+    rng = np.random.default_rng(34)
+    n = 300
+    p = rng.uniform(size=n)
+    scores = {
+        f"m{k}": (rng.uniform(size=n) < np.clip(p + g, 0, 1)).astype(float)
+        for k, g in enumerate([0.0, 0.02, 0.045, 0.07])
+    }
+    res = leaderboard(scores, n_resamples=1000)
+    top, pair = res.models[0], res.pairs[0]
+    assert top.rank_ci_bootstrap == (1, 1) and pair.pvalue_holm > res.alpha  # the planted case
+    assert top.rank_ci == (1, 2) and [pair.a, pair.b] in res.groups
+    for m in res.models:  # every model: its interval spans exactly the models it is not told from
+        apart = [q for q in res.pairs if m.name in (q.a, q.b) and q.pvalue_holm <= res.alpha]
+        above = sum(1 for q in apart if q.b == m.name)
+        below = sum(1 for q in apart if q.a == m.name)
+        assert m.rank_ci == (1 + above, len(res.models) - below)
+    healthy = leaderboard(_models(np.random.default_rng(1), [0.0, 0.005, 0.3]), n_resamples=500)
+    assert healthy.models[0].rank_ci == healthy.models[0].rank_ci_bootstrap == (1, 1)

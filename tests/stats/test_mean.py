@@ -165,3 +165,16 @@ def test_one_cluster_is_refused_under_cr1():
 def test_bad_input(kwargs, match):
     with pytest.raises(InputError, match=match):
         mean(**kwargs)
+
+
+def test_a_wilson_bound_at_all_wrong_or_all_right_is_exactly_the_bound():
+    from labcoat.stats.mean import wilson_interval
+
+    for n in (10, 13, 15, 17, 40):
+        assert wilson_interval(0.0, n, 0.95).low == 0.0  # was 2.776e-17 at n = 10
+        assert wilson_interval(1.0, n, 0.95).high == 1.0  # was 0.9999999999999999
+        ref = sps.binomtest(1, n).proportion_ci(0.95, method="wilson")
+        inside = wilson_interval(1 / n, n, 0.95)  # a bound that is not at the edge is kept
+        assert inside.low == pytest.approx(ref.low, abs=1e-12) and inside.low > 0.0
+    shown = mean(np.zeros(10)).ci
+    assert shown.low == 0.0 and f"{shown.low:.4g}" == "0"

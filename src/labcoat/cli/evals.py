@@ -8,11 +8,13 @@ from typing import Any
 import click
 
 from labcoat.cli.group import Group
+from labcoat.cli.ids import add_duplicates_option, reading
 from labcoat.cli.output import (
     json_option,
     ledger_target,
     level_options,
     recording_options,
+    renamed_option,
     respond,
     seed_options,
 )
@@ -44,6 +46,11 @@ def _columns(fn):
     return fn
 
 
+def _duplicates() -> str:
+    """``--duplicates``: what an item id on more than one row is (error, or mean of its rows)."""
+    return reading().get("duplicates", "error")
+
+
 def _finish(result: Any, as_json: bool, ledger: str | None, no_ledger: bool) -> None:
     result.record(ledger_target(ledger, no_ledger))
     respond(as_json, result, lambda: result)
@@ -57,7 +64,15 @@ def evals() -> None:
 
 @evals.command("plan")
 @click.argument("history", nargs=-1)
-@click.option("--budget", "-k", type=click.IntRange(min=2), required=True, help="Items to plan.")
+@renamed_option(
+    "--subset-size",
+    "--budget",
+    "subset_size",
+    default=None,
+    short="-k",
+    type=click.IntRange(min=2),
+    help="Items to plan (required).",
+)
 @click.option(
     "--method",
     type=click.Choice(["auto", "stratified", "irt", "model", "random"]),
@@ -98,7 +113,7 @@ def evals() -> None:
 @json_option
 def plan_cmd(
     history: tuple[str, ...],
-    budget: int,
+    subset_size: int | None,
     method: str,
     output: str | None,
     orient: str,
@@ -112,12 +127,14 @@ def plan_cmd(
     eval_name: str | None,
     as_json: bool,
 ) -> None:
-    """Choose BUDGET items of HISTORY's benchmark (per-item results of earlier models: one
+    """Choose --subset-size items of HISTORY's benchmark (per-item results of earlier models: one
     items x models matrix, a long table, or one file per model; or, with --from-ledger, the
     checkpoints a watched run scored on every item)."""
     from labcoat.errors import InputError
     from labcoat.evals import plan_subset, read_history
 
+    if subset_size is None:
+        raise InputError("evals plan: give --subset-size K (-k K), the number of items to plan.")
     if not history and ledger is None:
         raise InputError("evals plan: give a HISTORY file, or --from-ledger PATH to read one from.")
     hist = read_history(
@@ -128,15 +145,14 @@ def plan_cmd(
         model=model_col,
         ledger=ledger,
         eval=eval_name,
+        duplicates=_duplicates(),
     )
     plan = plan_subset(
-        hist, budget, method=method, seed=seed, level=level, calibrate=not no_calibrate
+        hist, subset_size, method=method, seed=seed, level=level, calibrate=not no_calibrate
     )
     if output is not None:
         plan.save(output)
-    big = ("items", "chosen", "design", "item_model")
-    summary = {k: v for k, v in plan.to_dict().items() if k not in big}
-    respond(as_json, summary, lambda: plan)
+    respond(as_json, plan, lambda: plan, max_items=10**9)  # the plan file's JSON, uncut
     raise click.exceptions.Exit(0 if plan.ok else 1)
 
 
@@ -162,7 +178,7 @@ def estimate_cmd(
     """Estimate the full-benchmark score from RESULTS on the plan's items."""
     from labcoat.evals import estimate, read_results
 
-    res = read_results(results, id=id_col, score=score_col)
+    res = read_results(results, id=id_col, score=score_col, duplicates=_duplicates())
     result = estimate(res, plan_path, level=level, allow_missing=allow_missing)
     _finish(result, as_json, ledger, no_ledger)
 
@@ -192,7 +208,10 @@ def compare_cmd(
     the subset cannot tell them apart."""
     from labcoat.evals import compare, read_results
 
-    ra = read_results(a, id=id_col, score=score_col)
-    rb = read_results(b, id=id_col, score=score_col)
+    ra = read_results(a, id=id_col, score=score_col, duplicates=_duplicates())
+    rb = read_results(b, id=id_col, score=score_col, duplicates=_duplicates())
     result = compare(ra, rb, plan_path, level=level, allow_missing=allow_missing)
     _finish(result, as_json, ledger, no_ledger)
+
+
+add_duplicates_option(evals)  # --duplicates error|mean on every evals command

@@ -8,9 +8,9 @@ scores each checkpoint on the plan (:func:`planned_evaluation`) and the ledger k
 per-item results for the next plan (``read_history(ledger=...)``)::
 
     history = labcoat.evals.read_history("history.csv")        # items x models
-    plan = labcoat.evals.plan_subset(history, budget=200)
+    plan = labcoat.evals.plan_subset(history, subset_size=200)
     est = labcoat.evals.estimate({"q17": 1.0, ...}, plan)
-    est.score, est.ci
+    est.mean, est.ci
 
 See docs/evals.md.
 """

@@ -31,10 +31,10 @@ def _plan_size(plan: Any) -> Outcome:
         return failed(
             f"{n} items planned: too few for an interval that holds; plan at least {MIN_ITEMS} "
             "(estimates from it will refuse)",
-            budget=n,
+            subset_size=n,
             minimum=MIN_ITEMS,
         )
-    return passed(f"{n} of {plan.n_items} items planned ({plan.method})", budget=n)
+    return passed(f"{n} of {plan.n_items} items planned ({plan.method})", subset_size=n)
 
 
 @CHECKS.check(
@@ -58,6 +58,12 @@ def _plan_calibration(plan: Any) -> Outcome:
         message += f"; intervals widened x{cal['inflation']:.2f} to cover"
     elif cal["inflation"] < 1.0:
         message += f"; intervals narrowed x{cal['inflation']:.2f}, still covering"
+    elif cal.get("inflation_needed", 1.0) < 1.0 and cal.get("inflation_floor", 0.0) >= 1.0:
+        message += (
+            f"; not narrowed (x{cal['inflation_needed']:.2f} covered them): "
+            f"{cal['history_groups']} model groups are too few to show that a narrower interval "
+            f"holds for a new model (it needs {cal['narrowing_min_groups']})"
+        )
     if cal["inflation"] >= cal.get("inflation_cap", 2.0):
         message += "; the cap was reached, so intervals may still undercover"
         return warned(message, **evidence)
@@ -132,7 +138,7 @@ def _estimate_interval(est: Any) -> Outcome:
     if est.refused:
         return failed(est.reason, n=est.n, df=est.df)
     return passed(
-        f"{est.score:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}] from {est.n} items "
+        f"{est.mean:.4f} [{est.ci.low:.4f}, {est.ci.high:.4f}] from {est.n} items "
         f"(as precise as {est.n_effective:.0f} random items)",
         n=est.n,
         df=est.df,
@@ -214,7 +220,8 @@ def _compare_decision(cmp: Any) -> Outcome:
             items_needed=cmp.items_needed,
         )
     return passed(
-        f"{cmp.decision}: difference {cmp.diff:+.4f} [{cmp.ci.low:+.4f}, {cmp.ci.high:+.4f}]"
+        f"{cmp.verdict_line}: difference {cmp.diff:+.4f} [{cmp.ci.low:+.4f}, {cmp.ci.high:+.4f}]",
+        winner=cmp.winner,
     )
 
 

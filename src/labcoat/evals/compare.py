@@ -71,6 +71,16 @@ class Comparison(Result):
     refused: bool = False
     reason: str = ""
     fallback_halfwidth: float = math.nan
+    method: str = ""
+
+    @property
+    def scores_basis(self) -> str:
+        """What ``score_a``/``score_b`` are: the design-based estimates on the shared items (a
+        model-based plan's :func:`~labcoat.evals.estimate` mixes in the item model, so its
+        score differs; the comparison ranks on the design, which holds for any two models)."""
+        if self.method == "model":
+            return "design-based (estimate's is model-based)"
+        return "design-based"
 
     @property
     def ci(self) -> ConfidenceInterval:
@@ -85,16 +95,23 @@ class Comparison(Result):
 
     @property
     def decision(self) -> str:
-        """``"A better"``, ``"B better"`` (named by the models) or ``"inconclusive"``."""
+        """``"A better"``, ``"B better"`` or ``"inconclusive"``, the same words whatever the
+        models are called (:attr:`winner` names the better one)."""
         ci = self.ci
         if self.refused or ci.contains(0.0):
             return "inconclusive"
-        return f"{self.name_a} better" if ci.low > 0 else f"{self.name_b} better"
+        return "A better" if ci.low > 0 else "B better"
 
     @property
     def winner(self) -> str | None:
+        """The better model's name, once decided."""
         d = self.decision
-        return None if d == "inconclusive" else (self.name_a if self.ci.low > 0 else self.name_b)
+        return None if d == "inconclusive" else (self.name_a if d == "A better" else self.name_b)
+
+    @property
+    def verdict_line(self) -> str:
+        """The decision in words, naming the winner: ``"A better (gpt-x)"``."""
+        return self.decision if self.winner is None else f"{self.decision} ({self.winner})"
 
     @property
     def items_needed(self) -> int | None:
@@ -126,7 +143,9 @@ class Comparison(Result):
             "n": self.n,
             "n_total": self.n_total,
             "decision": self.decision,
+            "winner": self.winner,
             "items_needed": self.items_needed,
+            "scores_basis": self.scores_basis,
             "refused": self.refused,
             "reason": self.reason,
             "findings": [f.to_dict() for f in self.findings],
@@ -198,6 +217,7 @@ def compare(
         refused=refused,
         reason=reason,
         fallback_halfwidth=hoeffding_halfwidth(plan, idx, level, span=2.0),
+        method=plan.method,
     )
 
 

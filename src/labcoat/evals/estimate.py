@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
+from labcoat._validation import deprecated_alias
 from labcoat.errors import InputError
 from labcoat.evals import _design as D
 from labcoat.evals.checks import MIN_DF, MIN_ITEMS
@@ -121,7 +122,7 @@ class Estimate(Result):
     section: ClassVar[str] = "labcoat.report.sections.evals:evals_section"
     title: ClassVar[str] = "Eval estimate"
 
-    score: float
+    mean: float
     se: float
     df: int
     level: float
@@ -141,6 +142,9 @@ class Estimate(Result):
     weight: float = 1.0
     extrapolated: bool = False
 
+    #: ``score`` was this field's name; ``mean`` is what every other result calls it
+    score = deprecated_alias("score", "mean")
+
     @property
     def n_missing(self) -> int:
         return len(self.missing)
@@ -156,12 +160,12 @@ class Estimate(Result):
             half = self.fallback_halfwidth
         else:
             half = self.inflation * D.t_quantile(level, self.df) * self.se
-        return ConfidenceInterval(max(0.0, self.score - half), min(1.0, self.score + half))
+        return ConfidenceInterval(max(0.0, self.mean - half), min(1.0, self.mean + half))
 
     @property
     def n_effective(self) -> float:
         """How many randomly drawn items would give the same precision."""
-        p = min(max(self.score, 1e-3), 1 - 1e-3)
+        p = min(max(self.mean, 1e-3), 1 - 1e-3)
         var = (self.inflation * self.se) ** 2
         if var <= 0:
             return float(self.n_total)
@@ -178,7 +182,7 @@ class Estimate(Result):
 
     @property
     def stronger_than_history(self) -> bool:
-        return bool(self.score > self.history_range[1])
+        return bool(self.mean > self.history_range[1])
 
     @property
     def findings(self) -> list[Finding]:
@@ -198,7 +202,8 @@ class Estimate(Result):
         ci = self.ci
         return {
             "model": self.model,
-            "score": self.score,
+            "mean": self.mean,
+            "score": self.mean,  # the old key, one release (docs/deprecations.md)
             "ci": [ci.low, ci.high],
             "level": self.level,
             "se": self.se,
@@ -269,7 +274,7 @@ def estimate(
             "is the distribution-free bound"
         )
     return Estimate(
-        score=score,
+        mean=score,
         se=float(se[0]),
         df=int(df),
         level=float(level),

@@ -181,15 +181,26 @@ def _only_scorer(table: Any, id_col: str) -> str | None:
 
 
 def read_results(
-    path: str | Path, *, id: str | None = None, score: str | None = None, model: str | None = None
+    path: str | Path,
+    *,
+    id: str | None = None,
+    score: str | None = None,
+    model: str | None = None,
+    duplicates: str = "error",
 ) -> Results:
-    """One model's per-item scores from a file (scores of repeated ids are averaged)."""
-    from labcoat.stats.readers import read_table
+    """One model's per-item scores from a file.
 
-    table = read_table(path)
+    An id on more than one row of the same task, epoch, seed or run is an error naming it
+    (:func:`labcoat.stats.readers.check_ids`), unless ``duplicates="mean"`` averages its rows;
+    an item's rows under different epochs or seeds are averaged (the item's mean is the unit).
+    """
+    from labcoat.stats.readers import check_ids, read_table
+
+    table = read_table(path, id_column=id, duplicates=duplicates)
     if id is None and "task" in table.columns and len(set(map(str, table.columns["task"]))) > 1:
         id = "task_doc_id"
     id_col = _pick(table, id, ID_COLUMNS, "item id", "--id")
+    table = check_ids(table, id_col, duplicates)  # the column found here, not only the usual
     if score is None:
         score = _only_scorer(table, id_col)
     score_col = _pick(table, score, SCORE_COLUMNS, "score", "--score")
@@ -201,7 +212,7 @@ def read_results(
             f"{values.max():g}."
         )
     uniq, inverse = np.unique(ids, return_inverse=True)
-    if uniq.size < ids.size:  # epochs or repeated answers: the item's mean is the unit
+    if uniq.size < ids.size:  # epochs or seeds: the item's mean is the unit
         values = np.bincount(inverse, weights=values) / np.bincount(inverse)
         ids = uniq
     name = model or table.model or Path(str(path)).stem
@@ -217,6 +228,7 @@ def read_history(
     model: str | None = None,
     ledger: Any = None,
     eval: str | None = None,
+    duplicates: str = "error",
 ) -> History:
     """A :class:`History` from one matrix or long table, or from one file per model, or from
     the per-item eval results a ledger stored (the checkpoints of watched runs), or both.
@@ -226,7 +238,8 @@ def read_history(
     in long tables and per-model files (found by name when not given). ``ledger``: a
     :class:`labcoat.Ledger` or its path; every checkpoint scored on every item is a model (see
     :mod:`labcoat.evals.stored`); ``eval`` names the evaluation when it holds several. With
-    files too, the checkpoints join the files' models (on the same items).
+    files too, the checkpoints join the files' models (on the same items). ``duplicates``: what
+    an item found twice for one model is (``"error"``, or ``"mean"`` of its rows).
     """
     from labcoat._validation import OneOf
 
@@ -239,7 +252,9 @@ def read_history(
         stored = History.from_matrix(matrix, items, checkpoints, checkpoints, source=source)
         if paths is None or (not isinstance(paths, (str, Path)) and not list(paths)):
             return stored
-        files = read_history(paths, orient=orient, id=id, score=score, model=model)
+        files = read_history(
+            paths, orient=orient, id=id, score=score, model=model, duplicates=duplicates
+        )
         return combine(files, stored)
     if paths is None:
         raise InputError("history: give at least one file, or a ledger (--from-ledger).")
@@ -250,15 +265,46 @@ def read_history(
         raise InputError("history: give at least one file.")
     if len(paths) > 1:
         return _join(
-            [read_results(p, id=id, score=score) for p in paths], "+".join(map(str, paths))
+            [read_results(p, id=id, score=score, duplicates=duplicates) for p in paths],
+            "+".join(map(str, paths)),
         )
     from labcoat.stats.readers import read_table
 
-    table = read_table(paths[0])
+    table = read_table(paths[0])  # repeats are the long table's to judge, per model
     lower = {n.lower(): n for n in table.names}
     if model is not None or any(c in lower for c in MODEL_COLUMNS):
-        return _long(table, id, score, model)
+        return _long(table, id, score, model, duplicates)
+    for flag, given in (("--id", id), ("--score", score)):
+        if given is not None:
+            table.column(given)  # a column that does not exist is named, never ignored
+            if flag == "--id" and given == table.names[0] and orient != "models":
+                continue  # the matrix's label column: the item ids it names anyway
+            raise InputError(
+                f"{table.source}: {flag} {given} names a column of a long table (one row per "
+                "model and item), but this file has no model column, so it is read as a wide "
+                "matrix whose first column labels the rows; drop "
+                f"{flag}, or name the model column with --model."
+            )
+    one_model = _one_model(table)
+    if one_model:
+        raise InputError(one_model)
     return _wide(table, orient)
+
+
+def _one_model(table: Any) -> str:
+    """Why ``table`` is one model's per-item results rather than a history (empty if it is
+    not): an item id column and a score column, and no column per model."""
+    lower = {n.lower(): n for n in table.names}
+    id_col = next((lower[c] for c in ID_COLUMNS if c in lower), None)
+    score_col = next((lower[c] for c in SCORE_COLUMNS if c in lower), None)
+    if id_col is None or score_col is None:
+        return ""
+    return (
+        f"{table.source}: holds one model's per-item results (column {id_col!r} names the "
+        f"items, {score_col!r} scores them), and a history needs several models: give one "
+        "such file per model (`labcoat evals plan base.csv instruct.csv ...`), or one long "
+        "table with a model column."
+    )
 
 
 def combine(first: History, second: History) -> History:
@@ -309,7 +355,11 @@ def _join(runs: list[Results], source: str) -> History:
     return History.from_matrix(matrix, first.ids, names, source=source)
 
 
-def _long(table: Any, id: str | None, score: str | None, model: str | None) -> History:
+def _long(
+    table: Any, id: str | None, score: str | None, model: str | None, duplicates: str = "error"
+) -> History:
+    from labcoat.stats.readers import CONTEXT_COLUMNS
+
     model_col = _pick(table, model, MODEL_COLUMNS, "model", "--model")
     id_col = _pick(table, id, ID_COLUMNS, "item id", "--id")
     score_col = _pick(table, score, SCORE_COLUMNS, "score", "--score")
@@ -317,11 +367,26 @@ def _long(table: Any, id: str | None, score: str | None, model: str | None) -> H
     ids = table.labels(id_col)
     values = table.scores(score_col)
     model_names, m_idx = np.unique(models, return_inverse=True)
+    if model_names.size == 1:
+        raise InputError(
+            f"{table.source}: its model column {model_col!r} names one model "
+            f"({model_names[0]!r}), and a history needs several: add the other models' rows "
+            "to this table, or give one file per model (`labcoat evals plan a.csv b.csv ...`)."
+        )
     item_names, i_idx = np.unique(ids, return_inverse=True)
     sums = np.zeros((item_names.size, model_names.size))
     counts = np.zeros_like(sums)
     np.add.at(sums, (i_idx, m_idx), values)
     np.add.at(counts, (i_idx, m_idx), 1.0)
+    repeats = [c for c in CONTEXT_COLUMNS if c in table.columns and c != model_col]
+    if duplicates == "error" and not repeats and (counts > 1).any():
+        i, m = np.argwhere(counts > 1)[0]
+        raise InputError(
+            f"{table.source}: item {item_names[i]!r} appears on {int(counts[i, m])} rows for "
+            f"model {model_names[m]!r} ({int((counts > 1).sum())} such pairs); each row must be "
+            "one model's score on one item. Remove the repeated rows, or pass --duplicates mean "
+            "to average them (duplicates='mean' in Python)."
+        )
     with np.errstate(invalid="ignore", divide="ignore"):
         matrix = np.where(counts > 0, sums / counts, np.nan)
     return History.from_matrix(matrix, item_names, model_names, source=table.source)

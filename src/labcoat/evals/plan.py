@@ -7,8 +7,8 @@ models' per-item results:
   ``"stratified"``; the plan's ``method`` says which was used.
 * ``"stratified"``: items are grouped into clusters the history's models answer alike
   (k-means on difficulty and the leading principal components of the responses), each cluster
-  is cut into runs of like difficulty, and one item (more where the budget allows) is drawn at
-  random from every run. The estimate is the stratified mean: unbiased by design, whatever
+  is cut into runs of like difficulty, and one item (more where the subset's size allows) is
+  drawn at random from every run. The estimate is the stratified mean: unbiased by design, whatever
   model is scored, and never less precise than random sampling except by the rounding of the
   allocation.
 * ``"irt"``: the same design, with an item response model fitted on the history as a control
@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from labcoat._validation import Interval, OneOf, deprecated_names, renamed
+from labcoat._validation import Interval, OneOf, deprecated_alias, deprecated_names, renamed
 from labcoat.errors import InputError
 from labcoat.evals import _design as D
 from labcoat.evals.checks import MODEL_MIN_GROUPS, MODEL_MIN_ITEMS
@@ -73,17 +73,42 @@ MODEL_INFLATION_FLOOR = 0.5
 WEIGHTS = np.linspace(0.0, 1.0, 21)
 #: the most an interval is widened by calibration before the plan warns instead
 INFLATION_CAP = 2.0
-#: the least the calibration may narrow the design's own intervals
+#: the least the calibration may narrow the design's own intervals, on a history that can show it
 INFLATION_FLOOR = 0.85
 #: calibrate to cover this share of the level's misses fewer (0.2 at 95 %: 96 % on the history)
 CALIBRATION_MARGIN = 0.2
 
 
-def n_clusters(budget: int, n_models: int) -> int:
-    """Item clusters for a budget: enough strata per cluster (8) to order difficulty within."""
+def calibration_target(level: float) -> float:
+    """The coverage the calibration aims at on held-out history models: the level plus
+    :data:`CALIBRATION_MARGIN` of its misses (0.96 at 95 %)."""
+    return level + (1.0 - level) * CALIBRATION_MARGIN
+
+
+def narrowing_min_groups(level: float) -> int:
+    """The least model groups a history needs before its calibration may narrow an interval
+    below the design's own: ``q / (1 - q)`` for the target ``q`` (24 at 95 %).
+
+    Held-out models are the calibration's units (the draws of one model share its bias): with
+    ``M`` of them, the quantile that covers a new model at ``q`` is the ``(M + 1) q``-th smallest
+    of ``M`` (the conformal, finite-sample one), which exists only when ``M >= q / (1 - q)``.
+    Below that the history cannot show that a new model is covered by a narrower interval,
+    only that one is not (so widening stays allowed)."""
+    q = calibration_target(level)
+    return int(math.ceil(q / (1.0 - q) - 1e-9))
+
+
+def inflation_floor(history: History, level: float, floor: float = INFLATION_FLOOR) -> float:
+    """The least calibrated factor the history vouches for: ``floor`` on a history of at least
+    :func:`narrowing_min_groups` model groups, else 1 (never narrower than the design)."""
+    return floor if np.unique(history.groups).size >= narrowing_min_groups(level) else 1.0
+
+
+def n_clusters(subset_size: int, n_models: int) -> int:
+    """Item clusters for a subset: enough strata per cluster (8) to order difficulty within."""
     if n_models < 3:
         return 1
-    return int(max(1, min(16, budget // 8)))
+    return int(max(1, min(16, subset_size // 8)))
 
 
 @dataclass(frozen=True)
@@ -100,8 +125,11 @@ class Design:
         return np.bincount(self.strata, minlength=self.alloc.size)
 
     @property
-    def budget(self) -> int:
+    def subset_size(self) -> int:
+        """Items drawn."""
         return int(self.alloc.sum())
+
+    budget = deprecated_alias("budget", "subset_size")
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:
         """One stratified random draw, in random order."""
@@ -170,26 +198,26 @@ def _slope(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> np.ndarray:
 
 def build_design(
     scores: np.ndarray,
-    budget: int,
+    subset_size: int,
     method: str = "stratified",
     *,
     clusters: np.ndarray | None = None,
     seed: int = 0,
 ) -> Design:
-    """The design for ``budget`` items over a history's ``scores`` (items x models)."""
+    """The design for ``subset_size`` items over a history's ``scores`` (items x models)."""
     n_items, n_models = scores.shape
     if method == "random":
         strata = np.zeros(n_items, dtype=int)
-        return Design(strata, np.array([budget]), np.array([0]))
+        return Design(strata, np.array([subset_size]), np.array([0]))
     if clusters is None:
-        c = n_clusters(budget, n_models)
+        c = n_clusters(subset_size, n_models)
         clusters = D.cluster_strata(scores, c, seed=seed) if c > 1 else None
     # equal sampling fractions: one item per stratum up to half the benchmark, above it one
     # item left out of each (so no stratum is taken whole while its neighbour gets one)
-    n_strata = max(1, min(budget, n_items - budget))
+    n_strata = max(1, min(subset_size, n_items - subset_size))
     strata = D.difficulty_strata(scores, n_strata, clusters)
     sizes = np.bincount(strata)
-    alloc = D.allocate(sizes, budget, minimum=1)
+    alloc = D.allocate(sizes, subset_size, minimum=1)
     return Design(strata, alloc, D.collapse(strata, alloc))
 
 
@@ -229,8 +257,11 @@ class SubsetPlan(Result):
         return int(self.items.size)
 
     @property
-    def budget(self) -> int:
+    def subset_size(self) -> int:
+        """The planned items' number (``n_items`` is the benchmark's)."""
         return int(self.chosen.size)
+
+    budget = deprecated_alias("budget", "subset_size")
 
     @property
     def inflation(self) -> float:
@@ -298,7 +329,8 @@ class SubsetPlan(Result):
         return {
             "method": self.method,
             "requested_method": self.requested_method or self.method,
-            "budget": self.budget,
+            "subset_size": self.subset_size,
+            "budget": self.subset_size,  # the old key, one release (docs/deprecations.md)
             "level": self.level,
             "seed": self.seed,
             "source": self.source,
@@ -327,7 +359,7 @@ class SubsetPlan(Result):
         if not isinstance(data, dict) or data.get("kind") not in (cls.KIND, "labcoat.evals.plan"):
             raise InputError(
                 f"{source}: not a labcoat eval plan (no 'kind': 'evals.plan'); make one "
-                "with `labcoat evals plan HISTORY --budget K -o plan.json`."
+                "with `labcoat evals plan HISTORY --subset-size K -o plan.json`."
             )
         version = data.get("version", 1)
         if not isinstance(version, int) or version > PLAN_VERSION:
@@ -396,10 +428,10 @@ def as_plan(plan: Any) -> SubsetPlan:
     raise InputError(f"`plan` must be a Plan or a plan file's path; got {type(plan).__name__}.")
 
 
-@renamed(reps="n_resamples")
+@renamed(reps="n_resamples", budget="subset_size")
 def plan_subset(
     history: History | Any,
-    budget: int,
+    subset_size: int,
     *,
     method: str = "auto",
     level: float = 0.95,
@@ -408,7 +440,7 @@ def plan_subset(
     calibrate: bool = True,
     n_resamples: int = 20,
 ) -> SubsetPlan:
-    """Choose ``budget`` items of the history's benchmark to evaluate new models on.
+    """Choose ``subset_size`` items of the history's benchmark to evaluate new models on.
 
     ``history``: a :class:`History`, or anything :func:`~labcoat.evals.read_history` reads.
     ``method``: ``"auto"`` (the default: ``"model"`` where the history is large enough,
@@ -430,8 +462,8 @@ def plan_subset(
     OneOf(("auto", *METHODS)).check(method, "method")
     Interval(float, 0.0, 1.0, low_open=True, high_open=True).check(level, "level")
     Interval(int, 0).check(seed, "seed")
-    budget = Interval(int, 2, history.n_items).check(
-        budget, "budget", hint=f"the benchmark has {history.n_items} items."
+    subset_size = Interval(int, 2, history.n_items).check(
+        subset_size, "subset_size", hint=f"the benchmark has {history.n_items} items."
     )
     scores = history.scores
     if clusters is not None:
@@ -452,14 +484,14 @@ def plan_subset(
             )
         if not model_history_ok(history):
             method = "stratified"
-    design = build_design(scores, budget, method, clusters=clusters, seed=seed)
+    design = build_design(scores, subset_size, method, clusters=clusters, seed=seed)
     rng = np.random.default_rng(seed)
     chosen = design.draw(rng)
     item_model = fit_items(scores) if method in ("irt", "model") else None
     calibration: dict[str, Any] = {}
     if method == "model":
         calibration = calibrate_model(
-            history, budget, level=level, seed=seed, reps=n_resamples, clusters=clusters
+            history, subset_size, level=level, seed=seed, n_resamples=n_resamples, clusters=clusters
         )
         unpaid = model_unpaid(calibration)
         if requested == "auto" and unpaid:  # the design, whose interval holds by design
@@ -467,7 +499,13 @@ def plan_subset(
             calibration = {"auto": unpaid}
     if method != "model" and calibrate and np.unique(history.groups).size >= 3:
         calibration = calibration | calibrate_design(
-            history, budget, method, level=level, seed=seed, reps=n_resamples, clusters=clusters
+            history,
+            subset_size,
+            method,
+            level=level,
+            seed=seed,
+            n_resamples=n_resamples,
+            clusters=clusters,
         )
     means = scores.mean(axis=0)
     return SubsetPlan(
@@ -535,17 +573,17 @@ def _model_folds(
 
 def calibrate_model(
     history: History,
-    budget: int,
+    subset_size: int,
     *,
     level: float = 0.95,
     seed: int = 0,
-    reps: int = 20,
+    n_resamples: int = 20,
     folds: int = 5,
     clusters: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Leave-models-out calibration of a model-based plan: for every fold of
     :func:`_model_folds`, refit the item model and rebuild the design on the other models, draw
-    ``reps`` subsets, and record each held-out model's design-based and model-based estimates
+    ``n_resamples`` subsets, and record each held-out model's design-based and model-based estimates
     against its full-benchmark score. Returns the weight on the design-based estimate with the
     least mean absolute error (over the held-out cases inside their history's range, the ones
     the combined estimate is used for), the factor that makes the combined interval cover (at
@@ -559,12 +597,12 @@ def calibrate_model(
     splits = _model_folds(history, folds, rng)
     for _, held in splits:
         rest = y_all[:, ~held]
-        design = build_design(rest, budget, "stratified", clusters=clusters, seed=seed)
+        design = build_design(rest, subset_size, "stratified", clusters=clusters, seed=seed)
         model = fit_items(rest)
         means = rest.mean(axis=0)
         lo, hi = float(means.min()), float(means.max())
         yt = y_all[:, held]
-        for _ in range(reps):
+        for _ in range(n_resamples):
             idx = design.draw(rng)
             s, se, df, _ = design.estimate(yt[idx], idx)
             rows["s"].append(s)
@@ -573,7 +611,7 @@ def calibrate_model(
             rows["se"].append(se)
             rows["q"].append(np.full(s.size, D.t_quantile(level, df)))
             rows["out"].append((s < lo) | (s > hi))
-            ridx = rng.choice(history.n_items, budget, replace=False)
+            ridx = rng.choice(history.n_items, subset_size, replace=False)
             rows["r"].append(np.abs(yt[ridx].mean(axis=0) - truth[held]))
             rows["id"].append(np.flatnonzero(held))
     s, m, t, q, se, out, err_random, ids = (np.concatenate(rows[k]) for k in rows)
@@ -589,17 +627,24 @@ def calibrate_model(
         e_out = np.abs(WEIGHTS[:, None] * s[out] + (1.0 - WEIGHTS[:, None]) * m[out] - t[out])
         w_out = float(WEIGHTS[int(np.argmin(e_out.mean(axis=1)))])
     est = np.where(out, w_out * s + (1.0 - w_out) * m, w * s + (1.0 - w) * m)
-    target = level + (1.0 - level) * CALIBRATION_MARGIN
+    target = calibration_target(level)
     held_models = int(np.unique(ids).size)  # distinct: the top fold's are in a random fold too
     corrected = min(1.0, target * (1.0 + 1.0 / max(held_models, 1)))
     ratios = np.abs(est - t)[inside] / half[inside]
     need = float(np.quantile(ratios, corrected, method="higher"))
     need_design = float(np.quantile(np.abs(s - t) / half, target, method="higher"))
+    floor, floor_model = (
+        inflation_floor(history, level, f) for f in (INFLATION_FLOOR, MODEL_INFLATION_FLOOR)
+    )
     return {
         "coverage_raw": float(np.mean(ratios <= 1.0)),
-        "inflation": float(min(max(MODEL_INFLATION_FLOOR, need), INFLATION_CAP)),
-        "inflation_design": float(min(max(INFLATION_FLOOR, need_design), INFLATION_CAP)),
+        "inflation": float(min(max(floor_model, need), INFLATION_CAP)),
+        "inflation_design": float(min(max(floor, need_design), INFLATION_CAP)),
         "inflation_cap": INFLATION_CAP,
+        "inflation_floor": floor_model,
+        "inflation_needed": need,
+        "narrowing_min_groups": narrowing_min_groups(level),
+        "history_groups": int(np.unique(history.groups).size),
         "weight": w,
         "weight_outside": w_out,
         "quantile": corrected,
@@ -610,25 +655,25 @@ def calibrate_model(
         "extrapolated": float(out.mean()),
         "held_out_models": held_models,
         "folds": len(splits),
-        "reps": reps,
+        "n_resamples": n_resamples,
         "trials": int(ratios.size),
     }
 
 
 def calibrate_design(
     history: History,
-    budget: int,
+    subset_size: int,
     method: str,
     *,
     level: float = 0.95,
     seed: int = 0,
-    reps: int = 20,
+    n_resamples: int = 20,
     folds: int = 5,
     clusters: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Leave-models-out on the history: hold out each fold of model groups, rebuild the design
-    on the rest, draw ``reps`` subsets, and score the held-out models' intervals against their
-    full-benchmark means. Returns the raw coverage, the inflation that makes the intervals
+    on the rest, draw ``n_resamples`` subsets, and score the held-out models' intervals against
+    their full-benchmark means. Returns the raw coverage, the inflation that makes the intervals
     cover at ``level`` (1 when they already do, at most :data:`INFLATION_CAP`), and the mean
     absolute error beside plain random sampling's."""
     rng = np.random.default_rng([seed, 11])
@@ -642,30 +687,35 @@ def calibrate_design(
     for f in range(k):
         held = fold == f
         rest = y_all[:, ~held]
-        design = build_design(rest, budget, method, clusters=clusters, seed=seed)
+        design = build_design(rest, subset_size, method, clusters=clusters, seed=seed)
         model = fit_items(rest) if method == "irt" else None
-        for _ in range(reps):
+        for _ in range(n_resamples):
             idx = design.draw(rng)
             est, se, df, _ = design.estimate(y_all[idx][:, held], idx, model)
             q = D.t_quantile(level, df)
             err = np.abs(est - truth[held])
             ratios.append(err / np.maximum(q * se, 1e-12))
             errors.append(err)
-            ridx = rng.choice(history.n_items, budget, replace=False)
+            ridx = rng.choice(history.n_items, subset_size, replace=False)
             errors_random.append(np.abs(y_all[ridx][:, held].mean(axis=0) - truth[held]))
     ratios = np.concatenate(ratios)
     # the factor at which held-out history models are covered a little above the level (the
-    # collapsed-strata variance overstates, so this may narrow the intervals, never below
-    # INFLATION_FLOOR of the design's own)
-    need = float(np.quantile(ratios, level + (1.0 - level) * CALIBRATION_MARGIN))
+    # collapsed-strata variance overstates, so this may narrow the intervals: never below
+    # INFLATION_FLOOR of the design's own, and not at all on a history of too few model groups)
+    need = float(np.quantile(ratios, calibration_target(level)))
+    floor = inflation_floor(history, level)
     return {
         "coverage_raw": float(np.mean(ratios <= 1.0)),
-        "inflation": float(min(max(INFLATION_FLOOR, need), INFLATION_CAP)),
+        "inflation": float(min(max(floor, need), INFLATION_CAP)),
         "inflation_cap": INFLATION_CAP,
+        "inflation_floor": floor,
+        "inflation_needed": need,
+        "narrowing_min_groups": narrowing_min_groups(level),
+        "history_groups": int(groups.size),
         "mae": float(np.concatenate(errors).mean()),
         "mae_random": float(np.concatenate(errors_random).mean()),
         "folds": k,
-        "reps": reps,
+        "n_resamples": n_resamples,
         "trials": int(ratios.size),
     }
 

@@ -313,7 +313,7 @@ class SubsetEstimate(_Collected):
         ci = est.ci
         return EvalSummary(
             n=est.n,
-            mean=est.score,
+            mean=est.mean,
             low=float(ci.low),
             high=float(ci.high),
             level=est.level,

@@ -27,7 +27,7 @@ def plan_view(plan: Any) -> Group:
     cal = plan.calibration
     rows = [
         ("method", plan.method),
-        ("items", f"{plan.budget} of {plan.n_items}"),
+        ("items", f"{plan.subset_size} of {plan.n_items}"),
         ("strata", str(plan.design.alloc.size)),
         ("history", f"{len(plan.models)} models ({plan.source})"),
     ]
@@ -44,7 +44,7 @@ def plan_view(plan: Any) -> Group:
                     f"(design-based alone: held-out MAE {cal['mae_design']:.4f})",
                 )
             )
-    shown = ", ".join(plan.subset[:12]) + (", ..." if plan.budget > 12 else "")
+    shown = ", ".join(plan.subset[:12]) + (", ..." if plan.subset_size > 12 else "")
     rows.append(("evaluate", shown))
     return _with_findings(_rows("Eval plan", rows), plan)
 
@@ -53,7 +53,7 @@ def estimate_view(est: Any) -> Group:
     ci = est.ci
     rows = [
         ("model", est.model or "-"),
-        ("score", f"{est.score:.4f}  [{ci.low:.4f}, {ci.high:.4f}] ({est.level:.0%})"),
+        ("score", f"{est.mean:.4f}  [{ci.low:.4f}, {ci.high:.4f}] ({est.level:.0%})"),
         (
             "items",
             f"{est.n} of {est.n_total} ({est.method}); as precise as "
@@ -61,6 +61,14 @@ def estimate_view(est: Any) -> Group:
         ),
         ("detectable", f"a difference of {est.detectable:.3f} (80% power)"),
     ]
+    if est.stronger_than_history:  # in the JSON as stronger_than_history: true
+        rows.append(
+            (
+                "history",
+                f"stronger than every history model (best {est.history_range[1]:.4f}): the "
+                "plan's strata come from weaker models",
+            )
+        )
     if est.method == "model":
         rows.append(
             (
@@ -74,11 +82,13 @@ def estimate_view(est: Any) -> Group:
 
 def compare_view(cmp: Any) -> Group:
     ci = cmp.ci
+    # the scores the difference is of; a model-based plan's `evals estimate` gives other ones
+    basis = f"{cmp.scores_basis}, {cmp.n} items"
     rows = [
-        (cmp.name_a, f"{cmp.score_a:.4f}"),
-        (cmp.name_b, f"{cmp.score_b:.4f}"),
+        (f"A: {cmp.name_a}", f"{cmp.score_a:.4f} ({basis})"),
+        (f"B: {cmp.name_b}", f"{cmp.score_b:.4f} ({basis})"),
         ("A - B", f"{cmp.diff:+.4f}  [{ci.low:+.4f}, {ci.high:+.4f}] ({cmp.level:.0%})"),
-        ("decision", cmp.decision),
+        ("decision", cmp.verdict_line),
     ]
     if cmp.items_needed is not None:
         rows.append(("items needed", f"about {cmp.items_needed} of {cmp.n_total}"))

@@ -46,7 +46,8 @@ class CompareResult(StatsResult, IntervalResult):
     ``statistic`` is t (``df`` set) or z (``df`` None). ``n`` is the number of matched
     questions when paired and ``n_a + n_b`` otherwise; ``n_dropped_a``/``n_dropped_b`` count
     questions found on one side only and left out. ``correlation`` (paired) is the Pearson
-    correlation of the two models' question scores. ``effect_size`` is Cohen's d: d_z (mean
+    correlation of the two models' question scores (None when undefined: one model scores every
+    question the same, or unpaired). ``effect_size`` is Cohen's d: d_z (mean
     difference over the SD of the differences) when paired, the pooled-SD d otherwise. ``mde``
     is the smallest difference this design detects with 80 % power at level ``1 - level``.
     """
@@ -237,9 +238,9 @@ def _ratio(num: float, den: float) -> float:
     return num / den
 
 
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
     if np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan")  # undefined when one model scores every question the same
+        return None  # undefined when one model scores every question the same (JSON null)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return float(np.corrcoef(x, y)[0, 1])

@@ -4,8 +4,13 @@ Every model is scored on the questions all of them answered. Pairs are compared 
 paired test of :func:`labcoat.stats.compare` and Holm-corrected over all pairs, since a
 leaderboard of M models makes M(M-1)/2 comparisons at once. Groups are maximal runs of
 adjacent models (by mean) no two of which differ significantly. A model's rank interval comes
-from bootstrapping questions (whole clusters when given), re-ranking every model in each
-resample: "rank 2, but anywhere from 1 to 4" is what a leaderboard should say.
+from the same Holm-adjusted pairs, so the two never disagree: its best rank is one more than the
+number of models significantly better than it, its worst the number of models less those
+significantly worse ("rank 2, but anywhere from 1 to 4" is what a leaderboard should say). As
+Holm's tests hold family-wise, the intervals hold together at ``1 - alpha``. The marginal
+bootstrap interval of each rank (questions resampled, whole clusters when given, every model
+re-ranked in each resample; no correction for the M models) is kept beside it as
+``rank_ci_bootstrap``.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ _CHUNK_CELLS = 1 << 22
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One model's row: mean and interval, rank (1 = best) and its bootstrap interval."""
+    """One model's row: mean and interval, rank (1 = best), its interval from the Holm-adjusted
+    pairs (``rank_ci``, what the groups say) and its marginal bootstrap interval."""
 
     name: str
     mean: float
@@ -47,6 +53,7 @@ class ModelEntry:
     rank: int
     rank_ci: tuple[int, int]
     n_dropped: int
+    rank_ci_bootstrap: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +63,9 @@ class ModelEntry:
             "ci": list(self.ci),
             "rank": self.rank,
             "rank_ci": list(self.rank_ci),
+            "rank_ci_bootstrap": None
+            if self.rank_ci_bootstrap is None
+            else list(self.rank_ci_bootstrap),
             "n_dropped": self.n_dropped,
         }
 
@@ -181,6 +191,13 @@ def leaderboard(
             pvalues.append(res.pvalue)
     holm_p = holm(np.asarray(pvalues)) if pvalues else np.array([])
     distinct = {frozenset((x, y)) for (x, y, _), p in zip(pairs, holm_p) if p <= alpha}
+    better = {name: 0 for name in names}  # models significantly better than each
+    worse = {name: 0 for name in names}
+    for (x, y, r), p in zip(pairs, holm_p):
+        if p <= alpha and r.diff != 0:
+            winner, loser = (x, y) if r.diff > 0 else (y, x)
+            better[loser] += 1
+            worse[winner] += 1
     models = [
         ModelEntry(
             names[j],
@@ -188,11 +205,12 @@ def leaderboard(
             fits[j].se,
             fits[j].ci,
             int(ranks[j]),
+            (1 + better[names[j]], len(names) - worse[names[j]]),
+            dropped[names[j]],
             (
                 int(np.floor(np.quantile(rank_draws[:, j], low_q))),
                 int(np.ceil(np.quantile(rank_draws[:, j], high_q))),
             ),
-            dropped[names[j]],
         )
         for j in order
     ]

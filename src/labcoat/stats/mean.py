@@ -239,7 +239,10 @@ def wilson_interval(p: float, n: int, level: float) -> ConfidenceInterval:
     z2n = z * z / n
     centre = (p + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
-    return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
+    # at p = 0 (or 1) the bound is exactly 0 (or 1): rounding would leave 2.8e-17 otherwise
+    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1.0 else min(1.0, centre + half)
+    return ConfidenceInterval(low, high)
 
 
 def trust_warnings(x: np.ndarray, n_clusters: int | None, formula: str = "cr1") -> tuple[str, ...]:

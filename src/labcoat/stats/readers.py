@@ -138,7 +138,11 @@ def _all_text(values: np.ndarray) -> bool:
 
 
 def read_table(
-    path: str | Path, *, id_column: str | None = None, duplicates: str = "error"
+    path: str | Path,
+    *,
+    id_column: str | None = None,
+    duplicates: str = "error",
+    remedy: str | None = None,
 ) -> Table:
     """Read ``path`` by its suffix: .csv, .tsv, .jsonl/.ndjson, .json, .parquet, .eval.
 
@@ -149,10 +153,11 @@ def read_table(
     Ids are checked (:func:`check_ids`): an id (``id_column``, else the first of
     :data:`ID_COLUMNS` the table has) that appears on more than one row of the same task,
     epoch, seed or model is an error naming the first few, unless ``duplicates="mean"``:
-    then the rows of each id are averaged into one.
+    then the rows of each id are averaged into one. ``remedy``: what the error tells a caller
+    without ``--duplicates`` to do instead.
     """
     table = _read_path(path)
-    return check_ids(table, id_column, duplicates)
+    return check_ids(table, id_column, duplicates, remedy=remedy)
 
 
 #: columns naming an item, checked for repeats when the caller names no id column
@@ -163,7 +168,20 @@ CONTEXT_COLUMNS = ("task", "epoch", "seed", "model", "run", "attempt")
 DUPLICATES = ("error", "mean")
 
 
-def check_ids(table: Table, id_column: str | None = None, duplicates: str = "error") -> Table:
+#: what the error on a repeated id suggests, where the command has --duplicates
+AVERAGE_REMEDY = (
+    "Remove the repeated rows, or pass --duplicates mean to average the rows of each id "
+    "(duplicates='mean' in Python)."
+)
+
+
+def check_ids(
+    table: Table,
+    id_column: str | None = None,
+    duplicates: str = "error",
+    *,
+    remedy: str | None = None,
+) -> Table:
     """``table`` if no id repeats within its context (task, epoch, seed, model, run); else an
     :class:`InputError` naming the first few repeated ids, or with ``duplicates="mean"`` the
     table with the rows of each id averaged (numeric columns; a column that differs between
@@ -181,7 +199,9 @@ def check_ids(table: Table, id_column: str | None = None, duplicates: str = "err
         # a column no one named is checked where it holds ids; its empty cells are no one's
         ids = np.array([_label(v) for v in table.columns[column]], dtype=object)
         if (ids == "").any():
-            return table if duplicates == "error" else check_ids(table, column, duplicates)
+            if duplicates == "error":
+                return table
+            return check_ids(table, column, duplicates, remedy=remedy)
     else:
         ids = table.labels(column)
     context = [c for c in CONTEXT_COLUMNS if c in table.columns and c != column]
@@ -204,9 +224,7 @@ def check_ids(table: Table, id_column: str | None = None, duplicates: str = "err
         within = f" within the same {'/'.join(context)}" if context else ""
         raise InputError(
             f"{table.source}: {order.size} id(s) in column {column!r} appear on more than one "
-            f"row{within} ({shown}{more}); each row must be one item. Remove the repeated rows, "
-            "or pass --duplicates mean to average the rows of each id (duplicates='mean' in "
-            "Python)."
+            f"row{within} ({shown}{more}); each row must be one item. {remedy or AVERAGE_REMEDY}"
         )
     return _mean_per_id(table, column, ids, first, inverse.reshape(-1))
 

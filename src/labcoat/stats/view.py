@@ -260,7 +260,8 @@ def leaderboard_view(result: LeaderboardResult) -> RenderableType:
         title=f"leaderboard on {result.n} shared questions ({_level(result.level)})",
         title_justify="left",
     )
-    for col in ("rank", "model", "mean (SE)", _level(result.level), "rank CI"):
+    rank_col = f"rank CI (Holm, α = {result.alpha:g})"  # from the pairs below: they agree
+    for col in ("rank", "model", "mean (SE)", _level(result.level), rank_col):
         table.add_column(col, justify="left" if col == "model" else "right")
     for m in result.models:
         table.add_row(

@@ -36,6 +36,21 @@ CONTROLS = ("baseline", "negative-control", "none")
 BETTER = ("higher", "lower")
 #: metrics that are not a mean of per-item scores: their test is a paired bootstrap
 BOOTSTRAP_METRICS = ("f1", "precision", "recall", "mcc")
+#: metrics that are shares of items (a per-item score is 0/1 or a share): their scores must lie
+#: in the plan's bounds whatever the test, and their variance is bounded without a pilot
+SHARE_METRICS = frozenset(
+    (
+        "accuracy",
+        "acc",
+        "acc_norm",
+        "exact_match",
+        "em",
+        "pass@1",
+        "pass_rate",
+        "win_rate",
+        "error_rate",
+    )
+)
 
 REQUIRED = object()
 
@@ -358,20 +373,42 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} to a plan file")
 
 
+#: bare words that look like "no value": refused for an optional field (``KEY=`` unsets it)
+_NONE_WORDS = ("none", "null", "nil", "na", "n/a")
+
+
 def parse_fields(items: Any) -> dict[str, Any]:
     """``KEY=VALUE`` plan fields (``labcoat ledger --plan-field``), each VALUE read as a TOML
-    value; a bare word is text (``metric=accuracy``)."""
+    value; a bare word is text (``metric=accuracy``). ``KEY=`` (nothing after ``=``) unsets the
+    field: its default (``cluster=`` for no cluster column). A bare ``none`` for a field that
+    can be absent is refused rather than taken as a column name (``cluster="none"`` quoted names
+    a column called none)."""
     import tomllib
 
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = str(item).partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise InputError(f"--plan-field: expected KEY=VALUE (e.g. margin=0.02); got {item!r}")
+        if key in FIELDS and not value.strip():
+            default = FIELDS[key][0]
+            if default is REQUIRED:
+                raise InputError(
+                    f"--plan-field {key}=: {key!r} is required ({FIELDS[key][2]}) and cannot be "
+                    "unset; give it a value"
+                )
+            out[key] = default
+            continue
+        if key in FIELDS and FIELDS[key][0] is None and value.strip().lower() in _NONE_WORDS:
+            raise InputError(
+                f"--plan-field {key}={value.strip()}: to unset {key!r} write `{key}=` (nothing "
+                f'after =); for a column named {value.strip()!r} quote it: {key}="{value.strip()}"'
+            )
         try:
-            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+            out[key] = tomllib.loads(f"v = {value}")["v"]
         except tomllib.TOMLDecodeError:
-            out[key.strip()] = value
+            out[key] = value
     return out
 
 

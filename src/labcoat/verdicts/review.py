@@ -16,15 +16,12 @@ import numpy as np
 
 from labcoat.findings import Finding, failed, passed, run_check, warned
 from labcoat.result import Result
-from labcoat.verdicts.plan import Plan, coerce_plan
+from labcoat.verdicts.plan import SHARE_METRICS, Plan, coerce_plan
 from labcoat.verdicts.registry import REGISTRY
 from labcoat.verdicts.verdict import points as _points
 
 if TYPE_CHECKING:
     from labcoat.stats.power import DesignEffect
-
-#: metrics that are proportions of 0/1 answers: their variance is bounded without a pilot
-PROPORTION_METRICS = ("accuracy", "exact_match", "em", "pass@1", "error_rate")
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,7 @@ class Design:
 
 
 def _is_proportion(plan: Plan) -> bool:
-    return plan.metric in PROPORTION_METRICS or plan.resolved_test() == "mcnemar"
+    return plan.metric.lower() in SHARE_METRICS or plan.resolved_test() == "mcnemar"
 
 
 def _power_options(plan: Plan) -> dict[str, Any]:

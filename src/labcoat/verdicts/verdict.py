@@ -45,7 +45,7 @@ from labcoat.verdicts.deviations import (
     deviations_of,
     find_deviations,
 )
-from labcoat.verdicts.plan import Plan, coerce_plan
+from labcoat.verdicts.plan import SHARE_METRICS, Plan, coerce_plan
 
 #: exit codes of ``labcoat verdict`` (by the registered plan; a verdict the registered plan
 #: would not have given exits with :data:`NOT_HELD`)
@@ -78,6 +78,15 @@ class Arm:
     digests: frozenset[str] = frozenset()
 
 
+#: the fix for a repeated id that a verdict names: it judges the rows its plan registered, so
+#: averaging them away is not its to do (``labcoat verdict`` has no --duplicates)
+REPEATED_IDS_REMEDY = (
+    "A verdict judges the rows its plan registered and does not average them: remove the "
+    "repeated rows, or, if they are answers to one item under several seeds or epochs, give "
+    "them a `seed` (or `epoch`) column and register the plan's seeds and seed_column."
+)
+
+
 def _table(data: Any, name: str):
     from labcoat.stats.readers import Table, read_table
 
@@ -86,7 +95,7 @@ def _table(data: Any, name: str):
     if isinstance(data, Mapping):
         return Table(name, {k: np.asarray(v, dtype=object) for k, v in data.items()}), None
     if isinstance(data, (str, os.PathLike)):
-        return read_table(data), Path(data)
+        return read_table(data, remedy=REPEATED_IDS_REMEDY), Path(data)
     raise InputError(
         f"{name}: expected a results file, a labcoat.stats.Table or a dict of columns; got "
         f"{type(data).__name__}"
@@ -151,6 +160,8 @@ def _load(table: Any, path: Path | None, plan: Plan, column: str, name: str) -> 
         scores = None if scores is None else scores[keep]
     if ids.size == 0:
         raise InputError(f"{table.source}: no rows left after the plan's exclusions")
+    if scores is not None:
+        _within_bounds(scores, plan, column, table.source)
     fingerprint = _digest(ids, predicted if bootstrap else scores, seeds, truth)
     return Arm(
         source=table.source,
@@ -164,6 +175,29 @@ def _load(table: Any, path: Path | None, plan: Plan, column: str, name: str) -> 
         excluded=0 if keep is None else int((~keep).sum()),
         digests=frozenset({fingerprint, _table_digest(table), *_file_digests(path)}),
     )
+
+
+def _within_bounds(scores: np.ndarray, plan: Plan, column: str, source: str) -> None:
+    """Refuse a score outside the plan's ``bounds`` (the range every per-item score lies in, [0,
+    1] unless registered otherwise) where they bind: a share metric such as accuracy, McNemar's
+    0/1 answers, a sequential test's range. A 3 in an accuracy column is a wrong column or
+    scale, and a mean with it in would be judged as if it were an accuracy."""
+    binding = plan.metric.lower() in SHARE_METRICS or plan.resolved_test() in (
+        "sequential",
+        "mcnemar",
+    )
+    if not binding:
+        return
+    lo, hi = plan.bounds
+    outside = np.flatnonzero((scores < lo) | (scores > hi))
+    if outside.size:
+        i = int(outside[0])
+        raise InputError(
+            f"{source}: column {column!r} has {outside.size} score(s) outside the plan's bounds "
+            f"[{lo:g}, {hi:g}] (e.g. {scores[i]:g}); every per-item {plan.metric} score "
+            "must lie in them. Score the right column (--score), or, if the scale itself is "
+            "right, the plan's bounds are not (a revision now is a deviation)."
+        )
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def _leaderboard(d: Mapping[str, Any], name: str) -> str:
     table = (
         '<div class="scroll"><table '
         'data-table="leaderboard"><tr><th>rank</th><th>model</th><th>mean</th>'
-        f"<th>interval</th><th>rank interval</th></tr>{rows}</table></div>"
+        f"<th>interval</th><th>rank interval (Holm)</th></tr>{rows}</table></div>"
     )
     groups = "".join(f"<li>{esc(', '.join(g))}</li>" for g in d.get("groups", []))
     pairs = "".join(
