@@ -555,6 +555,26 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
     return seeds
 
 
+def _parse_factors(values: tuple[str, ...]) -> dict[str, Any]:
+    """``--factor NAME=LEVEL``: each LEVEL read as a TOML value (``lr=3e-3``), else as text
+    (``lr=high``)."""
+    import tomllib
+
+    factors: dict[str, Any] = {}
+    for item in values:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise InputError(f"--factor: expected NAME=LEVEL (e.g. --factor lr=high); got {item!r}")
+        try:
+            level = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            level = raw
+        if name.strip() in factors:
+            raise InputError(f"--factor: {name.strip()} is given twice")
+        factors[name.strip()] = level if isinstance(level, (str, int, float, bool)) else raw
+    return factors
+
+
 def _log_capture():
     """The capture of the command's logs, or None (with a note) when drain3 is missing."""
     from labcoat.extras import available, install_hint
@@ -604,6 +624,13 @@ def _ingest_logs(capture, book: Ledger, run_id: int) -> None:
 @click.option("--seed", "seeds", multiple=True, help="NAME=VALUE seed to record (repeatable).")
 @click.option("--name", default=None, help="A short name for the run.")
 @click.option(
+    "--factor",
+    "factors",
+    multiple=True,
+    metavar="NAME=LEVEL",
+    help="A factor level of a designed experiment (e.g. lr=high; repeatable).",
+)
+@click.option(
     "--for",
     "entries",
     type=int,
@@ -637,6 +664,7 @@ def run_command(
     data,
     seeds,
     name,
+    factors,
     entries,
     full_hash,
     no_git,
@@ -655,6 +683,7 @@ def run_command(
     Example:
       labcoat run --config cfg.json --data data/ -- python train.py --lr 0.1
       labcoat run --for 3 -- python train.py --eps 1e-6    # a run testing entry 3
+      labcoat run --for 4 --factor lr=high --factor seed=1 -- python train.py
     """
     from labcoat.ledger.wrap import run_wrapped
 
@@ -670,6 +699,7 @@ def run_command(
                 data=list(data) or None,
                 seeds=_parse_seeds(seeds) or None,
                 name=name,
+                factors=_parse_factors(factors) or None,
                 entries=[book.entry(e) for e in entries],  # an unknown id stops here
                 full_hash=full_hash,
                 git=not no_git,
