@@ -2,22 +2,28 @@
 
 Runs exactly the registered analysis (through :func:`labcoat.verdicts.verdict`), records the
 verdict in the ledger and prints it; the first line says when the analysis deviated from its
-plan. Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input.
+plan. An entry registered with a design is judged on the runs tagged with its factor levels
+(or on ``--results``, a table with the factors' columns). Exit 0 confirmed, 1 refuted,
+4 inconclusive, 2 bad input.
 """
 
 from __future__ import annotations
 
 import click
 
-from labcoat.cli.output import json_option, respond
+from labcoat.cli.output import html_option, json_option, respond
 
 
 @click.command("verdict")
 @click.argument("entry_id", type=int)
+@click.option("--a", "file_a", default=None, help="Results of arm A (jsonl/CSV, lm-eval, Inspect).")
+@click.option("--b", "file_b", default=None, help="Results of arm B, the baseline or control.")
 @click.option(
-    "--a", "file_a", required=True, help="Results of arm A (jsonl/CSV, lm-eval, Inspect)."
+    "--results",
+    default=None,
+    help="A design's results: one row per run with the factors, seed and metric (default: "
+    "the ledger's runs tagged with the design's factor levels).",
 )
-@click.option("--b", "file_b", required=True, help="Results of arm B, the baseline or control.")
 @click.option(
     "--score",
     "column",
@@ -35,14 +41,21 @@ from labcoat.cli.output import json_option, respond
     help="Ledger file or postgresql:// URL (default: $LABCOAT_LEDGER or .labcoat/ledger.db).",
 )
 @json_option
-def verdict(entry_id, file_a, file_b, column, metric, location, as_json) -> None:
-    """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.
+@html_option()
+def verdict(entry_id, file_a, file_b, results, column, metric, location, as_json, html) -> None:
+    """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B (a
+    design: on its tagged runs, or --results).
 
     Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
     from labcoat.ledger import Ledger
     from labcoat.verdicts.judge import verdict as judge
+    from labcoat.verdicts.verdict import EXIT_CODES
 
     with Ledger(location, create=False) as book:
-        result = judge(book, entry_id, a=file_a, b=file_b, column=column, metric=metric)
+        result = judge(
+            book, entry_id, a=file_a, b=file_b, column=column, metric=metric, results=results
+        )
     respond(as_json, result, lambda: result)
-    raise click.exceptions.Exit(result.exit_code)
+    if html is not None:
+        result.to_html(html)
+    raise click.exceptions.Exit(EXIT_CODES[result.verdict])
