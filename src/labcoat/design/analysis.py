@@ -97,7 +97,7 @@ class DesignAnalysis(Result):
         }
 
 
-def _rows(results: Any) -> list[Mapping[str, Any]]:
+def result_rows(results: Any) -> list[Mapping[str, Any]]:
     """The results as rows: a list of mappings, a pandas DataFrame, or a results file."""
     if hasattr(results, "to_dict") and hasattr(results, "columns"):
         return list(results.to_dict("records"))
@@ -115,7 +115,7 @@ def _rows(results: Any) -> list[Mapping[str, Any]]:
     )
 
 
-def _same(value: Any, level: Any) -> bool:
+def same_level(value: Any, level: Any) -> bool:
     if isinstance(level, bool) or isinstance(value, bool):
         return str(value).lower() == str(level).lower()
     try:
@@ -131,9 +131,9 @@ def _code(rows, factors: Mapping[str, tuple[Any, Any]], source: str) -> np.ndarr
             if f not in row:
                 raise InputError(f"{source}: row {i + 1} has no column {f!r} (a factor)")
             v = row[f]
-            if _same(v, low):
+            if same_level(v, low):
                 coded[i, j] = -1
-            elif _same(v, high):
+            elif same_level(v, high):
                 coded[i, j] = 1
             else:
                 raise InputError(
@@ -215,7 +215,7 @@ def estimate(
     alpha = alpha if alpha is not None else (design.alpha if design is not None else 1 - level)
     alpha = PROBABILITY.check(alpha, "alpha")
     source = "results" if not isinstance(results, str) else results
-    rows = _rows(results)
+    rows = result_rows(results)
     if len(rows) < 2:
         raise InputError(f"{source}: {len(rows)} run(s); a design needs at least two")
     coded = _code(rows, declared, source)
@@ -329,7 +329,9 @@ def _compare_runs(design, rows, seed_column: str):
     seen = {}
     for row in rows:
         coded = {
-            f: design.factors[f][0] if _same(row[f], design.factors[f][0]) else design.factors[f][1]
+            f: design.factors[f][0]
+            if same_level(row[f], design.factors[f][0])
+            else design.factors[f][1]
             for f in design.factors
         }
         seen[key({**coded, seed_column: row.get(seed_column)})] = row

@@ -365,6 +365,33 @@ def _build(
     return _judged(d) if judge else d
 
 
+def rebuild(plan: Any) -> Design:
+    """The design a :class:`~labcoat.design.plan.DesignPlan` sealed, from its own table (its
+    checks run again)."""
+    factors = check_factors(plan.factors)
+    names = list(factors)
+    coded = np.asarray(plan.coded, dtype=int)
+    if coded.ndim != 2 or coded.shape[1] != len(names) or not np.isin(coded, (-1, 1)).all():
+        raise InputError(
+            f"design plan: its table must hold -1/+1 levels of {len(names)} factors per run"
+        )
+    return _build(
+        factors,
+        tables.Table(plan.table, coded),
+        plan.seeds,
+        tuple(fx.parse(e, names) for e in plan.effects),
+        tuple(fx.parse(e, names) for e in plan.needed),
+        blocks=plan.blocks,
+        orders=plan.orders,
+        noise=plan.noise,
+        effect_size=plan.effect_size,
+        alpha=plan.alpha,
+        power=plan.power,
+        seed=plan.seed,
+        noise_source=plan.noise_source,
+    )
+
+
 def _judged(d: Design) -> Design:
     from labcoat.design.checks import CHECKS
     from labcoat.findings import run_check

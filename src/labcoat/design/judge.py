@@ -21,7 +21,8 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from labcoat.design.analysis import _rows, _same
+from labcoat.design.analysis import result_rows, same_level
+from labcoat.design.designs import Design, rebuild
 from labcoat.design.plan import DesignPlan, is_design_plan
 from labcoat.errors import InputError
 
@@ -45,8 +46,6 @@ def register(
     :class:`~labcoat.design.Design` with the ``metric`` its runs record) reviewed and sealed in
     one transaction, before any run. ``entry``: the other fields of
     :meth:`labcoat.Ledger.hypothesis` (tags, experiment, parents, runs). Returns the entry."""
-    from labcoat.design.designs import Design
-
     if isinstance(plan, Design):
         if metric is None:
             raise InputError("register: a Design needs `metric`, the result each run records")
@@ -60,7 +59,7 @@ def register(
         title,
         predict=predict,
         sealed_plan=plan.to_dict(),
-        review=[f.to_dict() for f in plan.review()],
+        review=[f.to_dict() for f in plan.review() or rebuild(plan).findings],
         **entry,
     )
 
@@ -144,7 +143,7 @@ def _ledger_candidates(ledger: Any, entry_id: int, plan: DesignPlan, sealed_at: 
 
 def _table_candidates(results: Any, plan: DesignPlan, seed_column: str):
     rows, deviations = [], []
-    for i, row in enumerate(_rows(results)):
+    for i, row in enumerate(result_rows(results)):
         value = row.get(plan.metric)
         try:
             value = float(value)
@@ -161,9 +160,9 @@ def _table_candidates(results: Any, plan: DesignPlan, seed_column: str):
 
 
 def _level(value: Any, low: Any, high: Any) -> Any:
-    if _same(value, low):
+    if same_level(value, low):
         return low
-    if _same(value, high):
+    if same_level(value, high):
         return high
     if isinstance(value, str) and value.strip().lower() in ("low", "high"):
         return low if value.strip().lower() == "low" else high
@@ -270,7 +269,7 @@ def judge(
     from labcoat.design.verdict import DesignVerdict, decide
     from labcoat.findings import run_check
 
-    design = plan.design()
+    design = rebuild(plan)
     rows, set_aside = screen(candidates, design, plan.metric)
     devs = [*map(dict, deviations), *set_aside]
     if len(rows) < 2:

@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Mapping
 
-import numpy as np
-
 from labcoat._validation import PROBABILITY
 from labcoat.errors import InputError
 from labcoat.findings import Finding
@@ -81,38 +79,10 @@ class DesignPlan:
             review_findings=tuple(design.findings),
         )
 
-    def design(self) -> Any:
-        """The sealed design, rebuilt from its table (its checks run again)."""
-        from labcoat.design import designs
-        from labcoat.design import effects as fx
-        from labcoat.design.tables import Table
-
-        factors = designs.check_factors(self.factors)
-        names = list(factors)
-        coded = np.asarray(self.coded, dtype=int)
-        if coded.ndim != 2 or coded.shape[1] != len(names) or not np.isin(coded, (-1, 1)).all():
-            raise InputError(
-                f"design plan: its table must hold -1/+1 levels of {len(names)} factors per run"
-            )
-        return designs._build(
-            factors,
-            Table(self.table, coded),
-            self.seeds,
-            tuple(fx.parse(e, names) for e in self.effects),
-            tuple(fx.parse(e, names) for e in self.needed),
-            blocks=self.blocks,
-            orders=self.orders,
-            noise=self.noise,
-            effect_size=self.effect_size,
-            alpha=self.alpha,
-            power=self.power,
-            seed=self.seed,
-            noise_source=self.noise_source,
-        )
-
     def review(self) -> list[Finding]:
-        """The design's checks, as the review sealed with the plan."""
-        return list(self.review_findings) or list(self.design().findings)
+        """The design's checks when the plan was made (empty for a plan read back from the
+        ledger: :func:`labcoat.design.designs.rebuild` runs them again)."""
+        return list(self.review_findings)
 
     @property
     def n_runs(self) -> int:
