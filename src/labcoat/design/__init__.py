@@ -28,7 +28,7 @@ _LAZY: dict[str, str] = {
     "CHECKS": "labcoat.design.checks:CHECKS",
     "read_factors": "labcoat.design.spec:read_factors",
     "DesignPlan": "labcoat.design.plan:DesignPlan",
-    "DesignVerdict": "labcoat.design.verdict:DesignVerdict",
+    "DesignVerdict": "labcoat.design.verdict_result:DesignVerdict",
     "register": "labcoat.design.judge:register",
     "verdict": "labcoat.design.judge:verdict",
     "ledger_noise": "labcoat.design.noise:ledger_noise",

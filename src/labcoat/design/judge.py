@@ -266,7 +266,7 @@ def judge(
 
     from labcoat.design.checks import CHECKS
     from labcoat.design.designs import analyse
-    from labcoat.design.verdict import DesignVerdict, decide
+    from labcoat.design.verdict_result import DesignVerdict, decide
     from labcoat.findings import run_check
 
     design = rebuild(plan)
@@ -323,7 +323,8 @@ def verdict(
 ):
     """Judge design entry ``entry`` by its sealed plan on its runs in the ledger (or on a
     ``results`` table: one row per run with the factors' columns, ``seed_column`` and the
-    metric) and record the verdict. Returns a :class:`~labcoat.design.verdict.DesignVerdict`."""
+    metric) and record the verdict. Returns a
+    :class:`~labcoat.design.verdict_result.DesignVerdict`."""
     entry_id = _id(entry)
     revisions = plan_revisions(ledger, entry_id)
     sealed = revisions[0][1]

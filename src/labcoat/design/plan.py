@@ -49,6 +49,13 @@ class DesignPlan:
     review_findings: tuple[Finding, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.factors, (list, tuple)):  # as sealed: [[name, [low, high]], ...]
+            try:
+                object.__setattr__(self, "factors", {str(n): list(v) for n, v in self.factors})
+            except (TypeError, ValueError):
+                raise InputError(
+                    "design plan: `factors` must be [[name, [low, high]], ...]"
+                ) from None
         if not isinstance(self.metric, str) or not self.metric.strip():
             raise InputError(f"design plan: `metric` must name the metric; got {self.metric!r}")
         PROBABILITY.check(self.level, "level")
@@ -89,7 +96,11 @@ class DesignPlan:
         return len(self.coded) * self.seeds
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "review_findings"}
+        """Plain JSON; the factors as ``[name, [low, high]]`` pairs, since the table's columns
+        follow their order and a stored mapping's keys may come back sorted."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "review_findings"}
+        out["factors"] = [[name, list(levels)] for name, levels in self.factors.items()]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "sealed plan") -> "DesignPlan":
