@@ -317,3 +317,24 @@ def test_power_stays_a_number_where_scipys_far_lower_tail_is_nan():
     # scipy 1.17 gives NaN for stats.nct.cdf(-crit, 4, 10.4), which made the power NaN
     power = t_power(1.0, 1.0 / 10.4, 4, 0.05 / 3)
     assert stats.nct.sf(crit, 4, 10.4) <= power <= 1.0
+
+
+def test_labcoat_design_reads_the_noise_off_the_ledger_and_refuses_a_half_registration(
+    cli, tmp_path
+):
+    db = tmp_path / "l.db"
+    ledger = Ledger(db)
+    _history(ledger, 0.05, configs=3, seeds=3)
+    ledger.close()
+    spec = tmp_path / "factors.toml"
+    spec.write_text("[factors]\nlr = [0.001, 0.003]\nwidth = [64, 256]\n\n[design]\n"
+                    "seeds = 2\neffect_size = 0.1\n")  # fmt: skip
+    got = cli("design", spec, "--ledger", db, "--metric", "acc", "--json")
+    assert got.code == 0, got.err
+    out = json.loads(got.out)
+    assert "9 earlier runs in 3 configuration(s)" in out["noise_source"] and out["power"]
+    plain = json.loads(cli("design", spec, "--json").out)
+    assert plain["noise"] is None and plain["power"] == {}
+    half = cli("design", spec, "--register", "t", "--ledger", db)
+    assert half.code == 2 and "--register: give --predict" in half.err
+    assert len(Ledger(db).entries()) == 0
