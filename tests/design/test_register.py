@@ -338,3 +338,14 @@ def test_labcoat_design_reads_the_noise_off_the_ledger_and_refuses_a_half_regist
     half = cli("design", spec, "--register", "t", "--ledger", db)
     assert half.code == 2 and "--register: give --predict" in half.err
     assert len(Ledger(db).entries()) == 0
+
+
+def test_labcoat_ledger_plan_shows_a_design_plan_and_refuses_to_revise_it(cli, tmp_path):
+    ledger, d, entry = _registered(tmp_path)
+    db = tmp_path / "ledger.db"
+    ledger.close()
+    shown = cli("ledger", "plan", entry.id, "--ledger", db, "--json")
+    assert shown.code == 0, shown.err
+    assert json.loads(shown.out)["plan"]["kind"] == "design"
+    revised = cli("ledger", "plan", entry.id, "--ledger", db, "--plan-field", "seeds=3")
+    assert revised.code == 2 and "a new one is a new entry" in revised.err

@@ -160,8 +160,21 @@ def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, a
     """Show entry ENTRY_ID's registered plan, or seal a new revision of it (--plan or
     --plan-field). A revision made after results exist is reported by the verdict."""
     from labcoat.verdicts.judge import plan_history, plan_review, revise_plan
+    from labcoat.verdicts.kinds import kind_of
 
     with _open(location) as book:
+        stored = book.plans(entry_id)
+        if stored and kind_of(stored[-1].plan) and plan_file is None and not plan_fields:
+            last = stored[-1]  # a plan of another kind (a design): shown as it was sealed
+            data = {"id": entry_id, "revision": last.revision, "recorded_at": last.recorded_at,
+                    "plan": last.plan, "review": last.review}  # fmt: skip
+            if as_json:
+                emit_json(data)
+                return
+            click.echo(f"# entry {entry_id}, {kind_of(last.plan)} plan revision {last.revision} "
+                       f"({last.recorded_at})")  # fmt: skip
+            click.echo(json.dumps(last.plan, indent=2))
+            return
         if plan_file is not None:
             plan = _plan_from(plan_file, plan_fields)
             revise_plan(book, entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)

@@ -58,8 +58,9 @@ def plan_history(ledger: Any, entry: Any) -> list[PlanRevision]:
     stored = ledger.plans(_id(entry))
     if any(kind_of(s.plan) for s in stored):
         raise InputError(
-            f"entry {_id(entry)}: its plan is a {kind_of(stored[-1].plan)}, not a comparison; "
-            f"`labcoat verdict {_id(entry)}` judges it"
+            f"entry {_id(entry)}: its plan is a {kind_of(stored[-1].plan)}, not a comparison: "
+            f"`labcoat ledger plan {_id(entry)}` shows it, `labcoat verdict {_id(entry)}` judges "
+            "it, and a new one is a new entry"
         )
     return [
         PlanRevision(s.revision, s.recorded_at, Plan.from_dict(s.plan, source="sealed plan"))
