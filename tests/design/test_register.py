@@ -201,6 +201,7 @@ def test_a_results_table_row_at_an_unplanned_level_is_a_deviation_not_an_error(t
     ledger, d, entry = _registered(tmp_path)
     rng = np.random.default_rng(3)
     rows = [{**r, "acc": _metric(r, d.factors, TRUE, rng)} for r in d.runs]
+    rows[2] = {**rows[2], **{f: "high" if rows[2][f] == v[1] else "low" for f, v in TWO.items()}}
     rows.append({**rows[0], "lr": 0.5})
     rows.append({**rows[1], "acc": "n/a"})
     v = D.verdict(ledger, entry, results=rows)
@@ -349,3 +350,18 @@ def test_labcoat_ledger_plan_shows_a_design_plan_and_refuses_to_revise_it(cli, t
     assert json.loads(shown.out)["plan"]["kind"] == "design"
     revised = cli("ledger", "plan", entry.id, "--ledger", db, "--plan-field", "seeds=3")
     assert revised.code == 2 and "a new one is a new entry" in revised.err
+
+
+def test_after_a_lost_run_seed_blocks_still_keep_a_seeds_shift_out_of_the_noise():
+    three = {**TWO, "dropout": [0.0, 0.1]}
+    d = labcoat.design(three, seeds=3)
+    rng = np.random.default_rng(5)
+    shift = {0: 0.0, 1: 1.0, 2: -1.0}  # each seed moves all its runs alike, 10x the noise
+    rows = [
+        {**r, "acc": shift[r["seed"]] + _metric({**r, "seed": 0}, three, TRUE, rng, noise=0.1)}
+        for r in d.runs
+    ][1:]
+    a = d.analyse(rows, metric="acc")
+    assert a.noise < 0.2, a.noise  # unblocked, the shifts would put it near 0.8
+    for row in a.effects:
+        assert row["ci"][0] < TRUE.get(row["effect"], 0.0) < row["ci"][1]
