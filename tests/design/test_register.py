@@ -159,15 +159,16 @@ def test_repeats_extra_seeds_unplanned_levels_and_missing_runs_are_set_aside(tmp
         _run(ledger, {**best, "seed": 7}, 99.0),  # a seed the design does not have
         _run(ledger, {**best, "lr": 1e-2}, 99.0),  # a level the design does not have
         _run(ledger, {**best}, None),  # no result recorded
+        ledger.start_run(factors=best, git=False).id,  # never ended
     ]
     linked = [r.id for r in ledger.runs() if r.factors]
     ledger.revise(entry, runs=tuple(linked))
     v = D.verdict(ledger, entry)
     kinds = sorted(x["kind"] for x in v.deviations)
     assert kinds == sorted(["before-plan", "missing-run", "repeated-run", "extra-run",
-                            "unplanned-level", "no-result"]), kinds  # fmt: skip
+                            "unplanned-level", "no-result", "unfinished-run"]), kinds  # fmt: skip
     assert _status(v, "design.verdict.deviations") == "warn"
-    assert "DEVIATING FROM ITS PLAN (6" in v.headline
+    assert "DEVIATING FROM ITS PLAN (7" in v.headline
     assert v.analysis.n_runs == d.n_runs - 1  # none of the 99s, nor the early 9, analysed
     assert all(abs(e["estimate"]) < 5 for e in v.to_dict()["effects"])
     assert {x.get("run") for x in v.deviations} >= {early, *extras}

@@ -122,6 +122,15 @@ def _ledger_candidates(ledger: Any, entry_id: int, plan: DesignPlan, sealed_at: 
                     )
                 )
             continue
+        if run.status == "running":
+            deviations.append(
+                _deviation(
+                    "unfinished-run",
+                    f"run {run.id} has not ended (still running, or died without saying so)",
+                    **where,
+                )
+            )
+            continue
         if run.status != "ok":
             deviations.append(_deviation("failed-run", f"run {run.id} ended {run.status}", **where))
             continue
