@@ -256,6 +256,9 @@ def test_the_power_comes_from_the_seed_variance_of_the_ledgers_earlier_runs(tmp_
     message = next(f.message for f in d.findings if f.check == "design.power")
     assert "earlier runs" in message
     assert d.power and d.to_plan("acc").noise_source == d.noise_source
+    both = labcoat.design(TWO, seeds=2, effect_size=0.1, ledger=ledger, metric="acc",
+                          pilot=[0.5, 0.6, 0.4])  # fmt: skip
+    assert both.noise == d.noise and "the pilot's noise 0.1 is not used" in both.noise_source
 
 
 def test_without_replicates_in_the_ledger_nothing_is_measured_and_stated_noise_is_assumed(

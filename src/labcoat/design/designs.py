@@ -517,8 +517,8 @@ def design(
     orders from a Latin square over seeds and runs. ``kind="bundle"`` is every change on against
     none, which can judge the bundle only. ``ledger`` (with ``metric``, the event kind each
     run records its result under) measures the noise from the seed variance of the ledger's
-    earlier runs when neither ``noise`` nor ``pilot`` is given; a stated ``noise`` is reported
-    as assumed.
+    earlier runs; where they show none, a ``pilot``'s is used, else a stated ``noise``,
+    reported as assumed.
     """
     values = dict(
         seeds=seeds, runs=runs, resolution=resolution, budget=budget, noise=noise,
@@ -534,14 +534,19 @@ def design(
             raise InputError("give `noise` or `pilot`, not both")
         values["noise"] = pilot_noise(pilot)
         source = f"a pilot of {len(np.asarray(pilot).ravel())} seeds"
-    if ledger is not None and values["noise"] is None:
+    if ledger is not None:  # what the ledger's runs show comes first: measured, and on more
         from labcoat.design.noise import ledger_noise
 
         if not isinstance(metric, str) or not metric:
             raise InputError("`ledger`: give `metric`, the result each earlier run recorded")
         measured = ledger_noise(ledger, metric)
         if measured is not None:
-            values["noise"], source = measured.sd, measured.describe()
+            if values["noise"] is not None:
+                given = "the pilot's noise" if pilot is not None else "the stated noise"
+                source = f"{measured.describe()}; {given} {values['noise']:.3g} is not used"
+            else:
+                source = measured.describe()
+            values["noise"] = measured.sd
     planned = tuple(fx.parse(e, names) for e in effects) if effects is not None else None
     need = tuple(fx.parse(e, names) for e in needed) if needed is not None else None
     if sum(x is not None for x in (runs, resolution, budget)) > 1:
