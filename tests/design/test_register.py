@@ -369,3 +369,13 @@ def test_after_a_lost_run_seed_blocks_still_keep_a_seeds_shift_out_of_the_noise(
     assert a.noise < 0.2, a.noise  # unblocked, the shifts would put it near 0.8
     for row in a.effects:
         assert row["ci"][0] < TRUE.get(row["effect"], 0.0) < row["ci"][1]
+
+
+def test_a_comparison_entry_still_needs_both_arms_now_that_they_are_optional(cli, tmp_path):
+    db = tmp_path / "l.db"
+    with Ledger(db) as ledger:
+        plan = labcoat.Plan(metric="accuracy", column="correct", id="qid",
+                            comparison="superiority", items=100)  # fmt: skip
+        entry = labcoat.verdicts.register(ledger, "a beats b", predict="it does", plan=plan)
+    got = cli("verdict", entry.id, "--ledger", db)
+    assert got.code == 2 and "give the results of both arms (--a and --b" in got.err

@@ -156,13 +156,15 @@ def verdict(
                 "on two arms (a=, b=) or another column or metric"
             )
         return judge_of(kind, "verdict")(ledger, entry_id, results=results)
-    if a is None or b is None or results is not None:
-        raise InputError(f"entry {entry_id}: give the results of both arms (a= and b=)")
     revisions = plan_history(ledger, entry_id)
     if not revisions:
         raise InputError(
             f"entry {entry_id}: has no registered plan, so there is no analysis to run; "
             "register one (`labcoat ledger add ... --plan plan.toml`) or resolve it by hand"
+        )
+    if a is None or b is None or results is not None:
+        raise InputError(
+            f"entry {entry_id}: give the results of both arms (--a and --b; a= and b= in Python)"
         )
     plan = revisions[-1].plan
     stored = ledger.verdicts()
