@@ -43,10 +43,10 @@ from labcoat.cli.output import html_option, json_option, respond
 @json_option
 @html_option()
 def verdict(entry_id, file_a, file_b, results, column, metric, location, as_json, html) -> None:
-    """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B (a
-    design: on its tagged runs, or --results).
+    """Judge entry ENTRY_ID by its registered plan on the results of arm A and arm B.
 
-    Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
+    An entry registered with a design is judged on the runs tagged with its factor levels, or
+    on --results. Exit 0 confirmed, 1 refuted, 4 inconclusive, 2 bad input."""
     from labcoat.ledger import Ledger
     from labcoat.verdicts.judge import verdict as judge
     from labcoat.verdicts.verdict import EXIT_CODES
