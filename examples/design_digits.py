@@ -4,7 +4,10 @@ lr, width, dropout, weight decay and input-noise augmentation, two levels each. 
 seeds of one configuration gives the seed noise; labcoat.design picks a 2^(5-1) fraction
 (resolution V: every main effect and two-factor interaction estimable apart) over two seeds,
 32 short trainings on the CPU; the analysis estimates the 15 effects with Holm-adjusted tests.
-Run: python examples/design_digits.py [--html design.html]
+With ``--ledger PATH`` the same grid goes through a ledger: the pilot's trainings are recorded
+runs (their seed variance is the noise), the design is registered before any training, each
+training is a run tagged with its factor levels, and the verdict judges them.
+Run: python examples/design_digits.py [--html design.html] [--ledger lab.db]
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def train(config: dict, seed: int, data) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--html", default=None)
+    parser.add_argument("--ledger", default=None, help="Register the design and record the runs.")
     args = parser.parse_args()
     torch.set_num_threads(1)
     digits = load_digits()
@@ -68,6 +72,10 @@ def main() -> None:
     data = [torch.tensor(a) for a in split]
     data[2], data[3] = data[2].long(), data[3].long()
     start = time.perf_counter()
+    if args.ledger:
+        through_ledger(args.ledger, data, args.html)
+        print(f"{4 + 32} trainings in {time.perf_counter() - start:.0f} s")
+        return
     pilot = [train(BASE, 100 + s, data) for s in range(4)]
     d = labcoat.design(FACTORS, runs=16, seeds=2, pilot=pilot, effect_size=0.02)
     print(d.describe())
@@ -91,6 +99,40 @@ def main() -> None:
           f"{len(rows) + len(pilot)} trainings in {time.perf_counter() - start:.0f} s")  # fmt: skip
     if args.html:
         result.to_html(args.html)
+
+
+def through_ledger(location: str, data, html: str | None) -> None:
+    """The pilot, the design, its registration, the tagged runs and the verdict, on a ledger."""
+    import labcoat.design
+
+    ledger = labcoat.Ledger(location)
+    for s in range(4):  # earlier runs of one configuration: their spread is the seed noise
+        with ledger.run(config=BASE, seeds=100 + s, git=False) as run:
+            run.record_event("accuracy", value=train(BASE, 100 + s, data))
+    d = labcoat.design(
+        FACTORS, runs=16, seeds=2, effect_size=0.02, needed=["lr", "width"], ledger=ledger,
+        metric="accuracy",
+    )  # fmt: skip
+    print(d.describe())
+    print(f"  noise {d.noise:.4f}: {d.noise_source}")
+    entry = labcoat.design.register(
+        ledger, "which interventions help the digits MLP", d,
+        predict="lr and width matter", metric="accuracy",
+    )  # fmt: skip
+    for planned in d.runs:
+        with ledger.run(factors=planned, config=planned, git=False) as run:
+            run.record_event("accuracy", value=train(planned, planned["seed"], data))
+    v = labcoat.design.verdict(ledger, entry)
+    print(v.headline)
+    for reason in v.reasons:
+        print(f"  {reason}")
+    for r in v.to_dict()["effects"]:
+        lo, hi = r["ci"]
+        print(f"  {r['effect']:<34} {r['estimate']:+.4f}  [{lo:+.4f}, {hi:+.4f}]  "
+              f"p_holm={r['pvalue_adjusted']:.3g}  {r['decision']}")  # fmt: skip
+    if html:
+        v.to_html(html)
+    ledger.close()
 
 
 if __name__ == "__main__":

@@ -269,6 +269,7 @@ FACTORIES = {
             for i, r in enumerate(_design().runs)
         ]
     ),
+    "design.verdict": lambda: _design_verdict(),
 }
 
 
@@ -291,6 +292,14 @@ def _design():
     import labcoat.design
 
     return labcoat.design({"a": [0, 1], "b": [0, 1]}, seeds=2, noise=0.5, effect_size=1.0)
+
+
+def _design_verdict():
+    from labcoat.design.judge import judge
+
+    d = _design()
+    rows = [{**r, "m": float(r["a"]) + 0.1 * r["seed"] + 0.01 * i} for i, r in enumerate(d.runs)]
+    return judge(d.to_plan("m"), rows)
 
 
 def _evals_compare():

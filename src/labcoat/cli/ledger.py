@@ -161,8 +161,21 @@ def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, a
     --plan-field). The registered plan stays the first revision: the verdict names what a
     revision changed, and when it followed the results."""
     from labcoat.verdicts.judge import plan_history, plan_review, revise_plan
+    from labcoat.verdicts.kinds import kind_of
 
     with _open(location) as book:
+        stored = book.plans(entry_id)
+        if stored and kind_of(stored[-1].plan) and plan_file is None and not plan_fields:
+            last = stored[-1]  # a plan of another kind (a design): shown as it was sealed
+            data = {"id": entry_id, "revision": last.revision, "recorded_at": last.recorded_at,
+                    "plan": last.plan, "review": last.review}  # fmt: skip
+            if as_json:
+                emit_json(data)
+                return
+            click.echo(f"# entry {entry_id}, {kind_of(last.plan)} plan revision {last.revision} "
+                       f"({last.recorded_at})")  # fmt: skip
+            click.echo(json.dumps(last.plan, indent=2))
+            return
         if plan_file is not None:
             plan = _plan_from(plan_file, plan_fields)
             revise_plan(book, entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
@@ -556,6 +569,26 @@ def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
     return seeds
 
 
+def _parse_factors(values: tuple[str, ...]) -> dict[str, Any]:
+    """``--factor NAME=LEVEL``: each LEVEL read as a TOML value (``lr=3e-3``), else as text
+    (``lr=high``)."""
+    import tomllib
+
+    factors: dict[str, Any] = {}
+    for item in values:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise InputError(f"--factor: expected NAME=LEVEL (e.g. --factor lr=high); got {item!r}")
+        try:
+            level = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            level = raw
+        if name.strip() in factors:
+            raise InputError(f"--factor: {name.strip()} is given twice")
+        factors[name.strip()] = level if isinstance(level, (str, int, float, bool)) else raw
+    return factors
+
+
 def _log_capture():
     """The capture of the command's logs, or None (with a note) when drain3 is missing."""
     from labcoat.extras import available, install_hint
@@ -605,6 +638,13 @@ def _ingest_logs(capture, book: Ledger, run_id: int) -> None:
 @click.option("--seed", "seeds", multiple=True, help="NAME=VALUE seed to record (repeatable).")
 @click.option("--name", default=None, help="A short name for the run.")
 @click.option(
+    "--factor",
+    "factors",
+    multiple=True,
+    metavar="NAME=LEVEL",
+    help="A factor level of a designed experiment (e.g. lr=high; repeatable).",
+)
+@click.option(
     "--for",
     "entries",
     type=int,
@@ -638,6 +678,7 @@ def run_command(
     data,
     seeds,
     name,
+    factors,
     entries,
     full_hash,
     no_git,
@@ -656,6 +697,7 @@ def run_command(
     Example:
       labcoat run --config cfg.json --data data/ -- python train.py --lr 0.1
       labcoat run --for 3 -- python train.py --eps 1e-6    # a run testing entry 3
+      labcoat run --for 4 --factor lr=high --factor seed=1 -- python train.py
     """
     from labcoat.ledger.wrap import run_wrapped
 
@@ -671,6 +713,7 @@ def run_command(
                 data=list(data) or None,
                 seeds=_parse_seeds(seeds) or None,
                 name=name,
+                factors=_parse_factors(factors) or None,
                 entries=[book.entry(e) for e in entries],  # an unknown id stops here
                 full_hash=full_hash,
                 git=not no_git,

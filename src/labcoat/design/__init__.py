@@ -5,7 +5,9 @@ that do, and refusals when they cannot.
 :class:`~labcoat.design.designs.Design`: the runs, what they alias (in words), the resolution
 and each planned effect's power; :func:`analyse` estimates the effects from the runs' results;
 :func:`recommend` finds the smallest design that separates the effects at a power. Tables come
-from pyDOE; the analysis is statsmodels' OLS with Holm-adjusted tests.
+from pyDOE; the analysis is statsmodels' OLS with Holm-adjusted tests. On a ledger,
+:func:`register` seals a design as a hypothesis' plan before any run and :func:`verdict` judges
+the runs tagged with its factor levels (``labcoat run --factor lr=high``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ _LAZY: dict[str, str] = {
     "DesignAnalysis": "labcoat.design.analysis:DesignAnalysis",
     "CHECKS": "labcoat.design.checks:CHECKS",
     "read_factors": "labcoat.design.spec:read_factors",
+    "DesignPlan": "labcoat.design.plan:DesignPlan",
+    "DesignVerdict": "labcoat.design.verdict_result:DesignVerdict",
+    "register": "labcoat.design.judge:register",
+    "verdict": "labcoat.design.judge:verdict",
+    "ledger_noise": "labcoat.design.noise:ledger_noise",
 }
 
 __all__ = sorted(_LAZY)

@@ -7,7 +7,7 @@ ENGINE = Engine(
     summary="Designs with several interventions that can attribute each effect, and their "
     "analyses.",
     registry="labcoat.design.checks:CHECKS",
-    results=("labcoat.design.designs", "labcoat.design.analysis"),
+    results=("labcoat.design.designs", "labcoat.design.analysis", "labcoat.design.verdict_result"),
     commands={
         "design": "A two-level design for the factors in FACTORS.toml ([factors] name = [low, "
         "high], and an optional [design] table of labcoat.design()'s keywords): its runs, what "

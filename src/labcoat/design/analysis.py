@@ -2,9 +2,9 @@
 at few runs, and attribute an effect only where the runs can tell it apart.
 
 The model is ordinary least squares (statsmodels) on the effects' ±1 contrasts, with seed
-blocks when every seed ran the whole table: each effect (high − low) gets a t interval on the
-residual degrees of freedom, and its p-value is adjusted across the planned effects (Holm, as
-:func:`labcoat.stats.multiple.holm` computes it everywhere in labcoat), so
+blocks (fixed effects) when every seed ran two runs or more: each effect (high − low) gets a t
+interval on the residual degrees of freedom, and its p-value is adjusted across the planned
+effects (Holm, as :func:`labcoat.stats.multiple.holm` computes it everywhere in labcoat), so
 the chance of calling any null effect real stays at ``alpha``. The intervals are per effect (as
 narrow as the evidence allows); the decisions are family-wise. What the runs cannot tell apart
 is read off the runs as given (a lost run changes the aliasing): effects that share a contrast
@@ -97,7 +97,7 @@ class DesignAnalysis(Result):
         }
 
 
-def _rows(results: Any) -> list[Mapping[str, Any]]:
+def result_rows(results: Any) -> list[Mapping[str, Any]]:
     """The results as rows: a list of mappings, a pandas DataFrame, or a results file."""
     if hasattr(results, "to_dict") and hasattr(results, "columns"):
         return list(results.to_dict("records"))
@@ -115,7 +115,7 @@ def _rows(results: Any) -> list[Mapping[str, Any]]:
     )
 
 
-def _same(value: Any, level: Any) -> bool:
+def same_level(value: Any, level: Any) -> bool:
     if isinstance(level, bool) or isinstance(value, bool):
         return str(value).lower() == str(level).lower()
     try:
@@ -131,9 +131,9 @@ def _code(rows, factors: Mapping[str, tuple[Any, Any]], source: str) -> np.ndarr
             if f not in row:
                 raise InputError(f"{source}: row {i + 1} has no column {f!r} (a factor)")
             v = row[f]
-            if _same(v, low):
+            if same_level(v, low):
                 coded[i, j] = -1
-            elif _same(v, high):
+            elif same_level(v, high):
                 coded[i, j] = 1
             else:
                 raise InputError(
@@ -215,7 +215,7 @@ def estimate(
     alpha = alpha if alpha is not None else (design.alpha if design is not None else 1 - level)
     alpha = PROBABILITY.check(alpha, "alpha")
     source = "results" if not isinstance(results, str) else results
-    rows = _rows(results)
+    rows = result_rows(results)
     if len(rows) < 2:
         raise InputError(f"{source}: {len(rows)} run(s); a design needs at least two")
     coded = _code(rows, declared, source)
@@ -226,7 +226,7 @@ def estimate(
         len(distinct) > 1
         and all(s != "" for s in seeds)
         and (design is None or design.blocks == "seed")
-        and _whole_blocks(coded, seeds)
+        and _blockable(seeds)
     )
     groups, outside, constant = _estimable(coded, names, planned)
     X = [np.ones(len(rows))]
@@ -235,6 +235,9 @@ def estimate(
         for s in distinct[1:]:
             X.append(np.array([1.0 if v == s else 0.0 for v in seeds]))
     X = np.column_stack(X)
+    if blocked and np.linalg.matrix_rank(X) < X.shape[1]:
+        # the seeds line up with an effect (a seed ran only one level): blocks would take it
+        X = X[:, : 1 + len(groups)]
     p = int(np.linalg.matrix_rank(X))
     df = len(rows) - p
     estimates, ses, pvals, cis = [], [], [], []
@@ -309,14 +312,15 @@ def estimate(
     )
 
 
-def _whole_blocks(coded: np.ndarray, seeds: list[str]) -> bool:
-    """Whether every seed ran the same set of factor combinations (so seed blocks are
-    orthogonal to the effects, and cost degrees of freedom, not precision)."""
-    sets = {}
-    for row, s in zip(map(tuple, coded), seeds):
-        sets.setdefault(s, []).append(row)
-    first = sorted(next(iter(sets.values())))
-    return all(sorted(v) == first for v in sets.values())
+def _blockable(seeds: list[str]) -> bool:
+    """Whether every seed ran at least two runs, so a seed block can be estimated. When every
+    seed ran the whole table the blocks are orthogonal to the effects and cost degrees of
+    freedom, not precision; when some runs are missing they are still fixed effects of an
+    unbiased fit, and keep a seed's shift out of the noise."""
+    counts: dict[str, int] = {}
+    for s in seeds:
+        counts[s] = counts.get(s, 0) + 1
+    return min(counts.values()) >= 2
 
 
 def _compare_runs(design, rows, seed_column: str):
@@ -329,7 +333,9 @@ def _compare_runs(design, rows, seed_column: str):
     seen = {}
     for row in rows:
         coded = {
-            f: design.factors[f][0] if _same(row[f], design.factors[f][0]) else design.factors[f][1]
+            f: design.factors[f][0]
+            if same_level(row[f], design.factors[f][0])
+            else design.factors[f][1]
             for f in design.factors
         }
         seen[key({**coded, seed_column: row.get(seed_column)})] = row

@@ -8,7 +8,7 @@ from typing import Any
 from labcoat.design.effects import describe, name
 from labcoat.findings import CheckRegistry, Outcome, failed, passed, skipped, warned
 
-CHECKS = CheckRegistry("design", ["design", "analysis"])
+CHECKS = CheckRegistry("design", ["design", "analysis", "verdict"])
 
 
 @CHECKS.check(
@@ -65,11 +65,17 @@ def _power(d: Any) -> Outcome:
         worst = min(low, key=low.get)
         return warned(
             f"{describe(d.effect_of(worst))} has power {low[worst]:.2f} < {d.target:.2f} at "
-            f"effect {d.effect_size:g} and noise {d.noise:g}; {d.suggestion()}",
+            f"effect {d.effect_size:g} and noise {d.noise:g} "
+            f"({d.noise_source or 'assumed (stated, not measured)'}); {d.suggestion()}",
             low=low,
         )
     shown = min(d.power_of[e] for e in d.needed) if d.needed else float("nan")
-    return passed(f"every needed effect has power >= {shown:.2f}", power=shown)
+    where = d.noise_source or "assumed (stated, not measured)"
+    return passed(
+        f"every needed effect has power >= {shown:.2f} at noise {d.noise:.3g}, {where}",
+        power=shown,
+        noise_source=where,
+    )
 
 
 @CHECKS.check(
@@ -127,6 +133,29 @@ def _runs(a: Any) -> Outcome:
             extra=extra[:10],
         )
     return passed(f"all {a.n_runs} planned runs present")
+
+
+@CHECKS.check(
+    "design.verdict.deviations",
+    layer="verdict",
+    falsifies="the verdict rests on the runs the sealed design planned, run after it was sealed",
+    predicts="every planned run has one result at the design's levels and seed, and no run "
+    "was set aside",
+    severity="warn",
+)
+def _deviations(v: Any) -> Outcome:
+    if v.deviations:
+        kinds = {}
+        for d in v.deviations:
+            kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
+        shown = ", ".join(f"{n} {k}" for k, n in kinds.items())
+        return warned(
+            f"the runs deviate from the sealed design ({shown}): {v.deviations[0]['message']}; "
+            "run the missing planned runs at their levels and seeds, and leave repeats and "
+            "extras out of the design (a new design is a new entry)",
+            deviations=v.deviations[:10],
+        )
+    return passed(f"all {v.plan.n_runs} planned runs, each once, after the design was sealed")
 
 
 __all__ = ["CHECKS"]

@@ -94,6 +94,8 @@ class Design(Result):
     alpha: float = 0.05
     target: float = 0.8
     seed: int = 0
+    #: where ``noise`` came from, in words (a pilot, the ledger's earlier runs, or assumed)
+    noise_source: str | None = None
     alias_map: dict[fx.Effect, list[fx.Effect]] = field(default_factory=dict)
     partial_map: dict[fx.Effect, list[tuple[fx.Effect, float]]] = field(default_factory=dict)
     resolution: int | None = None
@@ -241,6 +243,7 @@ class Design(Result):
             "statements": self.statements,
             "df": self.df,
             "noise": self.noise,
+            "noise_source": self.noise_source,
             "effect_size": self.effect_size,
             "alpha": self.alpha,
             "power_target": self.target,
@@ -272,6 +275,15 @@ class Design(Result):
         """Estimate every planned effect from ``results`` (see :func:`analyse`)."""
         return analyse(results, design=self, metric=metric, level=level)
 
+    def to_plan(self, metric: str, *, level: float = 0.95):
+        """This design as a plan to register before any run
+        (:func:`labcoat.design.register`, or :func:`labcoat.verdicts.register`): its factors,
+        runs and planned effects, read by ``metric`` (the event kind each run records its
+        result under, or the results table's column) with intervals at ``level``."""
+        from labcoat.design.plan import DesignPlan
+
+        return DesignPlan.of(self, metric=metric, level=level)
+
 
 # ---- building ---------------------------------------------------------------------------
 
@@ -301,6 +313,7 @@ def _build(
     power: float,
     seed: int,
     judge: bool = True,
+    noise_source: str | None = None,
 ) -> Design:
     """The design of ``table`` over ``seeds``; ``judge=False`` leaves its checks unrun (a
     search ranks many candidates and judges the one it keeps)."""
@@ -342,6 +355,7 @@ def _build(
         alpha=alpha,
         target=power,
         seed=seed,
+        noise_source=noise_source if noise is not None else None,
         alias_map=full,
         partial_map=partial,
         resolution=res,
@@ -349,6 +363,33 @@ def _build(
         se_of=se_of,
     )
     return _judged(d) if judge else d
+
+
+def rebuild(plan: Any) -> Design:
+    """The design a :class:`~labcoat.design.plan.DesignPlan` sealed, from its own table (its
+    checks run again)."""
+    factors = check_factors(plan.factors)
+    names = list(factors)
+    coded = np.asarray(plan.coded, dtype=int)
+    if coded.ndim != 2 or coded.shape[1] != len(names) or not np.isin(coded, (-1, 1)).all():
+        raise InputError(
+            f"design plan: its table must hold -1/+1 levels of {len(names)} factors per run"
+        )
+    return _build(
+        factors,
+        tables.Table(plan.table, coded),
+        plan.seeds,
+        tuple(fx.parse(e, names) for e in plan.effects),
+        tuple(fx.parse(e, names) for e in plan.needed),
+        blocks=plan.blocks,
+        orders=plan.orders,
+        noise=plan.noise,
+        effect_size=plan.effect_size,
+        alpha=plan.alpha,
+        power=plan.power,
+        seed=plan.seed,
+        noise_source=plan.noise_source,
+    )
 
 
 def _judged(d: Design) -> Design:
@@ -459,6 +500,8 @@ def design(
     orders: int | None = None,
     kind: str | None = None,
     seed: int = 0,
+    ledger: Any = None,
+    metric: str | None = None,
 ) -> Design:
     """A two-level design for ``factors`` (``{"lr": [1e-3, 3e-3], ...}``).
 
@@ -472,7 +515,10 @@ def design(
     ``effect_size`` (the smallest high − low difference worth detecting). ``blocks="seed"``
     analyses each seed as a block (every seed runs the whole table); ``orders`` assigns data
     orders from a Latin square over seeds and runs. ``kind="bundle"`` is every change on against
-    none, which can judge the bundle only.
+    none, which can judge the bundle only. ``ledger`` (with ``metric``, the event kind each
+    run records its result under) measures the noise from the seed variance of the ledger's
+    earlier runs; where they show none, a ``pilot``'s is used, else a stated ``noise``,
+    reported as assumed.
     """
     values = dict(
         seeds=seeds, runs=runs, resolution=resolution, budget=budget, noise=noise,
@@ -482,10 +528,25 @@ def design(
     values = {k: _CONSTRAINTS[k].check(v, k) for k, v in values.items()}
     checked = check_factors(factors)
     names = list(checked)
+    source = "assumed (stated, not measured)" if noise is not None else None
     if pilot is not None:
         if noise is not None:
             raise InputError("give `noise` or `pilot`, not both")
         values["noise"] = pilot_noise(pilot)
+        source = f"a pilot of {len(np.asarray(pilot).ravel())} seeds"
+    if ledger is not None:  # what the ledger's runs show comes first: measured, and on more
+        from labcoat.design.noise import ledger_noise
+
+        if not isinstance(metric, str) or not metric:
+            raise InputError("`ledger`: give `metric`, the result each earlier run recorded")
+        measured = ledger_noise(ledger, metric)
+        if measured is not None:
+            if values["noise"] is not None:
+                given = "the pilot's noise" if pilot is not None else "the stated noise"
+                source = f"{measured.describe()}; {given} {values['noise']:.3g} is not used"
+            else:
+                source = measured.describe()
+            values["noise"] = measured.sd
     planned = tuple(fx.parse(e, names) for e in effects) if effects is not None else None
     need = tuple(fx.parse(e, names) for e in needed) if needed is not None else None
     if sum(x is not None for x in (runs, resolution, budget)) > 1:
@@ -493,7 +554,7 @@ def design(
     common = dict(
         blocks=values["blocks"], orders=values["orders"], noise=values["noise"],
         effect_size=values["effect_size"], alpha=values["alpha"], power=values["power"],
-        seed=values["seed"],
+        seed=values["seed"], noise_source=source,
     )  # fmt: skip
     k = len(names)
     if values["kind"] == "bundle":

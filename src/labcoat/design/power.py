@@ -29,8 +29,13 @@ def t_power(effect_size: float, se: float, df: int, alpha: float) -> float:
     if df < 1 or not se > 0:
         return float("nan")
     crit = stats.t.ppf(1 - alpha / 2, df)
-    ncp = effect_size / se
-    return float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
+    ncp = abs(effect_size) / se
+    upper = float(stats.nct.sf(crit, df, ncp))
+    lower = float(stats.nct.cdf(-crit, df, ncp))
+    # scipy's far lower tail can come back NaN at a large ncp; it is below P(T < 0) = Φ(−ncp)
+    if not np.isfinite(lower):
+        lower = min(float(stats.norm.cdf(-ncp)), 1.0 - upper)
+    return upper + lower
 
 
 def ofat_runs(

@@ -59,3 +59,16 @@ def analysis_view(a: Any) -> Group:
         p = "-" if r["pvalue_adjusted"] is None else f"{r['pvalue_adjusted']:.3g}"
         table.add_row(r["effect"], est, ci, p, r["decision"])
     return Group(Text(a.headline, style="bold"), table, findings_grid(a.findings))
+
+
+def verdict_view(v: Any) -> Group:
+    from labcoat.view import findings_grid
+
+    parts: list[Any] = [Text(v.headline, style="bold")]
+    parts += [Text(f"  {r}") for r in v.reasons]
+    parts.append(analysis_view(v.analysis).renderables[1])
+    parts += [Text(f"deviation: {d['message']}") for d in v.deviations[:10]]
+    if len(v.deviations) > 10:
+        parts.append(Text(f"... and {len(v.deviations) - 10} more deviation(s)"))
+    parts.append(findings_grid(v.findings))
+    return Group(*parts)

@@ -446,13 +446,22 @@ class Ledger:
 
     # ---- runs -------------------------------------------------------------------------
 
-    def start_run(self, *, name: str | None = None, **capture: Any) -> ActiveRun:
+    def start_run(
+        self,
+        *,
+        name: str | None = None,
+        factors: Mapping[str, Any] | None = None,
+        **capture: Any,
+    ) -> ActiveRun:
         """Capture provenance (``capture``: config, data, seeds, command, full_hash, git) and
-        write the run's start now; end it with :meth:`finish_run` (``with ledger.run()`` does
-        both)."""
+        write the run's start now, with its ``factors`` (a designed experiment's levels) when
+        given; end it with :meth:`finish_run` (``with ledger.run()`` does both)."""
+        if factors:
+            _runs.check_factors(factors)  # before anything is captured or written
         provenance = capture_provenance(**capture, exclude=self._store.own_files())
         with self._store.write() as tx:
-            return ActiveRun(_runs.start(tx, provenance, name=name), provenance, self)
+            run_id = _runs.start(tx, provenance, name=name, factors=factors)
+            return ActiveRun(run_id, provenance, self)
 
     def finish_run(
         self, run: int | Run | ActiveRun, *, status: str, exit_status: int | None, **end: Any
@@ -472,16 +481,20 @@ class Ledger:
         command: Sequence[str] | None = None,
         full_hash: bool = False,
         git: bool = True,
+        factors: Mapping[str, Any] | None = None,
     ) -> Iterator[ActiveRun]:
         """``with ledger.run(config=cfg, data=[path]) as run:`` records a run with its provenance
         on entry and its end (status, duration, an exception's type and message) on exit.
 
         ``data`` is a path, array or tensor, a list of them, or a dict name -> one of them;
-        large files are fingerprinted by sampling unless ``full_hash=True``. Findings, events
-        and entries recorded inside the block join the run.
+        large files are fingerprinted by sampling unless ``full_hash=True``. ``factors`` are
+        the run's levels in a designed experiment (``{"lr": "high", "seed": 0}``, or a run of
+        :attr:`labcoat.design.Design.runs` as it is). Findings, events and entries recorded
+        inside the block join the run.
         """
         active = self.start_run(
             name=name,
+            factors=factors,
             config=config,
             data=data,
             seeds=seeds,

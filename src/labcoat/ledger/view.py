@@ -184,6 +184,7 @@ def run_view(run: "Run", findings: list["Finding"] | None = None) -> RenderableT
             f"{len((run.env or {}).get('packages', {}))} recorded, env {(run.env_hash or '')[:16]}",
         ),
         ("seeds", ", ".join(f"{k}={v}" for k, v in run.seeds.items())),
+        ("factors", ", ".join(f"{k}={v}" for k, v in run.factors.items())),
     ]
     for label, value in rows:
         if value:

@@ -14,6 +14,7 @@ from typing import Any
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.verdicts.deviations import PlanRevision, PriorVerdict, SealedFingerprints
+from labcoat.verdicts.kinds import judge_of, kind_of
 from labcoat.verdicts.plan import Plan, coerce_plan
 from labcoat.verdicts.review import ReviewResult, review
 from labcoat.verdicts.verdict import VerdictResult, analyse
@@ -37,8 +38,11 @@ def register(
     :class:`labcoat.Plan`, a dict of its fields or a TOML file) is reviewed (``pilot_a``/
     ``pilot_b``: a pilot run of each arm gives the variance and item sets) and sealed with the
     entry in one transaction, so :func:`verdict` can judge it later. ``entry``: the other
-    fields of :meth:`labcoat.Ledger.hypothesis` (tags, experiment, parents, runs). Returns the
-    entry."""
+    fields of :meth:`labcoat.Ledger.hypothesis` (tags, experiment, parents, runs). A plan of
+    another kind (a design: :meth:`labcoat.design.Design.to_plan`) is reviewed and sealed by
+    its engine. Returns the entry."""
+    if kind_of(plan) is not None:
+        return judge_of(kind_of(plan), "register")(ledger, title, plan, predict=predict, **entry)
     reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
     return ledger.hypothesis(
         title,
@@ -51,9 +55,16 @@ def register(
 
 def plan_history(ledger: Any, entry: Any) -> list[PlanRevision]:
     """Every sealed revision of an entry's plan, oldest first (empty when it has none)."""
+    stored = ledger.plans(_id(entry))
+    if any(kind_of(s.plan) for s in stored):
+        raise InputError(
+            f"entry {_id(entry)}: its plan is a {kind_of(stored[-1].plan)}, not a comparison: "
+            f"`labcoat ledger plan {_id(entry)}` shows it, `labcoat verdict {_id(entry)}` judges "
+            "it, and a new one is a new entry"
+        )
     return [
         PlanRevision(s.revision, s.recorded_at, Plan.from_dict(s.plan, source="sealed plan"))
-        for s in ledger.plans(_id(entry))
+        for s in stored
     ]
 
 
@@ -163,25 +174,41 @@ def verdict(
     ledger: Any,
     entry: Any,
     *,
-    a: Any,
-    b: Any,
+    a: Any = None,
+    b: Any = None,
     column: str | None = None,
     metric: str | None = None,
     unverified: bool = False,
+    results: Any = None,
 ) -> VerdictResult:
     """Judge the entry by its registered plan on the results of arm ``a`` and arm ``b``
     (files, :class:`labcoat.stats.Table` s or dicts of columns) and record the verdict in the
     ledger: a sealed verdict row and the entry's next revision (its result and verdict).
     ``column``/``metric`` analyse another column or metric, which the verdict reports as a
     deviation. A ledger that fails ``verify`` is refused (:class:`labcoat.errors.InputError`)
-    unless ``unverified``, and the verdict then names the deviation ``unverified``."""
+    unless ``unverified``, and the verdict then names the deviation ``unverified``. An entry
+    sealed with a plan of another kind (a design) is judged by its engine, on ``results`` or on
+    the runs the ledger holds."""
     entry_id = _id(entry)
     breaks = verified_breaks(ledger, unverified=unverified)
+    stored = ledger.plans(entry_id)
+    kind = kind_of(stored[-1].plan) if stored else None
+    if kind is not None:
+        if a is not None or b is not None or column is not None or metric is not None:
+            raise InputError(
+                f"entry {entry_id}: its plan is a {kind}, judged on its runs or `results`, not "
+                "on two arms (a=, b=) or another column or metric"
+            )
+        return judge_of(kind, "verdict")(ledger, entry_id, results=results)
     revisions = plan_history(ledger, entry_id)
     if not revisions:
         raise InputError(
             f"entry {entry_id}: has no registered plan, so there is no analysis to run; "
             "register one (`labcoat ledger add ... --plan plan.toml`) or resolve it by hand"
+        )
+    if a is None or b is None or results is not None:
+        raise InputError(
+            f"entry {entry_id}: give the results of both arms (--a and --b; a= and b= in Python)"
         )
     plan = revisions[-1].plan
     stored = ledger.verdicts()

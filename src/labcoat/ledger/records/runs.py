@@ -3,7 +3,9 @@
 A run is two appended rows: the start (command, code, config, data, environment, seeds, host),
 written as soon as the run begins so that a crash still leaves a record, and the end (time,
 status, exit code, output). A run with no end row is reported as ``running`` (or as having died
-without saying so).
+without saying so). A run of a designed experiment also carries its factor levels
+(``{"lr": "high", ...}``): an event of kind :data:`FACTORS_KIND` written in the start's
+transaction, so the levels are chained with the run and cannot be added after its result.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Mapping
 
 from labcoat._validation import OneOf
 from labcoat.errors import InputError
+from labcoat.ledger.records import events as _events
 from labcoat.ledger.store.blobs import get_blob, put_blob
 from labcoat.ledger.store.chain import append
 from labcoat.ledger.store.connection import Tx
@@ -24,6 +27,8 @@ from labcoat.provenance import Fingerprint, Provenance
 #: how a run ended; "running" means no end was recorded (yet)
 RUN_STATUSES = ("running", "ok", "failed", "interrupted", "killed")
 _JSON = ("command", "untracked_skipped", "config", "data", "env", "seeds", "end_seeds")
+#: the kind of the event that holds a run's factor levels
+FACTORS_KIND = "factors"
 
 
 @dataclass
@@ -59,6 +64,8 @@ class Run:
     output_bytes: int | None = None
     duration_s: float | None = None
     end_seeds: dict[str, Any] = field(default_factory=dict)
+    #: the factor levels of a designed experiment's run (``{}`` when none were given)
+    factors: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.data = [
@@ -97,8 +104,32 @@ class Run:
         return run_view(self)
 
 
-def start(tx: Tx, provenance: Provenance, *, name: str | None = None) -> int:
-    """Append a run's start row (and its diff blob); returns the run id."""
+def check_factors(factors: Any) -> dict[str, Any]:
+    """``{name: level}``: each name an identifier, each level text, a number or a bool."""
+    if not isinstance(factors, Mapping):
+        raise InputError(
+            f"factors: expected a mapping of factor name -> level; got {type(factors).__name__}"
+        )
+    out = {}
+    for key, level in factors.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise InputError(f"factors: {key!r} is not a factor name (an identifier)")
+        if not isinstance(level, (str, int, float, bool)):
+            raise InputError(f"factors: {key} = {level!r}: a level is text, a number or a bool")
+        out[key] = level
+    return out
+
+
+def start(
+    tx: Tx,
+    provenance: Provenance,
+    *,
+    name: str | None = None,
+    factors: Mapping[str, Any] | None = None,
+) -> int:
+    """Append a run's start row (its diff blob, and its factor levels when given); returns the
+    run id."""
+    checked = check_factors(factors) if factors else None
     git = provenance.git
     many = 10**9  # provenance is plain JSON already: keep every item
     row = {
@@ -127,6 +158,10 @@ def start(tx: Tx, provenance: Provenance, *, name: str | None = None) -> int:
             untracked_skipped=encode(list(git.untracked_skipped), max_items=many),
         )
     [run_id] = append(tx, RUNS, [row])
+    if checked:
+        _events.record_all(
+            tx, [{"kind": FACTORS_KIND, "data": checked}], run_id=run_id, source="ledger"
+        )
     return run_id
 
 
@@ -181,7 +216,20 @@ def listing(
 ) -> list[Run]:
     """Runs, oldest first (the latest ``limit`` when given)."""
     rows = rows_where(tx, SOURCE, where(id=run_id, status=status), order_by="id DESC", limit=limit)
-    return [record(Run, row, json_columns=_JSON) for row in reversed(rows)]
+    found = [record(Run, row, json_columns=_JSON) for row in reversed(rows)]
+    levels = _factors(tx, run_id)
+    for run in found:
+        run.factors = levels.get(run.id, {})
+    return found
+
+
+def _factors(tx: Tx, run_id: int | None) -> dict[int, dict[str, Any]]:
+    """Run id -> its factor levels (the first factors event of each run)."""
+    out: dict[int, dict[str, Any]] = {}
+    for event in _events.query(tx, kind=FACTORS_KIND, source="ledger", run_id=run_id):
+        if event.run_id is not None:
+            out.setdefault(event.run_id, event.data)
+    return out
 
 
 def get(tx: Tx, run_id: int) -> Run:

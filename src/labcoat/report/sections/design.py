@@ -68,3 +68,21 @@ def analysis_section(a: Any, *, title: str = "Design analysis", **_: Any) -> Sec
         + findings_list([f.to_dict() for f in a.findings])
     )
     return Section(title, body, id="design-analysis")
+
+
+def verdict_section(v: Any, *, title: str = "Design verdict", **_: Any) -> Section:
+    """The verdict's first line and reasons, the deviations, then the analysis (effects and
+    the half-normal plot)."""
+    reasons = "".join(f"<li>{esc(r)}</li>" for r in v.reasons)
+    deviations = "".join(f"<li>{esc(d['message'])}</li>" for d in v.deviations)
+    body = (
+        f"<p><strong>{esc(v.headline)}</strong></p><ul>{reasons}</ul>"
+        + (
+            f'<h3>deviations from the plan</h3><ul data-list="deviations">{deviations}</ul>'
+            if deviations
+            else ""
+        )  # fmt: skip
+        + analysis_section(v.analysis).body
+        + findings_list([f.to_dict() for f in v.findings if f not in v.analysis.findings])
+    )
+    return Section(title, body, id="design-verdict")
