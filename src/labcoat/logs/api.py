@@ -65,7 +65,7 @@ class CommandCapture:
             self._partial.clear()
             self._file.close()
         found = _sources.discover(self.folder)
-        return ingest(ledger, run_id, found, _sources.lines(found))
+        return ingest(ledger, run_id, found, _sources.batches(found))
 
     def conclude(self, ledger: Any, run_id: int) -> LogsReport:
         """Read the ingested run for its failure and record the findings with the run."""
@@ -100,7 +100,7 @@ def ingest_folder(
         mined = mine_shards(found)
     run = ledger.start_run(name=name or f"logs {os.path.basename(os.fspath(folder))}", git=False)
     try:
-        ingest(ledger, run.id, found, _sources.lines(found, mined))
+        ingest(ledger, run.id, found, _sources.batches(found), mined=mined)
     except BaseException as exc:
         ledger.finish_run(run.id, status="failed", exit_status=None, error=repr(exc))
         raise

@@ -14,11 +14,13 @@ from typing import Any
 from labcoat.logs.sources import Source, reader
 
 
-def _mine(source: Source) -> tuple[dict[int, str], list[int]]:
+def _mine(source: Source) -> tuple[dict[int, str], dict[int, int]]:
+    """One file's templates and, per line number, its template id."""
+    from labcoat.logs.sources import TEXT, N
     from labcoat.logs.templates import Miner
 
     miner = Miner()
-    ids = [miner.add(line.text) for line in reader(source, 0)]
+    ids = {row[N]: miner.add(row[TEXT]) for chunk in reader(source, 0) for row in chunk}
     return miner.templates(), ids
 
 
