@@ -17,7 +17,7 @@ from labcoat.logs.analysis import MIN_SILENCE_S, analyse
 from labcoat.logs.capture import ENV_DIR
 from labcoat.logs.fold import fold
 from labcoat.logs.ingest import Ingested, ingest
-from labcoat.logs.result import LogsReport
+from labcoat.logs.result import TIMELINE_EVENT, LogsReport
 
 SITE = str(Path(__file__).parent / "_site")
 
@@ -71,6 +71,7 @@ class CommandCapture:
         """Read the ingested run for its failure and record the findings with the run."""
         report = why(run_id, ledger=ledger)
         ledger.record_findings(report.findings, run=run_id, source="logs")
+        ledger.record_event(TIMELINE_EVENT, run=run_id, source="logs", data=report.timeline())
         return report
 
     def close(self) -> None:
