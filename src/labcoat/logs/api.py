@@ -118,6 +118,13 @@ def _with_run(run: Any, ledger: Any, engine: str = "local") -> tuple[Any, int, A
         background = None if ledger is False else ledger or Ledger.existing()
         scratch = Ledger(os.path.join(tempfile.mkdtemp(prefix="labcoat-logs-"), "ledger.db"))
         return scratch, ingest_folder(scratch, run, engine=engine), background
+    if engine != "local":
+        from labcoat.errors import InputError
+
+        raise InputError(
+            f"logs: --engine {engine} mines the files of a folder of logs in parallel; run "
+            f"{run} is in the ledger already, mined (give the folder, or leave --engine out)"
+        )
     book = ledger if ledger is not None else Ledger(create=False)
     return book, _store.run_with_logs(book, run), book
 
