@@ -79,16 +79,16 @@ class Source:
 #: the capture file's text ('' when none)
 TIME, SOURCE, N, STREAM, LEVEL, STEP, LOGGER, TEXT, WRITTEN = range(9)
 _BY_TIME = itemgetter(TIME)
-#: characters read from a file at a time
-CHUNK = 1 << 20
+#: characters read from a file at a time, and held at most for all files of a run together
+CHUNK, HELD = 1 << 20, 1 << 26
 
 
-def _chunks(path: str) -> Iterator[list[str]]:
+def _chunks(path: str, size: int = CHUNK) -> Iterator[list[str]]:
     """The lines of a file (without their newline) a chunk at a time."""
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
         rest = ""
         while True:
-            data = f.read(CHUNK)
+            data = f.read(size)
             if not data:
                 break
             found = (rest + data).split("\n")
@@ -98,9 +98,9 @@ def _chunks(path: str) -> Iterator[list[str]]:
             yield [rest]
 
 
-def _capture_rows(source: Source, index: int) -> Iterator[list[tuple]]:
+def _capture_rows(source: Source, index: int, size: int = CHUNK) -> Iterator[list[tuple]]:
     n = 0
-    for chunk in _chunks(source.path):
+    for chunk in _chunks(source.path, size):
         if n == 0 and chunk and chunk[0].startswith(HEADER):
             chunk, n = chunk[1:], 1
         try:  # the common case as one comprehension; a line cut by a kill takes the slow loop
@@ -132,9 +132,9 @@ def _capture_rows(source: Source, index: int) -> Iterator[list[tuple]]:
             yield rows
 
 
-def _plain_rows(source: Source, index: int) -> Iterator[list[tuple]]:
+def _plain_rows(source: Source, index: int, size: int = CHUNK) -> Iterator[list[tuple]]:
     n, stream = 0, source.stream
-    for chunk in _chunks(source.path):
+    for chunk in _chunks(source.path, size):
         rows = []
         for raw in chunk:
             text = raw[:-1] if raw.endswith("\r") else raw
@@ -234,17 +234,18 @@ def discover(folder: str | os.PathLike[str]) -> list[Source]:
     return found
 
 
-def reader(source: Source, index: int) -> Iterator[list[tuple]]:
-    """The lines of one source in file order, as row tuples (:data:`TIME` …), a chunk at a
-    time."""
-    return (_capture_rows if source.timed else _plain_rows)(source, index)
+def reader(source: Source, index: int, size: int = CHUNK) -> Iterator[list[tuple]]:
+    """The lines of one source in file order, as row tuples (:data:`TIME` …), ``size``
+    characters at a time."""
+    return (_capture_rows if source.timed else _plain_rows)(source, index, size)
 
 
 def batches(sources: list[Source]) -> Iterator[list[tuple]]:
     """Every line of ``sources`` as row tuples, in time order, a sorted batch at a time (untimed
     files after, one after another, by rank), each once: a line of a process that a captured
     process below it wrote first is dropped. Memory holds a chunk per source, not the run."""
-    timed = [reader(s, i) for i, s in enumerate(sources) if s.timed]
+    size = max(1 << 16, min(CHUNK, HELD // max(1, len(sources))))  # many files: smaller chunks
+    timed = [reader(s, i, size) for i, s in enumerate(sources) if s.timed]
     merged = _merge(timed)
     depths = [s.depth for s in sources]
     yield from (merged if len(set(depths)) < 2 else _dedup(merged, depths))
