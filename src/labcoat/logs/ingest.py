@@ -237,10 +237,12 @@ def ingest(
             else:
                 level, kinds = shown, plain
             append((when, source, at, level or None, stream, logger or None, template, kinds, text))
-            if len(rows) >= BLOCK:
-                writer.add(rows)
-                rows = []
-                append = rows.append
+        if len(rows) >= BLOCK:  # whole blocks out after each batch, not a test per line
+            full = len(rows) - len(rows) % BLOCK
+            for start in range(0, full, BLOCK):
+                writer.add(rows[start : start + BLOCK])
+            rows = rows[full:]
+            append = rows.append
     if rows:
         writer.add(rows)
     texts = miner.templates()
