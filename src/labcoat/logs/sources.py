@@ -46,7 +46,6 @@ class Line:
     logger: str
     text: str
     source: int  # index of the file it came from
-    template: str | None = None  # mined already (a shard mined in parallel)
 
 
 @dataclass
