@@ -127,46 +127,62 @@ def write_capture(folder: str, lines: int, ranks: int = 8) -> None:
                 f.write(f"{t + i * 0.01:.6f}\tstdout\t\t{s}\t\t{text}\n")
 
 
+class _Clock:
+    """Wall time and this process's CPU time of a block: on a shared machine the CPU time is
+    what one core spent, the wall time what a user waits."""
+
+    def __enter__(self) -> "_Clock":
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
 def ingest_costs(lines: int) -> dict[str, tuple[float, str]]:
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         write_capture(tmp, lines)
         found = sources.discover(tmp)
-        texts = [line.text for line in sources.lines(found)]
+        texts = [row[sources.TEXT] for batch in sources.batches(found) for row in batch]
         from drain3 import TemplateMiner
         from drain3.template_miner_config import TemplateMinerConfig
 
         config = TemplateMinerConfig()
         config.profiling_enabled = False
         miner = TemplateMiner(config=config)
-        t0 = time.perf_counter()
-        for text in texts:
-            miner.add_log_message(text)
-        drain = len(texts) / (time.perf_counter() - t0)
+        with _Clock() as drain:
+            for text in texts:
+                miner.add_log_message(text)
         ours = Miner()
-        t0 = time.perf_counter()
-        for text in texts:
-            ours.add(text)
-        mined = len(texts) / (time.perf_counter() - t0)
+        with _Clock() as mined:
+            for text in texts:
+                ours.add(text)
         del texts
+        with _Clock() as read:
+            for _ in sources.batches(found):
+                pass
         book = Ledger(os.path.join(tmp, "ledger.db"))
         run = book.start_run(git=False)
-        t0 = time.perf_counter()
-        done = ingest(book, run.id, found, sources.lines(found))
-        full = done.lines / (time.perf_counter() - t0)
+        with _Clock() as full:
+            done = ingest(book, run.id, found, sources.batches(found))
         book.finish_run(run.id, status="ok", exit_status=0)
         from labcoat.logs import why
 
-        t0 = time.perf_counter()
-        report = why(run.id, ledger=book)
-        read = done.lines / (time.perf_counter() - t0)
+        with _Clock() as judged:
+            report = why(run.id, ledger=book)
         assert report.first is None, report.first
         book.close()
-    out["drain3 alone: add_log_message (lines/s)"] = (drain, "/s")
-    out["labcoat's miner: mask, shape cache, drain3 (lines/s)"] = (mined, "/s")
-    out["ingest: read, merge, classify, mine, write (lines/s)"] = (full, "/s")
-    out["why: read back and analyse (lines/s)"] = (read, "/s")
-    out["ingest / drain3 alone"] = (full / drain, "x")
+    n = done.lines
+    out["drain3 alone: add_log_message (lines/s, CPU)"] = (n / drain.cpu, "/s")
+    out["labcoat's miner: digit key, mask, drain3 (lines/s, CPU)"] = (n / mined.cpu, "/s")
+    out["read and merge the files (lines/s, CPU)"] = (n / read.cpu, "/s")
+    out["ingest: read, merge, classify, mine, write (lines/s, CPU)"] = (n / full.cpu, "/s")
+    out["ingest (lines/s, wall)"] = (n / full.wall, "/s")
+    out["ingest, per line (CPU)"] = (full.cpu / n * 1e6, "µs")
+    out["why: read back and analyse (lines/s, CPU)"] = (n / judged.cpu, "/s")
+    out["ingest / drain3 alone (CPU)"] = (drain.cpu / full.cpu, "x")
     out[f"templates mined from {lines:,} lines"] = (done.templates, "")
     return out
 
@@ -176,10 +192,12 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--lines", type=int, default=400_000, help="lines ingested")
     parser.add_argument("--written", type=int, default=100_000, help="lines a writer writes")
+    parser.add_argument("--ingest-only", action="store_true", help="skip the capture figures")
     args = parser.parse_args()
 
     def run() -> dict:
-        return {**capture_costs(args.written), **ingest_costs(args.lines)}
+        captured = {} if args.ingest_only else capture_costs(args.written)
+        return {**captured, **ingest_costs(args.lines)}
 
     idle = run()
     with cpu_load(args.busy):
@@ -188,7 +206,9 @@ def main() -> None:
         f"\nlabcoat logs: idle, and with {args.busy} CPU-bound processes beside it "
         f"({os.cpu_count()} CPUs); ingest of {args.lines:,} lines from 8 ranks, one core"
     )
-    print(f"  {'':<56} {'idle':>12} {'busy':>12}  busy/idle")
+    with open("/proc/loadavg") if os.path.exists("/proc/loadavg") else open(os.devnull) as f:
+        print(f"  load average at the end: {f.read().split(' ')[:3]}")
+    print(f"  {'':<60} {'idle':>12} {'busy':>12}  busy/idle")
     for name, (value, unit) in idle.items():
         other = busy[name][0]
         if unit == "/s":
@@ -198,7 +218,7 @@ def main() -> None:
         else:
             fmt = lambda v: f"{v:,.2f} {unit}"  # noqa: E731
         ratio = other / value if value else float("nan")
-        print(f"  {name:<56} {fmt(value):>12} {fmt(other):>12}  {ratio:8.2f}")
+        print(f"  {name:<60} {fmt(value):>12} {fmt(other):>12}  {ratio:8.2f}")
 
 
 if __name__ == "__main__":

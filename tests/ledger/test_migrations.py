@@ -33,6 +33,7 @@ def test_a_new_ledger_has_every_migration_recorded(ledger):
             "m004_findings_by_entry",
             "m005_plans_and_verdicts",
             "m006_logs",
+            "m007_log_blocks",
         ]
     )
     assert LEDGER_MIGRATIONS.pending(ledger.storage) == []

@@ -19,14 +19,14 @@ JOB = Path(__file__).parent / "gloo_job.py"
 K = 12
 
 
-def torchrun(*args: str) -> list[str]:
+def torchrun(*args: str, nproc: int = 2) -> list[str]:
     return [
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--standalone",
         "--nproc-per-node",
-        "2",
+        str(nproc),
         *args,
     ]
 
@@ -40,6 +40,21 @@ def gloo(tmp_path, subprocess_env):
         return why(ledger), done
 
     return run
+
+
+def test_a_healthy_8_rank_gloo_run_names_nothing_and_folds_ten_times_shorter(
+    tmp_path, subprocess_env, cli
+):
+    ledger = tmp_path / "ledger.db"
+    env = {**subprocess_env, "GLOO_JOB_TIMEOUT": "60"}
+    done = record(ledger, env, *torchrun(str(JOB), "healthy", nproc=8), timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = why(ledger)
+    assert report.first is None and report.ok and report.ranks == list(range(8))
+    raw = cli("logs", "last", "--ledger", ledger).out.splitlines()
+    folded = cli("logs", "last", "--folded", "--ledger", ledger).out.splitlines()
+    assert len(raw) >= 8 * 30 and len(raw) >= 10 * len(folded), "\n".join(folded)
+    assert any("[ranks 0-7]" in line and "step <*> loss <*>" in line for line in folded)
 
 
 def test_healthy_gloo_run_names_nothing(gloo):

@@ -17,7 +17,7 @@ from labcoat.logs.analysis import MIN_SILENCE_S, analyse
 from labcoat.logs.capture import ENV_DIR
 from labcoat.logs.fold import fold
 from labcoat.logs.ingest import Ingested, ingest
-from labcoat.logs.result import LogsReport
+from labcoat.logs.result import TIMELINE_EVENT, LogsReport
 
 SITE = str(Path(__file__).parent / "_site")
 
@@ -65,12 +65,13 @@ class CommandCapture:
             self._partial.clear()
             self._file.close()
         found = _sources.discover(self.folder)
-        return ingest(ledger, run_id, found, _sources.lines(found))
+        return ingest(ledger, run_id, found, _sources.batches(found))
 
     def conclude(self, ledger: Any, run_id: int) -> LogsReport:
         """Read the ingested run for its failure and record the findings with the run."""
         report = why(run_id, ledger=ledger)
         ledger.record_findings(report.findings, run=run_id, source="logs")
+        ledger.record_event(TIMELINE_EVENT, run=run_id, source="logs", data=report.timeline())
         return report
 
     def close(self) -> None:
@@ -100,7 +101,7 @@ def ingest_folder(
         mined = mine_shards(found)
     run = ledger.start_run(name=name or f"logs {os.path.basename(os.fspath(folder))}", git=False)
     try:
-        ingest(ledger, run.id, found, _sources.lines(found, mined))
+        ingest(ledger, run.id, found, _sources.batches(found), mined=mined)
     except BaseException as exc:
         ledger.finish_run(run.id, status="failed", exit_status=None, error=repr(exc))
         raise
@@ -117,6 +118,13 @@ def _with_run(run: Any, ledger: Any, engine: str = "local") -> tuple[Any, int, A
         background = None if ledger is False else ledger or Ledger.existing()
         scratch = Ledger(os.path.join(tempfile.mkdtemp(prefix="labcoat-logs-"), "ledger.db"))
         return scratch, ingest_folder(scratch, run, engine=engine), background
+    if engine != "local":
+        from labcoat.errors import InputError
+
+        raise InputError(
+            f"logs: --engine {engine} mines the files of a folder of logs in parallel; run "
+            f"{run} is in the ledger already, mined (give the folder, or leave --engine out)"
+        )
     book = ledger if ledger is not None else Ledger(create=False)
     return book, _store.run_with_logs(book, run), book
 

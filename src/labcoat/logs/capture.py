@@ -11,9 +11,11 @@ goes through the same descriptors and is captured too.
 factory notes (level, logger, step) and the reader gives those to the line that carries the
 record's message. A record no handler printed is written as a line of its own (stream ``log``).
 
-The step is what :func:`step` last set: at each change the capture notes how many bytes each
-pipe holds, so a printed line carries the step it was written in; a logging record carries the
-step at its creation.
+The step is what :func:`step` last set or, in a process that never calls it, what
+``labcoat.record``'s loops (the step that begins, exact) or ``labcoat.watch``'s ``observe()``
+(the step it last saw) last knew: at each change the capture notes how many bytes each pipe
+holds, so a printed line carries the step it was written in; a logging record carries the step
+at its creation.
 
 File format (one file per process, ``p<PID>.log`` in the capture folder): a header line
 ``#labcoat-logs 1 {json}`` (rank, local rank, group rank, node, pid, world size), then one line
@@ -44,14 +46,32 @@ _capture: "_Capture | None" = None
 _lock = threading.Lock()
 
 
+#: who told the step, least to most exact: labcoat.watch's observe() (the step it last saw),
+#: labcoat.record's loops (the step in progress), the user's own step() call
+WATCH, RECORD, USER = 1, 2, 3
+_TOLD_BY = 0
+
+
 def step(n: int | None) -> None:
     """Tell labcoat the training step; later lines and records carry it. Cheap: a store, and
     under capture a note of how many bytes each pipe holds now (those belong to the step
-    before), a few microseconds once per step."""
-    global _STEP
+    before), a few microseconds once per step. Once called, it is the step lines carry, whatever
+    ``labcoat.watch`` or ``labcoat.record`` know."""
+    note_step(n, USER)
+
+
+def note_step(n: int | None, by: int) -> None:
+    """The step as ``by`` (:data:`WATCH`, :data:`RECORD`, :data:`USER`) knows it; ignored once a
+    more exact teller has spoken in this process."""
+    global _STEP, _TOLD_BY
+    if by < _TOLD_BY:
+        return
+    _TOLD_BY = by
     value = None if n is None else int(n)
+    if value == _STEP:
+        return
     capture = _capture
-    if capture is not None and value != _STEP:
+    if capture is not None:
         capture.mark(value)
     _STEP = value
 
@@ -339,4 +359,15 @@ def installed() -> str | None:
     return None if _capture is None else _capture.path
 
 
-__all__ = ["ENV_DIR", "current_step", "identity", "install", "installed", "step"]
+__all__ = [
+    "ENV_DIR",
+    "RECORD",
+    "USER",
+    "WATCH",
+    "current_step",
+    "identity",
+    "install",
+    "installed",
+    "note_step",
+    "step",
+]

@@ -10,6 +10,9 @@ from labcoat.logs.analysis import Analysis
 from labcoat.logs.checks import CHECKS
 from labcoat.result import Result
 
+#: the event ``labcoat run`` stores with a run: its :meth:`LogsReport.timeline`
+TIMELINE_EVENT = "logs.timeline"
+
 
 def _public(entry: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
     return None if entry is None else {k: entry.get(k) for k in keys}
@@ -68,6 +71,40 @@ class LogsReport(Result):
         """True when no failure-indicating line was named (a slowed rank counts as named)."""
         return self.first is None and all(f.status != "fail" for f in self.findings)
 
+    def timeline(self) -> dict[str, Any]:
+        """What the per-rank timeline draws (:mod:`labcoat.report.sections.logs`), plain data
+        that ``labcoat run`` stores with the run as a ``logs.timeline`` event."""
+        from labcoat._jsonable import jsonable
+
+        a = self.analysis
+        first_seq = None if self.first is None else self.first.get("seq")
+        order = sorted(a.per_rank, key=lambda r: (r is None, r if r is not None else 0))
+        return jsonable(
+            {
+                "run": self.run,
+                "lines": self.lines,
+                "templates": a.templates,
+                "first": _public(self.first, ("rank", "node", "step", "time", "line", "why")),
+                "consequences": self.consequences,
+                "ranks": [{"rank": r, **a.per_rank[r]} for r in order],
+                "marks": [
+                    {
+                        "rank": c.rank,
+                        "time": c.time,
+                        "step": c.step,
+                        "line": c.text[:200],
+                        "first": c.seq == first_seq,
+                    }
+                    for c in a.candidates
+                ],
+                "silent": [
+                    _public(s, ("rank", "last_time", "last_step", "silent_s")) for s in a.silent
+                ],
+                "changes": [_public(c, ("rank", "step", "time", "what")) for c in a.changes],
+            },
+            max_items=10**4,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         from labcoat._jsonable import jsonable
 
@@ -92,4 +129,4 @@ class LogsReport(Result):
         )
 
 
-__all__ = ["LogsReport"]
+__all__ = ["TIMELINE_EVENT", "LogsReport"]

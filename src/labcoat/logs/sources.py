@@ -13,12 +13,14 @@ kept once, from the process that wrote it.
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import json
+import math
 import os
 import re
 from collections import Counter, deque
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Iterator
 
@@ -44,7 +46,6 @@ class Line:
     logger: str
     text: str
     source: int  # index of the file it came from
-    template: str | None = None  # mined already (a shard mined in parallel)
 
 
 @dataclass
@@ -71,49 +72,93 @@ class Source:
         }
 
 
-def _read_capture(source: Source, index: int) -> Iterator[Line]:
-    with open(source.path, encoding="utf-8", errors="replace", newline="\n") as f:
-        for raw in f:
-            if raw.startswith(HEADER):
-                continue
-            parts = raw.rstrip("\n").split("\t", 5)
-            if len(parts) < 6:
-                continue  # a line cut by a kill
-            try:
-                when = float(parts[0])
-            except ValueError:
-                continue
-            step = parts[3]
-            yield Line(
-                when,
-                source.rank,
-                source.local_rank,
-                source.node,
-                int(step) if step else None,
-                parts[2],
-                parts[1],
-                parts[4],
-                parts[5],
-                index,
-            )
+#: what a reader hands on per line, a plain tuple (sorting on it is a C loop):
+#: (time, source, n, stream, level, step, logger, text, the time as written); ``n`` counts the
+#: source's lines, so lines of one source keep their order when they share a time; ``step`` is
+#: the capture file's text ('' when none)
+TIME, SOURCE, N, STREAM, LEVEL, STEP, LOGGER, TEXT, WRITTEN = range(9)
+_BY_TIME = itemgetter(TIME)
+#: characters read from a file at a time, and held at most for all files of a run together
+CHUNK, HELD = 1 << 20, 1 << 26
 
 
-def _read_plain(source: Source, index: int) -> Iterator[Line]:
-    with open(source.path, encoding="utf-8", errors="replace", newline="\n") as f:
-        for raw in f:
-            text = _TEE_PREFIX.sub("", raw.rstrip("\n").rstrip("\r"), count=1)
-            yield Line(
-                None,
-                source.rank,
-                source.local_rank,
-                source.node,
-                None,
-                "",
-                source.stream,
-                "",
-                text,
-                index,
-            )
+def _chunks(path: str, size: int = CHUNK) -> Iterator[list[str]]:
+    """The lines of a file (without their newline) a chunk at a time."""
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        rest = ""
+        while True:
+            data = f.read(size)
+            if not data:
+                break
+            found = (rest + data).split("\n")
+            rest = found.pop()
+            yield found
+        if rest:
+            yield [rest]
+
+
+def _capture_rows(source: Source, index: int, size: int = CHUNK) -> Iterator[list[tuple]]:
+    n = 0
+    for chunk in _chunks(source.path, size):
+        if n == 0 and chunk and chunk[0].startswith(HEADER):
+            chunk, n = chunk[1:], 1
+        try:  # the common case as one comprehension; a line cut by a kill takes the slow loop
+            rows = [
+                (float(p[0]), index, i, p[1], p[2], p[3], p[4], p[5], p[0])
+                for i, raw in enumerate(chunk, n)
+                for p in (raw.split("\t", 5),)
+            ]
+        except (ValueError, IndexError):
+            rows = []
+            for i, raw in enumerate(chunk, n):
+                p = raw.split("\t", 5)
+                if len(p) < 6:
+                    continue  # the header, or a line cut by a kill
+                try:
+                    when = float(p[0])
+                except ValueError:
+                    continue
+                rows.append((when, index, i, p[1], p[2], p[3], p[4], p[5], p[0]))
+        n += len(chunk)
+        if source.depth < 0:  # the launcher's copy of a --tee'd line: "[rank1]: text"
+            rows = [
+                (*r[:TEXT], _TEE_PREFIX.sub("", r[TEXT], count=1), r[WRITTEN])
+                if r[TEXT][:1] == "["
+                else r
+                for r in rows
+            ]
+        if rows:
+            yield rows
+
+
+def _plain_rows(source: Source, index: int, size: int = CHUNK) -> Iterator[list[tuple]]:
+    n, stream = 0, source.stream
+    for chunk in _chunks(source.path, size):
+        rows = []
+        for raw in chunk:
+            text = raw[:-1] if raw.endswith("\r") else raw
+            if text[:1] == "[":
+                text = _TEE_PREFIX.sub("", text, count=1)
+            rows.append((None, index, n, stream, "", "", "", text, None))
+            n += 1
+        yield rows
+
+
+def _line(row: tuple, sources: list["Source"]) -> "Line":
+    s = sources[row[SOURCE]]
+    step = row[STEP]
+    return Line(
+        row[TIME],
+        s.rank,
+        s.local_rank,
+        s.node,
+        int(step) if step else None,
+        row[LEVEL],
+        row[STREAM],
+        row[LOGGER],
+        row[TEXT],
+        row[SOURCE],
+    )
 
 
 def _capture_sources(folder: Path) -> list[Source]:
@@ -188,72 +233,94 @@ def discover(folder: str | os.PathLike[str]) -> list[Source]:
     return found
 
 
-def reader(source: Source, index: int) -> Iterator[Line]:
-    """The lines of one source, in file order."""
-    if not source.timed:
-        return _read_plain(source, index)
-    return (_read_capture if source.depth >= 0 else _read_launcher)(source, index)
+def reader(source: Source, index: int, size: int = CHUNK) -> Iterator[list[tuple]]:
+    """The lines of one source in file order, as row tuples (:data:`TIME` …), ``size``
+    characters at a time."""
+    return (_capture_rows if source.timed else _plain_rows)(source, index, size)
 
 
-def _mined(lines: Iterator[Line], templates: tuple[dict[int, str], list[int]]) -> Iterator[Line]:
-    names, ids = templates
-    for line, tid in zip(lines, ids):
-        line.template = names.get(tid, "")
-        yield line
-
-
-def lines(
-    sources: list[Source], mined: dict[int, tuple[dict[int, str], list[int]]] | None = None
-) -> Iterator[Line]:
-    """Every line of ``sources``, in time order (untimed files one after another, by rank),
-    each once: a line of a process that a captured process below it wrote first is dropped.
-    ``mined``: source index -> (its templates, the template id of each of its lines), from
-    shards mined in parallel."""
-
-    def read(i: int, s: Source) -> Iterator[Line]:
-        found = reader(s, i)
-        return found if mined is None or i not in mined else _mined(found, mined[i])
-
-    timed = [read(i, s) for i, s in enumerate(sources) if s.timed]
-    for line in _dedup(heapq.merge(*timed, key=lambda l: l.time), sources):
-        yield line
+def batches(sources: list[Source]) -> Iterator[list[tuple]]:
+    """Every line of ``sources`` as row tuples, in time order, a sorted batch at a time (untimed
+    files after, one after another, by rank), each once: a line of a process that a captured
+    process below it wrote first is dropped. Memory holds a chunk per source, not the run."""
+    size = max(1 << 16, min(CHUNK, HELD // max(1, len(sources))))  # many files: smaller chunks
+    timed = [reader(s, i, size) for i, s in enumerate(sources) if s.timed]
+    merged = _merge(timed)
+    depths = [s.depth for s in sources]
+    yield from (merged if len(set(depths)) < 2 else _dedup(merged, depths))
     plain = [(i, s) for i, s in enumerate(sources) if not s.timed]
     plain.sort(key=lambda p: (p[1].rank if p[1].rank is not None else -1, p[1].stream))
     for i, s in plain:
-        yield from read(i, s)
+        yield from reader(s, i)
 
 
-def _read_launcher(source: Source, index: int) -> Iterator[Line]:
-    for line in _read_capture(source, index):
-        line.text = _TEE_PREFIX.sub("", line.text, count=1)
-        yield line
+def _merge(readers: list[Iterator[list[tuple]]]) -> Iterator[list[tuple]]:
+    """Sorted chunks of many sorted streams as sorted batches: everything up to the earliest
+    last time any stream's chunk reaches is complete, so it is cut there and sorted (runs that
+    are sorted already: a C merge, on the time alone)."""
+    held: dict[int, list[tuple]] = {}
+    live = dict(enumerate(readers))
+    while live or held:
+        for k in list(live):
+            if k not in held:
+                chunk = next(live[k], None)
+                if chunk is None:
+                    del live[k]
+                else:
+                    held[k] = chunk
+        if not held:
+            return
+        if not live:  # every stream is read to its end: what is held is the rest
+            out = [row for k in sorted(held) for row in held[k]]
+            held.clear()
+        else:
+            bound = (min(chunk[-1][TIME] for k, chunk in held.items() if k in live), math.inf)
+            out = []
+            for k in sorted(held):
+                chunk = held[k]
+                cut = bisect.bisect_right(chunk, bound)
+                out.extend(chunk[:cut])
+                if cut == len(chunk):
+                    del held[k]
+                else:
+                    held[k] = chunk[cut:]
+        out.sort(key=_BY_TIME)  # stable: lines of one time stay in source, then file, order
+        yield out
 
 
-def _dedup(merged: Iterator[Line], sources: list[Source]) -> Iterator[Line]:
+def lines(sources: list[Source]) -> Iterator[Line]:
+    """Every line of ``sources`` as a :class:`Line`, in the order :func:`batches` gives."""
+    for batch in batches(sources):
+        for row in batch:
+            yield _line(row, sources)
+
+
+def _dedup(merged: Iterator[list[tuple]], depths: list[int]) -> Iterator[list[tuple]]:
     """Drop a line when a deeper source wrote the same text within :data:`PASS_THROUGH_S`."""
-    depths = sorted({s.depth for s in sources})
-    if len(depths) < 2:
-        yield from merged
-        return
+    levels = sorted(set(depths))
     # for each depth, the texts deeper sources wrote lately (a count and the times to expire)
-    pending: dict[int, Counter[str]] = {d: Counter() for d in depths}
-    times: dict[int, deque[tuple[float, str]]] = {d: deque() for d in depths}
-    for line in merged:
-        depth = sources[line.source].depth
-        window, order = pending[depth], times[depth]
-        while order and order[0][0] < line.time - PASS_THROUGH_S:
-            _, old = order.popleft()
-            window[old] -= 1
-            if window[old] <= 0:
-                del window[old]
-        if window.get(line.text, 0) > 0:
-            window[line.text] -= 1
-            continue  # a pass-through copy of a deeper process's line
-        for d in depths:
-            if d < depth:
-                pending[d][line.text] += 1
-                times[d].append((line.time, line.text))
-        yield line
+    pending: dict[int, Counter[str]] = {d: Counter() for d in levels}
+    times: dict[int, deque[tuple[float, str]]] = {d: deque() for d in levels}
+    for batch in merged:
+        out = []
+        for row in batch:
+            when, text = row[TIME], row[TEXT]
+            depth = depths[row[SOURCE]]
+            window, order = pending[depth], times[depth]
+            while order and order[0][0] < when - PASS_THROUGH_S:
+                _, old = order.popleft()
+                window[old] -= 1
+                if window[old] <= 0:
+                    del window[old]
+            if window.get(text, 0) > 0:
+                window[text] -= 1
+                continue  # a pass-through copy of a deeper process's line
+            for d in levels:
+                if d < depth:
+                    pending[d][text] += 1
+                    times[d].append((when, text))
+            out.append(row)
+        yield out
 
 
-__all__ = ["LAUNCHER", "Line", "Source", "discover", "lines"]
+__all__ = ["LAUNCHER", "Line", "Source", "batches", "discover", "lines"]

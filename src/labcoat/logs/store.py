@@ -12,9 +12,7 @@ from labcoat.logs.classify import LEVELS, RANK_OF
 #: how many earlier healthy runs make the background
 HISTORY = 20
 
-_COLUMNS = (
-    "seq, time, rank, local_rank, node, step, level, stream, logger, template_id, kinds, text"
-)
+_NOBODY = (None, None, None)
 
 
 def run_with_logs(ledger: Any, run: str | int) -> int:
@@ -116,38 +114,63 @@ def rows(
     level: str | None = None,
     step: str | None = None,
     grep: str | None = None,
-    batch: int = 5000,
+    batch: int = 8,
 ) -> Iterator[dict[str, Any]]:
-    """The run's records in order, filtered; streamed, never all in memory."""
-    clauses, params = ["run_id = ?"], [run_id]
-    if rank is not None:
-        clauses.append("rank = ?")
-        params.append(rank)
+    """The run's records in order (the columns of the ``log_lines`` view), filtered; streamed a
+    few blocks at a time, never all in memory."""
+    wanted_levels: list[str] = []
     if level is not None:
         name = level.upper()
         if name not in LEVELS:
             raise InputError(f"--level: expected one of {', '.join(LEVELS)}; got {level!r}")
-        wanted = [lv for lv in LEVELS if RANK_OF[lv] >= RANK_OF[name]]
-        clauses.append(f"level IN ({', '.join('?' for _ in wanted)})")
-        params.extend(wanted)
+        wanted_levels = [lv for lv in LEVELS if RANK_OF[lv] >= RANK_OF[name]]
     lo, hi = _steps(step)
-    if lo is not None:
-        clauses.append("step >= ?")
-        params.append(lo)
-    if hi is not None:
-        clauses.append("step <= ?")
-        params.append(hi)
     pattern = None
     if grep is not None:
         try:
             pattern = re.compile(grep)
         except re.error as exc:
             raise InputError(f"--grep: {grep!r} is not a regular expression ({exc})") from None
-    sql = f"SELECT {_COLUMNS} FROM log_lines WHERE {' AND '.join(clauses)} ORDER BY seq"
+    wanted = set(wanted_levels) if level is not None else None
     with ledger.storage.read() as tx:
-        for row in tx.dicts(sql, params, batch=batch):
-            if pattern is None or pattern.search(row["text"]):
-                yield row
+        who = {
+            s: (r, lr, nd)
+            for s, r, lr, nd in tx.all(
+                "SELECT source, rank, local_rank, node FROM log_sources WHERE run_id = ?", (run_id,)
+            )
+        }
+        blocks = tx.dicts(
+            "SELECT first_seq, data FROM log_blocks WHERE run_id = ? ORDER BY block",
+            (run_id,),
+            batch=batch,
+        )
+        for block in blocks:
+            seq = block["first_seq"]
+            for when, source, at, lv, stream, logger, tid, kinds, text in json.loads(block["data"]):
+                seq += 1
+                r, lr, nd = who.get(source, _NOBODY)
+                if (
+                    (rank is not None and r != rank)
+                    or (wanted is not None and lv not in wanted)
+                    or (lo is not None and (at is None or at < lo))
+                    or (hi is not None and (at is None or at > hi))
+                    or (pattern is not None and not pattern.search(text))
+                ):
+                    continue
+                yield {
+                    "seq": seq - 1,
+                    "time": None if when is None else float(when),
+                    "rank": r,
+                    "local_rank": lr,
+                    "node": nd,
+                    "step": at,
+                    "level": lv,
+                    "stream": stream,
+                    "logger": logger,
+                    "template_id": tid,
+                    "kinds": kinds,
+                    "text": text,
+                }
 
 
 __all__ = ["background", "rows", "run_with_logs", "templates"]

@@ -20,12 +20,22 @@ _MASK = re.compile(
     r"(?<![\w.])[-+]?(?:nan|inf|NaN|Inf|NAN|INF)(?![\w])"
 )
 WILDCARD = "<*>"
-_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")  # bytes: 20x str.translate
+ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")  # bytes: 20x str.translate
 #: a time stamp a logging format puts first (ISO, asctime, glog): not part of any template
 _TIME_PREFIX = re.compile(
     r"^\[?(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|"
     r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+)\]?\s*"
 )
+
+
+#: entries a per-line cache holds at most (a run of unique lines must not eat the memory)
+CACHED = 1_000_000
+
+
+def digit_key(text: str) -> bytes:
+    """``text`` with every digit a zero: lines that differ only in their numbers share it, and
+    share their template and everything their words say (level, signals)."""
+    return text.encode("utf-8", "replace").translate(ZERO_DIGITS)
 
 
 def strip_time(text: str) -> str:
@@ -71,18 +81,23 @@ class Miner:
     def add_shape(self, text: str) -> tuple[int, str]:
         """The template id of ``text`` and its masked shape (the key of every per-shape cache)."""
         self.lines += 1
-        key = text.encode("utf-8", "replace").translate(_ZERO_DIGITS)  # most lines: seen before
+        key = digit_key(text)  # most lines: seen before
         hit = self.keys.get(key)
         if hit is not None:
             return hit
+        found = self.mine(text)
+        if len(self.keys) < CACHED:
+            self.keys[key] = found
+        return found
+
+    def mine(self, text: str) -> tuple[int, str]:
+        """The template id and masked shape of a line no digit-zeroed key cached."""
         shape = _MASK.sub("<NUM>", strip_time(text))
         found = self.shapes.get(shape)
         if found is None:
             found = self.miner.add_log_message(shape)["cluster_id"] if shape.strip() else 0
-            if len(self.shapes) < 1_000_000:  # a run of unique lines must not eat the memory
+            if len(self.shapes) < CACHED:  # a run of unique lines must not eat the memory
                 self.shapes[shape] = found
-        if len(self.keys) < 1_000_000:
-            self.keys[key] = (found, shape)
         return found, shape
 
     def add_template(self, template: str) -> int:
@@ -125,4 +140,4 @@ def parameters(text: str, template: str) -> list[str]:
     return out
 
 
-__all__ = ["Miner", "WILDCARD", "mask", "parameters"]
+__all__ = ["CACHED", "ZERO_DIGITS", "Miner", "WILDCARD", "digit_key", "mask", "parameters"]

@@ -27,6 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from labcoat._jsonable import jsonable
 from labcoat.errors import InputError
+from labcoat.logs.capture import RECORD, note_step
 from labcoat.replay import rng
 from labcoat.replay.loops import Frame, run_loop
 from labcoat.replay.runs import ENV_RUNS as ENV_RUNS  # where runs go, re-exported
@@ -774,6 +775,7 @@ class Recorder:
     def boundary(self, frame: Frame) -> None:
         self._abandoned = None
         self.finish_iteration(frame)
+        note_step(self.step, RECORD)  # captured lines carry the step that begins (labcoat.logs)
         if frame.extra.get("steps") is False:
             return
         if self.recording:

@@ -19,6 +19,7 @@ from torch import nn
 from labcoat._validation import POSITIVE_INT, validate_params
 from labcoat.errors import InputError
 from labcoat.findings import Finding
+from labcoat.logs.capture import WATCH, note_step
 from labcoat.params import resolve
 from labcoat.result import Result
 from labcoat.watch._resolve import select_replicated
@@ -243,6 +244,7 @@ class Watcher(Result):
             raise InputError(f"`step` must be an int (the training step); got {step!r}.")
         step = int(step)
         self._last_step = step
+        note_step(step, WATCH)  # captured lines carry the step last observed (labcoat.logs)
         if loss is not None:
             self.record_loss(step, loss)
         if batch is not None:
