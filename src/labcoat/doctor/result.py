@@ -36,6 +36,8 @@ class Report(Result):
     timings: dict[str, float] = field(default_factory=dict)
     examples: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the experiment file it diagnosed (``FILE.py[:NAME]``), when it came from one
+    target: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -97,6 +99,7 @@ class Report(Result):
 
         return jsonable(
             {
+                "target": self.target,
                 "ok": self.ok,
                 "verdict": self.summary(),
                 "warnings": [{"check": f.check, "message": f.message} for f in self.warnings],
