@@ -412,6 +412,20 @@ def _logs_why(a, b):
     return ["logs", folder, "--why"], why(folder)
 
 
+def _logs_folded(a, b):
+    from labcoat.logs.api import fold_log
+
+    folder = _logs_folder(a)
+    return ["logs", folder, "--folded", "--rank", "0"], fold_log(folder, rank=0)
+
+
+def _logs_records(a, b):
+    from labcoat.logs.api import first_records
+
+    folder = _logs_folder(a)
+    return ["logs", folder, "--limit", "3"], first_records(folder, limit=3)
+
+
 def _recorded_runs(a):
     """Two runs labcoat.record wrote in this process; the second's loss parts at step 3."""
     import torch
@@ -485,7 +499,7 @@ JSON_EQUALS_LIBRARY = {
         _ledger(["sql", "select id, name from runs"], lambda b: b.sql("select id, name from runs"))
     ],
     ("ledger", "verify"): [_ledger(["verify"], lambda b: b.verify())],
-    ("logs",): [_logs_why],
+    ("logs",): [_logs_why, _logs_folded, _logs_records],
     ("replay",): [_replay],
     ("report",): [_report],
     ("run",): [_run],
