@@ -154,5 +154,13 @@ def _num(value: Any) -> float | None:
 
 
 def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:
-    """One ledger run's doctor findings as the ladder (the doctor's descriptor names this)."""
-    return doctor_section(findings, **options)
+    """One ledger run's doctor findings as the ladder (the doctor's descriptor names this): its
+    stored report when it holds one (with the controls' curves), else the findings."""
+    if not results:
+        return doctor_section(findings, **options)
+    if len(results) == 1:
+        return doctor_section(results[0][1], **options)
+    from labcoat.report.html import stored_sections
+
+    base = options.get("id", "doctor")
+    return Section(options.get("title", "Doctor"), stored_sections(results, id=base), id=base)

@@ -43,9 +43,12 @@ def _timeline(report: Any, width: int = 720, row: int = 18) -> str:
 
 def logs_section(report: Any, *, title: str = "Logs", id: str = "logs") -> Section:
     first = report.first
+    # a report read back from the ledger keeps its figures, not the lines behind the timeline
+    analysis = getattr(report, "analysis", None)
+    templates = report.templates if analysis is None else analysis.templates
     parts = [
         f'<p class="meta">run {esc(report.run)} · {report.lines} lines · '
-        f"{len(report.ranks)} ranks · {report.analysis.templates} templates</p>",
+        f"{len(report.ranks)} ranks · {templates} templates</p>",
         findings_list(f.to_dict() for f in report.findings),
     ]
     if first is not None:
@@ -60,5 +63,6 @@ def logs_section(report: Any, *, title: str = "Logs", id: str = "logs") -> Secti
             for c in report.consequences[:50]
         )
         parts.append(f"<ul>{items}</ul>")
-    parts.append(_timeline(report))
+    if analysis is not None:
+        parts.append(_timeline(report))
     return Section(title, "\n".join(parts), id)
