@@ -158,8 +158,6 @@ def stored_run(run: Any, findings: list, events: list, results: list, **options:
     stored report when it holds one (with the controls' curves), else the findings."""
     if not results:
         return doctor_section(findings, **options)
-    if len(results) == 1:
-        return doctor_section(results[0][1], **options)
     from labcoat.report.html import stored_sections
 
     base = options.get("id", "doctor")
