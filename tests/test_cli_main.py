@@ -123,7 +123,7 @@ def test_a_directory_given_for_a_file_is_a_one_line_error(cli, tmp_path):
     [
         ((), ", ".join(sorted(cli_main.COMMANDS))),
         (("watch",), "report"),
-        (("ledger",), "add, diff, export"),
+        (("ledger",), "add, export, findings"),
     ],
 )
 def test_a_group_without_its_command_lists_the_choices(cli, args, choices):

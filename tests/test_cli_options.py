@@ -459,10 +459,10 @@ def _replay(a, b):
 
 
 def _replay_diff(a, b):
-    from labcoat.replay.diff import diff
+    from labcoat.replay.diff import divergence
 
     one, two = _recorded_runs(a)
-    return ["diff", one, two, "--no-ledger"], diff(one, two)
+    return ["divergence", one, two, "--no-ledger"], divergence(one, two)
 
 
 #: command -> builder of (CLI arguments, the library's result at default options[, the keys
@@ -474,10 +474,12 @@ JSON_EQUALS_LIBRARY = {
     ("audit", "labels"): [_audit_labels],
     ("checks",): [_checks, _checks_of_one_engine],
     ("design",): [_design],
-    ("diff",): [_replay_diff],
+    ("divergence",): [_replay_diff],
     ("doctor",): [_doctor],
     ("ledger", "add"): [_ledger_add],
-    ("ledger", "diff"): [_ledger(["diff", "1", "2"], lambda book: book.diff(1, 2))],
+    ("ledger", "provenance-diff"): [
+        _ledger(["provenance-diff", "1", "2"], lambda book: book.provenance_diff(1, 2))
+    ],
     ("ledger", "export"): [_export],
     ("ledger", "findings"): [
         _ledger(

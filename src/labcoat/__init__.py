@@ -16,7 +16,7 @@ _LAZY: dict[str, str] = {
     "diagnose": "labcoat.doctor:diagnose",
     "check_resume": "labcoat.doctor.resume:check_resume",
     "Experiment": "labcoat.doctor:Experiment",
-    "Report": "labcoat.doctor:Report",
+    "Diagnosis": "labcoat.doctor:Diagnosis",
     "permutation_test": "labcoat.doctor.permutation:permutation_test",
     "Ledger": "labcoat.ledger:Ledger",
     "watch": "labcoat.watch",  # the package itself: callable, and it holds Invariant, Alert, ...
@@ -35,4 +35,4 @@ _LAZY: dict[str, str] = {
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]
 
 
-__getattr__, __dir__ = lazy("labcoat", _LAZY)
+__getattr__, __dir__ = lazy("labcoat", _LAZY, renamed={"Report": "Diagnosis"})

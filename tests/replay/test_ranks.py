@@ -142,14 +142,14 @@ def test_diff_is_told_what_it_got(tmp_path, capsys):
     from labcoat.cli.main import main
 
     run = _record(tmp_path, None, steps=3)
-    assert main(["diff", str(run), "--no-ledger"]) == 2
+    assert main(["divergence", str(run), "--no-ledger"]) == 2
     assert "pass two runs A B, or one distributed run with --ranks" in capsys.readouterr().err
-    assert main(["diff", str(run), "--ranks", "--no-ledger"]) == 2
+    assert main(["divergence", str(run), "--ranks", "--no-ledger"]) == 2
     assert "not a distributed run" in capsys.readouterr().err
-    assert main(["diff", str(run), str(run), "--ranks", "--no-ledger"]) == 2
+    assert main(["divergence", str(run), str(run), "--ranks", "--no-ledger"]) == 2
     assert "pass one RUN" in capsys.readouterr().err
     top = tmp_path / "group"
     top.mkdir()
     (top / "group.json").write_text("{}")
-    assert main(["diff", str(top), str(run), "--no-ledger"]) == 2
+    assert main(["divergence", str(top), str(run), "--no-ledger"]) == 2
     assert "is a distributed run" in capsys.readouterr().err

@@ -33,7 +33,7 @@ def _open(location: str | None, *, create: bool = False) -> Ledger:
     return Ledger(location, create=create)
 
 
-@click.group("ledger", cls=Group)
+@click.group("ledger", cls=Group, renamed={"diff": "provenance-diff"})
 def ledger() -> None:
     """A lab notebook: hypotheses, predictions, results, runs and their provenance."""
 
@@ -331,7 +331,7 @@ def findings_command(run_id, source, statuses, checks, location, as_json):
     respond(as_json, listing, lambda: listing)
 
 
-@ledger.command("diff")
+@ledger.command("provenance-diff")
 @click.argument("run_a", type=int)
 @click.argument("run_b", type=int)
 @ledger_option
@@ -339,7 +339,7 @@ def findings_command(run_id, source, statuses, checks, location, as_json):
 def diff_command(run_a, run_b, location, as_json):
     """What changed in code, config, data, environment and seeds from RUN_A to RUN_B."""
     with _open(location) as book:
-        result = book.diff(run_a, run_b)
+        result = book.provenance_diff(run_a, run_b)
         respond(as_json, result, lambda: result)
 
 

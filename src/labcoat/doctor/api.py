@@ -18,7 +18,7 @@ from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
-from labcoat.doctor.result import Report
+from labcoat.doctor.result import Diagnosis
 from labcoat.doctor.selftest import run_selftest
 from labcoat.errors import InputError
 from labcoat.findings import Finding
@@ -72,7 +72,7 @@ def diagnose(
     layers: Iterable[str] | None = None,
     on_finding: Callable[[Finding], None] | None = None,
     progress: bool | None = None,
-) -> Report:
+) -> Diagnosis:
     """Falsify whole categories of training bugs, layer by layer, on copies of your setup.
 
     Layers run in order (data, model, update, then the controls) and stop at the first layer
@@ -151,7 +151,7 @@ def diagnose(
         if user_state is not None and user_state.changed():  # last line of defence
             user_state.restore()
         inferred = _task_or_none(case)
-    report = Report(
+    report = Diagnosis(
         findings=findings,
         layers_run=ran,
         layers_not_run=not_run,
@@ -269,7 +269,7 @@ class Experiment:
             metric=self.metric,
         )
 
-    def diagnose(self, **overrides: Any) -> Report:
+    def diagnose(self, **overrides: Any) -> Diagnosis:
         """Run :func:`diagnose` on this setup; keyword arguments override its fields."""
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
         kwargs.update(overrides)

@@ -22,7 +22,7 @@ from labcoat.errors import InputError
 
 if TYPE_CHECKING:
     from labcoat.doctor.api import Experiment
-    from labcoat.doctor.result import Report
+    from labcoat.doctor.result import Diagnosis
 
 DEFAULT_FUNCTION = "experiment"
 
@@ -155,7 +155,7 @@ def load_experiment(spec: str, args: Sequence[str] = ()) -> "Experiment":
     return experiment
 
 
-def diagnose_file(spec: str, args: Sequence[str] = (), **overrides: Any) -> "Report":
+def diagnose_file(spec: str, args: Sequence[str] = (), **overrides: Any) -> "Diagnosis":
     """What ``labcoat doctor FILE.py[:NAME] -- ARGS`` answers: the experiment ``spec`` names,
     loaded (:func:`load_experiment`) and diagnosed with ``overrides`` (the fields of
     :func:`labcoat.diagnose`: budget, seed, run_all, progress, ledger) in place of its own."""

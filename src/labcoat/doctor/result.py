@@ -1,4 +1,6 @@
-"""The doctor's report: plain data (findings in ladder order), rendered elsewhere."""
+"""The doctor's diagnosis: plain data (findings in ladder order), rendered elsewhere. (It was
+``Report``, a name :mod:`labcoat.report`, the HTML pages, also has; ``Report`` still answers
+for one release.)"""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
+from labcoat._validation import deprecated_names
 from labcoat.doctor.registry import LAYERS, REGISTRY
 from labcoat.findings import Finding, worst
 from labcoat.result import Result
@@ -13,7 +16,7 @@ from labcoat.view import STATUS_MARK
 
 
 @dataclass
-class Report(Result):
+class Diagnosis(Result):
     """What :func:`labcoat.diagnose` found.
 
     ``findings`` are in the order the checks ran; ``failed_layer`` is the first layer with a
@@ -160,3 +163,6 @@ class Report(Result):
 def _explains(check: str) -> tuple[str, ...]:
     declared = REGISTRY.get(check)
     return declared.explains if declared else ()
+
+
+__getattr__ = deprecated_names("labcoat.doctor.result", {"Report": ("Diagnosis", Diagnosis)})

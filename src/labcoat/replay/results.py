@@ -1,4 +1,5 @@
-"""What ``labcoat replay`` and ``labcoat diff`` return, and the checks behind their findings."""
+"""What ``labcoat replay`` and ``labcoat divergence`` return, and the checks behind their
+findings."""
 
 from __future__ import annotations
 
