@@ -427,7 +427,7 @@ def _logs_records(a, b):
 
 
 def _recorded_runs(a):
-    """Two runs labcoat.record wrote in this process; the second's loss parts at step 3."""
+    """Two runs labcoat.replayable wrote in this process; the second's loss parts at step 3."""
     import torch
     from torch import nn
 
@@ -439,7 +439,9 @@ def _recorded_runs(a):
         model = nn.Linear(4, 1)
         opt = torch.optim.SGD(model.parameters(), lr=lr)
         where = Path(a).with_name(name)
-        with labcoat.record(model=model, optimizer=opt, every=2, dir=where, ledger=False) as rec:
+        with labcoat.replayable(
+            model=model, optimizer=opt, every=2, dir=where, ledger=False
+        ) as rec:
             for step in rec.loop("step", range(6)):
                 loss = model(torch.ones(8, 4)).pow(2).mean() + (step >= 3 and name == "two")
                 opt.zero_grad()

@@ -39,7 +39,7 @@ def _record(root, nudge_at: int | None, every: int = 3, steps: int = 10):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with labcoat.record(model=model, optimizer=opt, every=every, dir=root, ledger=False) as rec:
+    with labcoat.replayable(model=model, optimizer=opt, every=every, dir=root, ledger=False) as rec:
         for _ in rec.loop("step", range(steps)):
             if rec.step == nudge_at:
                 with torch.no_grad():

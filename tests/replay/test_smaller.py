@@ -32,7 +32,9 @@ def _train(runs: Path, *, every=4, steps=8, data=None, noise=0.0, ledger=False):
     if data is None:
         data = torch.arange(24.0).reshape(8, 3)
     loader = DataLoader(TensorDataset(data), batch_size=2)
-    with labcoat.record(model=model, optimizer=opt, every=every, dir=runs, ledger=ledger) as rec:
+    with labcoat.replayable(
+        model=model, optimizer=opt, every=every, dir=runs, ledger=ledger
+    ) as rec:
         for _ in rec.loop("epoch", range(steps // len(loader))):
             for (x,) in rec.loop("step", loader):
                 loss = model(x).pow(2).mean()

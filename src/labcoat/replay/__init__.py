@@ -1,6 +1,6 @@
 """Recorded runs, exact replay, hindsight logging and run diffs.
 
-``labcoat.record(model=…, optimizer=…)`` records a run (:mod:`labcoat.replay.record`);
+``labcoat.replayable(model=…, optimizer=…)`` records a run (:mod:`labcoat.replay.record`);
 :func:`replay` re-runs a stretch of it from a checkpoint and checks it is the same run
 (:mod:`labcoat.replay.replay`); :func:`divergence` says where two runs part ways
 (:mod:`labcoat.replay.diff`). See docs/replay.md.
@@ -18,7 +18,7 @@ from labcoat.replay.diff import divergence as divergence
 from labcoat.replay.replay import replay as replay
 
 _LAZY: dict[str, str] = {
-    "record": "labcoat.replay.record:record",
+    "replayable": "labcoat.replay.record:replayable",
     "Recorder": "labcoat.replay.record:Recorder",
     "ReplayResult": "labcoat.replay.results:ReplayResult",
     "DiffResult": "labcoat.replay.results:DiffResult",
@@ -28,4 +28,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "divergence", "replay"])
 
 
-__getattr__, __dir__ = lazy("labcoat.replay", _LAZY)
+__getattr__, __dir__ = lazy("labcoat.replay", _LAZY, renamed={"record": "replayable"})

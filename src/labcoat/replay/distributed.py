@@ -1,7 +1,7 @@
 """Distributed runs: the ranks of one launch recorded as one run, replayed together, compared.
 
 Recording. When ``torch.distributed`` is initialized (``torchrun``, ``mp.spawn``, Slurm) as
-``labcoat.record`` is entered, rank 0 draws the run id and hands it to the other ranks through
+``labcoat.replayable`` is entered, rank 0 draws the run id and hands it to the other ranks through
 the process group's store (a key, not a collective: nothing touches the ranks' communication),
 and each rank records into ``<runs>/<run id>/rank<k>/`` a run of its own (run.json, log.jsonl,
 checkpoints) whose ``run.json`` says which group it belongs to. Rank 0 also writes
