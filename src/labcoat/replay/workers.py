@@ -262,8 +262,8 @@ class WorkerStates:
             warnings.warn(
                 f"labcoat.replayable: loop {self.name!r}: batch {pos} came from worker "
                 f"{item.worker}, not {pos % self.n} (in_order=False, or a worker stopped "
-                "early?); a replay from a checkpoint inside this epoch may load its batches with other random "
-                "numbers",
+                "early?); a replay from a checkpoint inside this epoch may load its batches with "
+                "other random numbers",
                 RuntimeWarning,
                 stacklevel=3,
             )
