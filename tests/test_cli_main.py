@@ -85,8 +85,8 @@ def _one_error_line(res) -> str:
         (("stats", "mean"), "stats mean: missing argument 'FILE'; see 'labcoat stats mean --help'"),
         (("stats", "mean", "x.csv"), "stats mean: missing option '--score'"),
         (
-            ("doctor", "x.py", "--budget", "huge"),
-            "doctor: invalid value for '--budget': 'huge' is not one of",
+            ("doctor", "x.py", "--effort", "huge"),
+            "doctor: invalid value for '--effort': 'huge' is not one of",
         ),
         (("ledger", "list", "--limit", "0"), "ledger list: invalid value for '--limit'"),
         (("checks", "extra"), "checks: got unexpected extra argument (extra)"),

@@ -12,6 +12,7 @@ from labcoat.cli.output import (
     json_option,
     ledger_target,
     recording_options,
+    renamed_option,
     respond,
     seed_options,
     titled,
@@ -38,8 +39,10 @@ class DoctorCommand(click.Command):
 @click.argument("target", metavar="FILE.py[:NAME]")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS]...")
 @json_option
-@click.option(
+@renamed_option(
+    "--effort",
     "--budget",
+    "effort",
     type=click.Choice(["fast", "full"]),
     default=None,
     help="How much training the controls may spend (default: the experiment's, else fast).",
@@ -56,7 +59,7 @@ def doctor(
     target: str,
     args: tuple[str, ...],
     as_json: bool,
-    budget: str | None,
+    effort: str | None,
     run_all: bool,
     seed: int | None,
     quiet: bool,
@@ -81,8 +84,8 @@ def doctor(
     from labcoat.doctor.experiment_file import check_file, diagnose_file
 
     check_file(target)  # missing, unparsable or without the function: said before torch loads
-    overrides: dict = {"run_all": run_all}  # the file's own budget, seed, ledger unless given
-    for name, value in (("budget", budget), ("seed", seed)):
+    overrides: dict = {"run_all": run_all}  # the file's own effort, seed, ledger unless given
+    for name, value in (("effort", effort), ("seed", seed)):
         if value is not None:
             overrides[name] = value
     if no_ledger or ledger is not None:

@@ -158,7 +158,7 @@ def load_experiment(spec: str, args: Sequence[str] = ()) -> "Experiment":
 def diagnose_file(spec: str, args: Sequence[str] = (), **overrides: Any) -> "Diagnosis":
     """What ``labcoat doctor FILE.py[:NAME] -- ARGS`` answers: the experiment ``spec`` names,
     loaded (:func:`load_experiment`) and diagnosed with ``overrides`` (the fields of
-    :func:`labcoat.diagnose`: budget, seed, run_all, progress, ledger) in place of its own."""
+    :func:`labcoat.diagnose`: effort, seed, run_all, progress, ledger) in place of its own."""
     report = load_experiment(spec, args).diagnose(**overrides)
     report.target = spec
     return report

@@ -8,7 +8,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from labcoat._validation import deprecated_names
+from labcoat._validation import deprecated_alias, deprecated_names
 from labcoat.doctor.registry import LAYERS, REGISTRY
 from labcoat.findings import Finding, worst
 from labcoat.result import Result
@@ -35,12 +35,15 @@ class Diagnosis(Result):
     layers_not_run: list[str] = field(default_factory=list)
     task: str | None = None
     seed: int = 0
-    budget: str = "fast"
+    #: how much training the controls spent, ``"fast"`` or ``"full"`` (was ``budget``)
+    effort: str = "fast"
     timings: dict[str, float] = field(default_factory=dict)
     examples: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     #: the experiment file it diagnosed (``FILE.py[:NAME]``), when it came from one
     target: str | None = None
+
+    budget = deprecated_alias("budget", "effort")
 
     @property
     def ok(self) -> bool:
@@ -109,7 +112,8 @@ class Diagnosis(Result):
                 "failed_layer": self.failed_layer,
                 "task": self.task,
                 "seed": self.seed,
-                "budget": self.budget,
+                "effort": self.effort,
+                "budget": self.effort,  # the old key, kept one release
                 "layers_run": self.layers_run,
                 "layers_not_run": self.layers_not_run,
                 "timings": self.timings,
