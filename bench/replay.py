@@ -1,4 +1,4 @@
-"""Step-time overhead of labcoat.record on a ~2 ms and a ~40 ms CPU training step, idle and
+"""Step-time overhead of labcoat.replayable on a ~2 ms and a ~40 ms CPU training step, idle and
 beside CPU load, its fixed cost per step, the checkpoint's share, and disk per checkpoint in
 bytes per parameter, with and without the user's own checkpoints.
 
@@ -152,7 +152,7 @@ def one_repeat(
         driver = _Bare(steps + 1)
         driver.next()
     else:
-        rec = labcoat.record(
+        rec = labcoat.replayable(
             model=rec_model, optimizer=rec_opt, every=every, dir=root, ledger=False
         )
         rec.__enter__()
@@ -206,7 +206,7 @@ def chosen_every(loop: Loop, root: Path, steps: int) -> int:
     it would time the twin's steps too, and checkpoint twice as often as it should)."""
     model, opt = make_loop(loop.widths)
     x, y = data(loop.widths, loop.batch)
-    with labcoat.record(model=model, optimizer=opt, dir=root, ledger=False) as rec:
+    with labcoat.replayable(model=model, optimizer=opt, dir=root, ledger=False) as rec:
         for k in rec.loop("step", range(steps)):
             i = (k * loop.batch) % (len(x) - loop.batch)
             rec.log(loss=step(model, opt, x[i : i + loop.batch], y[i : i + loop.batch]))
@@ -222,7 +222,9 @@ def fixed_cost_us(root: Path, n: int = 20000) -> dict[str, float]:
     loss = torch.tensor(0.5)
     best: dict[str, float] = {}
     for _ in range(3):
-        with labcoat.record(model=model, optimizer=opt, every=10**9, dir=root, ledger=False) as rec:
+        with labcoat.replayable(
+            model=model, optimizer=opt, every=10**9, dir=root, ledger=False
+        ) as rec:
             start = time.thread_time()
             for _ in rec.loop("step", range(n)):
                 rec.log(loss=loss)
@@ -250,7 +252,7 @@ def disk(root: Path, widths, freeze_first: bool, steps: int = 40) -> dict:
     """Bytes per parameter of the recorder's own checkpoints (every 10 steps)."""
     model, opt = make_loop(widths, freeze_first)
     x, y = data(widths, 64)
-    with labcoat.record(model=model, optimizer=opt, every=10, dir=root, ledger=False) as rec:
+    with labcoat.replayable(model=model, optimizer=opt, every=10, dir=root, ledger=False) as rec:
         for k in rec.loop("step", range(steps)):
             i = (k * 64) % (len(x) - 64)
             rec.log(loss=step(model, opt, x[i : i + 64], y[i : i + 64]))
@@ -272,7 +274,9 @@ def disk_referencing(root: Path, widths, free_grads: bool, steps: int = 40) -> d
     x, y = data(widths, 64)
     files = root / "user"
     files.mkdir(exist_ok=True)
-    with labcoat.record(model=model, optimizer=opt, every="saved", dir=root, ledger=False) as rec:
+    with labcoat.replayable(
+        model=model, optimizer=opt, every="saved", dir=root, ledger=False
+    ) as rec:
         for k in rec.loop("step", range(steps)):
             i = (k * 64) % (len(x) - 64)
             rec.log(loss=step(model, opt, x[i : i + 64], y[i : i + 64]))

@@ -85,8 +85,8 @@ def _one_error_line(res) -> str:
         (("stats", "mean"), "stats mean: missing argument 'FILE'; see 'labcoat stats mean --help'"),
         (("stats", "mean", "x.csv"), "stats mean: missing option '--score'"),
         (
-            ("doctor", "x.py", "--budget", "huge"),
-            "doctor: invalid value for '--budget': 'huge' is not one of",
+            ("doctor", "x.py", "--effort", "huge"),
+            "doctor: invalid value for '--effort': 'huge' is not one of",
         ),
         (("ledger", "list", "--limit", "0"), "ledger list: invalid value for '--limit'"),
         (("checks", "extra"), "checks: got unexpected extra argument (extra)"),
@@ -123,7 +123,7 @@ def test_a_directory_given_for_a_file_is_a_one_line_error(cli, tmp_path):
     [
         ((), ", ".join(sorted(cli_main.COMMANDS))),
         (("watch",), "report"),
-        (("ledger",), "add, diff, export"),
+        (("ledger",), "add, export, findings"),
     ],
 )
 def test_a_group_without_its_command_lists_the_choices(cli, args, choices):

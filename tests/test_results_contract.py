@@ -107,11 +107,11 @@ def _downstream():
 
 
 def _report():
-    from labcoat.doctor.result import Report
+    from labcoat.doctor.result import Diagnosis
     from labcoat.findings import Finding
 
     found = [Finding("data.finite", "data", "pass", "every input is finite")]
-    return Report(findings=found, layers_run=("data",))
+    return Diagnosis(findings=found, layers_run=("data",))
 
 
 def _watch_report():

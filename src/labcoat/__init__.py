@@ -16,7 +16,7 @@ _LAZY: dict[str, str] = {
     "diagnose": "labcoat.doctor:diagnose",
     "check_resume": "labcoat.doctor.resume:check_resume",
     "Experiment": "labcoat.doctor:Experiment",
-    "Report": "labcoat.doctor:Report",
+    "Diagnosis": "labcoat.doctor:Diagnosis",
     "permutation_test": "labcoat.doctor.permutation:permutation_test",
     "Ledger": "labcoat.ledger:Ledger",
     "watch": "labcoat.watch",  # the package itself: callable, and it holds Invariant, Alert, ...
@@ -26,7 +26,7 @@ _LAZY: dict[str, str] = {
     "Plan": "labcoat.verdicts.plan:Plan",
     "verdicts": "labcoat.verdicts",  # the package: review, analyse, VerdictResult
     "evals": "labcoat.evals",  # the package: plan_subset, estimate, compare, sequential
-    "record": "labcoat.replay.record:record",
+    "replayable": "labcoat.replay.record:replayable",
     "replay": "labcoat.replay",  # the package: replay(), diff(), open_run()
     "design": "labcoat.design",  # the package, callable: design(), analyse(), recommend()
     "logs": "labcoat.logs",  # the package: install(), step(), why()
@@ -35,4 +35,6 @@ _LAZY: dict[str, str] = {
 __all__ = ["Check", "Finding", "InputError", "LabcoatError", "Outcome", "__version__", *_LAZY]
 
 
-__getattr__, __dir__ = lazy("labcoat", _LAZY)
+__getattr__, __dir__ = lazy(
+    "labcoat", _LAZY, renamed={"Report": "Diagnosis", "record": "replayable"}
+)

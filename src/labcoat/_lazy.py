@@ -13,12 +13,19 @@ from typing import Any, Callable, Mapping
 
 
 def lazy(
-    package: str, table: Mapping[str, str]
+    package: str, table: Mapping[str, str], renamed: Mapping[str, str] | None = None
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``(__getattr__, __dir__)`` of ``package``: a name in ``table`` is imported on first
-    access and kept in the package's namespace, so later lookups are plain attribute reads."""
+    access and kept in the package's namespace, so later lookups are plain attribute reads.
+    ``renamed`` (old name -> its name in ``table``) keeps old names for one release: each
+    access answers the new name's object with a :class:`DeprecationWarning`."""
 
     def __getattr__(name: str) -> Any:
+        if renamed and name in renamed:
+            from labcoat._validation import warn_deprecated
+
+            warn_deprecated(f"{package}.{name}", f"{package}.{renamed[name]}")
+            return __getattr__(renamed[name])
         target = table.get(name)
         if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ import functools
 import importlib
 import importlib.util
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,21 @@ def catalogue(engine: str | None = None) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(frozen=True)
+class Catalogue:
+    """Every declared check (of every engine, or of one): what ``labcoat checks`` lists."""
+
+    checks: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checks": self.checks}
+
+
+def checks(engine: str | None = None) -> Catalogue:
+    """The :func:`catalogue` of every engine's checks (or ``engine``'s) as one answer."""
+    return Catalogue(catalogue(engine))
+
+
 def result_classes() -> dict[str, type[Result]]:
     """kind -> class of every engine's results, found by subclass after importing each
     engine's result modules."""
@@ -131,8 +147,10 @@ def load_result(data: Any) -> Result:
 
 __all__ = [
     "DECLARED",
+    "Catalogue",
     "Engine",
     "catalogue",
+    "checks",
     "engines",
     "get",
     "load_result",

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from labcoat.doctor.result import Report
+from labcoat.doctor.result import Diagnosis
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from tests.doctor.helpers import diabetes, diagnose, digits, lm_loss, no_zero_grad_step, status
@@ -108,7 +108,7 @@ def test_verdict_names_a_declared_explaining_warning_and_nothing_else():
         finding("model.loss.logits", "model", "warn"),
         finding("overfit.batch", "overfit", "fail"),
     ]
-    report = Report(findings, ["model", "overfit"])
+    report = Diagnosis(findings, ["model", "overfit"])
     assert report.likely_cause.check == "model.loss.logits"
     assert "likely cause: model.loss.logits" in report.summary()
     assert report.to_dict()["likely_cause"] == "model.loss.logits"
@@ -116,13 +116,15 @@ def test_verdict_names_a_declared_explaining_warning_and_nothing_else():
         finding("data.features.constant", "data", "warn"),
         finding("overfit.batch", "overfit", "fail"),
     ]
-    report = Report(unrelated, ["data", "overfit"])  # a warning that declares no such explanation
+    report = Diagnosis(
+        unrelated, ["data", "overfit"]
+    )  # a warning that declares no such explanation
     assert report.likely_cause is None and "likely cause" not in report.summary()
     later = [
         finding("overfit.batch", "overfit", "fail"),
         finding("model.loss.logits", "model", "warn"),
     ]
-    assert Report(later, ["overfit", "model"]).likely_cause is None  # only an earlier warning
+    assert Diagnosis(later, ["overfit", "model"]).likely_cause is None  # only an earlier warning
 
 
 class SoftmaxCNN(nn.Module):

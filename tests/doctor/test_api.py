@@ -173,7 +173,7 @@ def test_the_same_forms_with_a_batch_to_give_are_read(make):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"budget": "slow"}, "budget"),
+        ({"effort": "slow"}, "effort"),
         ({"task": "ranking"}, "task"),
         ({"seed": "0"}, "seed"),
         ({"seed": -1}, "`seed` must be an int seed >= 0; got -1"),

@@ -353,7 +353,7 @@ def test_a_warning_is_named_in_the_verdict_the_json_and_strict_exit(cli, tmp_pat
     assert "update.mode.as_given" in warned
     assert body["verdict"].startswith(f"healthy, with {len(warned)} warning")
     assert "update.mode.as_given" in body["verdict"]
-    assert list(body)[:6] == ["target", "kind", "version", "ok", "verdict", "warnings"]
+    assert list(body)[:6] == ["kind", "version", "target", "ok", "verdict", "warnings"]
     assert cli("doctor", f"{path}:left_in_eval", *opts, "--strict").code == 1
     # twin: the same model in eval mode without dropout warns of nothing and passes --strict
     res = cli("doctor", f"{path}:eval_without_dropout", *opts, "--strict")

@@ -114,17 +114,17 @@ class InputBlind(nn.Module):
 
 
 @pytest.mark.check("doctor.overfit.random_labels", healthy=True)
-def test_random_labels_run_only_in_full_budget_and_catch_an_input_blind_model():
+def test_random_labels_run_only_in_full_effort_and_catch_an_input_blind_model():
     fast = s.diagnose(s.mlp(), s.digits(), CE, layers=("overfit",))
     assert fast["overfit.random_labels"].status == "skip"
 
     blind = s.diagnose(
-        InputBlind(), s.digits(), CE, lr=1e-2, layers=("overfit",), budget="full", run_all=True
+        InputBlind(), s.digits(), CE, lr=1e-2, layers=("overfit",), effort="full", run_all=True
     )
     assert blind["overfit.random_labels"].status == "fail"
     assert blind["overfit.random_labels"].evidence["examples"] == 64
 
-    healthy = s.diagnose(s.mlp(), s.digits(), CE, lr=3e-3, layers=("overfit",), budget="full")
+    healthy = s.diagnose(s.mlp(), s.digits(), CE, lr=3e-3, layers=("overfit",), effort="full")
     assert healthy["overfit.random_labels"].status == "pass", healthy[
         "overfit.random_labels"
     ].message
@@ -133,7 +133,7 @@ def test_random_labels_run_only_in_full_budget_and_catch_an_input_blind_model():
 @pytest.mark.check("doctor.overfit.random_labels", planted=True)
 def test_random_labels_only_partly_memorised_by_a_tiny_network_warn():
     report = s.diagnose(
-        s.mlp(2, 2, hidden=4), s.xor(), CE, lr=1e-2, layers=("overfit",), budget="full"
+        s.mlp(2, 2, hidden=4), s.xor(), CE, lr=1e-2, layers=("overfit",), effort="full"
     )
     finding = report["overfit.random_labels"]
     assert finding.status == "warn", finding.message

@@ -321,10 +321,10 @@ def test_runs_and_diff_commands(cli, location, child_env, tmp_path):
     )
     runs = as_json(cli("ledger", "runs", "--ledger", location, "--json"))
     assert [r["id"] for r in runs["runs"]] == [1, 2] and runs["runs"][0]["status"] == "ok"
-    diff = as_json(cli("ledger", "diff", "1", "2", "--ledger", location, "--json"))
+    diff = as_json(cli("ledger", "provenance-diff", "1", "2", "--ledger", location, "--json"))
     assert [c["key"] for c in diff["changes"]["config"]] == ["lr"]
     assert [c["key"] for c in diff["changes"]["data"]] == [str(data)]
-    text = cli("ledger", "diff", "1", "2", "--ledger", location)
+    text = cli("ledger", "provenance-diff", "1", "2", "--ledger", location)
     assert text.code == 0 and "lr" in text.out
     shown = cli("ledger", "show", "--run", "2", "--ledger", location)
     assert shown.code == 0 and "config" in shown.out

@@ -172,7 +172,7 @@ def test_a_committed_ledger_does_not_make_runs_dirty(tmp_path, monkeypatch):
         with ledger.run() as third:
             pass
         assert third.provenance.git.dirty and b"ledger.db" not in third.provenance.git.diff
-        changed = [c.key for c in ledger.diff(second.id, third.id).section("code")]
+        changed = [c.key for c in ledger.provenance_diff(second.id, third.id).section("code")]
         assert changed == ["dirty", "uncommitted train.py"]
 
 

@@ -107,7 +107,7 @@ def test_diff_shows_config_data_env_and_seed_changes(ledger, tmp_path, monkeypat
         git=False,
     ) as b:
         pass
-    diff = ledger.diff(a.id, b.id)
+    diff = ledger.provenance_diff(a.id, b.id)
     assert not diff.same
     assert {(c.key, c.kind) for c in diff.section("config")} == {
         ("opt.eps", "changed"),
@@ -125,7 +125,7 @@ def test_diff_of_identical_runs_is_empty_apart_from_command(ledger):
         pass
     with ledger.run(config={"lr": 0.1}, git=False, command=["train"]) as b:
         pass
-    diff = ledger.diff(a.id, b.id)
+    diff = ledger.provenance_diff(a.id, b.id)
     assert diff.same, diff.changes
 
 
@@ -151,15 +151,15 @@ def test_diff_shows_code_changes_and_the_diff_is_stored_once(tmp_path, monkeypat
     )
     assert "+width = 128" in ledger.run_diff_text(a.id)
     assert ledger.verify().rows["blobs"] == 1  # two runs, one stored diff
-    code = {c.key: c for c in ledger.diff(a.id, b.id).section("code")}
+    code = {c.key: c for c in ledger.provenance_diff(a.id, b.id).section("code")}
     assert code["commit"].before == ra.git_commit and code["commit"].after == rb.git_commit
     assert code["dirty"].before is True and code["dirty"].after is False
     assert (
         code["uncommitted model.py"].before == "+1 -1"
         and code["uncommitted model.py"].after is None
     )
-    assert any("data.py" in line for line in ledger.diff(a.id, b.id).commit_stat)
-    assert ledger.diff(a.id, same_tree.id).section("code") == []
+    assert any("data.py" in line for line in ledger.provenance_diff(a.id, b.id).commit_stat)
+    assert ledger.provenance_diff(a.id, same_tree.id).section("code") == []
     ledger.close()
 
 

@@ -28,7 +28,7 @@ model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16
 opt = torch.optim.Adam(model.parameters(), lr=1e-2)
 data = torch.Generator().manual_seed(100 + rank)  # each rank its own shard
 
-with labcoat.record(
+with labcoat.replayable(
     model=model, optimizer=opt, every=args.every, ledger=False, generators={"data": data}
 ) as rec:
     for epoch in rec.loop("epoch", range(2)):

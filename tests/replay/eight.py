@@ -1,5 +1,5 @@
-"""Eight small CPU training scripts, each run bare and under ``labcoat.record``: a recorder is an
-observer, so both must log the same values bit for bit, and a replay from a mid-run checkpoint
+"""Eight small CPU training scripts, each run bare and under ``labcoat.replayable``: a recorder
+is an observer, so both must log the same values bit for bit, and a replay from a mid-run checkpoint
 must reproduce the recording.
 
 ``python -m tests.replay.eight NAME OUT [--record]`` runs script NAME and writes what it logged
@@ -46,7 +46,7 @@ EVERY = 4
 
 
 class Bare:
-    """What a script does without ``labcoat.record``: plain loops, counting steps as the
+    """What a script does without ``labcoat.replayable``: plain loops, counting steps as the
     recorder does (an iteration of an innermost loop)."""
 
     step = 0
@@ -68,7 +68,7 @@ class Bare:
 
 
 def train(name: str, recorder: Any = None) -> list[list[Any]]:
-    """Run script ``name`` (under ``recorder``, a ``labcoat.record(...)`` not yet entered, or
+    """Run script ``name`` (under ``recorder``, a ``labcoat.replayable(...)`` not yet entered, or
     bare); returns what it logged: [step, name, value] rows."""
     import numpy as np
     import torch
@@ -163,7 +163,7 @@ def main(argv: list[str]) -> None:
         import labcoat
 
         def recorder(**objs: Any) -> Any:
-            return labcoat.record(**objs, every=EVERY, ledger=False)
+            return labcoat.replayable(**objs, every=EVERY, ledger=False)
 
     logged = train(name, recorder)
     with open(path, "w") as fh:

@@ -83,7 +83,7 @@ dataset = Stream() if args.iterable else Data()
 loader = DataLoader(dataset, batch_size=BATCH, shuffle=not args.iterable, num_workers=args.workers)
 noise = np.random.default_rng()  # seeded from the OS: a planted nondeterminism
 
-with labcoat.record(
+with labcoat.replayable(
     model=model, optimizer={"body": opt_body, "head": opt_head}, scheduler=sched,
     every=args.every, ledger=False,
 ) as rec:
@@ -137,7 +137,7 @@ def write_script(tmp: Path, name: str = "train.py", text: str = SCRIPT) -> Path:
 
 
 def record(tmp: Path, *flags: str, script: Path | None = None, check: bool = True) -> Path:
-    """Run the script under labcoat.record; returns the run's directory."""
+    """Run the script under labcoat.replayable; returns the run's directory."""
     script = script or write_script(tmp)
     proc = subprocess.run(
         [sys.executable, str(script), *flags],

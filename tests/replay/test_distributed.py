@@ -76,7 +76,7 @@ def test_a_torchrun_run_is_one_run_replayed_on_every_rank_and_its_desync_is_name
     code, again, err = cli(tmp_path, "replay", str(run / "rank1"), "--from", "9", "--json")
     assert code == 0 and again["world_size"] == 2, err
     # the ranks compared: the checkpoints say 3..6, the replay says after step 4, rank 1
-    code, diff, err = cli(tmp_path, "diff", run.name, "--ranks", "--json")
+    code, diff, err = cli(tmp_path, "divergence", run.name, "--ranks", "--json")
     assert code == 1, err
     first = diff["first"]
     assert (first["step"], first["when"], first["rank"], first["tensor"]) == (
@@ -92,7 +92,7 @@ def test_a_torchrun_run_is_one_run_replayed_on_every_rank_and_its_desync_is_name
 @pytest.mark.check("replay.ranks", healthy=True)
 def test_a_healthy_run_has_no_rank_difference(tmp_path):
     run = launch(tmp_path, "--every", "5")  # checkpoints 0, 5, 10: steps 10..11 are replayed
-    code, diff, err = cli(tmp_path, "diff", run.name, "--ranks", "--json")
+    code, diff, err = cli(tmp_path, "divergence", run.name, "--ranks", "--json")
     assert code == 0, err
     assert diff["first"] is None and diff["checkpoints"] == [0, 5, 10]
     assert diff["replayed"] == {"from": 10, "to": 11, "exact": True}

@@ -1,4 +1,4 @@
-"""A recorder is an observer: a script logs under ``labcoat.record`` bit for bit what it logs
+"""A recorder is an observer: a script logs under ``labcoat.replayable`` bit for bit what it logs
 bare, and a replay from a mid-run checkpoint reproduces the recording (tests/replay/eight.py).
 
 The fast tests run each script bare and recorded in this process, and replay in this process
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _recorder(runs: Path, every: int = EVERY):
     def make(**objs):
-        return labcoat.record(**objs, every=every, dir=runs, ledger=False, keep=None)
+        return labcoat.replayable(**objs, every=every, dir=runs, ledger=False, keep=None)
 
     return make
 
@@ -166,7 +166,7 @@ def test_the_twin_a_dataset_loaded_by_its_sampler_draws_no_note(tmp_path):
         warnings.simplefilter("always")
         train("augment0", _recorder(tmp_path / "runs"))
         model = torch.nn.Linear(2, 1)
-        with labcoat.record(model=model, every=2, dir=tmp_path / "runs", ledger=False) as rec:
+        with labcoat.replayable(model=model, every=2, dir=tmp_path / "runs", ledger=False) as rec:
             for x in rec.loop("step", (torch.randn(3, 2) for _ in range(4))):
                 rec.log(y=model(x).sum())
     assert not [w for w in caught if "draws from the global random" in str(w.message)]

@@ -39,7 +39,7 @@ def _record(root, nudge_at: int | None, every: int = 3, steps: int = 10):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with labcoat.record(model=model, optimizer=opt, every=every, dir=root, ledger=False) as rec:
+    with labcoat.replayable(model=model, optimizer=opt, every=every, dir=root, ledger=False) as rec:
         for _ in rec.loop("step", range(steps)):
             if rec.step == nudge_at:
                 with torch.no_grad():
@@ -142,14 +142,14 @@ def test_diff_is_told_what_it_got(tmp_path, capsys):
     from labcoat.cli.main import main
 
     run = _record(tmp_path, None, steps=3)
-    assert main(["diff", str(run), "--no-ledger"]) == 2
+    assert main(["divergence", str(run), "--no-ledger"]) == 2
     assert "pass two runs A B, or one distributed run with --ranks" in capsys.readouterr().err
-    assert main(["diff", str(run), "--ranks", "--no-ledger"]) == 2
+    assert main(["divergence", str(run), "--ranks", "--no-ledger"]) == 2
     assert "not a distributed run" in capsys.readouterr().err
-    assert main(["diff", str(run), str(run), "--ranks", "--no-ledger"]) == 2
+    assert main(["divergence", str(run), str(run), "--ranks", "--no-ledger"]) == 2
     assert "pass one RUN" in capsys.readouterr().err
     top = tmp_path / "group"
     top.mkdir()
     (top / "group.json").write_text("{}")
-    assert main(["diff", str(top), str(run), "--no-ledger"]) == 2
+    assert main(["divergence", str(top), str(run), "--no-ledger"]) == 2
     assert "is a distributed run" in capsys.readouterr().err

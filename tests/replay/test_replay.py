@@ -151,7 +151,7 @@ def test_a_crashed_run_replays_up_to_its_crash(tmp_path):
 def test_diff_finds_a_planted_divergence_and_its_module(tmp_path):
     a = record(tmp_path)
     b = record(tmp_path, "--diverge-at", "7")
-    code, out, err = cli(tmp_path, "diff", str(a), str(b), "--bisect", "--json")
+    code, out, err = cli(tmp_path, "divergence", str(a), str(b), "--bisect", "--json")
     assert code == 0, err  # the provenance differs (the command), so it only warns
     assert set(out) >= {"provenance", "first_divergence", "bisect"}
     assert out["first_divergence"]["step"] == 7 and out["first_divergence"]["name"] == "loss"
@@ -159,7 +159,7 @@ def test_diff_finds_a_planted_divergence_and_its_module(tmp_path):
     assert any(row["section"] == "command" for row in out["provenance"])
     # a run and its rerun: nothing differs
     rerun = record(tmp_path)
-    code, out, err = cli(tmp_path, "diff", str(a), str(rerun), "--json")
+    code, out, err = cli(tmp_path, "divergence", str(a), str(rerun), "--json")
     assert code == 0, err
     assert out["first_divergence"] is None and out["provenance"] == []
 
@@ -170,7 +170,7 @@ def test_a_diverging_logged_hyperparameter_is_no_modules_fault(tmp_path):
     itself differs (the healthy twin above names the module a planted weight change hits)."""
     a = record(tmp_path)
     b = record(tmp_path, "--base-lr", "0.02")
-    code, out, err = cli(tmp_path, "diff", str(a), str(b), "--bisect", "--json")
+    code, out, err = cli(tmp_path, "divergence", str(a), str(b), "--bisect", "--json")
     assert code == 0, err
     assert out["first_divergence"]["name"] == "base_lr" and out["first_divergence"]["step"] == 0
     assert out["bisect"]["module"] is None and out["bisect"]["value"] == "base_lr"

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import labcoat
 from labcoat.errors import InputError
 from labcoat.replay import status
-from labcoat.replay.diff import diff, no_module
+from labcoat.replay.diff import divergence, no_module
 from labcoat.replay.results import DiffResult
 from labcoat.replay.runs import open_run
 
@@ -32,7 +32,9 @@ def _train(runs: Path, *, every=4, steps=8, data=None, noise=0.0, ledger=False):
     if data is None:
         data = torch.arange(24.0).reshape(8, 3)
     loader = DataLoader(TensorDataset(data), batch_size=2)
-    with labcoat.record(model=model, optimizer=opt, every=every, dir=runs, ledger=ledger) as rec:
+    with labcoat.replayable(
+        model=model, optimizer=opt, every=every, dir=runs, ledger=ledger
+    ) as rec:
         for _ in rec.loop("epoch", range(steps // len(loader))):
             for (x,) in rec.loop("step", loader):
                 loss = model(x).pow(2).mean()
@@ -118,10 +120,10 @@ def test_a_diff_names_the_data_files_and_the_dataset_that_differ(tmp_path, monke
     run_a = _train(tmp_path / "runs")
     monkeypatch.setattr(sys, "argv", ["train.py", "--data=b.csv"])
     run_b = _train(tmp_path / "runs", data=torch.arange(24.0).reshape(8, 3) + 1)
-    rows = [r for r in diff(run_a.dir, run_b.dir).provenance if r["section"] == "data"]
+    rows = [r for r in divergence(run_a.dir, run_b.dir).provenance if r["section"] == "data"]
     keys = {r["key"] for r in rows}
     assert {"argv:a.csv", "argv:b.csv", "loader:step"} <= keys, rows
-    (finding,) = diff(run_a.dir, run_b.dir).findings
+    (finding,) = divergence(run_a.dir, run_b.dir).findings
     assert "data: " in finding.message and "argv:a.csv" in finding.message
 
 
@@ -132,7 +134,7 @@ def test_the_twin_the_same_data_shows_no_data_difference(tmp_path, monkeypatch):
     run_a, run_b = _train(tmp_path / "runs"), _train(tmp_path / "runs")
     manifest = open_run(run_a.dir).manifest
     assert {d["name"] for d in manifest["provenance"]["data"]} == {"argv:a.csv", "loader:step"}
-    assert not [r for r in diff(run_a.dir, run_b.dir).provenance if r["section"] == "data"]
+    assert not [r for r in divergence(run_a.dir, run_b.dir).provenance if r["section"] == "data"]
 
 
 # -- a reproducible every ----------------------------------------------------------------------
@@ -159,14 +161,14 @@ def test_the_twin_another_command_measures_its_own(tmp_path):
 def test_diff_only_compares_the_chosen_values(tmp_path):
     a = _train(tmp_path / "runs", noise=0.0)
     b = _train(tmp_path / "runs", noise=1.0)
-    everything = diff(a.dir, b.dir)
+    everything = divergence(a.dir, b.dir)
     assert everything.first_divergence["name"] == "noise"  # planted: a value that differs
-    loss = diff(a.dir, b.dir, only=["loss"])
+    loss = divergence(a.dir, b.dir, only=["loss"])
     assert loss.first_divergence is None and loss.ok  # the twin: the chosen value agrees
     assert [row[0] for row in loss.values["loss"]] == list(range(8))
     assert all(row[1] == row[2] for row in loss.values["loss"])
     with pytest.raises(InputError, match="--only: lr not logged by both runs"):
-        diff(a.dir, b.dir, only=["lr"])
+        divergence(a.dir, b.dir, only=["lr"])
 
 
 def test_the_cli_takes_only(tmp_path):
@@ -176,7 +178,7 @@ def test_the_cli_takes_only(tmp_path):
 
     a = _train(tmp_path / "runs", noise=0.0)
     b = _train(tmp_path / "runs", noise=1.0)
-    args = ["diff", str(a.dir), str(b.dir), "--only", "noise", "--no-ledger", "--json"]
+    args = ["divergence", str(a.dir), str(b.dir), "--only", "noise", "--no-ledger", "--json"]
     out = CliRunner().invoke(cli, args)
     data = json.loads(out.output)
     assert data["only"] == ["noise"] and data["first_divergence"]["step"] == 1

@@ -25,7 +25,7 @@ def _train(root, save, *, every="saved", steps=8, before_step=False):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 256), nn.ReLU(), nn.Linear(256, 256), nn.Linear(256, 2))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    with labcoat.record(model=model, optimizer=opt, every=every, dir=root, ledger=False) as rec:
+    with labcoat.replayable(model=model, optimizer=opt, every=every, dir=root, ledger=False) as rec:
         for _ in rec.loop("step", range(steps)):
             loss = model(torch.randn(4, 6)).pow(2).mean()
             loss.backward()
@@ -107,13 +107,13 @@ def test_its_own_checkpoints_still_come_every_n_steps_beside_the_users(tmp_path)
 
 def test_bad_keys_and_calls_outside_the_recording_are_refused(tmp_path):
     model = nn.Linear(2, 2)
-    with labcoat.record(model=model, dir=tmp_path, ledger=False) as rec:
+    with labcoat.replayable(model=model, dir=tmp_path, ledger=False) as rec:
         with pytest.raises(InputError, match="names no object"):
             rec.checkpoint_saved(tmp_path / "x", keys={"nope": "model"})
     with pytest.raises(InputError, match="outside the recording"):
         rec.checkpoint_saved(tmp_path / "x")
     with pytest.raises(InputError, match="'saved'"):
-        labcoat.record(model=model, every="sometimes")
+        labcoat.replayable(model=model, every="sometimes")
 
 
 USER_SCRIPT = r"""
@@ -125,7 +125,7 @@ torch.set_num_threads(1)
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
 opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-with labcoat.record(model=model, optimizer=opt, every="saved", ledger=False) as rec:
+with labcoat.replayable(model=model, optimizer=opt, every="saved", ledger=False) as rec:
     for epoch in rec.loop("epoch", range(2)):
         for i in rec.loop("step", range(5)):
             loss = model(torch.randn(8, 6)).pow(2).mean()

@@ -109,7 +109,7 @@ def test_a_block_whose_loop_is_not_rec_loop_warns_what_to_do(tmp_path):
 
     model = torch.nn.Linear(2, 1)
     with pytest.warns(NothingRecorded, match=r"0 steps.*rec\.loop"):
-        with labcoat.record(model=model, every=2, dir=tmp_path, ledger=False):
+        with labcoat.replayable(model=model, every=2, dir=tmp_path, ledger=False):
             for _ in range(3):
                 model(torch.randn(4, 2)).sum().backward()
 
@@ -124,7 +124,7 @@ def test_a_hand_loop_does_not_warn(tmp_path):
     model = torch.nn.Linear(2, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NothingRecorded)
-        with labcoat.record(model=model, every=2, dir=tmp_path, ledger=False) as rec:
+        with labcoat.replayable(model=model, every=2, dir=tmp_path, ledger=False) as rec:
             for _ in rec.loop("step", range(3)):
                 model(torch.randn(4, 2)).sum().backward()
     assert rec.step == 3
@@ -168,7 +168,7 @@ def test_a_lightning_trainer_with_its_own_fit_loop_is_named_and_the_block_warns(
     trainer.fit_loop = OwnLoop(trainer, max_epochs=1)
     model = Module()
     with pytest.warns(NothingRecorded), pytest.warns(NotHooked, match="OwnLoop"):
-        with labcoat.record(model=model, every=1, dir=tmp_path, ledger=False):
+        with labcoat.replayable(model=model, every=1, dir=tmp_path, ledger=False):
             trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=4))
 
 
@@ -200,7 +200,7 @@ def test_a_hugging_face_trainer_that_overrides_its_training_loop_is_named(tmp_pa
     data = [{"x": torch.randn(2)} for _ in range(4)]
     with pytest.warns(NotHooked, match=r"Own overrides Trainer\._inner_training_loop"):
         with pytest.raises(RuntimeError, match="stop here"):
-            with labcoat.record(dir=tmp_path, ledger=False):
+            with labcoat.replayable(dir=tmp_path, ledger=False):
                 Own(model=Tiny(), args=args, train_dataset=data).train()
 
 

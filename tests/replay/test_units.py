@@ -167,7 +167,9 @@ def test_the_recorded_loader_draws_what_the_bare_loader_draws():
 def _train(tmp_path, every=None, steps=12):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with labcoat.record(model=model, optimizer=opt, every=every, dir=tmp_path, ledger=False) as rec:
+    with labcoat.replayable(
+        model=model, optimizer=opt, every=every, dir=tmp_path, ledger=False
+    ) as rec:
         for _ in rec.loop("step", range(steps)):
             loss = model(torch.randn(8, 4)).pow(2).mean()
             opt.zero_grad()
@@ -227,11 +229,11 @@ def test_segments_split_at_checkpoints(tmp_path):
 def test_bad_arguments_are_refused(tmp_path):
     model = nn.Linear(2, 1)
     with pytest.raises(InputError, match="every"):
-        labcoat.record(model=model, every=0)
+        labcoat.replayable(model=model, every=0)
     with pytest.raises(InputError, match="generators"):
-        labcoat.record(model=model, generators={"g": object()})
+        labcoat.replayable(model=model, generators={"g": object()})
     with pytest.raises(InputError, match="state_dict"):
-        labcoat.record(model=object())
+        labcoat.replayable(model=object())
     with pytest.raises(InputError, match="no recorded run"):
         labcoat.replay.replay(tmp_path / "nope")
     from labcoat.replay.probes import check_probes
@@ -244,7 +246,7 @@ def test_bad_arguments_are_refused(tmp_path):
 def test_a_watch_alert_names_the_checkpoint_that_replays_it(tmp_path):
     model = nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with labcoat.record(model=model, optimizer=opt, every=5, dir=tmp_path, ledger=False) as rec:
+    with labcoat.replayable(model=model, optimizer=opt, every=5, dir=tmp_path, ledger=False) as rec:
         with labcoat.watch(model, opt, ledger=False, every=1, record=rec) as w:
             for step in rec.loop("step", range(12)):
                 loss = model(torch.randn(8, 4)).pow(2).mean()
@@ -281,7 +283,7 @@ def test_a_ledger_run_holds_the_recordings_provenance(tmp_path):
     model = nn.Linear(3, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     config = {"lr": 0.1}
-    with labcoat.record(
+    with labcoat.replayable(
         model=model, optimizer=opt, every=2, dir=tmp_path / "runs", ledger=ledger, config=config
     ) as rec:
         for _ in rec.loop("step", range(3)):

@@ -3,7 +3,7 @@
 
 Each trains a tiny MLP with dropout on 96 shuffled points (augmented with torch noise in
 ``__getitem__`` where the loader is the user's) for three epochs of six batches, inside
-``with labcoat.record(...)`` written as a user would: nothing framework-specific is passed to
+``with labcoat.replayable(...)`` written as a user would: nothing framework-specific is passed to
 the recorder. ``# HINDSIGHT`` is where a test adds a value the recording never logged.
 """
 
@@ -55,7 +55,7 @@ trainer = pl.Trainer(
     max_epochs=3, accelerator="cpu", logger=False, enable_checkpointing=False,
     enable_progress_bar=False, enable_model_summary=False,
 )
-with labcoat.record(model=model, every=4, ledger=False) as rec:
+with labcoat.replayable(model=model, every=4, ledger=False) as rec:
     trainer.fit(model, loader)
 print(rec.dir)
 """
@@ -83,7 +83,7 @@ args = transformers.TrainingArguments(
     disable_tqdm=True, save_strategy="no",
 )
 trainer = transformers.Trainer(model=Classifier(), args=args, train_dataset=data)
-with labcoat.record(every=4, ledger=False) as rec:
+with labcoat.replayable(every=4, ledger=False) as rec:
     trainer.train()
 print(rec.dir)
 """
@@ -101,7 +101,7 @@ opt = torch.optim.Adam(model.parameters(), lr=1e-2)
 sched = torch.optim.lr_scheduler.StepLR(opt, 3, 0.5)
 loader = torch.utils.data.DataLoader(Data(), batch_size=16, shuffle=True)
 model, opt, loader, sched = accelerator.prepare(model, opt, loader, sched)
-with labcoat.record(model=model, optimizer=opt, scheduler=sched, every=3, ledger=False) as rec:
+with labcoat.replayable(model=model, optimizer=opt, scheduler=sched, every=3, ledger=False) as rec:
     for epoch in rec.loop("epoch", range(3)):
         for x, y in rec.loop("step", loader):
             with accelerator.accumulate(model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from labcoat.doctor.result import Report
+from labcoat.doctor.result import Diagnosis
 from labcoat.findings import Finding
 
 
@@ -20,7 +20,7 @@ def _f(check: str, layer: str, status: str, message: str, **evidence) -> Finding
     )
 
 
-def ladder(fail_at: str | None = None) -> Report:
+def ladder(fail_at: str | None = None) -> Diagnosis:
     """Eight data and thirteen model checks, then update; ``fail_at="update"`` plants a failure
     there (so the failing layer sits below a long ladder), else the controls pass too."""
     findings = [_f(f"data.check{i}", "data", "pass", "fine") for i in range(8)]
@@ -37,7 +37,7 @@ def ladder(fail_at: str | None = None) -> Report:
         )
     )
     if fail_at == "update":
-        return Report(
+        return Diagnosis(
             findings,
             ["data", "model", "update"],
             ["overfit", "shuffle"],
@@ -77,7 +77,7 @@ def ladder(fail_at: str | None = None) -> Report:
             {"mutant": "output detached", "caught": True, "caught_by": ["model.grad.coverage"]},
         ],
     }
-    return Report(
+    return Diagnosis(
         findings,
         ["data", "model", "update", "overfit", "shuffle"],
         timings={"shuffle": 1.2},

@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from labcoat.audit.engine import workdir as make_workdir
 from labcoat.audit.text import GramIndex, Vocabulary, build_vocabulary, word_ids, words
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
+from labcoat.result import check_kind
 
 METHODS = ("gpt3", "llama2")
 #: GPT-3: grams in more than this many training documents are ignored
@@ -104,6 +105,14 @@ class Contamination(AuditResult):
             "scores": self.scores,
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Contamination":
+        """The result again from its ``to_dict()``, which keeps all of it."""
+        check_kind(cls, data)
+        items = [ItemOverlap(**i) for i in data["items"]]
+        figures = (data["method"], data["n"], data["max_docs"], data["corpus"], data["scores"])
+        return cls(items, *figures)
 
 
 @check(

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from labcoat._groups import group_ids
 from labcoat.audit.checks import AuditResult, check
 from labcoat.findings import Outcome, failed, passed
+from labcoat.result import check_kind
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,13 @@ class SharedGroups(AuditResult):
             "rows_b": self.rows_b,
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SharedGroups":
+        """The result again from its ``to_dict()``, which keeps all of it."""
+        check_kind(cls, data)
+        counts = (data["groups_a"], data["groups_b"], data["rows_a"], data["rows_b"])
+        return cls([SharedGroup(**g) for g in data["shared"]], *counts)
 
 
 @check(

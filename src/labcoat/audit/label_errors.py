@@ -9,7 +9,7 @@ probabilities, computes out-of-fold probabilities by training copies of the user
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from labcoat._validation import InstanceOf, Interval, Seed, validate_params
 from labcoat.audit.checks import AuditResult, check
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, passed, warned
+from labcoat.result import check_kind
 
 #: rows whose probabilities may miss 1 by this much (float32 softmax outputs do)
 SUM_TOLERANCE = 1e-3
@@ -62,6 +63,21 @@ class LabelIssues(AuditResult):
             out.update(self.extras)
         out["findings"] = [f.to_dict() for f in self.findings]
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LabelIssues":
+        """The result again from its ``to_dict()``, which keeps all of it."""
+        check_kind(cls, data)
+        own = {"kind", "version", "count", "issues", "scores", "n", "n_classes", "source", "ids"}
+        return cls(
+            np.asarray(data["issues"], dtype=int),
+            np.asarray(data["scores"], dtype=float),
+            data["n"],
+            data["n_classes"],
+            data.get("ids"),
+            data["source"],
+            {k: v for k, v in data.items() if k not in own | {"findings"}},
+        )
 
 
 @check(

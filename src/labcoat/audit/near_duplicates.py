@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from labcoat.audit.engine import workdir as make_workdir
 from labcoat.audit.text import words
 from labcoat.errors import InputError
 from labcoat.findings import Outcome, failed, passed, warned
+from labcoat.result import check_kind
 
 KINDS = ("auto", "text", "tensor")
 #: Jaccard similarity of word shingles at which two texts count as near-duplicates
@@ -96,6 +97,16 @@ class Duplicates(AuditResult):
             **self.extras,
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Duplicates":
+        """The result again from its ``to_dict()``, which keeps all of it."""
+        check_kind(cls, data)
+        own = {"kind", "version", "pairs", "n_a", "n_b", "within", "match", "threshold"}
+        extras = {k: v for k, v in data.items() if k not in own | {"findings"}}
+        pairs = [Pair(**p) for p in data["pairs"]]
+        sizes = (data["n_a"], data["n_b"], data["match"], data["threshold"])
+        return cls(pairs, dict(data["within"]), *sizes, extras=extras)
 
 
 @check(

@@ -60,12 +60,11 @@ def audit() -> None:
     """Audit data: label errors, duplicates across splits, contamination, group leakage."""
 
 
-def _finish(result: Any, as_json: bool, title: str, extra: dict[str, Any] | None = None) -> None:
+def _finish(result: Any, as_json: bool, title: str) -> None:
     """Print the result (one JSON object with --json, else rich) and exit 1 if a check failed."""
-    data = {**result.to_dict(), **(extra or {})}
     # every row index the user asked for, not the first thousand
     render = lambda: titled(f"labcoat audit · {title}", result)  # noqa: E731
-    respond(as_json, data, render, max_items=sys.maxsize)
+    respond(as_json, result, render, max_items=sys.maxsize)
     raise click.exceptions.Exit(0 if result.ok else 1)
 
 

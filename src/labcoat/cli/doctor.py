@@ -12,6 +12,7 @@ from labcoat.cli.output import (
     json_option,
     ledger_target,
     recording_options,
+    renamed_option,
     respond,
     seed_options,
     titled,
@@ -38,8 +39,10 @@ class DoctorCommand(click.Command):
 @click.argument("target", metavar="FILE.py[:NAME]")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS]...")
 @json_option
-@click.option(
+@renamed_option(
+    "--effort",
     "--budget",
+    "effort",
     type=click.Choice(["fast", "full"]),
     default=None,
     help="How much training the controls may spend (default: the experiment's, else fast).",
@@ -56,7 +59,7 @@ def doctor(
     target: str,
     args: tuple[str, ...],
     as_json: bool,
-    budget: str | None,
+    effort: str | None,
     run_all: bool,
     seed: int | None,
     quiet: bool,
@@ -78,33 +81,24 @@ def doctor(
       labcoat doctor examples/digits_bugs.py:head_not_in_optimizer --json
       labcoat doctor train.py --strict -- --lr 3e-4
     """
-    from labcoat.doctor.experiment_file import check_file, load_experiment
+    from labcoat.doctor.experiment_file import check_file, diagnose_file
 
     check_file(target)  # missing, unparsable or without the function: said before torch loads
-    # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
-    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-        report = _diagnose(
-            load_experiment(target, args), as_json, budget, run_all, seed, quiet, ledger, no_ledger
-        )
-    data = {"target": target, **report.to_dict()}
-    respond(as_json, data, lambda: titled(f"labcoat doctor · {target}", report))
-    if html is not None:  # checked before the ladder ran (html_option), written after the answer
-        report.to_html(html, title=f"Doctor · {target}")
-    raise click.exceptions.Exit(0 if report.ok and not (strict and report.warnings) else 1)
-
-
-def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledger):
-    """Run the experiment's diagnose with the command line's overrides."""
-    overrides: dict = {"run_all": run_all}
-    if budget is not None:
-        overrides["budget"] = budget
-    if seed is not None:
-        overrides["seed"] = seed
+    overrides: dict = {"run_all": run_all}  # the file's own effort, seed, ledger unless given
+    for name, value in (("effort", effort), ("seed", seed)):
+        if value is not None:
+            overrides[name] = value
     if no_ledger or ledger is not None:
         overrides["ledger"] = ledger_target(ledger, no_ledger)
     if quiet or as_json or not sys.stdout.isatty():
         overrides["progress"] = False
-    return experiment.diagnose(**overrides)
+    # with --json, stdout carries one JSON object: what the user's code prints goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        report = diagnose_file(target, args, **overrides)
+    respond(as_json, report, lambda: titled(f"labcoat doctor · {target}", report))
+    if html is not None:  # checked before the ladder ran (html_option), written after the answer
+        report.to_html(html, title=f"Doctor · {target}")
+    raise click.exceptions.Exit(0 if report.ok and not (strict and report.warnings) else 1)
 
 
 @click.command()
@@ -118,10 +112,10 @@ def _diagnose(experiment, as_json, budget, run_all, seed, quiet, ledger, no_ledg
 def checks(as_json: bool, engine: str | None) -> None:
     """List every declared check of every engine: what each falsifies and what a healthy setup
     predicts."""
-    from labcoat.engines import catalogue
+    from labcoat.engines import checks as declared_checks
 
-    rows = catalogue(engine)
-    respond(as_json, {"checks": rows}, lambda: _checks_table(rows))
+    found = declared_checks(engine)
+    respond(as_json, found, lambda: _checks_table(found.checks))
 
 
 def _checks_table(rows: list[dict]):

@@ -15,11 +15,25 @@ import click
 
 
 class Group(click.Group):
-    """A click group whose missing subcommand is a one-line usage error naming the choices."""
+    """A click group whose missing subcommand is a one-line usage error naming the choices.
+    ``renamed`` (old subcommand name -> its new name): the old name still runs the command for
+    one release, unlisted, saying on stderr which command replaces it."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, renamed: dict[str, str] | None = None, **kwargs) -> None:
         kwargs.setdefault("no_args_is_help", False)
         super().__init__(*args, **kwargs)
+        self.renamed = dict(renamed or {})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.renamed:
+            command = self.get_command(ctx, self.renamed[name])
+            path = ctx.command_path
+            return (
+                None
+                if command is None
+                else _alias(command, f"{path} {name}", f"{path} {command.name}")
+            )
+        return super().get_command(ctx, name)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
@@ -39,6 +53,23 @@ class Group(click.Group):
         ):
             ctx.fail(f"no such command {name!r}{suggestion(name, self.list_commands(ctx))}")
         return super().resolve_command(ctx, args)
+
+
+def _alias(command: click.Command, old: str, new: str) -> click.Command:
+    """``command`` under its old name, hidden: it warns on stderr, then does the same."""
+
+    def callback(*args, **kwargs):
+        click.echo(f"warning: {old} is deprecated; use {new}", err=True)
+        return command.callback(*args, **kwargs)
+
+    return click.Command(
+        old.rsplit(" ", 1)[-1],
+        callback=callback,
+        params=command.params,
+        help=f"Deprecated: use {new}.",
+        hidden=True,
+        context_settings=command.context_settings,
+    )
 
 
 def suggestion(name: str, choices: list[str]) -> str:

@@ -7,15 +7,13 @@ ledger; reading commands on a missing ledger say so instead of leaving an empty 
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from labcoat.cli.group import Group
-from labcoat.cli.output import checked_output, console, emit_json, json_option, respond
+from labcoat.cli.output import checked_output, emit_json, json_option, respond
 from labcoat.engines import names as engine_names
 from labcoat.errors import InputError
 from labcoat.ledger import Ledger
@@ -35,11 +33,7 @@ def _open(location: str | None, *, create: bool = False) -> Ledger:
     return Ledger(location, create=create)
 
 
-def _entry_json(entry) -> dict[str, Any]:
-    return entry.to_dict()
-
-
-@click.group("ledger", cls=Group)
+@click.group("ledger", cls=Group, renamed={"diff": "provenance-diff"})
 def ledger() -> None:
     """A lab notebook: hypotheses, predictions, results, runs and their provenance."""
 
@@ -82,12 +76,6 @@ def with_plan_options(command):
     for option in reversed(plan_options):
         command = option(command)
     return command
-
-
-def _review_view(entry_id: int, location: str, review):
-    from rich.console import Group
-
-    return Group(f"recorded entry #{entry_id} in {location}", review)
 
 
 @ledger.command("add")
@@ -135,20 +123,16 @@ def add_command(
     fields = dict(predict=prediction, experiment=experiment, tags=tags, parents=parents, runs=runs)
     with _open(location, create=True) as book:
         if plan is None:
-            entry = book.hypothesis(title, **fields)
+            from labcoat.ledger.answers import add_entry
+
+            added = add_entry(book, title, **fields)
         else:
-            from labcoat.verdicts.judge import register
+            from labcoat.verdicts.registration import register_entry
 
-            entry = register(book, title, plan=plan, pilot_a=pilot_a, pilot_b=pilot_b, **fields)
-        data = {"id": entry.id, "entry": _entry_json(entry), "ledger": book.location}
-        if plan is None:
-            respond(as_json, data, lambda: f"recorded entry #{entry.id} in {book.location}")
-            return
-        from labcoat.verdicts.judge import plan_review
-
-        review = plan_review(book, entry)
-        data.update(plan=review.plan.to_dict(), review=[f.to_dict() for f in review.findings])
-        respond(as_json, data, lambda: _review_view(entry.id, book.location, review))
+            added = register_entry(
+                book, title, plan=plan, pilot_a=pilot_a, pilot_b=pilot_b, **fields
+            )
+        respond(as_json, added, lambda: added)
 
 
 @ledger.command("plan")
@@ -160,50 +144,13 @@ def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, a
     """Show entry ENTRY_ID's registered plan, or seal a new revision of it (--plan or
     --plan-field). The registered plan stays the first revision: the verdict names what a
     revision changed, and when it followed the results."""
-    from labcoat.verdicts.judge import plan_history, plan_review, revise_plan
-    from labcoat.verdicts.kinds import kind_of
+    from labcoat.verdicts.registration import show_plan
 
+    plan = _plan_from(plan_file, plan_fields) if plan_file is not None else None
+    changes = _plan_fields(plan_fields) if plan_file is None else {}
     with _open(location) as book:
-        stored = book.plans(entry_id)
-        if stored and kind_of(stored[-1].plan) and plan_file is None and not plan_fields:
-            last = stored[-1]  # a plan of another kind (a design): shown as it was sealed
-            data = {"id": entry_id, "revision": last.revision, "recorded_at": last.recorded_at,
-                    "plan": last.plan, "review": last.review}  # fmt: skip
-            if as_json:
-                emit_json(data)
-                return
-            click.echo(f"# entry {entry_id}, {kind_of(last.plan)} plan revision {last.revision} "
-                       f"({last.recorded_at})")  # fmt: skip
-            click.echo(json.dumps(last.plan, indent=2))
-            return
-        if plan_file is not None:
-            plan = _plan_from(plan_file, plan_fields)
-            revise_plan(book, entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b)
-        elif plan_fields:
-            revise_plan(
-                book, entry_id, pilot_a=pilot_a, pilot_b=pilot_b, **_plan_fields(plan_fields)
-            )
-        history = plan_history(book, entry_id)
-        if not history:
-            raise InputError(
-                f"entry {entry_id}: has no plan; give --plan FILE or --plan-field KEY=VALUE"
-            )
-        review = plan_review(book, entry_id)
-        data = {
-            "id": entry_id,
-            "revision": history[-1].revision,
-            "recorded_at": history[-1].recorded_at,
-            "plan": history[-1].plan.to_dict(),
-            "review": [f.to_dict() for f in review.findings],
-        }
-        if as_json:
-            emit_json(data)
-            return
-        click.echo(
-            f"# entry {entry_id}, plan revision {history[-1].revision} ({history[-1].recorded_at})"
-        )
-        click.echo(history[-1].plan.to_toml(), nl=False)
-        console().print(review)
+        shown = show_plan(book, entry_id, plan, pilot_a=pilot_a, pilot_b=pilot_b, **changes)
+    respond(as_json, shown, lambda: shown)
 
 
 @ledger.command("resolve")
@@ -221,18 +168,18 @@ def plan_command(entry_id, plan_file, plan_fields, pilot_a, pilot_b, location, a
 @json_option
 def resolve_command(entry_id, result, verdict, conclusion, experiment, location, as_json):
     """Record the result and verdict of entry ENTRY_ID (a new revision)."""
+    from labcoat.ledger.answers import resolve_entry
+
     with _open(location) as book:
-        entry = book.resolve(
-            entry_id, result=result, verdict=verdict, conclusion=conclusion, experiment=experiment
+        resolved = resolve_entry(
+            book,
+            entry_id,
+            result=result,
+            verdict=verdict,
+            conclusion=conclusion,
+            experiment=experiment,
         )
-        data = {
-            "id": entry.id,
-            "revision": entry.revision,
-            "verdict": entry.verdict,
-            "entry": _entry_json(entry),
-        }
-        shown = f"entry #{entry.id} is now {entry.verdict} (revision {entry.revision})"
-        respond(as_json, data, lambda: shown)
+    respond(as_json, resolved, lambda: str(resolved))
 
 
 @ledger.command("list")
@@ -281,8 +228,11 @@ def list_command(
 
     Doctor and watch sessions are runs with findings: see `labcoat ledger runs` and
     `labcoat ledger findings`."""
+    from labcoat.ledger.answers import list_entries
+
     with _open(location) as book:
-        found = book.entries(
+        listing = list_entries(
+            book,
             verdict=verdicts or None,
             tag=tags or None,
             text=texts or None,
@@ -293,16 +243,7 @@ def list_command(
             checks=checks,
             limit=limit,
         )
-        from labcoat.ledger.export import listing
-        from labcoat.ledger.view import entries_table
-
-        status = book.plan_status(found)
-        data = listing(book, found)
-        respond(
-            as_json,
-            data,
-            lambda: entries_table(found, title=f"{len(found)} entries", plan_status=status),
-        )
+    respond(as_json, listing, lambda: listing)
 
 
 @ledger.command("show")
@@ -329,47 +270,18 @@ def show_command(entry_id, run_id, show_diff, show_output, location, as_json):
     """Show entry ENTRY_ID with its revisions and findings, or a run with --run ID."""
     if (entry_id is None) == (run_id is None):
         raise InputError("show: give an entry id, or --run RUN_ID, but not both")
+    from labcoat.ledger.answers import show_entry, show_run
+
     with _open(location) as book:
-        if run_id is not None:
-            _show_run(book, run_id, show_diff, show_output, as_json)
-            return
-        from labcoat.ledger.export import entry_record
-        from labcoat.ledger.view import entry_view
-
-        if as_json:
-            emit_json(entry_record(book, entry_id))
-            return
-        entry = book.entry(entry_id)
-        console().print(entry_view(entry, book.history(entry_id), book.findings(entry=entry_id)))
-
-
-def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_json: bool) -> None:
-    run = book.get_run(run_id)
-    found = book.findings(run=run_id)
-    entries = book.entries(run=run_id)
-    if as_json:
-        payload = {
-            "run": run.to_dict(),
-            "findings": [f.to_dict() for f in found],
-            "entries": [e.id for e in entries],
-            "events": len(book.events(run=run_id)),
-        }
-        if show_diff:
-            payload["diff"] = book.run_diff_text(run_id)
-        if show_output:
-            payload["output"] = book.run_output(run_id)
-        emit_json(payload)
-        return
-    from labcoat.ledger.view import run_view
-
-    out = console()
-    out.print(run_view(run, found))
-    if entries:
-        out.print(f"entries: {', '.join(f'#{e.id}' for e in entries)}")
-    if show_diff:
-        click.echo(book.run_diff_text(run_id), nl=False)
-    if show_output:
-        click.echo(book.run_output(run_id), nl=False)
+        if run_id is None:
+            shown = show_entry(book, entry_id)
+        else:
+            shown = show_run(book, run_id, diff=show_diff, output=show_output)
+    respond(as_json, shown, lambda: shown)
+    if run_id is not None and not as_json:  # the diff and the output as they are, unstyled
+        for text in (shown.diff, shown.output):
+            if text is not None:
+                click.echo(text, nl=False)
 
 
 @ledger.command("runs")
@@ -384,12 +296,11 @@ def _show_run(book: Ledger, run_id: int, show_diff: bool, show_output: bool, as_
 @json_option
 def runs_command(limit, status, location, as_json):
     """List recorded runs, oldest first."""
-    with _open(location) as book:
-        found = book.runs(limit=limit, status=status)
-        from labcoat.ledger.view import runs_table
+    from labcoat.ledger.answers import list_runs
 
-        data = {"count": len(found), "runs": [r.summary() for r in found]}
-        respond(as_json, data, lambda: runs_table(found))
+    with _open(location) as book:
+        listing = list_runs(book, limit=limit, status=status)
+    respond(as_json, listing, lambda: listing)
 
 
 @ledger.command("findings")
@@ -412,17 +323,16 @@ def runs_command(limit, status, location, as_json):
 @json_option
 def findings_command(run_id, source, statuses, checks, location, as_json):
     """List the findings every engine recorded, oldest first."""
+    from labcoat.ledger.answers import list_findings
+
     with _open(location) as book:
-        found = book.findings(
-            run=run_id, source=source, status=statuses or None, check=checks or None
+        listing = list_findings(
+            book, run=run_id, source=source, status=statuses or None, check=checks or None
         )
-    from labcoat.view import findings_table
-
-    data = {"count": len(found), "findings": [f.to_dict() for f in found]}
-    respond(as_json, data, lambda: findings_table(found, title=f"{len(found)} findings"))
+    respond(as_json, listing, lambda: listing)
 
 
-@ledger.command("diff")
+@ledger.command("provenance-diff")
 @click.argument("run_a", type=int)
 @click.argument("run_b", type=int)
 @ledger_option
@@ -430,7 +340,7 @@ def findings_command(run_id, source, statuses, checks, location, as_json):
 def diff_command(run_a, run_b, location, as_json):
     """What changed in code, config, data, environment and seeds from RUN_A to RUN_B."""
     with _open(location) as book:
-        result = book.diff(run_a, run_b)
+        result = book.provenance_diff(run_a, run_b)
         respond(as_json, result, lambda: result)
 
 
@@ -470,31 +380,14 @@ def verify_command(ctx, location, as_json):
 @json_option
 def export_command(fmt, output, since, until, location, as_json):
     """Export a dated Markdown chronicle (md) or everything as JSON."""
+    from labcoat.ledger.answers import export_to
+
     with _open(location) as book:
-        text = book.export(fmt, since=since, until=until)
-        where = book.location
-    if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(
-                f"--output {output}: cannot write it ({exc.strerror or exc}); give a path in an "
-                "existing, writable folder"
-            ) from None
+        exported = export_to(book, fmt, output, since=since, until=until)
     if as_json:
-        payload: dict[str, Any] = {
-            "format": fmt,
-            "ledger": where,
-            "output": output,
-            "bytes": len(text.encode()),
-        }
-        if not output:
-            payload["content"] = json.loads(text) if fmt == "json" else text
-        emit_json(payload)
-    elif output:
-        click.echo(f"wrote {output} ({fmt})", err=True)
-    else:
-        click.echo(text, nl=False)
+        emit_json(exported.to_dict())
+    else:  # the text itself on stdout, or where it went on stderr
+        click.echo(str(exported), nl=bool(output), err=bool(output))
 
 
 @ledger.command("sql")
@@ -520,43 +413,6 @@ def sql_command(query, params, timeout_s, location, as_json):
 
 
 # ---- labcoat run -- CMD ----------------------------------------------------------------
-
-
-def _load_config(value: str | None) -> Any:
-    """``--config``: inline JSON, or a JSON/TOML file; any other file is kept as text."""
-    if value is None:
-        return None
-    if value.lstrip().startswith("{"):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"--config: inline JSON does not parse ({exc.msg} at column {exc.colno})"
-            ) from None
-    path = Path(value)
-    if not path.is_file():
-        raise InputError(
-            f"--config: {value!r} is not a file or inline JSON; give config.json, config.toml or "
-            f"'{{\"lr\": 0.1}}'"
-        )
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"--config: cannot read {value} ({exc.strerror or exc})") from None
-    loaders: dict[str, Callable[[str], Any]] = {".json": json.loads}
-    try:
-        import tomllib
-
-        loaders[".toml"] = tomllib.loads
-    except ImportError:  # Python 3.10
-        pass
-    loader = loaders.get(path.suffix.lower())
-    if loader is None:
-        return {"file": str(path), "text": text}
-    try:
-        return loader(text)
-    except ValueError as exc:
-        raise InputError(f"--config: {value} does not parse as {path.suffix[1:]} ({exc})") from None
 
 
 def _parse_seeds(values: tuple[str, ...]) -> dict[str, Any]:
@@ -700,6 +556,7 @@ def run_command(
       labcoat run --for 4 --factor lr=high --factor seed=1 -- python train.py
     """
     from labcoat.ledger.wrap import run_wrapped
+    from labcoat.provenance.config_file import read_config
 
     logs = None if no_logs else _log_capture()
     with _open(location, create=True) as book:
@@ -709,7 +566,7 @@ def run_command(
                 list(command),
                 stdout=sys.stderr if as_json else sys.stdout,
                 stderr=sys.stderr,
-                config=_load_config(config),
+                config=read_config(config),
                 data=list(data) or None,
                 seeds=_parse_seeds(seeds) or None,
                 name=name,
@@ -726,13 +583,8 @@ def run_command(
         finally:
             if logs is not None:
                 logs.close()
-        where = book.location
     if as_json:
-        emit_json({**result.to_dict(), "ledger": where})
+        emit_json(result.to_dict())
     else:
-        click.echo(
-            f"labcoat: run {result.run_id} recorded ({result.status}, exit {result.exit_status}, "
-            f"{result.duration_s:.2f} s) in {where}",
-            err=True,
-        )
+        click.echo(f"labcoat: {result}", err=True)
     ctx.exit(result.exit_status)

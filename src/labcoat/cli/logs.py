@@ -59,24 +59,19 @@ def logs_command(
                 console().print(report)
             ctx.exit(0 if report.first is None else 1)
         if folded:
-            groups = api.folded(run, ledger=book, engine=engine, **filters)
+            found = api.fold_log(run, ledger=book, engine=engine, **filters)
             if as_json:
-                emit_json({"run": run, "groups": [g.to_dict() for g in groups]})
+                emit_json(found.to_dict())
                 return
             from labcoat.logs.view import folded_view
 
-            console().print(folded_view(groups), highlight=False, markup=False)
+            console().print(folded_view(found.groups), highlight=False, markup=False)
             return
-        rows = api.records(run, ledger=book, engine=engine, **filters)
         if as_json:
-            out = []
-            for row in rows:
-                out.append(row)
-                if limit is not None and len(out) >= limit:
-                    break
-            rows.close()
-            emit_json({"run": run, "count": len(out), "records": out})
+            found = api.first_records(run, ledger=book, engine=engine, limit=limit, **filters)
+            emit_json(found.to_dict())
             return
+        rows = api.records(run, ledger=book, engine=engine, **filters)  # streamed, not gathered
         from labcoat.logs.view import record_line
 
         try:

@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
     "verdict": "labcoat.cli.verdict:verdict",
     "evals": "labcoat.cli.evals:evals",
     "replay": "labcoat.cli.replay:replay_command",
-    "diff": "labcoat.cli.replay:diff_command",
+    "divergence": "labcoat.cli.replay:divergence_command",
     "design": "labcoat.cli.design:design_command",
     "logs": "labcoat.cli.logs:logs_command",
 }
@@ -93,7 +93,13 @@ class LazyGroup(Group):
             formatter.write_dl([(name, c.get_short_help_str(limit)) for name, c in rows])
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+#: commands renamed for one name per idea: the old name runs the new command for one release
+RENAMED = {"diff": "divergence"}
+
+
+@click.group(
+    cls=LazyGroup, renamed=RENAMED, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(package_name="labcoat", prog_name="labcoat")
 def cli() -> None:
     """labcoat: lab discipline for machine-learning experiments.

@@ -1,4 +1,5 @@
-"""``labcoat replay`` and ``labcoat diff``: take the user back to a recorded run's steps."""
+"""``labcoat replay`` and ``labcoat divergence`` (was ``labcoat diff``): take the user back to a
+recorded run's steps."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def replay_command(
     return 0 if result.ok else 1
 
 
-@click.command("diff")
+@click.command("divergence")
 @click.argument("a")
 @click.argument("b", required=False)
 @click.option(
@@ -106,7 +107,7 @@ def replay_command(
 @click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance.")
 @recording_options()
 @json_option
-def diff_command(
+def divergence_command(
     a: str,
     b: str | None,
     bisect: bool,
@@ -128,9 +129,9 @@ def diff_command(
 
     \b
     Example:
-      labcoat diff 20261202-010000-ab12cd 20261202-020000-ef34ab --bisect
-      labcoat diff 20261202-010000-ab12cd --ranks
-      labcoat diff RUN_A RUN_B --only loss --only grad_norm
+      labcoat divergence 20261202-010000-ab12cd 20261202-020000-ef34ab --bisect
+      labcoat divergence 20261202-010000-ab12cd --ranks
+      labcoat divergence RUN_A RUN_B --only loss --only grad_norm
     """
     from labcoat.errors import InputError
 
@@ -148,11 +149,11 @@ def diff_command(
         return 0 if result.ok else 1
     if b is None:
         raise InputError(
-            "diff: pass two runs A B, or one distributed run with --ranks (labcoat diff RUN "
-            "--ranks)"
+            "divergence: pass two runs A B, or one distributed run with --ranks (labcoat "
+            "divergence RUN --ranks)"
         )
-    from labcoat.replay.diff import diff
+    from labcoat.replay.diff import divergence
 
-    result = diff(a, b, bisect=bisect, only=only, rtol=rtol, atol=atol, ledger=target)
+    result = divergence(a, b, bisect=bisect, only=only, rtol=rtol, atol=atol, ledger=target)
     respond(as_json, result, lambda: result)
     return 0 if result.ok else 1

@@ -22,7 +22,7 @@ from labcoat.design import power as pw
 from labcoat.design import tables
 from labcoat.errors import InputError
 from labcoat.findings import Finding
-from labcoat.result import Result
+from labcoat.result import Result, check_kind
 
 #: alias statements go up to interactions of this many factors
 STATED_ORDER = 3
@@ -252,6 +252,27 @@ class Design(Result):
             "seed": self.seed,
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Design":
+        """The design again from its ``to_dict()``: rebuilt from the arguments it keeps (a
+        design is a deterministic function of them), so it draws and analyses as a live one."""
+        check_kind(cls, data)
+        return design(
+            data["factors"],
+            runs=data["runs_per_seed"],
+            seeds=data["seeds"],
+            effects=data["effects"],
+            needed=data["needed"],
+            noise=data["noise"],
+            effect_size=data["effect_size"],
+            power=data["power_target"],
+            alpha=data["alpha"],
+            blocks=data["blocks"],
+            orders=data["orders"],
+            kind=data["design"],
+            seed=data["seed"],
+        )
 
     def to_spec(self) -> dict[str, Any]:
         """The arguments that rebuild this design exactly (what a plan seals)."""

@@ -19,10 +19,10 @@ _LAZY = {
     "LAYERS": "labcoat.doctor.registry:LAYERS",
     # importing the checks registers every one of them
     "REGISTRY": "labcoat.doctor.checks:REGISTRY",
-    "Report": "labcoat.doctor.result:Report",
+    "Diagnosis": "labcoat.doctor.result:Diagnosis",
 }
 
-__all__ = ["Experiment", "LAYERS", "REGISTRY", "Report", "diagnose"]
+__all__ = ["Diagnosis", "Experiment", "LAYERS", "REGISTRY", "diagnose"]
 
 
-__getattr__, __dir__ = lazy("labcoat.doctor", _LAZY)
+__getattr__, __dir__ = lazy("labcoat.doctor", _LAZY, renamed={"Report": "Diagnosis"})

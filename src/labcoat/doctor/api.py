@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import InitVar, dataclass, field, fields
 from typing import Any, Callable, Iterable, Mapping
 
 import torch
 from torch import nn
 
-from labcoat._validation import BOOL, InstanceOf, IsCallable, OneOf, Seed, validate_params
+from labcoat._validation import (
+    BOOL,
+    InstanceOf,
+    IsCallable,
+    OneOf,
+    Seed,
+    renamed,
+    validate_params,
+    warn_deprecated,
+)
 from labcoat.doctor import checks as _checks  # noqa: F401 - registers the checks
 from labcoat.doctor.arguments import check_objects
 from labcoat.doctor.case import TASKS, Case
@@ -18,14 +27,15 @@ from labcoat.doctor.inputs import Examples, split_off, to_examples
 from labcoat.doctor.ladder import run_ladder
 from labcoat.doctor.progress import ControlProgress
 from labcoat.doctor.registry import LAYERS
-from labcoat.doctor.result import Report
+from labcoat.doctor.result import Diagnosis
 from labcoat.doctor.selftest import run_selftest
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.params import as_names
 
-BUDGETS = ("fast", "full")
-#: examples materialised from the user's data, per budget
+#: how much training the controls may spend (was ``budget``, a word evals' items and FLOPs use)
+EFFORTS = ("fast", "full")
+#: examples materialised from the user's data, per effort
 EXAMPLE_LIMIT = {"fast": 4096, "full": 16384}
 VAL_FRACTION = 0.2
 
@@ -37,13 +47,14 @@ def _objects(arguments: Mapping[str, Any]) -> None:
     check_objects(**{name: arguments[name] for name in names})
 
 
+@renamed(budget="effort")
 @validate_params(
     {
         "loss_fn": IsCallable("a callable(output, target) -> loss tensor"),
         "step": IsCallable(none=True),
         "metric": IsCallable(none=True),
         "task": OneOf(TASKS, none=True),
-        "budget": OneOf(BUDGETS),
+        "effort": OneOf(EFFORTS),
         "seed": (Seed(), "numpy and scikit-learn refuse negative seeds."),
         "run_all": BOOL,
         "on_finding": IsCallable(none=True),
@@ -66,13 +77,13 @@ def diagnose(
     groups: Any = None,
     val_groups: Any = None,
     seed: int = 0,
-    budget: str = "fast",
+    effort: str = "fast",
     ledger: Any = None,
     run_all: bool = False,
     layers: Iterable[str] | None = None,
     on_finding: Callable[[Finding], None] | None = None,
     progress: bool | None = None,
-) -> Report:
+) -> Diagnosis:
     """Falsify whole categories of training bugs, layer by layer, on copies of your setup.
 
     Layers run in order (data, model, update, then the controls) and stop at the first layer
@@ -112,12 +123,12 @@ def diagnose(
     with torch.random.fork_rng(devices=devices), one_thread():
         torch.manual_seed(seed)
         blueprint = Blueprint(model, optimizer)
-        examples = to_examples(data, name="data", limit=EXAMPLE_LIMIT[budget])
+        examples = to_examples(data, name="data", limit=EXAMPLE_LIMIT[effort])
         examples = with_groups(examples, groups, data, "groups")
         if val_data is None:
             train, val = split_off(examples, VAL_FRACTION, seed)
         else:
-            val = to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[budget])
+            val = to_examples(val_data, name="val_data", limit=EXAMPLE_LIMIT[effort])
             train, val = examples, with_groups(val, val_groups, val_data, "val_groups")
         _check_task_fits(task, train)
         if (
@@ -135,7 +146,7 @@ def diagnose(
             expect_frozen=patterns,
             expect_leaky=leaky,
             seed=seed,
-            budget=budget,
+            effort=effort,
             user_state=user_state,
             callers=(model, optimizer if isinstance(optimizer, torch.optim.Optimizer) else None),
             val_given=val_data is not None,
@@ -151,13 +162,13 @@ def diagnose(
         if user_state is not None and user_state.changed():  # last line of defence
             user_state.restore()
         inferred = _task_or_none(case)
-    report = Report(
+    report = Diagnosis(
         findings=findings,
         layers_run=ran,
         layers_not_run=not_run,
         task=inferred,
         seed=seed,
-        budget=budget,
+        effort=effort,
         timings=timings,
         examples={"train": len(train), "val": len(val)},
         extras={"selftest": selftest.to_dict(), "notes": [selftest.note()]},
@@ -252,11 +263,16 @@ class Experiment:
     groups: Any = None
     val_groups: Any = None
     seed: int = 0
-    budget: str = "fast"
+    effort: str = "fast"
     ledger: Any = None
     name: str = field(default="", compare=False)
+    #: deprecated: ``effort`` (accepted for one release)
+    budget: InitVar[str | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, budget: str | None = None) -> None:
+        if budget is not None:
+            warn_deprecated("labcoat.Experiment(budget=...)", "labcoat.Experiment(effort=...)")
+            self.effort = budget
         # a class for an instance, arguments out of order, tensors on the meta device: said
         # where the experiment is built, before anything runs
         check_objects(
@@ -269,7 +285,7 @@ class Experiment:
             metric=self.metric,
         )
 
-    def diagnose(self, **overrides: Any) -> Report:
+    def diagnose(self, **overrides: Any) -> Diagnosis:
         """Run :func:`diagnose` on this setup; keyword arguments override its fields."""
         kwargs = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "name"}
         kwargs.update(overrides)

@@ -87,7 +87,7 @@ class Case:
     expect_frozen: tuple[str, ...] = ()
     expect_leaky: tuple[int, ...] = ()  # features declared to predict the label on their own
     seed: int = 0
-    budget: str = "fast"
+    effort: str = "fast"
     probe_size: int = 32
     user_state: UserState | None = None  # the caller's objects, to prove they stay untouched
     #: the caller's model and optimizer, which a step may hold (a scheduler built on the optimizer):
@@ -175,7 +175,7 @@ class Case:
     def calls_per_update(self) -> int:
         """Calls of the user's step per optimizer step: more than one for a step that accumulates
         gradients over calls. Training controls count in updates, so they call it this many
-        times per step of their budget."""
+        times per step of their effort."""
         if self.step is None:
             return 1
         try:

@@ -15,13 +15,14 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from labcoat._validation import article
 from labcoat.errors import InputError
 
 if TYPE_CHECKING:
     from labcoat.doctor.api import Experiment
+    from labcoat.doctor.result import Diagnosis
 
 DEFAULT_FUNCTION = "experiment"
 
@@ -152,6 +153,15 @@ def load_experiment(spec: str, args: Sequence[str] = ()) -> "Experiment":
         )
     experiment.name = f"{path}:{name}"
     return experiment
+
+
+def diagnose_file(spec: str, args: Sequence[str] = (), **overrides: Any) -> "Diagnosis":
+    """What ``labcoat doctor FILE.py[:NAME] -- ARGS`` answers: the experiment ``spec`` names,
+    loaded (:func:`load_experiment`) and diagnosed with ``overrides`` (the fields of
+    :func:`labcoat.diagnose`: effort, seed, run_all, progress, ledger) in place of its own."""
+    report = load_experiment(spec, args).diagnose(**overrides)
+    report.target = spec
+    return report
 
 
 def _import(path: Path):

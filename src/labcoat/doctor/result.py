@@ -1,4 +1,6 @@
-"""The doctor's report: plain data (findings in ladder order), rendered elsewhere."""
+"""The doctor's diagnosis: plain data (findings in ladder order), rendered elsewhere. (It was
+``Report``, a name :mod:`labcoat.report`, the HTML pages, also has; ``Report`` still answers
+for one release.)"""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
+from labcoat._validation import deprecated_alias, deprecated_names
 from labcoat.doctor.registry import LAYERS, REGISTRY
 from labcoat.findings import Finding, worst
 from labcoat.result import Result
@@ -13,7 +16,7 @@ from labcoat.view import STATUS_MARK
 
 
 @dataclass
-class Report(Result):
+class Diagnosis(Result):
     """What :func:`labcoat.diagnose` found.
 
     ``findings`` are in the order the checks ran; ``failed_layer`` is the first layer with a
@@ -32,10 +35,15 @@ class Report(Result):
     layers_not_run: list[str] = field(default_factory=list)
     task: str | None = None
     seed: int = 0
-    budget: str = "fast"
+    #: how much training the controls spent, ``"fast"`` or ``"full"`` (was ``budget``)
+    effort: str = "fast"
     timings: dict[str, float] = field(default_factory=dict)
     examples: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the experiment file it diagnosed (``FILE.py[:NAME]``), when it came from one
+    target: str | None = None
+
+    budget = deprecated_alias("budget", "effort")
 
     @property
     def ok(self) -> bool:
@@ -97,13 +105,15 @@ class Report(Result):
 
         return jsonable(
             {
+                "target": self.target,
                 "ok": self.ok,
                 "verdict": self.summary(),
                 "warnings": [{"check": f.check, "message": f.message} for f in self.warnings],
                 "failed_layer": self.failed_layer,
                 "task": self.task,
                 "seed": self.seed,
-                "budget": self.budget,
+                "effort": self.effort,
+                "budget": self.effort,  # the old key, kept one release
                 "layers_run": self.layers_run,
                 "layers_not_run": self.layers_not_run,
                 "timings": self.timings,
@@ -157,3 +167,6 @@ class Report(Result):
 def _explains(check: str) -> tuple[str, ...]:
     declared = REGISTRY.get(check)
     return declared.explains if declared else ()
+
+
+__getattr__ = deprecated_names("labcoat.doctor.result", {"Report": ("Diagnosis", Diagnosis)})

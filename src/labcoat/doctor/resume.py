@@ -2,7 +2,7 @@
 
 Call it after your resume code ran (``model.load_state_dict(...)``, ``optimizer.load_state_dict
 (...)``, ...), with the checkpoint it read. It runs the doctor's ``update.resume.*`` checks and
-returns a doctor :class:`~labcoat.doctor.result.Report`; nothing is changed.
+returns a doctor :class:`~labcoat.doctor.result.Diagnosis`; nothing is changed.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def check_resume(
 ) -> Any:
     """Check that ``model`` (and ``optimizer``, ``scheduler``) as your resume code left them
     hold what ``checkpoint`` (a dict or a path) holds: every parameter and buffer, the
-    optimizer's moments and step counts, the scheduler's position. Returns a doctor Report whose
+    optimizer's moments and step counts, the scheduler's position. Returns a doctor Diagnosis whose
     findings are ``update.resume.model``, ``.optimizer`` and ``.scheduler``; ``ledger`` as in
     :func:`labcoat.diagnose` (``False``: record nowhere)."""
     import torch
@@ -61,7 +61,7 @@ def check_resume(
 
     from labcoat.doctor.checks import REGISTRY
     from labcoat.doctor.checks.resume import ResumeState
-    from labcoat.doctor.result import Report
+    from labcoat.doctor.result import Diagnosis
     from labcoat.findings import run_check
 
     if not isinstance(model, nn.Module):
@@ -75,6 +75,6 @@ def check_resume(
     state = ResumeState(model, optimizer, scheduler, load_checkpoint(checkpoint))
     target = _Resumed(state)
     findings = [run_check(c, target) for c in REGISTRY if c.id.startswith("update.resume.")]
-    report = Report(findings, ["update"])
+    report = Diagnosis(findings, ["update"])
     report.record(ledger)
     return report

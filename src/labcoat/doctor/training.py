@@ -181,7 +181,7 @@ def train_copy(
     step_for: Callable[[Setup], Callable] | None = None,
 ) -> Run:
     """Train a fresh copy with the user's step on ``examples``, one call of the step per entry of
-    ``order`` (callers make ``order`` ``case.calls_per_update`` times their budget in updates).
+    ``order`` (callers make ``order`` ``case.calls_per_update`` times their effort in updates).
     ``step_for(setup)``: the step to train with instead of ``case.fresh_step(setup)``."""
     torch.manual_seed(seed)
     setup = case.blueprint.fresh()

@@ -25,29 +25,6 @@ if TYPE_CHECKING:
 FORMATS = ("md", "json")
 
 
-def listing(ledger: "Ledger", entries: "list[Entry]") -> dict[str, Any]:
-    """What ``labcoat ledger list --json`` prints: the entries, each with how its verdict came
-    about (``plan``: see :meth:`Ledger.plan_status`)."""
-    status = ledger.plan_status(entries)
-    return {
-        "count": len(entries),
-        "entries": [{**e.to_dict(), "plan": status.get(e.id, "")} for e in entries],
-    }
-
-
-def entry_record(ledger: "Ledger", entry_id: int) -> dict[str, Any]:
-    """What ``labcoat ledger show ID --json`` prints: the entry, its revisions, its findings,
-    its current plan (as stored) and the verdicts recorded on it."""
-    plans = ledger.plans(entry_id)
-    return {
-        "entry": ledger.entry(entry_id).to_dict(),
-        "history": [h.to_dict() for h in ledger.history(entry_id)],
-        "findings": [f.to_dict() for f in ledger.findings(entry=entry_id)],
-        "plan": plans[-1].plan if plans else None,
-        "verdicts": [v.result for v in ledger.verdicts(entry_id)],
-    }
-
-
 def export(ledger: "Ledger", format: str = "md", *, since: Any = None, until: Any = None) -> str:
     OneOf(FORMATS).check(format, "format")
     if format == "md":

@@ -74,9 +74,14 @@ class ActiveRun:
     def events(self, **kwargs: Any) -> list[Event]:
         return self.ledger.events(run=self.id, **kwargs)
 
-    def record(self) -> Run:
+    def stored(self) -> Run:
         """The run as stored now."""
         return self.ledger.get_run(self.id)
+
+    def record(self) -> Run:
+        """Deprecated: :meth:`stored` (``record`` is how a result is saved)."""
+        warn_deprecated("ActiveRun.record()", "ActiveRun.stored()")
+        return self.stored()
 
 
 def _run_id(run: Any) -> int | None:
@@ -544,6 +549,11 @@ class Ledger:
             return _runs.blob_text(tx, found.output_hash)
 
     def diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun):
+        """Deprecated: :meth:`provenance_diff`, the name that says what it compares."""
+        warn_deprecated("Ledger.diff(run_a, run_b)", "Ledger.provenance_diff(run_a, run_b)")
+        return self.provenance_diff(run_a, run_b)
+
+    def provenance_diff(self, run_a: int | Run | ActiveRun, run_b: int | Run | ActiveRun):
         """What changed in code, config, data, environment and seeds from ``run_a`` to ``run_b``."""
         from labcoat.provenance import commit_stat
         from labcoat.provenance.diff import diff_runs

@@ -45,6 +45,8 @@ class WrappedRun:
     duration_s: float
     output_bytes: int
     output_truncated: bool
+    #: the ledger the run is recorded in (its location)
+    ledger: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,7 +56,14 @@ class WrappedRun:
             "duration_s": self.duration_s,
             "output_bytes": self.output_bytes,
             "output_truncated": self.output_truncated,
+            "ledger": self.ledger,
         }
+
+    def __str__(self) -> str:
+        return (
+            f"run {self.run_id} recorded ({self.status}, exit {self.exit_status}, "
+            f"{self.duration_s:.2f} s) in {self.ledger}"
+        )
 
 
 #: called with ("stdout" | "stderr", bytes) for every chunk the command writes (from the pump
@@ -234,5 +243,11 @@ def run_wrapped(
         duration_s=duration,
     )
     return WrappedRun(
-        run_id, status, exit_status, round(duration, 6), tail.total, tail.total > len(output)
+        run_id,
+        status,
+        exit_status,
+        round(duration, 6),
+        tail.total,
+        tail.total > len(output),
+        ledger.location,
     )

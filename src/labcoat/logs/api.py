@@ -3,11 +3,13 @@ folder of log files, and read a run back (filtered, folded, or for its failure).
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -177,4 +179,59 @@ def folded(run: Any = "last", *, ledger: Any = None, engine: str = "local", **fi
     return fold(_store.rows(book, run_id, **filters), _store.templates(book, run_id))
 
 
-__all__ = ["CommandCapture", "folded", "ingest_folder", "records", "why"]
+@dataclass(frozen=True)
+class FoldedLog:
+    """A run's (filtered) records folded: one group per template, with its ranks and count;
+    what ``labcoat logs RUN --folded`` shows. ``run``: the run as it was named."""
+
+    run: Any
+    groups: list
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "groups": [g.to_dict() for g in self.groups]}
+
+
+def fold_log(run: Any = "last", *, ledger: Any = None, engine: str = "local", **filters: Any):
+    """:func:`folded` as one answer, :class:`FoldedLog`."""
+    return FoldedLog(run, folded(run, ledger=ledger, engine=engine, **filters))
+
+
+@dataclass(frozen=True)
+class LogRecords:
+    """The first records of a run (up to a limit), as ``labcoat logs RUN --json`` prints them;
+    the terminal streams :func:`records` instead, line by line, however many there are."""
+
+    run: Any
+    records: list[dict]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "count": len(self.records), "records": self.records}
+
+
+def first_records(
+    run: Any = "last",
+    *,
+    ledger: Any = None,
+    engine: str = "local",
+    limit: int | None = None,
+    **filters: Any,
+) -> LogRecords:
+    """The first ``limit`` (``None``: all) of :func:`records` as :class:`LogRecords`."""
+    rows = records(run, ledger=ledger, engine=engine, **filters)
+    try:
+        return LogRecords(run, list(itertools.islice(rows, limit)))
+    finally:
+        rows.close()  # before a ledger the caller closes goes away under the open read
+
+
+__all__ = [
+    "CommandCapture",
+    "FoldedLog",
+    "LogRecords",
+    "first_records",
+    "fold_log",
+    "folded",
+    "ingest_folder",
+    "records",
+    "why",
+]

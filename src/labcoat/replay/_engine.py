@@ -10,6 +10,7 @@ ENGINE = Engine(
     commands={
         "replay": "Re-run steps of a recorded RUN (its directory or id) and check they are the "
         "same.",
-        "diff": "Where two recorded runs A and B part ways: provenance, first divergence, module.",
+        "divergence": "Where two recorded runs A and B part ways: provenance, first divergence, "
+        "module.",
     },
 )

@@ -379,7 +379,7 @@ class Writer:
         if self.error is not None:
             error, self.error = self.error, None
             warnings.warn(
-                f"labcoat.record: a checkpoint could not be written ({error!r}); training goes "
+                f"labcoat.replayable: a checkpoint could not be written ({error!r}); training goes "
                 "on, replay uses the checkpoints written before",
                 RuntimeWarning,
                 stacklevel=3,

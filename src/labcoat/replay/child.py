@@ -57,8 +57,8 @@ def read_out(run: RecordedRun, out: Path, returncode: int, output: str) -> dict[
     tail = " | ".join((output or "").strip().splitlines()[-3:])
     raise ReplayFailed(
         f"run {run.id}: the replayed script exited with code {returncode} before "
-        f"labcoat.record wrote anything ({tail or 'no output'}); does it still call "
-        "labcoat.record?"
+        f"labcoat.replayable wrote anything ({tail or 'no output'}); does it still call "
+        "labcoat.replayable?"
     )
 
 

@@ -4,7 +4,7 @@ Two sources, both by content (:mod:`labcoat.provenance.fingerprint`, sampled abo
 the files and directories named on the command line (``python train.py --data a.csv``; the
 script itself is code, covered by git), and each DataLoader's dataset when ``rec.loop`` first
 sees it (a ``TensorDataset``'s tensors, else the dataset's arrays or path attributes: ``data``,
-``targets``, ``root``…). ``labcoat diff`` then names a data difference between two runs that
+``targets``, ``root``…). ``labcoat divergence`` then names a data difference between two runs that
 read different files, where before it saw only the command differ.
 """
 

@@ -1,4 +1,4 @@
-"""``labcoat diff``: where two recorded runs part ways.
+"""``labcoat divergence``: where two recorded runs part ways.
 
 Three answers, each cheaper than the next: what differs in their provenance (code, config,
 data, environment, seeds, command; :func:`labcoat.provenance.diff.compare` does the keys), the
@@ -132,7 +132,7 @@ def no_module(found: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def diff(
+def divergence(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
     *,
@@ -152,7 +152,7 @@ def diff(
     for run, what in ((a, "A"), (b, "B")):
         if (Path(run) / GROUP_FILE).is_file():
             raise InputError(
-                f"{what}: {run} is a distributed run; compare its ranks with `labcoat diff "
+                f"{what}: {run} is a distributed run; compare its ranks with `labcoat divergence "
                 f"{run} --ranks`, or one rank of each run (RUN/rank0)"
             )
     run_a, run_b = open_run(a, what="A"), open_run(b, what="B")
@@ -205,3 +205,11 @@ def diff(
     )
     result.record(ledger)
     return result
+
+
+def diff(*args: Any, **kwargs: Any):
+    """Deprecated: :func:`divergence` (``diff`` also named the ledger's provenance diff)."""
+    from labcoat._validation import warn_deprecated
+
+    warn_deprecated("labcoat.replay.diff()", "labcoat.replay.divergence()")
+    return divergence(*args, **kwargs)

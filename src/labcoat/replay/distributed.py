@@ -1,7 +1,7 @@
 """Distributed runs: the ranks of one launch recorded as one run, replayed together, compared.
 
 Recording. When ``torch.distributed`` is initialized (``torchrun``, ``mp.spawn``, Slurm) as
-``labcoat.record`` is entered, rank 0 draws the run id and hands it to the other ranks through
+``labcoat.replayable`` is entered, rank 0 draws the run id and hands it to the other ranks through
 the process group's store (a key, not a collective: nothing touches the ranks' communication),
 and each rank records into ``<runs>/<run id>/rank<k>/`` a run of its own (run.json, log.jsonl,
 checkpoints) whose ``run.json`` says which group it belongs to. Rank 0 also writes
@@ -16,7 +16,7 @@ starts every rank's recorded command again on this machine, with ``RANK``, ``WOR
 ``init_process_group``'s ``env://``, from a checkpoint every rank holds; with ``engine="ray"``
 each rank is a Ray task. Each rank's log is checked against its own recording.
 
-Comparing ranks. ``labcoat diff RUN --ranks`` checks the values that must agree across ranks:
+Comparing ranks. ``labcoat divergence RUN --ranks`` checks the values that must agree across ranks:
 the replicated parameters (all but tensor-parallel and DTensor shards, chosen as the watch's
 ``desync`` chooses them). The checkpoints' content hashes say, for free, the first checkpoint
 where some rank's copy differs; the stretch before it is then replayed with the ``params``
@@ -110,7 +110,7 @@ def rank_diff(
         single = open_run(run, what="RUN")
         raise InputError(
             f"--ranks: run {single.id} is not a distributed run (it was recorded by one "
-            "process); compare two runs with `labcoat diff A B`"
+            "process); compare two runs with `labcoat divergence A B`"
         )
     names = _names(group)
     checkpoints = group.common_checkpoints()

@@ -1,5 +1,5 @@
 """An exact fingerprint of a tensor, cheap enough for every step: what ranks compare
-(``labcoat diff RUN --ranks``) and what a checkpoint that references the user's own keeps of
+(``labcoat divergence RUN --ranks``) and what a checkpoint that references the user's own keeps of
 each tensor (:mod:`labcoat.replay.storage`)."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 * ``grads``: per parameter and step, the norm of its accumulated gradient;
 * ``watch``: ``labcoat.watch`` at ``every=1`` over the replayed window; its alerts;
 * ``params``: per step, an exact fingerprint of every replicated parameter after the step
-  (what ``labcoat diff RUN --ranks`` compares across ranks).
+  (what ``labcoat divergence RUN --ranks`` compares across ranks).
 
 A probe is attached when the replay reaches its checkpoint and removed when it ends; the
 replaying process writes what each probe returns (plain JSON data) for ``labcoat replay``.

@@ -76,10 +76,10 @@ def join_group(rec: "Recorder") -> Group | None:
         if world.isdigit() and int(world) > 1 and not _warned_unjoined:
             _warned_unjoined = True
             warnings.warn(
-                f"labcoat.record: WORLD_SIZE={world} but torch.distributed is not initialized "
+                f"labcoat.replayable: WORLD_SIZE={world} but torch.distributed is not initialized "
                 f"yet, so rank {os.environ.get('RANK', '?')} records a run of its own that "
                 "`labcoat replay` cannot relaunch with its peers; call "
-                "torch.distributed.init_process_group before labcoat.record to record one run "
+                "torch.distributed.init_process_group before labcoat.replayable to record one run "
                 "with every rank",
                 RuntimeWarning,
                 stacklevel=4,
@@ -91,7 +91,7 @@ def join_group(rec: "Recorder") -> Group | None:
     rank = dist.get_rank()
     store = _default_store()
     _joined += 1
-    key = f"labcoat.record/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{_joined}"
+    key = f"labcoat.replayable/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{_joined}"
     if rank == 0:
         gid = rec.run_id
         store.set(f"{key}/id", gid)

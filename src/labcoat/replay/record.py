@@ -1,6 +1,6 @@
-"""``labcoat.record``: a training run recorded so that any stretch of it can be replayed exactly.
+"""``labcoat.replayable``: a training run recorded so that any stretch of it replays exactly.
 
->>> with labcoat.record(model=model, optimizer=opt) as rec:        # doctest: +SKIP
+>>> with labcoat.replayable(model=model, optimizer=opt) as rec:        # doctest: +SKIP
 ...     for epoch in rec.loop("epoch", range(3)):
 ...         for x, y in rec.loop("step", loader):
 ...             loss = train_step(x, y)
@@ -161,7 +161,8 @@ class LogWriter:
                 out.append(_line(entry))
             except Exception as exc:  # noqa: BLE001 - one bad value must not stop the log
                 warnings.warn(
-                    f"labcoat.record: rec.log at step {entry[1]} could not be written ({exc!r})",
+                    f"labcoat.replayable: rec.log at step {entry[1]} could not be written "
+                    f"({exc!r})",
                     RuntimeWarning,
                     stacklevel=1,
                 )
@@ -297,7 +298,7 @@ class Recorder:
     # -- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> "Recorder":
         if self._entered:
-            raise InputError("this recorder was already used; make a new labcoat.record(...)")
+            raise InputError("this recorder was already used; make a new labcoat.replayable(...)")
         self._entered = True
         for loader in self.loaders.values():
             from labcoat.replay.loops import is_dataloader
@@ -371,7 +372,7 @@ class Recorder:
         if not self._entered or self._closed:
             raise InputError(
                 "rec.loop() was called outside the recording; use it inside `with "
-                "labcoat.record(...) as rec:`"
+                "labcoat.replayable(...) as rec:`"
             )
         if not isinstance(name, str) or not name:
             raise InputError(f"rec.loop: name must be a non-empty string; got {name!r}")
@@ -421,7 +422,7 @@ class Recorder:
         """The training just saved its own checkpoint at ``path`` (a ``torch.save`` file of a
         dict of state dicts, or a ``torch.distributed.checkpoint`` folder): the checkpoint at
         the next loop boundary stores all but what it holds, and refers to it (see
-        :mod:`labcoat.replay.storage`). ``keys``: the name given to labcoat.record -> the
+        :mod:`labcoat.replay.storage`). ``keys``: the name given to labcoat.replayable -> the
         file's key; default every model and optimizer under its own name. No-op in a replay."""
         from labcoat.replay.storage import Reference, resolve_keys
 
@@ -457,7 +458,7 @@ class Recorder:
         self._group = join_group(self)  # under torch.distributed: <root>/<run>/rank<k>
         ignore = root / ".gitignore"
         if not ignore.exists():  # recorded runs never enter the code's provenance (git diff)
-            ignore.write_text("# written by labcoat.record: runs are not source\n*\n")
+            ignore.write_text("# written by labcoat.replayable: runs are not source\n*\n")
         self._apply_determinism()
         command = _command()
         if self.auto_every:
@@ -551,7 +552,7 @@ class Recorder:
     def _finish_recording(self, failed: bool) -> None:
         if self._saved is not None:
             warnings.warn(
-                f"labcoat.record: rec.checkpoint_saved({str(self._saved.path)!r}) at step "
+                f"labcoat.replayable: rec.checkpoint_saved({str(self._saved.path)!r}) at step "
                 f"{self._saved_at} was not followed by a loop boundary, so no checkpoint "
                 "refers to it; call it inside rec.loop, after the save",
                 RuntimeWarning,
@@ -825,7 +826,7 @@ class Recorder:
         if missing:
             raise ReplayError(
                 f"run {self.run_id}: the recording checkpointed {missing}, which the script no "
-                "longer passes to labcoat.record; pass them again"
+                "longer passes to labcoat.replayable; pass them again"
             )
         self._state = Store(self.dir).load(int(self.plan["checkpoint"]))
 
@@ -950,7 +951,7 @@ def _provenance_dict(provenance: Any) -> dict[str, Any]:
     )
 
 
-def record(
+def replayable(
     model: Any = None,
     optimizer: Any = None,
     scheduler: Any = None,
@@ -997,3 +998,11 @@ def record(
         ledger=ledger,
         **options,
     )
+
+
+def record(*args: Any, **kwargs: Any) -> Recorder:
+    """Deprecated: :func:`replayable` (``record`` is how a result is saved in the ledger)."""
+    from labcoat._validation import warn_deprecated
+
+    warn_deprecated("labcoat.record()", "labcoat.replayable()")
+    return replayable(*args, **kwargs)

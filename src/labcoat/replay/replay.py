@@ -2,7 +2,7 @@
 
 The recorded command (the script as it is now) runs again in a subprocess, with
 ``LABCOAT_REPLAY`` pointing at a plan: the checkpoint at or before ``from_step``, the last step
-``to_step``, the probes and where to write. Inside it ``labcoat.record`` restores the
+``to_step``, the probes and where to write. Inside it ``labcoat.replayable`` restores the
 checkpoint, skips the loops' earlier iterations, runs the window and writes what was logged.
 This side compares every value the run logged with the replay's: the first that differs is
 ``first_mismatch``; names the run never logged are hindsight values (``new``).

@@ -1,4 +1,5 @@
-"""What ``labcoat replay`` and ``labcoat diff`` return, and the checks behind their findings."""
+"""What ``labcoat replay`` and ``labcoat divergence`` return, and the checks behind their
+findings."""
 
 from __future__ import annotations
 
@@ -300,6 +301,15 @@ class GroupReplayResult(Result):
             },
             max_items=10**9,
         )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupReplayResult":
+        """The group again from its ``to_dict()``: each rank's replay read back as one."""
+        from labcoat.result import check_kind
+
+        check_kind(cls, data)
+        ranks = [{k: v for k, v in r.items() if k != "rank"} for r in data["ranks"]]
+        return cls(data["run"], [ReplayResult.from_dict(r) for r in ranks])
 
 
 @dataclass

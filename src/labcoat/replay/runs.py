@@ -30,7 +30,7 @@ def runs_root(dir: str | os.PathLike[str] | None = None) -> Path:
 
 @dataclass
 class RecordedRun:
-    """One run's directory as ``labcoat.record`` left it (possibly killed mid-way)."""
+    """One run's directory as ``labcoat.replayable`` left it (possibly killed mid-way)."""
 
     dir: Path
     manifest: dict[str, Any]
@@ -106,7 +106,7 @@ def previous_every(root: Path, command: list[str], look: int = 20) -> tuple[int,
 
 
 def ledger_runs() -> tuple[str | None, dict[str, Path]]:
-    """The runs the project's ledger knows (``labcoat.record`` notes each one there): its
+    """The runs the project's ledger knows (``labcoat.replayable`` notes each one there): its
     location and run id -> directory; (None, {}) when there is no ledger."""
     from labcoat.ledger import Ledger
     from labcoat.ledger.store.location import default_location

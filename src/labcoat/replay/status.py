@@ -1,6 +1,6 @@
 """A run's status when its process died without saying so: ``running`` becomes ``killed``.
 
-``labcoat.record`` writes ``"status": "running"`` when it starts and ``finished`` or ``failed``
+``labcoat.replayable`` writes ``"status": "running"`` when it starts and ``finished`` or ``failed``
 when its block ends; a process killed with SIGKILL (or by the OOM killer, or a lost machine)
 never writes the end. So the manifest also holds the recording process's identity: host, pid
 and the process's start time. The next command that opens the run (:func:`settle`) checks it:

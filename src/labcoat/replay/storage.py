@@ -1,6 +1,6 @@
 """Checkpoints that reference the user's own: keep only what the user's checkpoint lacks.
 
-A checkpoint of ``labcoat.record`` holds the model and optimizer state (about 16 bytes per
+A checkpoint of ``labcoat.replayable`` holds the model and optimizer state (about 16 bytes per
 parameter with Adam) besides what only the recorder knows: RNG states, DataLoader seeds, loop
 positions, logged values. Training at scale already writes its checkpoints. After saving one,
 ``rec.checkpoint_saved(path)`` tells the recorder; at the next loop boundary it takes a
@@ -66,7 +66,7 @@ class Reference:
 
 
 def resolve_keys(rec: Any, keys: Mapping[str, str] | None) -> dict[tuple[str, str], str]:
-    """The objects a user's checkpoint holds: ``keys`` maps a name given to labcoat.record
+    """The objects a user's checkpoint holds: ``keys`` maps a name given to labcoat.replayable
     (or ``"optimizers.body"`` where two groups share one) to the file's key; default: every
     model and optimizer under its own name."""
     groups = {g: getattr(rec, g) for g in GROUPS}
@@ -84,7 +84,7 @@ def resolve_keys(rec: Any, keys: Mapping[str, str] | None) -> dict[tuple[str, st
             known = sorted(f"{g}.{n}" for g in GROUPS for n in groups[g])
             what = "no object" if not hits else f"objects in {hits}"
             raise InputError(
-                f"rec.checkpoint_saved(keys=…): {name!r} names {what} given to labcoat.record "
+                f"rec.checkpoint_saved(keys=…): {name!r} names {what} given to labcoat.replayable "
                 f"(known: {', '.join(known) or 'none'}); name one as 'group.name'"
             )
         out[(hits[0], obj)] = str(key)
@@ -219,14 +219,14 @@ def read_user(path: Path, wanted: list[External]) -> dict[str, Any]:
     loaded = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
     if not isinstance(loaded, Mapping):
         raise InputError(
-            f"{path}: a torch.save file of a {type(loaded).__name__}; labcoat.record reads a "
+            f"{path}: a torch.save file of a {type(loaded).__name__}; labcoat.replayable reads a "
             "dict of state dicts ({'model': model.state_dict(), ...})"
         )
     missing = [e.key for e in wanted if e.key not in loaded]
     if missing:
         raise InputError(
             f"{path}: no key {missing[0]!r} (it holds {sorted(map(str, loaded))[:8]}); pass "
-            "rec.checkpoint_saved(path, keys={name given to labcoat.record: key in the file})"
+            "rec.checkpoint_saved(path, keys={name given to labcoat.replayable: key in the file})"
         )
     return {e.key: loaded[e.key] for e in wanted}
 

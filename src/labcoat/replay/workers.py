@@ -211,7 +211,7 @@ class SamplerIter:
 
 
 class RecordedSampler:
-    """A DataLoader's batch sampler (or sampler) under ``labcoat.record``; draws nothing of its
+    """A DataLoader's batch sampler (or sampler) under ``labcoat.replayable``; draws nothing of its
     own. ``rec.loop`` sets :attr:`plan` around ``iter(loader)``: how many batches to skip,
     whether to mark batches for their workers' states, and the start states on replay."""
 
@@ -260,9 +260,10 @@ class WorkerStates:
         if item.worker != pos % self.n and not self.warned:
             self.warned = True
             warnings.warn(
-                f"labcoat.record: loop {self.name!r}: batch {pos} came from worker {item.worker}, "
-                f"not {pos % self.n} (in_order=False, or a worker stopped early?); a replay from "
-                "a checkpoint inside this epoch may load its batches with other random numbers",
+                f"labcoat.replayable: loop {self.name!r}: batch {pos} came from worker "
+                f"{item.worker}, not {pos % self.n} (in_order=False, or a worker stopped "
+                "early?); a replay from a checkpoint inside this epoch may load its batches with "
+                "other random numbers",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -323,7 +324,7 @@ def install(loader: Any) -> RecordedSampler | None:
     if getattr(loader, "_iterator", None) is not None:
         raise InputError(
             "loader: this DataLoader keeps persistent workers that started before "
-            "labcoat.record saw it; pass it to rec.loop from its first epoch"
+            "labcoat.replayable saw it; pass it to rec.loop from its first epoch"
         )
     # DataLoader refuses these assignments after __init__ to protect users; the wrappers keep
     # every behaviour (length, indices, attributes) and only carry the workers' states
@@ -340,7 +341,7 @@ def note_unskippable(name: str, iterable: Any) -> None:
     training's draws in between, is exact only if its later items do not depend on them)."""
     what = type(getattr(iterable, "dataset", iterable)).__name__
     warnings.warn(
-        f"labcoat.record: loop {name!r}: IterableDataset {what} draws from the global random "
+        f"labcoat.replayable: loop {name!r}: IterableDataset {what} draws from the global random "
         "number generators in the main process while its items are fetched; a replay fetches and "
         "drops the items before its checkpoint without the training's draws in between, so it "
         "is exact only if what it yields later does not depend on those numbers (a shuffle "

@@ -42,24 +42,9 @@ def engine_section(engine: Any, run: Any, findings: list, events: list) -> Secti
         return load(engine.section)(run, findings, plain, results, title=title, id=id)
     if not results:
         return Section(title, findings_list(f.to_dict() for f in findings), id=id)
-    from labcoat.report.html import section_for
-    from labcoat.report.page import esc
+    from labcoat.report.html import stored_sections
 
-    parts = []
-    for i, (name, result) in enumerate(results):
-        heading = name or type(result).title or result.KIND
-        try:
-            part = section_for(result, title=heading, id=f"{id}-{i}")
-        except (AttributeError, KeyError, TypeError) as exc:  # it needs the live result
-            part = Section(
-                heading,
-                f'<p class="warn">! this stored {esc(result.KIND)} result cannot be drawn '
-                f"from its record ({esc(exc)}); its findings:</p>"
-                + findings_list(f.to_dict() for f in result.findings),
-                id=f"{id}-{i}",
-            )
-        parts.append(f"<h3>{esc(heading)}</h3>{part.body}")
-    return Section(title, "\n".join(parts), id=id)
+    return Section(title, stored_sections(results, id=id), id=id)
 
 
 def _title(kind: str, run: Any) -> str:

@@ -28,6 +28,28 @@ def section_for(result: Any, **options: Any):
     return getattr(importlib.import_module(module), attr)(result, **options)
 
 
+def stored_sections(results: Any, *, id: str) -> str:
+    """Each stored ``(name, result)`` (a result read back from the ledger) drawn through its
+    own section under its name, as HTML; one whose section needs the live result says so and
+    lists its findings instead."""
+    from labcoat.report.ladder import findings_list
+    from labcoat.report.page import esc
+
+    parts = []
+    for i, (name, result) in enumerate(results):
+        heading = name or type(result).title or result.KIND
+        try:
+            body = section_for(result, title=heading, id=f"{id}-{i}").body
+        except (AttributeError, KeyError, TypeError) as exc:  # it needs the live result
+            body = (
+                f'<p class="warn">! this stored {esc(result.KIND)} result cannot be drawn '
+                f"from its record ({esc(exc)}); its findings:</p>"
+                + findings_list(f.to_dict() for f in result.findings)
+            )
+        parts.append(f"<h3>{esc(heading)}</h3>{body}")
+    return "\n".join(parts)
+
+
 def to_html(
     result: Any,
     path: str | os.PathLike[str] | None = None,

@@ -35,7 +35,7 @@ import numpy as np
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.interval import ConfidenceInterval
-from labcoat.result import Result
+from labcoat.result import Result, check_kind
 from labcoat.verdicts.deviations import (
     DataEvidence,
     Observation,
@@ -546,6 +546,27 @@ class VerdictResult(Result):
             "plan": self.plan.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "VerdictResult":
+        """The verdict again from its ``to_dict()`` (or the :meth:`record_dict` the ledger
+        seals): its interval, plan and findings as objects, so it draws as a live one."""
+        check_kind(cls, data)
+        return cls(
+            data["id"],
+            data["verdict"],
+            data["estimate"],
+            ConfidenceInterval(*data["ci"][:2]),
+            data["pvalue"],
+            data["pvalue_adjusted"],
+            data["mde"],
+            dict(data["n"]),
+            Plan.from_dict(data["plan"], source="stored verdict"),
+            data.get("test", ""),
+            dict(data.get("fingerprints", {})),
+            tuple(Finding.from_dict(f) for f in data.get("findings", [])),
+            tuple(data.get("sources", ("", ""))),
+        )
 
     def record_dict(self) -> dict[str, Any]:
         """What the ledger seals: :meth:`to_dict` plus the test, fingerprints and findings."""

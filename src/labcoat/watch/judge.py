@@ -58,7 +58,7 @@ class Judge:
         self._violated: dict[str, set[str]] = {}
         self._to_ledger: list[dict[str, Any]] = []
         self._waiting: list[tuple[Sample, bool]] = []  # submitted, not judged yet
-        #: step -> evidence every alert at that step gets (a labcoat.record run's replay)
+        #: step -> evidence every alert at that step gets (a labcoat.replayable run's replay)
         self.annotate: Callable[[int], Mapping[str, Any]] | None = None
 
     def submit(self, sample: Sample, sampled: bool, *, now: bool) -> list[Alert]:

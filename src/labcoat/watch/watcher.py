@@ -131,10 +131,12 @@ class Watcher(Result):
         self._judged_at: int | None = None  # observe() calls when samples were last judged
         self.sampler: Sampler | None = None
         self.judge = Judge(self._invariants, callbacks=callbacks, ledger=self.ledger)
-        if record is not None:  # a labcoat.record run: alerts name the checkpoint that replays them
+        if (
+            record is not None
+        ):  # a labcoat.replayable run: alerts name the checkpoint that replays them
             if not callable(getattr(record, "alert_evidence", None)):
                 raise InputError(
-                    "`record` must be what labcoat.record(...) returned; got "
+                    "`record` must be what labcoat.replayable(...) returned; got "
                     f"{type(record).__name__}."
                 )
             self.judge.annotate = record.alert_evidence

@@ -599,7 +599,7 @@ def _baseline_applies(case: Case) -> str | None:
     applies=_baseline_applies,
 )
 def signal_baseline(case: Case) -> Outcome:
-    limit = 2000 if case.budget == "fast" else 10000
+    limit = 2000 if case.effort == "fast" else 10000
     tokens = inputs_are_ids(case)
     train_x, val_x = case.train.x[:limit], case.val.x[: limit // 2]
     if tokens:

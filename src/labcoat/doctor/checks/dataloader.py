@@ -70,7 +70,7 @@ def _loader_with_workers(case: Case) -> str | None:
 )
 def loader_workers(case: Case) -> Outcome:
     loader = case.loader
-    epoch = pull_through_workers(loader, min(WORKER_ROWS[case.budget], len(case.read)))
+    epoch = pull_through_workers(loader, min(WORKER_ROWS[case.effort], len(case.read)))
     pulled = example_hashes(epoch.examples)
     # an IterableDataset was read through the workers already; read it again in one process
     one_process = (

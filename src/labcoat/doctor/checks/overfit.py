@@ -79,7 +79,7 @@ def tiny_batch(case: Case, size: int) -> Examples:
 
 
 def batch_size(case: Case) -> int:
-    size = BATCH_EXAMPLES[case.budget]
+    size = BATCH_EXAMPLES[case.effort]
     if case.inferred_task == "classification":
         size = max(size, min(MAX_EXAMPLES, 2 * (case.n_outputs or 1)))
     return min(size, len(case.train))
@@ -252,7 +252,7 @@ def overfit_batch(case: Case) -> Outcome:
     m = case.probe_once(
         "overfit training",
         lambda: memorise(
-            case, batch, max_steps=MAX_STEPS[case.budget], label=f"memorising {len(batch)} examples"
+            case, batch, max_steps=MAX_STEPS[case.effort], label=f"memorising {len(batch)} examples"
         ),
     )
     evidence = m.evidence()
@@ -303,7 +303,7 @@ def random_labels(case: Case, batch: Examples, layout: Layout) -> Examples:
     falsifies="inputs reach the output without the information that tells examples apart",
     predicts="a copy memorises random labels on a small set (Zhang et al. 2017)",
     applies=lambda case: (
-        incomparable(case) or (None if case.budget == "full" else "runs with budget='full'")
+        incomparable(case) or (None if case.effort == "full" else "runs with effort='full'")
     ),
 )
 def overfit_random_labels(case: Case) -> Outcome:

@@ -141,7 +141,7 @@ class ShuffleRuns:
     #: starts from it, and a random initialisation can line up with simple labels by luck
     untrained: float = float("nan")
     untrained_excess: float = 0.0
-    #: copies the budget allows; fewer ran when the verdicts were settled early
+    #: copies the effort allows; fewer ran when the verdicts were settled early
     planned: int = 0
     #: the real copy's score on the training rows it learned from, and their chance level
     real_train: float = float("nan")
@@ -333,12 +333,12 @@ class Shuffling:
 
     @classmethod
     def of(cls, case: Case) -> "Shuffling":
-        n, steps = PERMUTATIONS[case.budget], STEPS[case.budget]
+        n, steps = PERMUTATIONS[case.effort], STEPS[case.effort]
         train = case.train
         order = batch_order(len(train), steps * case.calls_per_update, BATCH_SIZE, case.seed)
         labels = torch.Generator().manual_seed(case.seed + 1)
         permuted = [train.y[torch.randperm(len(train), generator=labels)] for _ in range(n)]
-        val = case.val.take(slice(0, VAL_LIMIT[case.budget]))
+        val = case.val.take(slice(0, VAL_LIMIT[case.effort]))
         return cls(case, scorer(case, layout_of(case)), val, order, permuted)
 
     def chance_of(
@@ -380,7 +380,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
     layout = layout_of(case)
     shuffling = Shuffling.of(case)
     score, val, train = shuffling.score, shuffling.val, case.train
-    n, steps = len(shuffling.permuted), STEPS[case.budget]
+    n, steps = len(shuffling.permuted), STEPS[case.effort]
     calls = len(shuffling.order)
 
     with case.progress.task(f"shuffle: training {n + 1} copies", total=(n + 1) * calls) as advance:
@@ -398,7 +398,7 @@ def shuffle_runs(case: Case) -> ShuffleRuns:
             ]
         )
         real_above_chance = float((1 + np.sum(own_chance >= real)) / (CARRY_DRAWS + 1))
-        fit_rows = train.take(slice(0, VAL_LIMIT[case.budget]))
+        fit_rows = train.take(slice(0, VAL_LIMIT[case.effort]))
         fit_out = predict(case, run.setup.model, fit_rows.x)
         real_train = score.fn(fit_out, fit_rows.y)
         real_train_chance = shuffling.chance_of(
@@ -706,7 +706,7 @@ def random_tokens(case: Case) -> Outcome:
     layout = layout_of(case)
     y = case.train.y
     tokens = torch.unique(y[valid_targets(y, layout)])
-    steps, length = STEPS[case.budget], case.train.x.shape[1]
+    steps, length = STEPS[case.effort], case.train.x.shape[1]
     gen = torch.Generator().manual_seed(case.seed + 3)
     calls = steps * case.calls_per_update
     pool = random_sequences(tokens, calls * BATCH_SIZE, length, gen, case.target_offset)

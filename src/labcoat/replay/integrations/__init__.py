@@ -1,7 +1,7 @@
 """Recording the stacks people train with: the Lightning Trainer, the Hugging Face Trainer and
 Accelerate-prepared loops.
 
-``with labcoat.record(...) as rec:`` hooks, for the length of the block, every framework whose
+``with labcoat.replayable(...) as rec:`` hooks, for the length of the block, every framework whose
 module is already imported: ``Trainer.fit`` (Lightning) and ``Trainer.train`` (Hugging Face)
 add a callback of labcoat's for that call (the watch's way: :mod:`labcoat.watch.integrations`),
 and every ``accelerate.Accelerator`` alive has its step counter and scaler checkpointed. A
@@ -55,7 +55,7 @@ def warn_unrecorded(rec: "Recorder") -> None:
     if rec._loops or rec.hooked:
         return
     warnings.warn(
-        f"labcoat.record: run {rec.run_id} recorded 0 steps and no checkpoint: no rec.loop was "
+        f"labcoat.replayable: run {rec.run_id} recorded 0 steps and no checkpoint: no rec.loop was "
         "entered and no trainer hook fired, so there is nothing to replay. Iterate the "
         'training loop with `for batch in rec.loop("step", loader):`; a Lightning '
         "Trainer.fit or a Hugging Face Trainer.train is recorded when it runs inside the block "

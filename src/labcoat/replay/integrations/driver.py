@@ -103,7 +103,7 @@ def restore_entry(state: dict[str, Any], loader: Any) -> None:
 
 class Objects:
     """What a trainer built (its module, optimizers, schedulers, scaler): their state dicts and
-    the gradients not applied yet, for a checkpoint. What the user passed to ``labcoat.record``
+    the gradients not applied yet, for a checkpoint. What the user passed to ``labcoat.replayable``
     is the recorder's own and left out."""
 
     GROUPS = ("models", "optimizers", "schedulers", "scalers")

@@ -1,5 +1,5 @@
 """What the trainer integrations share: their warnings and a class attribute patched for the
-length of a ``labcoat.record`` block."""
+length of a ``labcoat.replayable`` block."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any, Callable
 
 
 class NothingRecorded(UserWarning):
-    """A ``labcoat.record`` block ended with no step recorded."""
+    """A ``labcoat.replayable`` block ended with no step recorded."""
 
 
 class NotHooked(UserWarning):
-    """A trainer that ``labcoat.record`` cannot hook (its training loop is its own)."""
+    """A trainer that ``labcoat.replayable`` cannot hook (its training loop is its own)."""
 
 
 class Patch:
@@ -28,4 +28,4 @@ class Patch:
 
 
 def not_hooked(what: str, why: str) -> None:
-    warnings.warn(f"labcoat.record: {what} {why}", NotHooked, stacklevel=4)
+    warnings.warn(f"labcoat.replayable: {what} {why}", NotHooked, stacklevel=4)

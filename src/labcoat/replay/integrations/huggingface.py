@@ -1,6 +1,6 @@
 """Recording and replaying a Hugging Face ``Trainer.train``.
 
-Inside ``with labcoat.record(...)``, ``Trainer.train`` adds a callback for that call. A step is
+Inside ``with labcoat.replayable(...)``, ``Trainer.train`` adds a callback for that call. A step is
 an optimizer step (``state.global_step``: what the Trainer counts, checkpoints and logs by);
 the recorded values are the Trainer's logs (``on_log``: loss, grad_norm, learning_rate, epoch
 and whatever ``Trainer.log`` is given), at the step they follow, without the wall-clock ones
@@ -44,7 +44,7 @@ def _train(rec: "Recorder", train: Any, base: type) -> Any:
     def recorded_train(trainer: Any, resume_from_checkpoint: Any = None, *args: Any, **kw: Any):
         if getattr(rec, "_hf_train", False):
             not_hooked(
-                "a second Trainer.train in one labcoat.record block",
+                "a second Trainer.train in one labcoat.replayable block",
                 "is not recorded (a recording holds one train); record each in its own block",
             )
             return train(trainer, resume_from_checkpoint, *args, **kw)
@@ -98,7 +98,7 @@ def _resume_folder(path: str, saved: dict[str, Any]) -> str:
 
 
 class Recording:
-    """The callback ``Trainer.train`` gets inside ``labcoat.record`` (made a ``TrainerCallback``
+    """The callback ``Trainer.train`` gets inside ``labcoat.replayable`` (made a ``TrainerCallback``
     by :func:`_class`)."""
 
     def __init__(self, rec: "Recorder", trainer: Any):

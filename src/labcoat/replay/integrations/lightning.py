@@ -1,6 +1,6 @@
 """Recording and replaying a Lightning ``Trainer.fit`` (``lightning`` or ``pytorch_lightning``).
 
-Inside ``with labcoat.record(...)``, ``Trainer.fit`` adds a callback for that call. A step is a
+Inside ``with labcoat.replayable(...)``, ``Trainer.fit`` adds a callback for that call. A step is a
 training batch (as in a hand loop); the recorded values are what ``training_step`` passes to
 ``self.log``/``self.log_dict`` during a training batch, and the loss it returns (``loss``, unless
 it logged a ``loss`` itself). The training DataLoader gets the recorder's batch sampler (which
@@ -55,7 +55,7 @@ def _fit(rec: "Recorder", fit: Any, package: str) -> Any:
     def recorded_fit(trainer: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(rec, "_lightning_fit", False):
             not_hooked(
-                "a second Trainer.fit in one labcoat.record block",
+                "a second Trainer.fit in one labcoat.replayable block",
                 "is not recorded (a recording holds one fit); record each fit in its own block",
             )
             return fit(trainer, *args, **kwargs)
@@ -183,7 +183,7 @@ def prepare_loader(loader: Any) -> EpochEntry | None:
 
 
 class _Recording:
-    """The callback ``Trainer.fit`` gets inside ``labcoat.record`` (made per package)."""
+    """The callback ``Trainer.fit`` gets inside ``labcoat.replayable`` (made per package)."""
 
     package = "lightning.pytorch"
 

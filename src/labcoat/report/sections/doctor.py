@@ -1,5 +1,5 @@
 """The doctor's ladder, its positive control's loss curve, its negative control's null
-distribution and its self-test, from a :class:`labcoat.doctor.Report` or its ``to_dict()``."""
+distribution and its self-test, from a :class:`labcoat.doctor.Diagnosis` or its ``to_dict()``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _RANK = {"fail": 3, "warn": 2, "pass": 1, "skip": 0}
 
 
 def as_data(report: Any) -> dict:
-    """A Report, its dict, or a list of finding dicts (as a ledger holds them) as one dict."""
+    """A Diagnosis, its dict, or a list of finding dicts (as a ledger holds them) as one dict."""
     if hasattr(report, "to_dict") and not isinstance(report, Mapping):
         data = report.to_dict()
         if hasattr(report, "summary"):
@@ -154,5 +154,11 @@ def _num(value: Any) -> float | None:
 
 
 def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:
-    """One ledger run's doctor findings as the ladder (the doctor's descriptor names this)."""
-    return doctor_section(findings, **options)
+    """One ledger run's doctor findings as the ladder (the doctor's descriptor names this): its
+    stored report when it holds one (with the controls' curves), else the findings."""
+    if not results:
+        return doctor_section(findings, **options)
+    from labcoat.report.html import stored_sections
+
+    base = options.get("id", "doctor")
+    return Section(options.get("title", "Doctor"), stored_sections(results, id=base), id=base)

@@ -133,8 +133,16 @@ def _body(data: Mapping[str, Any], findings: list, note: str = "") -> str:
 
 
 def logs_section(report: Any, *, title: str = "Logs", id: str = "logs") -> Section:
-    """A live ``LogsReport``."""
-    return Section(title, _body(report.timeline(), report.findings), id)
+    """A ``LogsReport``, live or read back from the ledger; a stored record keeps the run's
+    figures and first line, not the lines behind the timeline."""
+    try:
+        data, note = report.timeline(), ""
+    except AttributeError:  # a stored record: its to_dict() only
+        data = {k: getattr(report, k) for k in ("run", "lines", "templates", "first")}
+        data["consequences"] = report.consequences
+        data["ranks"] = [{"rank": r} for r in report.ranks]
+        note = "timeline not kept in this record · "
+    return Section(title, _body(data, report.findings, note), id)
 
 
 def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:

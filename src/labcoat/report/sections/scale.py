@@ -3,7 +3,7 @@ the held-out runs it was asked to predict, each inside or outside its interval."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -76,12 +76,11 @@ def _chart(fit: Any, held: list[dict] | None = None, title: str = "") -> str:
     )
 
 
-def _params(fit: Any) -> str:
-    ci = fit.confidence_interval() if len(getattr(fit, "bootstrap_theta", [])) >= 2 else {}
+def _params(params: dict[str, float], ci: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td>{esc(k)}</td><td>{v:.4g}</td><td>"
-        f"{'' if k not in ci else f'{ci[k].low:.4g} – {ci[k].high:.4g}'}</td></tr>"
-        for k, v in fit.params.items()
+        f"{'' if k not in ci else f'{ci[k][0]:.4g} – {ci[k][1]:.4g}'}</td></tr>"
+        for k, v in params.items()
     )
     return (
         '<div class="scroll"><table><tr><th>parameter</th><th>estimate</th><th>95% '
@@ -94,10 +93,15 @@ def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale")
     ``.points``)."""
     backtest = hasattr(result, "points") and hasattr(result, "fit")
     fit = result.fit if backtest else result
-    body = [
-        f'<p class="meta">{fit.n_points} runs · form {esc(fit.form.name)} · objective '
-        f"{fit.objective:.4g}</p>"
-    ]
+    # a fit read back from the ledger keeps its figures, not the runs it was fitted to
+    live = not isinstance(fit, Mapping) and getattr(fit, "_x", None) is not None
+    if live or not backtest:
+        figures = fit.to_dict()
+        meta = f"{figures['n_points']} runs · form {esc(figures['form'])} · objective "
+        body = [f'<p class="meta">{meta}{figures["objective"]:.4g}</p>']
+    else:  # a stored backtest: its fit's parameters only
+        figures = {"params": fit["params"], "ci": None}
+        body = [f'<p class="meta">{result.n_fit} runs · form {esc(result.form)}</p>']
     if backtest:
         body.append(
             f'<div class="verdict {"pass" if result.coverage >= 0.9 * result.level else "warn"}">'
@@ -105,21 +109,37 @@ def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale")
             f"{result.n_fit}; MAPE {result.mape:.2f}%, {result.coverage:.0%} inside their "
             f"{result.level:.0%} intervals</div>"
         )
-    chart = _chart(fit, result.points if backtest else None)
+    chart = _chart(fit, result.points if backtest else None) if live else ""
     if chart:
         body.append(chart)
-    body.append(_params(fit))
-    if fit.findings:
-        body.append("<h3>Diagnostics</h3>" + findings_list(f.to_dict() for f in fit.findings))
+    elif not live:
+        body.append(
+            '<p class="muted">The runs are not stored with the fit: fit them again to draw the '
+            "law and its band.</p>"
+        )
+    body.append(_params(figures["params"], figures["ci"] or {}))
+    diagnostics = fit.findings if live or not backtest else result.findings
+    if diagnostics:
+        body.append("<h3>Diagnostics</h3>" + findings_list(f.to_dict() for f in diagnostics))
     return Section(title, "\n".join(body), id=id)
+
+
+def _figure(backtest: Any, name: str) -> Any:
+    """One figure of a backtest: live, or the record a stored set keeps for it (its form is
+    the name the record keeps, a live one's its fit's)."""
+    if isinstance(backtest, Mapping):
+        return backtest[name]
+    return backtest.fit.form.name if name == "form" else getattr(backtest, name)
 
 
 def backtest_set_section(result: Any, *, title: str = "Backtests by group", id: str = "scale"):
     """A :class:`~labcoat.scale.BacktestSet`: the pooled figures, then one backtest per group."""
+    names = ("n_fit", "n_holdout", "rmse", "coverage", "median_width")
     rows = "".join(
-        f"<tr><td>{esc(label)}</td><td>{esc(r.fit.form.name)}</td><td>{r.n_fit}</td>"
-        f"<td>{r.n_holdout}</td><td>{r.rmse:.4f}</td><td>{r.coverage:.0%}</td>"
-        f"<td>{r.median_width:.1%}</td></tr>"
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.0%}</td>"
+        "<td>{:.1%}</td></tr>".format(
+            esc(label), esc(_figure(r, "form")), *(_figure(r, n) for n in names)
+        )
         for label, r in result.results.items()
     )
     body = [
@@ -142,8 +162,9 @@ def downstream_section(result: Any, *, title: str = "Downstream fit", id: str = 
         f"({esc(result.link)} link): {'predictable' if result.predictable else 'NOT predictable'}"
         f" — {esc(result.reason)}</div>",
         f'<p class="meta">{result.n_points} runs · backtest MAE {bt["mae"]:.4g} against a '
-        f"constant's {bt['constant_mae']:.4g} · {bt['pairs']} extrapolations from "
-        f"{bt['origins']} origins</p>",
+        f"constant's {bt['constant_mae']:.4g} · "
+        + (f"{bt['pairs']} extrapolations from " if "pairs" in bt else "")  # not in its record
+        + f"{bt['origins']} origins</p>",
         findings_list(f.to_dict() for f in result.findings),
     ]
     return Section(title, "\n".join(body), id=id)

@@ -179,11 +179,23 @@ def watch_section(events: Iterable[Any], *, title: str = "Watch", id: str = "wat
 
 
 def result_section(result: Any, *, title: str = "Watch", id: str = "watch") -> Section:
-    """A watch result's section: the events it read (a report) or raised (a watcher)."""
-    events = result.raw if hasattr(result, "raw") else result.events
+    """A watch result's section: the events it raised (a watcher) or read (a report); a
+    report's stored record keeps its alerts and other events, not the sampled series."""
+    events = getattr(result, "raw", None) or result.events
+    if not isinstance(events, list):  # a report's count of events: draw what it kept
+        kept = [a if isinstance(a, Mapping) else a.to_event() for a in result.alerts]
+        events = kept + list(result.other_events)
     return watch_section(events, title=title, id=id)
 
 
 def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:
-    """One ledger run's watch events as curves and alerts (the watch's descriptor names this)."""
-    return watch_section(events, **options)
+    """One ledger run's watch events as curves and alerts (the watch's descriptor names this),
+    then each stored result through its own section; a session's events are the run's own,
+    drawn once."""
+    from labcoat.report.html import stored_sections
+
+    parts = [watch_section(events, **options).body] if events or not results else []
+    if events:  # a session's events are the ones drawn above
+        results = [(n, r) for n, r in results if not isinstance(getattr(r, "events", 0), list)]
+    parts.append(stored_sections(results, id=options.get("id", "watch")))
+    return Section(options.get("title", "Watch"), "\n".join(parts), id=options.get("id", "watch"))
