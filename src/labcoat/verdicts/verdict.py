@@ -566,6 +566,8 @@ class VerdictResult(Result):
             dict(data.get("fingerprints", {})),
             tuple(Finding.from_dict(f) for f in data.get("findings", [])),
             tuple(data.get("sources", ("", ""))),
+            data.get("registered_verdict"),
+            {k: list(v) for k, v in data.get("digests", {}).items()},
         )
 
     def record_dict(self) -> dict[str, Any]:

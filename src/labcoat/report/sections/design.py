@@ -73,6 +73,17 @@ def analysis_section(a: Any, *, title: str = "Design analysis", **_: Any) -> Sec
 def verdict_section(v: Any, *, title: str = "Design verdict", **_: Any) -> Section:
     """The verdict's first line and reasons, the deviations, then the analysis (effects and
     the half-normal plot)."""
+    try:
+        analysis = v.analysis
+    except AttributeError:  # a verdict read back from the ledger: the analysis its record keeps
+        from labcoat.design.analysis import DesignAnalysis
+
+        kept = v.to_dict()
+        analysis = DesignAnalysis.from_dict(
+            {k: kept[k] for k in ("metric", "effects", "df", "noise", "level", "alpha")}
+            | {"kind": DesignAnalysis.KIND, "version": DesignAnalysis.VERSION, "findings": []}
+            | {"headline": kept["headline"], "runs": kept["n"]["runs"]}
+        )
     reasons = "".join(f"<li>{esc(r)}</li>" for r in v.reasons)
     deviations = "".join(f"<li>{esc(d['message'])}</li>" for d in v.deviations)
     body = (
@@ -82,7 +93,7 @@ def verdict_section(v: Any, *, title: str = "Design verdict", **_: Any) -> Secti
             if deviations
             else ""
         )  # fmt: skip
-        + analysis_section(v.analysis).body
-        + findings_list([f.to_dict() for f in v.findings if f not in v.analysis.findings])
+        + analysis_section(analysis).body
+        + findings_list([f.to_dict() for f in v.findings if f not in analysis.findings])
     )
     return Section(title, body, id="design-verdict")

@@ -146,12 +146,17 @@ def logs_section(report: Any, *, title: str = "Logs", id: str = "logs") -> Secti
 
 
 def stored_run(run: Any, findings: list, events: list, results: list, **options: Any) -> Section:
-    """One ledger run's logs (the logs engine's descriptor names this): its findings and the
-    timeline ``labcoat run`` stored with it."""
+    """One ledger run's logs (the logs engine's descriptor names this): its findings, the
+    timeline ``labcoat run`` stored with it and the logs reports recorded with it."""
     stored = [e for e in events if getattr(e, "kind", None) == TIMELINE_EVENT]
     data = dict(stored[-1].data) if stored else {"run": run.id}
+    base = options.get("id", f"logs-run-{run.id}")
     body = _body(data, findings, "" if stored else "no timeline stored with this run · ")
-    return Section(options.get("title", "Logs"), body, options.get("id", f"logs-run-{run.id}"))
+    if results:  # logs reports recorded with the run: each through its own section
+        from labcoat.report.html import stored_sections
+
+        body += stored_sections(results, id=base)
+    return Section(options.get("title", "Logs"), body, base)
 
 
 __all__ = ["TIMELINE_EVENT", "logs_section", "stored_run", "timeline_svg"]
