@@ -623,11 +623,10 @@ def _pilot_overlap(
     pilot: Mapping[str, str] | None,
     others: Sequence[float],
     members: int,
-    test: str,
 ) -> PilotOverlap | None:
     """How much of the judged data is the sealed pilot's, and the registered plan's verdict on
     the items outside it when every shared item carries the pilot's own scores."""
-    if pilot is None or test == "bootstrap":
+    if pilot is None:
         return None
     rows = item_rows(paired_means(judged.arm_a, judged.arm_b))
     shared = {i for i in rows if i in pilot}
@@ -691,9 +690,7 @@ def analyse(
         named = True
     fingerprints = {"a": arm_a.fingerprint, "b": arm_b.fingerprint}
     registered = revisions[0].plan if revisions else used
-    on_pilot = _pilot_overlap(
-        registered, judged, tables, pilot, family_pvalues, family_members, test
-    )
+    on_pilot = _pilot_overlap(registered, judged, tables, pilot, family_pvalues, family_members)
     observation = Observation(
         plan=plan,
         column=used.column,
