@@ -11,7 +11,12 @@ results, then asks for the verdict; a p-hacker launders one of three ways:
 * re-run: edits B's results after a verdict (10 % of its correct answers become wrong) and
   asks for the verdict twice more (the last one is the one reported);
 * late: registers the plan after the results exist (files an hour old; fresh copies of
-  results a ``labcoat run`` fingerprinted; fresh copies of results judged under another entry).
+  results a ``labcoat run`` fingerprinted; fresh copies of results judged under another entry);
+* pilot: registers with the results themselves as the "pilot" (the files, or copies of them)
+  and a friendlier plan, then judges fresh copies of the same results.
+
+The honest analysts judge once, twice, a new arm against a baseline judged before, or after a
+pilot on 20 other questions.
 
 A study is flagged when the verdict it reports names a deviation. Prints, for each kind of
 study, how many were flagged (≥ 99 % of the p-hackers' and none of the honest ones are the
@@ -61,7 +66,9 @@ REVISIONS = {  # what the reviser changes after peeking
 }
 PEEKS = ("pandas", "verdict", "run")
 LATE = ("old files", "run", "judged")
-HONEST = ("once", "twice", "shared baseline")
+PILOT = ("the files", "copies")
+HONEST = ("once", "twice", "shared baseline", "pilot of other items")
+PILOT_ITEMS = 20
 
 
 def null_arms(rng: np.random.Generator) -> tuple[list[dict], list[dict]]:
@@ -112,8 +119,10 @@ class Study:
             out.append(Path(shutil.copy(f, self.folder / f"copy{self.copies}_{f.name}")))
         return out[0], out[1]
 
-    def register(self, plan=PLAN, title: str = "A beats B") -> int:
-        return verdicts.register(self.book, title, predict="A > B", plan=plan).id
+    def register(self, plan=PLAN, title: str = "A beats B", pilot=(None, None)) -> int:
+        return verdicts.register(
+            self.book, title, predict="A > B", plan=plan, pilot_a=pilot[0], pilot_b=pilot[1]
+        ).id
 
     def verdict(self, entry: int, files: tuple[Path, Path]):
         return verdicts.verdict(self.book, entry, a=files[0], b=files[1])
@@ -126,8 +135,15 @@ class Study:
         return self.book.plan_status([self.book.entry(entry)])[entry]
 
 
+def other_pilot(s: Study) -> tuple[Path, Path]:
+    """A pilot of the same world on questions the study does not judge."""
+    a, b = null_arms(s.rng)
+    rename = [{**r, "qid": f"p{r['qid']}"} for r in (*a[:PILOT_ITEMS], *b[:PILOT_ITEMS])]
+    return s.write(rename[:PILOT_ITEMS], "pilot_a"), s.write(rename[PILOT_ITEMS:], "pilot_b")
+
+
 def honest(s: Study, mode: str):
-    entry = s.register()
+    entry = s.register(pilot=other_pilot(s) if mode == "pilot of other items" else (None, None))
     files = s.produce()
     result = s.verdict(entry, files)
     if mode == "twice":  # the same results judged again
@@ -191,6 +207,13 @@ def late(s: Study, mode: str):
     return entry, s.verdict(entry, files)
 
 
+def pilot(s: Study, mode: str):
+    files = s.produce()
+    given = files if mode == "the files" else s.copy(files)
+    entry = s.register(PLAN.revised(margin=0.0, sides="one-sided"), pilot=given)
+    return entry, s.verdict(entry, s.copy(files))
+
+
 STRATEGIES = {
     "revise": (
         revise,
@@ -198,18 +221,20 @@ STRATEGIES = {
     ),
     "re-run": (rerun, ["edit B"]),
     "late": (late, list(LATE)),
+    "pilot": (pilot, list(PILOT)),
     "honest": (honest, list(HONEST)),
 }
 
 
 def simulate(studies: int, seed: int = 2026) -> dict:
-    """``studies`` honest studies and ``studies`` p-hackers (split evenly over the three
+    """``studies`` honest studies and ``studies`` p-hackers (split evenly over the four
     routes and their variants); per strategy: counts of each outcome."""
     rng = np.random.default_rng(seed)
     plan: list[tuple[str, str]] = []
-    for k, name in enumerate(("revise", "re-run", "late")):
+    routes = ("revise", "re-run", "late", "pilot")
+    for k, name in enumerate(routes):
         modes = STRATEGIES[name][1]
-        share = studies // 3 + (k < studies % 3)
+        share = studies // len(routes) + (k < studies % len(routes))
         plan += [(name, modes[i % len(modes)]) for i in range(share)]
     plan += [("honest", HONEST[i % len(HONEST)]) for i in range(studies)]
     tally: dict[str, Counter] = {}

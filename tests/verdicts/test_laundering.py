@@ -1,9 +1,10 @@
-"""The three ways of laundering a verdict into "by the registered plan", from the CLI, each with
+"""The four ways of laundering a verdict into "by the registered plan", from the CLI, each with
 an honest twin (register, then produce the results, then judge) that must keep the words.
 
 1. revise the plan after peeking, then copy the results files again so they look newer;
 2. re-run the verdict on results edited after a verdict;
-3. register the hypothesis after its results exist (files, an earlier verdict, a run).
+3. register the hypothesis after its results exist (files, an earlier verdict, a run);
+4. register with the results themselves as the "pilot", then judge them.
 
 Each runs on small generated files (everywhere) and on the real MMLU-Pro per-question results of
 Llama-3.1-8B Instruct vs base in ``../shared/data/evals`` (skipped where that data is absent).
@@ -78,7 +79,9 @@ class Study:
         self.ledger = folder / "ledger.db"
         self.copies = 0
 
-    def register(self, margin: float, items: int | None = None, title: str = "h") -> int:
+    def register(
+        self, margin: float, items: int | None = None, title: str = "h", pilot=None
+    ) -> int:
         items = items or len(_read(self.origin[0]))
         fields = [
             "metric=accuracy",
@@ -98,6 +101,7 @@ class Study:
             "--ledger",
             self.ledger,
             *[x for f in fields for x in ("--plan-field", f)],
+            *(() if pilot is None else ("--pilot-a", pilot[0], "--pilot-b", pilot[1])),
             "--json",
         )
         assert got.code == 0, got.err
@@ -320,6 +324,55 @@ def test_results_judged_under_another_entry_are_judged_before_naming_it(study):
     before = next(d for d in found["deviations"] if d["kind"] == "judged-before")
     assert before["observed"]["entry"] == first
     assert study.status(second) == "deviating"
+
+
+# ---- 4. the results registered as the pilot ----------------------------------------------
+
+
+def _split(files, folder: Path, share: float) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+    """Each arm's rows split by question: the first ``share`` of the questions (a pilot) and
+    the rest, as separate files."""
+    pilot, rest = [], []
+    for f in files:
+        rows = _read(f)
+        cut = int(len(rows) * share)
+        pilot.append(_write(folder / f"pilot_{f.name}", rows[:cut]))
+        rest.append(_write(folder / f"rest_{f.name}", rows[cut:]))
+    return (pilot[0], pilot[1]), (rest[0], rest[1])
+
+
+@pytest.mark.check("verdicts.deviation.judged-on-pilot", planted=True)
+def test_the_results_registered_as_the_pilot_are_judged_on_pilot(study):
+    files = study.produce()
+    entry = study.register(0.01, pilot=files)  # the "pilot" is the full run
+    code, line, _ = study.verdict(entry, study.produce())  # fresh copies: newer than the plan
+    assert line.startswith("#1 confirmed, DEVIATING FROM ITS PLAN (1: judged-on-pilot)")
+    assert code == 0  # the registered plan gives the same verdict: named, and held
+    [found] = study.judged(entry, study.produce())["deviations"]
+    assert found["kind"] == "judged-on-pilot" and found["observed"]["share"] == 1.0
+    assert "no item outside it is left to judge" in found["evidence"]
+    assert study.status(entry) == "deviating"
+
+
+@pytest.mark.check("verdicts.deviation.judged-on-pilot", healthy=True)
+def test_a_pilot_on_other_items_than_those_judged_keeps_the_words(study):
+    pilot, rest = _split(study.produce(), study.folder, 0.2)
+    entry = study.register(0.01, items=len(_read(rest[0])), pilot=pilot)
+    code, line, _ = study.verdict(entry, rest)
+    assert (code, line) == (0, "#1 confirmed, by the registered plan")
+    assert study.status(entry) == "planned"
+
+
+@pytest.mark.check("verdicts.deviation.judged-on-pilot", healthy=True)
+def test_a_pilot_inside_the_data_is_named_but_no_deviation_when_the_rest_agrees(study):
+    files = study.produce()
+    pilot, _ = _split(files, study.folder, 0.2)
+    entry = study.register(0.01, pilot=pilot)
+    found = study.judged(entry, files)
+    assert found["verdict"] == "confirmed" and found["deviations"] == []
+    [on_pilot] = [f for f in found["findings"] if f["check"] == "deviation.judged-on-pilot"]
+    assert "(20%) are the pilot's rows" in on_pilot["message"]
+    assert "give the same verdict (confirmed)" in on_pilot["message"]
 
 
 # ---- a ledger that fails verify -----------------------------------------------------------

@@ -19,6 +19,7 @@ from labcoat.verdicts import deviations as _deviations  # noqa: F401 - declares 
 from labcoat.verdicts.deviations import (
     DataEvidence,
     Observation,
+    PilotOverlap,
     PlanRevision,
     PriorVerdict,
     SealedFingerprints,
@@ -43,6 +44,7 @@ __all__ = [
     "FIELDS",
     "NOT_HELD",
     "Observation",
+    "PilotOverlap",
     "Plan",
     "PlanRevision",
     "PriorVerdict",

@@ -71,6 +71,30 @@ def _time(iso: str) -> datetime:
 
 
 @dataclass(frozen=True)
+class PilotOverlap:
+    """The judged items that a pilot sealed with the plan also scored."""
+
+    pilot_items: int
+    judged_items: int
+    #: judged items the pilot scored, and of those, the ones with the pilot's scores in both arms
+    shared: int
+    same_scores: int
+    verdict: str
+    #: the registered plan's verdict on the judged items outside the pilot (None: it does not
+    #: run there, or was not needed because the shared items were scored again)
+    verdict_outside: str | None = None
+
+    @property
+    def share(self) -> float:
+        return self.shared / self.judged_items if self.judged_items else 0.0
+
+    @property
+    def contains_pilot(self) -> bool:
+        """Every shared item carries the pilot's own scores: the pilot's rows are in the data."""
+        return self.shared > 0 and self.same_scores == self.shared
+
+
+@dataclass(frozen=True)
 class PlanRevision:
     """One sealed revision of a hypothesis' plan."""
 
@@ -108,6 +132,8 @@ class Observation:
     entry_id: int | None = None
     #: breaks ``verify`` found in the ledger, judged anyway (``--unverified``)
     ledger_breaks: int = 0
+    #: how the judged data overlap the pilot sealed with the plan (None: no pilot sealed)
+    pilot: PilotOverlap | None = None
 
     @property
     def registered(self) -> Plan:
@@ -438,6 +464,48 @@ def judged_before_check(o: Observation):
                 f"pre-registration; report entry #{entry}'s verdict",
             )
     return passed("no other entry judged these results before the plan was sealed")
+
+
+@REGISTRY.check(
+    "deviation.judged-on-pilot",
+    layer="deviation",
+    falsifies="the verdict rests on results produced after the plan, not on the pilot it was "
+    "written from",
+    predicts="the judged data do not contain the pilot's rows, or the items outside the pilot "
+    "give the same verdict",
+    applies=lambda o: None if o.pilot is not None else "no pilot was sealed with the plan",
+)
+def judged_on_pilot_check(o: Observation):
+    p = o.pilot
+    if not p.shared:
+        return passed(f"no judged item is one of the pilot's {p.pilot_items:,}")
+    part = f"{p.shared:,} of the {p.judged_items:,} judged items ({p.share:.0%})"
+    if not p.contains_pilot:
+        return passed(
+            f"{part} were in the pilot and scored again ({p.shared - p.same_scores:,} with other "
+            "scores): new results"
+        )
+    fresh = p.judged_items - p.shared
+    if p.verdict_outside == p.verdict:
+        return passed(
+            f"{part} are the pilot's rows; the {fresh:,} items outside the pilot give the same "
+            f"verdict ({p.verdict})"
+        )
+    outside = (
+        f"the {fresh:,} items outside it give {p.verdict_outside}"
+        if p.verdict_outside is not None
+        else "no item outside it is left to judge"
+        if fresh == 0
+        else f"the {fresh:,} items outside it are too few to judge"
+    )
+    return _deviation(
+        "judged-on-pilot",
+        {"pilot_items": p.pilot_items, "results": "produced after the plan"},
+        {"pilot_rows": p.shared, "share": p.share, "verdict_outside_pilot": p.verdict_outside},
+        f"{part} are the rows of the pilot the plan was registered with; {outside}: the verdict "
+        "rests on results seen when the plan was written; treat it as exploratory and judge "
+        "results produced after the plan",
+    )
 
 
 @REGISTRY.check(

@@ -43,7 +43,10 @@ def register(
     its engine. Returns the entry."""
     if kind_of(plan) is not None:
         return judge_of(kind_of(plan), "register")(ledger, title, plan, predict=predict, **entry)
-    reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
+    plan = coerce_plan(plan)
+    reviewed = review(
+        plan, pilot_a=pilot_a, pilot_b=pilot_b, family_members=_members_with(ledger, plan)
+    )
     return ledger.hypothesis(
         title,
         predict=predict,
@@ -108,7 +111,9 @@ def revise_plan(
         plan = current.revised(**changes)
     elif changes:
         plan = coerce_plan(plan).revised(**changes)
-    reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b)
+    plan = coerce_plan(plan)
+    members = _members_with(ledger, plan, entry_id)
+    reviewed = review(plan, pilot_a=pilot_a, pilot_b=pilot_b, family_members=members)
     ledger.seal_plan(entry_id, reviewed.plan.to_dict(), [f.to_dict() for f in reviewed.findings])
     return reviewed.plan
 
@@ -128,6 +133,26 @@ def family_members(stored_plans: Any, family: str) -> int:
     for p in stored_plans:
         latest[p.entry_id] = p.plan.get("family")
     return sum(name == family for name in latest.values())
+
+
+def _members_with(ledger: Any, plan: Plan, entry_id: int | None = None) -> int:
+    """The hypotheses in ``plan``'s family once ``plan`` is sealed (for entry ``entry_id``, or a
+    new one): the other entries whose current plan names it, and this one."""
+    if not plan.family:
+        return 0
+    others = [p for p in ledger.plans() if p.entry_id != entry_id]
+    return family_members(others, plan.family) + 1
+
+
+def sealed_pilot(stored_plans: Any) -> dict[str, str] | None:
+    """The rows of every pilot sealed with an entry's plan revisions (stored plan rows): what
+    ``design.pilot`` recorded; None when no revision had a pilot."""
+    rows: dict[str, str] | None = None
+    for p in stored_plans:
+        for f in p.review:
+            if f.get("check") == "design.pilot" and "rows" in f.get("evidence", {}):
+                rows = {**(rows or {}), **f["evidence"]["rows"]}
+    return rows
 
 
 def sealed_fingerprints(ledger: Any, stored_verdicts: Any) -> list[SealedFingerprints]:
@@ -226,6 +251,7 @@ def verdict(
         family_members=family_members(ledger.plans(), plan.family) if plan.family else 0,
         sealed=sealed_fingerprints(ledger, stored),
         ledger_breaks=breaks,
+        pilot=sealed_pilot(ledger.plans(entry_id)),
     )
     ledger.record_verdict(
         entry_id,
@@ -246,6 +272,7 @@ __all__ = [
     "register",
     "revise_plan",
     "sealed_fingerprints",
+    "sealed_pilot",
     "verdict",
     "verified_breaks",
 ]

@@ -9,7 +9,7 @@ negative control, several interventions changed at once, and a family with no co
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -37,6 +37,15 @@ class Design:
     clusters_unknown: str | None = None
     pilot_ids_a: frozenset[str] | None = None
     pilot_ids_b: frozenset[str] | None = None
+    #: per paired pilot item, a digest of both arms' scores (sealed: see ``design.pilot``)
+    pilot_rows: dict[str, str] | None = None
+    #: hypotheses registered in the plan's family, this one included (0: unknown)
+    family_members: int = 0
+
+    @property
+    def family_size(self) -> int:
+        """The family the review plans α over: never fewer than its registered members."""
+        return max(self.plan.family_size, self.family_members)
 
     @property
     def variance_source(self) -> str | None:
@@ -57,8 +66,9 @@ def _is_proportion(plan: Plan) -> bool:
     return plan.metric.lower() in SHARE_METRICS or plan.resolved_test() == "mcnemar"
 
 
-def _power_options(plan: Plan) -> dict[str, Any]:
-    family = plan.family_size if plan.correction != "none" else 1
+def _power_options(plan: Plan, family_size: int | None = None) -> dict[str, Any]:
+    size = plan.family_size if family_size is None else family_size
+    family = size if plan.correction != "none" else 1
     return dict(
         alpha=plan.alpha / family,  # Bonferroni for planning: never above Holm's first step
         power=plan.power,
@@ -87,6 +97,29 @@ def _no_power_inputs(d: Design) -> str | None:
     applies=_no_power_inputs,
 )
 def power_check(d: Design):
+    outcome = _power(d)
+    note = _family_note(d)
+    if not note:
+        return outcome
+    return replace(
+        outcome,
+        message=outcome.message + note,
+        evidence={**outcome.evidence, "family_size": d.family_size},
+    )
+
+
+def _family_note(d: Design) -> str:
+    """What the planning α rests on when the ledger holds more of the family than declared."""
+    plan = d.plan
+    if d.family_size == plan.family_size or plan.correction == "none":
+        return ""
+    return (
+        f"; α = {plan.alpha:g}/{d.family_size} over the {d.family_members} hypotheses "
+        f"registered in family {plan.family!r} (declared family_size {plan.family_size})"
+    )
+
+
+def _power(d: Design):
     if d.variance_source is None:
         return _bounded_power(d)
     if d.clusters is not None and d.plan.design_effect == 1.0:
@@ -95,7 +128,7 @@ def power_check(d: Design):
 
     plan = d.plan
     deff = plan.design_effect
-    inputs = dict(omega2=d.variance, design_effect=deff, **_power_options(plan))
+    inputs = dict(omega2=d.variance, design_effect=deff, **_power_options(plan, d.family_size))
     mde = minimum_detectable_effect(plan.items, **inputs).mde
     target, what = plan.target, _what(plan)
     evidence = dict(
@@ -149,7 +182,7 @@ def _clustered_power(d: Design):
     from labcoat.stats.power import clustered_floor, clustered_mde, clustered_sample_size
 
     plan, c, var = d.plan, d.clusters, d.variance
-    options = _power_options(plan)
+    options = _power_options(plan, d.family_size)
     target, what = plan.target, _what(plan)
     mde = clustered_mde(plan.items, var, c, **options)
     mde_upper = clustered_mde(plan.items, var, c, upper=True, **options)
@@ -219,7 +252,7 @@ def _bounded_power(d: Design):
     least = 0.0
     if plan.comparison == "superiority" and target < width:
         least = (target * width - target**2) / plan.seeds
-    options = dict(design_effect=plan.design_effect, **_power_options(plan))
+    options = dict(design_effect=plan.design_effect, **_power_options(plan, d.family_size))
     mde_worst = minimum_detectable_effect(plan.items, worst, **options).mde
     n_worst = sample_size(target, worst, **options).n
     evidence = dict(
@@ -359,6 +392,32 @@ def interventions_check(d: Design):
 
 
 @REGISTRY.check(
+    "design.pilot",
+    layer="design",
+    falsifies="the pilot is a sample run before the results, not the results themselves",
+    predicts="the pilot pairs fewer items than the planned run",
+    applies=lambda d: None if d.pilot_rows is not None else "registered without a pilot",
+)
+def pilot_check(d: Design):
+    n, planned = len(d.pilot_rows), d.plan.items
+    # the pilot's rows are sealed with the plan: a verdict on data that contain them is checked
+    # on the items outside the pilot (deviation.judged-on-pilot)
+    evidence = dict(items=n, planned=planned, rows=d.pilot_rows)
+    if n >= planned:
+        return failed(
+            f"the pilot pairs {n:,} items, as many as the {planned:,} planned: a pilot that is "
+            "the run itself makes this a plan written after its results; register with a "
+            "sample of the items (a verdict on these rows names judged-on-pilot)",
+            **evidence,
+        )
+    return passed(
+        f"a pilot of {n:,} paired items ({n / planned:.0%} of the {planned:,} planned), sealed "
+        "with the plan: a verdict on data that contain its rows is checked on the items outside it",
+        **evidence,
+    )
+
+
+@REGISTRY.check(
     "design.family",
     layer="design",
     falsifies="the family-wise error rate of the family is controlled",
@@ -366,16 +425,25 @@ def interventions_check(d: Design):
     applies=lambda d: None if d.plan.family else "not part of a family",
 )
 def family_check(d: Design):
-    plan = d.plan
-    if plan.family_size > 1 and plan.correction == "none":
+    plan, size = d.plan, d.family_size
+    if size > 1 and plan.correction == "none":
         return failed(
-            f"a family without a correction: {plan.family_size} hypotheses in {plan.family!r} "
+            f"a family without a correction: {size} hypotheses in {plan.family!r} "
             f"each at α = {plan.alpha:g} give up to "
-            f"{1 - (1 - plan.alpha) ** plan.family_size:.0%} chance of a false positive",
-            family_size=plan.family_size,
+            f"{1 - (1 - plan.alpha) ** size:.0%} chance of a false positive",
+            family_size=size,
         )
-    how = "no correction needed" if plan.family_size == 1 else f"{plan.correction} correction"
-    return passed(f"family {plan.family!r} of {plan.family_size}: {how}")
+    if size > plan.family_size:
+        return warned(
+            f"family {plan.family!r} holds {d.family_members} registered hypotheses, this one "
+            f"included, but the plan declares family_size {plan.family_size}: the review plans "
+            f"α over {size} and the verdict adjusts over them; declare family_size = {size} "
+            "(or more, for the members still to come)",
+            family_size=size,
+            declared=plan.family_size,
+        )
+    how = "no correction needed" if size == 1 else f"{plan.correction} correction"
+    return passed(f"family {plan.family!r} of {size}: {how}")
 
 
 @dataclass(frozen=True)
@@ -409,9 +477,12 @@ def review(
     *,
     pilot_a: Any = None,
     pilot_b: Any = None,
+    family_members: int = 0,
 ) -> ReviewResult:
     """Review ``plan``'s design; ``pilot_a``/``pilot_b`` (results files or tables of a pilot
-    run of both arms) give the variance and the item sets."""
+    run of both arms) give the variance and the item sets (and the pilot's rows, sealed with
+    the plan). ``family_members``: the hypotheses a ledger holds in the plan's family, this one
+    included; the review plans α over at least that many."""
     plan = coerce_plan(plan)
     design = Design(plan)
     if (pilot_a is None) != (pilot_b is None):
@@ -420,13 +491,14 @@ def review(
         raise InputError("pilot: give both pilot_a and pilot_b (a pilot run of each arm), or none")
     if pilot_a is not None:
         design = _with_pilot(plan, pilot_a, pilot_b)
+    design = replace(design, family_members=family_members if plan.family else 0)
     return ReviewResult(plan, tuple(run_check(c, design) for c in REGISTRY.in_layer("design")))
 
 
 def _with_pilot(plan: Plan, pilot_a: Any, pilot_b: Any) -> Design:
     from labcoat.errors import InputError
     from labcoat.stats.power import estimate_design_effect, variance_components
-    from labcoat.verdicts.verdict import load_arm, paired_means
+    from labcoat.verdicts.verdict import item_rows, load_arm, paired_means
 
     a = load_arm(pilot_a, plan, plan.column, "pilot_a")
     b = load_arm(pilot_b, plan, plan.column, "pilot_b")
@@ -457,6 +529,7 @@ def _with_pilot(plan: Plan, pilot_a: Any, pilot_b: Any) -> Design:
         clusters_unknown=unknown,
         pilot_ids_a=frozenset(a.ids.tolist()),
         pilot_ids_b=frozenset(b.ids.tolist()),
+        pilot_rows=item_rows(pairs),
     )
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
@@ -39,6 +39,7 @@ from labcoat.result import Result, check_kind
 from labcoat.verdicts.deviations import (
     DataEvidence,
     Observation,
+    PilotOverlap,
     PlanRevision,
     PriorVerdict,
     SealedFingerprints,
@@ -234,6 +235,21 @@ def paired_means(a: Arm, b: Arm) -> Pairs:
         [str(v) for v in match.only_a],
         [str(v) for v in match.only_b],
     )
+
+
+def item_rows(pairs: Pairs) -> dict[str, str]:
+    """Per item, a short digest of both arms' scores: what a pilot seals, so that a verdict can
+    tell the pilot's own rows (the same scores) from items scored again."""
+    return {
+        str(i): hashlib.blake2b(f"{a!r}\x1f{b!r}".encode(), digest_size=6).hexdigest()
+        for i, a, b in zip(pairs.ids.tolist(), pairs.a.tolist(), pairs.b.tolist())
+    }
+
+
+def without_items(table: Any, id_column: str, ids: set[str]) -> Any:
+    """``table`` without the rows whose id is in ``ids``."""
+    keep = np.array([str(i) not in ids for i in table.labels(id_column).tolist()], bool)
+    return replace(table, columns={k: np.asarray(v)[keep] for k, v in table.columns.items()})
 
 
 # ---- tests ------------------------------------------------------------------------------
@@ -657,6 +673,32 @@ def _evidence(arms: Mapping[str, Arm], sealed: Sequence[SealedFingerprints]) -> 
     return found
 
 
+def _pilot_overlap(
+    registered: Plan,
+    judged: _Judged,
+    tables: Any,
+    pilot: Mapping[str, str] | None,
+    others: Sequence[float],
+    members: int,
+) -> PilotOverlap | None:
+    """How much of the judged data is the sealed pilot's, and the registered plan's verdict on
+    the items outside it when every shared item carries the pilot's own scores."""
+    if pilot is None:
+        return None
+    rows = item_rows(paired_means(judged.arm_a, judged.arm_b))
+    shared = {i for i in rows if i in pilot}
+    same = sum(rows[i] == pilot[i] for i in shared)
+    overlap = PilotOverlap(len(pilot), len(rows), len(shared), same, judged.verdict)
+    if not shared or same < len(shared):
+        return overlap
+    fresh = [(without_items(t, registered.id, shared), None) for t, _ in tables]
+    try:
+        outside = _judge(registered, *fresh, others, members).verdict
+    except InputError:
+        outside = None
+    return replace(overlap, verdict_outside=outside)
+
+
 def analyse(
     plan: Any,
     a: Any,
@@ -671,6 +713,7 @@ def analyse(
     family_members: int = 0,
     sealed: Sequence[SealedFingerprints] = (),
     ledger_breaks: int = 0,
+    pilot: Mapping[str, str] | None = None,
 ) -> VerdictResult:
     """Judge ``plan`` on the results of arm ``a`` and arm ``b`` (files, tables or dicts).
 
@@ -679,7 +722,8 @@ def analyse(
     ``ledger_breaks`` are what the ledger knows: earlier verdicts on this hypothesis, the
     plan's sealed revisions (the first is the registered plan), the latest p-values of the
     other hypotheses in its family and how many it holds, every fingerprint it sealed (which
-    dates the data) and the breaks ``verify`` found in it.
+    dates the data) and the breaks ``verify`` found in it. ``pilot``: the rows of the pilot
+    sealed with the plan (:func:`item_rows`), which the verdict must not rest on.
     """
     plan = coerce_plan(plan)
     used = plan.revised(
@@ -703,6 +747,7 @@ def analyse(
         named = True
     fingerprints = {"a": arm_a.fingerprint, "b": arm_b.fingerprint}
     registered = revisions[0].plan if revisions else used
+    on_pilot = _pilot_overlap(registered, judged, tables, pilot, family_pvalues, family_members)
     observation = Observation(
         plan=plan,
         column=used.column,
@@ -722,6 +767,7 @@ def analyse(
         evidence=tuple(_evidence({"a": arm_a, "b": arm_b}, sealed)),
         entry_id=entry_id,
         ledger_breaks=ledger_breaks,
+        pilot=on_pilot,
     )
     return VerdictResult(
         id=entry_id,
