@@ -165,6 +165,7 @@ def select_form(found: Mapping[str, Any], level: float) -> dict[str, Any]:
     (a floor above runs already seen), the winner (or the rule, where the evidence is thin),
     the forms it cannot tell apart with their evidence weights, and why, in words. The one
     rule the benchmarks score too."""
+    from labcoat.scale import calibrate
     from labcoat.scale.calibrate import choice_weights, plausible_forms
 
     refused = floors_above_runs(found)
@@ -191,8 +192,12 @@ def select_form(found: Mapping[str, Any], level: float) -> dict[str, Any]:
                 else f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the "
                 f"backtest at {level:.0%})"
             )
-            + ": the interval widens by their predictions' spread weighted by evidence "
-            f"({name} {weights[name]:.2f}, {shown})"
+            + (
+                ": the interval covers their predictions too"
+                if calibrate.CHOICE_BAND == "union"
+                else ": the interval widens by their predictions' spread weighted by evidence"
+            )
+            + f" (evidence: {name} {weights[name]:.2f}, {shown})"
         )
     return {
         "chosen": name,
