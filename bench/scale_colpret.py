@@ -90,40 +90,50 @@ def family_priors(records) -> dict[str, dict]:
     return out
 
 
-def choose(rec: dict) -> str:
-    """The form ``form="auto"`` picks from these candidates' backtests (its shipped rule)."""
-    from labcoat.scale.api import pick_form
+def select(rec: dict, level: float = LEVEL) -> dict:
+    """What ``form="auto"`` picks from these candidates' backtests (its shipped rule)."""
+    from labcoat.scale.api import select_form
 
-    return pick_form({k: v["pairs"] for k, v in rec["forms"].items()})[0]
+    return select_form({k: v["pairs"] for k, v in rec["forms"].items()}, level)
 
 
-def evaluate(records, priors, level=LEVEL, widen=True, use_prior=True) -> dict:
-    covered, widths, fam_cov = [], [], defaultdict(list)
+def evaluate(records, priors=None, level=LEVEL, widen=True, use_prior=True) -> dict:
+    """Coverage, width, interval score and point error of ``form="auto"``'s calibrated band.
+
+    ``priors``: family -> prior table (None: the shipped one); ``widen``: the shipped
+    treatment of the forms auto cannot tell apart (False: none); ``use_prior``: the prior's
+    floor. The band is built by the library's own functions (select_form, calibrate,
+    Calibration.band), as ``fit(form="auto").predict`` builds it."""
+    from labcoat.scale.score import interval_score
+
+    covered, widths, scores, points, fam_cov = [], [], [], [], defaultdict(list)
     rmse = defaultdict(list)
     chosen = defaultdict(int)
     for rec in records:
         rec.setdefault("group", rec["family"])
-        name = choose(rec)
+        sel = select(rec, level)
+        name = sel["chosen"]
         chosen[name] += 1
         form = rec["forms"][name]
         original = cal.load_prior
-        cal.load_prior = lambda: priors[rec["family"]]
+        if priors is not None:
+            cal.load_prior = lambda: priors[rec["family"]]
         try:
             calibration = cal.calibrate(form["pairs"], level, name, use_prior=use_prior)
         finally:
             cal.load_prior = original
         e = form["error"]
-        shifts = []
-        if widen:
-            found = {k: v["pairs"] for k, v in rec["forms"].items()}
-            plausible, _ = cal.plausible_forms(found, name, level)
-            # another form's prediction minus the chosen one's, from their held-out errors
-            shifts = [e - rec["forms"][k]["error"] for k in plausible]
-        lo, hi = calibration.band(rec["distance"], shifts)
+        # another form's prediction minus the chosen one's, from their held-out errors
+        shifts = [e - rec["forms"][k]["error"] for k in sel["indistinguishable"]] if widen else []
+        lo, hi = calibration.band(rec["distance"], shifts, sel.get("weights"))
         inside = (e >= lo) & (e <= hi)
         covered.append(inside)
         fam_cov[rec.get("group", rec["family"])].append(inside)
         widths.append(np.exp(hi) - np.exp(lo))
+        # observed / predicted = exp(e): the band and the score per unit of the prediction,
+        # divided by exp(e) to put the score per unit of the observed value
+        scores.append(interval_score(np.exp(lo), np.exp(hi), np.exp(e), level))
+        points.append(100 * np.abs(np.expm1(-e)))
         rmse["auto"].append(np.sqrt(np.mean(e**2)))
         for k, v in rec["forms"].items():
             rmse[k].append(np.sqrt(np.mean(v["error"] ** 2)))
@@ -132,16 +142,69 @@ def evaluate(records, priors, level=LEVEL, widen=True, use_prior=True) -> dict:
         "coverage": float(covered.mean()),
         "n": int(covered.size),
         "median_width": float(np.median(widths)),
+        "interval_score": float(np.mean(np.concatenate(scores))),
+        "median_interval_score": float(np.median(np.concatenate(scores))),
+        "point_error": float(np.mean(np.concatenate(points))),
         "by_family": {k: float(np.concatenate(v).mean()) for k, v in sorted(fam_cov.items())},
         "rmse": {k: float(np.median(v)) for k, v in rmse.items()},
         "chosen": dict(chosen),
     }
 
 
+#: the rules evaluated side by side: module constants of labcoat.scale (api, calibrate)
+VARIANTS = {
+    "before (union band, any origins, no floor refusal)": {
+        "CHOICE_BAND": "union",
+        "CHOICE_MIN_ORIGINS": 1,
+        "CHOICE_MIN_FORMS": 1,
+        "FLOOR_REFUSAL_Z": float("inf"),
+    },
+    "+ floor refusal": {
+        "CHOICE_BAND": "union",
+        "CHOICE_MIN_ORIGINS": 1,
+        "CHOICE_MIN_FORMS": 1,
+    },
+    "+ evidence before choice (3 origins, 2 forms)": {"CHOICE_BAND": "union"},
+    "+ spread band instead of union": {"CHOICE_BAND": "spread"},
+    "spread band alone": {
+        "CHOICE_BAND": "spread",
+        "CHOICE_MIN_ORIGINS": 1,
+        "CHOICE_MIN_FORMS": 1,
+        "FLOOR_REFUSAL_Z": float("inf"),
+    },
+}
+
+
+def with_rules(rules: dict, run):
+    """``run()`` with the library's rule constants set as ``rules`` says, then restored."""
+    from labcoat.scale import api
+
+    owners = {name: (api if hasattr(api, name) else cal) for name in rules}
+    saved = {name: getattr(owners[name], name) for name in rules}
+    try:
+        for name, value in rules.items():
+            setattr(owners[name], name, value)
+        return run()
+    finally:
+        for name, value in saved.items():
+            setattr(owners[name], name, value)
+
+
+def shipped_rules() -> str:
+    from labcoat.scale import api
+
+    return (
+        f"{cal.CHOICE_BAND} band, {api.CHOICE_MIN_ORIGINS} origins and {api.CHOICE_MIN_FORMS} "
+        f"forms to choose, floor refusal at {api.FLOOR_REFUSAL_Z:g} SE"
+    )
+
+
 def report(result: dict) -> None:
     print(
         f"calibrated 95% intervals: coverage {result['coverage']:.1%} of {result['n']} held-out "
-        f"points, median width {result['median_width']:.1%}"
+        f"points, median width {result['median_width']:.1%}, interval score "
+        f"{result['interval_score']:.2%} of the value (median {result['median_interval_score']:.2%}"
+        f"), point error {result['point_error']:.2f}%"
     )
     print("  by family: " + ", ".join(f"{k} {v:.1%}" for k, v in result["by_family"].items()))
     rmse = result["rmse"]
@@ -180,9 +243,12 @@ def main() -> None:
     ]
     print(f"{len(records)} curve-splits with backtests, {time.perf_counter() - start:.0f} s")
     priors = family_priors(records)
-    print("\n== as shipped: own backtests, the forms auto cannot tell apart, the prior's floor ==")
+    print(f"\n== as shipped ({shipped_rules()}) ==")
     report(evaluate(records, priors))
-    print("\n== without the form-choice widening (the previous version) ==")
+    for label, rules in VARIANTS.items():
+        print(f"\n== {label} ==")
+        report(with_rules(rules, lambda: evaluate(records, priors)))
+    print("\n== without the form-choice widening ==")
     report(evaluate(records, priors, widen=False))
     print("\n== the chosen form's own backtests only (no prior, no widening) ==")
     report(evaluate(records, priors, widen=False, use_prior=False))

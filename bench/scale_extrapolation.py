@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scale_colpret, scale_families
 SHARED = ROOT / ".." / "shared" / "data"
 LEVEL = 0.95
 
@@ -75,6 +76,94 @@ def one_task(rows: np.ndarray, bootstrap: int) -> dict:
             )
     out["rmse_auto"] = float(np.sqrt(np.mean((np.log(p.loss) - np.log(yt)) ** 2)))
     return out
+
+
+def task_record(key, rows: np.ndarray) -> dict:
+    """One task's fits, as bench/scale_colpret.py records a curve-split: every candidate
+    form's parameters, rolling-origin pairs and held-out log errors, and curve_fit + delta."""
+    from scale_families import curve_fit_delta
+
+    from labcoat.scale import calibrate as cal
+    from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
+    from labcoat.scale.search import grid_search
+
+    fit_rows, test_rows = rows[rows[:, 2] == 1], rows[rows[:, 2] == 0]
+    x, y = fit_rows[:, 0], fit_rows[:, 1]
+    xt, yt = test_rows[:, 0], test_rows[:, 1]
+    rec = {"curve": "/".join(key), "family": key[0], "group": key[0], "forms": {}}
+    rec["distance"] = cal.distance(x[None], xt[None])
+    start = time.perf_counter()
+    for name in AUTO_CANDIDATES:
+        form = CURVES[name]
+        if y.size < len(form.names) + 1:
+            continue
+        theta = grid_search(form, x[None], y, 1e-3).theta
+        pairs = cal.rolling_pairs(form, x[None], y, 1e-3, theta)
+        error = np.log(yt) - form.log_predict(theta, xt[None])[0]
+        rec["forms"][name] = {"theta": theta, "pairs": pairs, "error": error}
+    rec["seconds"] = time.perf_counter() - start
+    rec["observed"] = yt
+    try:  # scipy curve_fit of a·x^−b + c with a delta-method interval
+        rec["curve_fit"] = curve_fit_delta(x, y, xt, LEVEL)
+    except Exception:  # curve_fit did not converge: counted as a failure
+        rec["curve_fit"] = None
+    return rec
+
+
+def run_benchmark_cached(cache: Path, every: int, jobs: int) -> None:
+    """The benchmark through cached fits: fitted once, then scored by the library's own
+    selection and band code (bench/scale_colpret.py's evaluate), as shipped."""
+    import pickle
+
+    from scale_colpret import VARIANTS, evaluate, report, shipped_rules, with_rules
+
+    from labcoat.scale import calibrate as cal
+    from labcoat.scale.score import interval_score
+
+    tasks = benchmark_tasks()
+    keys = list(tasks)[::every]
+    records = pickle.loads(cache.read_bytes()) if cache.is_file() else []
+    have = {r["curve"] for r in records}
+    todo = [k for k in keys if "/".join(k) not in have]
+    if todo:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if jobs > 1:
+                from joblib import Parallel, delayed
+
+                new = Parallel(n_jobs=jobs)(delayed(task_record)(k, tasks[k]) for k in todo)
+            else:
+                new = [task_record(k, tasks[k]) for k in todo]
+        records += new
+        cache.write_bytes(pickle.dumps(records))
+    wanted = {"/".join(k) for k in keys}
+    records = [r for r in records if r["curve"] in wanted]
+    print(f"\n== benchmark (their split), {len(records)} tasks (every {every}), cached fits ==")
+    print(f"as shipped ({shipped_rules()}):")
+    report(evaluate(records))
+    before = VARIANTS["before (union band, any origins, no floor refusal)"]
+    print("before (union band, any origins, no floor refusal):")
+    report(with_rules(before, lambda: evaluate(records)))
+    if cal.CHOICE_BAND != "union":
+        print("the shipped rules with the union band instead:")
+        report(with_rules({"CHOICE_BAND": "union"}, lambda: evaluate(records)))
+    cf = [r for r in records if r["curve_fit"] is not None]
+    pred = np.concatenate([r["curve_fit"][0] for r in cf])
+    lo = np.concatenate([r["curve_fit"][1] for r in cf])
+    hi = np.concatenate([r["curve_fit"][2] for r in cf])
+    obs = np.concatenate([r["observed"] for r in cf])
+    print(
+        f"curve_fit + delta ({len(cf)} of {len(records)} tasks converged): coverage "
+        f"{np.mean((obs >= lo) & (obs <= hi)):.1%} of {obs.size}, median width "
+        f"{np.median((hi - lo) / np.abs(pred)):.1%}, interval score "
+        f"{np.mean(interval_score(lo, hi, obs, LEVEL)):.2%} of the value, point error "
+        f"{np.mean(100 * np.abs(pred - obs) / obs):.2f}%"
+    )
+    for name in ("m1", "m2", "m3", "m4", "broken"):
+        e = np.concatenate([r["forms"][name]["error"] for r in records if name in r["forms"]])
+        print(f"  plain {name:6s}: point error {np.mean(100 * np.abs(np.expm1(-e))):.2f}%")
+    seconds = np.median([r["seconds"] for r in records])
+    print(f"fit time per task (all candidates): median {seconds:.1f} s")
 
 
 def run_benchmark(bootstrap: int, limit: int | None, jobs: int) -> None:
@@ -132,8 +221,9 @@ def run_chinchilla(bootstrap: int) -> None:
 
     N, D, L = chinchilla_points()
     print("\n== Chinchilla points, 42 largest held out ==")
+    methods = ("calibrated", "bootstrap") if bootstrap else ("calibrated",)
     for holdout in ("n", "compute"):
-        for method in ("calibrated", "bootstrap"):
+        for method in methods:
             r = scale.backtest(
                 N,
                 D,
@@ -146,7 +236,8 @@ def run_chinchilla(bootstrap: int) -> None:
             )
             print(
                 f"by {holdout:7s} {method:10s}: coverage {r.coverage:.1%} of {r.n_holdout}, "
-                f"median width {r.median_width:.2%}, RMSE log {r.rmse:.4f}"
+                f"median width {r.median_width:.2%}, interval score {r.interval_score:.2%}, "
+                f"point error {r.mape:.2f}%, RMSE log {r.rmse:.4f}"
                 + (f", own coverage {r.calibration['coverage']:.1%}" if r.calibration else "")
             )
 
@@ -177,6 +268,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--parts", default="benchmark,chinchilla,downstream,colpret")
     parser.add_argument("--colpret-cache", default=None, help="bench/scale_colpret.py --cache")
+    parser.add_argument("--every", type=int, default=1, help="only every K-th benchmark task")
+    parser.add_argument(
+        "--benchmark-cache",
+        type=Path,
+        default=None,
+        help="pickle of the benchmark fits (read if present, else written); scored as shipped",
+    )
     args = parser.parse_args()
     if not (SHARED / "scaling").is_dir():
         sys.exit("../shared/data/scaling not found")
@@ -188,7 +286,9 @@ def main() -> None:
         run_downstream()
     if "colpret" in parts:
         run_colpret(args.colpret_cache)
-    if "benchmark" in parts:
+    if "benchmark" in parts and args.benchmark_cache:
+        run_benchmark_cached(args.benchmark_cache, args.every, args.jobs)
+    elif "benchmark" in parts:
         run_benchmark(args.bootstrap, args.tasks, args.jobs)
 
 

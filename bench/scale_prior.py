@@ -192,7 +192,7 @@ def frontier(records, levels=FRONTIER_LEVELS) -> dict:
     backtests alone (no prior, no form-choice widening) and each held-out error is divided by
     the band's reach at its distance; the factor at a level is the split-conformal quantile of
     those ratios, the ``⌈(n + 1)·level⌉``-th smallest of n."""
-    from labcoat.scale.api import pick_form
+    from labcoat.scale.api import select_form
     from labcoat.scale.calibrate import calibrate
 
     factors, n = [], 0
@@ -202,7 +202,7 @@ def frontier(records, levels=FRONTIER_LEVELS) -> dict:
             found = {k: v["pairs"] for k, v in rec["forms"].items()}
             if not any(np.isfinite(p.late_rmse) for p in found.values()):
                 continue
-            name = pick_form(found)[0]
+            name = select_form(found, level)["chosen"]  # auto's own rule, refusals included
             band = calibrate(found[name], level, name, use_prior=False)
             if band.method == "prior":
                 continue

@@ -62,3 +62,26 @@ def test_bad_holdouts_are_one_line(kwargs, message):
     x, L = curve_runs()
     with pytest.raises(InputError, match=message):
         scale.backtest(x, None, L, form="curve", n_resamples=0, **kwargs)
+
+
+def test_interval_score_charges_width_and_two_over_alpha_per_miss():
+    from labcoat.scale.score import interval_score
+
+    # inside: the width; a miss by 0.1 at 95 %: width + 2/0.05 × 0.1; per unit of the value
+    scores = interval_score([0.9, 0.9], [1.1, 1.1], [1.0, 1.2], 0.95)
+    assert scores == pytest.approx([0.2, (0.2 + 40 * 0.1) / 1.2])
+    # a band that always covers by being wide scores worse than a tight one that covers
+    wide, tight = interval_score(0.5, 2.0, 1.0, 0.95), interval_score(0.95, 1.05, 1.0, 0.95)
+    assert tight < wide
+
+
+def test_backtest_scores_every_held_out_run():
+    x, L = curve_runs(x=np.logspace(2, 5, 40), noise=0.01, seed=3)
+    result = scale.backtest(x, None, L, form="curve", holdout="n", top=6, n_resamples=0)
+    from labcoat.scale.score import interval_score
+
+    expected = [interval_score(*p["interval"], p["observed"], result.level) for p in result.points]
+    assert [p["interval_score"] for p in result.points] == pytest.approx(expected)
+    assert result.interval_score == pytest.approx(np.mean(expected))
+    assert result.to_dict()["interval_score"] == pytest.approx(result.interval_score)
+    assert all(np.isfinite(p["percent_error"]) for p in result.points)

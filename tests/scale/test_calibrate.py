@@ -132,8 +132,13 @@ def test_forms_within_the_backtests_noise_of_the_chosen_one_are_indistinguishabl
     assert plausible_forms({"m1": _pairs(0.01, n_origins=0)}, "m1", 0.95)[0] == []
 
 
-def test_the_band_moves_onto_each_indistinguishable_forms_prediction_before_the_floor():
+def test_the_band_moves_onto_each_indistinguishable_forms_prediction_before_the_floor(
+    monkeypatch,
+):
+    from labcoat.scale import calibrate
     from labcoat.scale.calibrate import Calibration, widen_for_choice
+
+    monkeypatch.setattr(calibrate, "CHOICE_BAND", "union")
 
     lo, hi = np.array([-0.02, -0.03]), np.array([0.02, 0.03])
     same = widen_for_choice(lo, hi, [])  # healthy: nothing to add
@@ -146,6 +151,27 @@ def test_the_band_moves_onto_each_indistinguishable_forms_prediction_before_the_
     assert (lo[0], hi[0]) == pytest.approx((-0.05, 0.05))  # the floor still bounds it below
     lo, hi = calibration.band([0.0], [np.array([0.1])])
     assert hi[0] == pytest.approx(0.12)
+
+
+def test_forms_the_backtest_cannot_tell_apart_widen_by_their_weighted_spread(monkeypatch):
+    from scipy import stats
+
+    from labcoat.scale import calibrate
+    from labcoat.scale.calibrate import choice_weights, widen_for_choice
+
+    monkeypatch.setattr(calibrate, "CHOICE_BAND", "spread")
+    lo, hi = np.array([-0.02, -0.03]), np.array([0.02, 0.03])
+    agree = widen_for_choice(lo, hi, [np.zeros(2)], [0.5, 0.5])  # forms that agree: no wider
+    assert agree[1] == pytest.approx(hi) and agree[0] == pytest.approx(lo)
+    z = stats.norm.ppf(0.975)
+    wide = widen_for_choice(lo, hi, [np.array([0.1, -0.2])], [0.5, 0.5])
+    assert wide[1] == pytest.approx(np.sqrt(hi**2 + z**2 * 0.5 * np.array([0.1, -0.2]) ** 2))
+    # a form with little evidence moves the band little, far less than the union (0.12, 0.23)
+    weak = widen_for_choice(lo, hi, [np.array([0.1, -0.2])], [0.95, 0.05])
+    assert weak[1][0] < 0.06 and weak[1][1] < 0.1 and np.all(weak[1] > hi)
+    # evidence: RMSE^-k over k late origins; twice the error on 4 late origins weighs 1/16
+    weights = choice_weights({"m1": _pairs(0.01), "m2": _pairs(0.02)}, "m1", ["m2"])
+    assert list(weights.values()) == pytest.approx([16 / 17, 1 / 17])
 
 
 def test_the_frontier_factor_comes_from_the_table_and_multiplies_the_band(monkeypatch):

@@ -136,7 +136,7 @@ def test_bad_values_and_files_are_one_line(cli, runs_csv, tmp_path):
     assert "no such file" in _one_error_line(cli("scale", "fit", tmp_path / "missing.csv", *DATA))
     bad = tmp_path / "bad.csv"
     bad.write_text(runs_csv.read_text().replace("\n", "\n1e9,1e10,6e19,-2.0\n", 1))
-    assert "got -2.0 at entry 0" in _one_error_line(cli("scale", "fit", bad, *DATA))
+    assert "column 'loss' row 1 is -2" in _one_error_line(cli("scale", "fit", bad, *DATA))
     text = tmp_path / "text.csv"
     text.write_text(runs_csv.read_text().replace("\n", "\n1e9,1e10,6e19,oops\n", 1))
     assert "column 'loss' row 1 is 'oops'" in _one_error_line(cli("scale", "fit", text, *DATA))

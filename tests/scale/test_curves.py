@@ -85,3 +85,16 @@ def test_the_level_auto_compares_forms_at_is_a_probability():
         scale.fit(x, None, 3 * x**-0.1, form="m1", level=1.5, n_resamples=0, ledger=False)
     fit = scale.fit(x, None, 3 * x**-0.1, form="m1", level=0.9, n_resamples=0, ledger=False)
     assert fit.params["c"] == pytest.approx(0.1, rel=1e-3)
+
+
+def test_a_rolling_origins_refits_in_one_batch_equal_each_subset_fitted_alone():
+    from labcoat.scale.curves import CURVES
+
+    x = np.logspace(2, 5, 24)[None]
+    loss = (0.5 + 20 * x[0] ** -0.4) * np.exp(np.random.default_rng(2).normal(0, 0.005, 24))
+    form = CURVES["m2"]
+    masks = np.array([x[0] <= cut for cut in (3e3, 1e4, 3e4)])
+    together = form.search_many(x, loss, 1e-3, masks)
+    for keep, theta in zip(masks, together):
+        alone = form.search(x[:, keep], loss[keep], 1e-3).theta
+        assert np.allclose(theta, alone, rtol=1e-5, atol=1e-7)

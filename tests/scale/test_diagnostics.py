@@ -26,6 +26,7 @@ def test_every_check_is_declared_with_what_it_falsifies():
         "scale.bound",
         "scale.flat",
         "scale.residuals",
+        "scale.choice",  # form="auto" only
         "scale.fit",  # the fit itself, stored with it; not among its diagnostics
     }
     assert "scale.fit" not in {f.check for f in _curve(*curve_runs()).findings}

@@ -17,7 +17,8 @@ def _fit(**kw):
 def test_a_fit_is_recorded_with_its_parameters_and_data_fingerprint(tmp_path):
     path = tmp_path / "ledger.db"
     fit = _fit(ledger=str(path))
-    assert fit.ledger["location"].endswith("ledger.db") and len(fit.ledger["findings"]) == 6
+    # the summary and six diagnostics (scale.choice skipped: no choice for a named form)
+    assert fit.ledger["location"].endswith("ledger.db") and len(fit.ledger["findings"]) == 7
     stored = Ledger(path, create=False).findings(source="scale")
     summary = stored[0]
     assert summary.check == "scale.fit"

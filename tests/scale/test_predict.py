@@ -73,7 +73,7 @@ def test_to_dict_is_plain_json(synthetic_fit):
     data = json.loads(json.dumps(synthetic_fit.to_dict()))
     assert set(data["params"]) == {"A", "B", "E", "alpha", "beta"}
     assert set(data["ci"]) == set(data["params"]) and data["n_points"] == 60
-    assert data["warnings"] == [] and len(data["findings"]) == 5
+    assert data["warnings"] == [] and len(data["findings"]) == 6
 
 
 def test_curve_form_predicts_from_one_variable():

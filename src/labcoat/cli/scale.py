@@ -13,6 +13,7 @@ import click
 
 from labcoat.cli.group import Group
 from labcoat.cli.output import (
+    html_option,
     json_option,
     ledger_target,
     level_option,
@@ -80,6 +81,7 @@ def data_options(
         seed_options(help="Seed of the bootstrap."),
         level_option,
         recording_options("the fit"),
+        html_option("Also write the fit (or backtest) as an HTML page."),
         json_option,
     ]
 
@@ -99,20 +101,68 @@ def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
     return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, one)
 
 
-def _fit(*, form, n_resamples, seed, ledger, no_ledger, interval=None, **columns):
-    """The fit the data options ask for, recorded as --ledger/--no-ledger say."""
+def _fit(
+    *,
+    form,
+    n_resamples,
+    seed,
+    ledger,
+    no_ledger,
+    interval=None,
+    html=None,
+    target="loss",
+    metric_col=None,
+    level=0.95,
+    **columns,
+):
+    """The fit the data options ask for, recorded as --ledger/--no-ledger say (a downstream
+    fit with --target accuracy|error and --metric COL)."""
     from labcoat.scale import fit
 
     N, D, L = _read(form=form, **columns)
-    return fit(
-        N,
-        D,
-        L,
-        form=form,
-        n_resamples=n_resamples,
-        seed=seed,
-        ledger=ledger_target(ledger, no_ledger),
-    )
+    if target != "loss":
+        if metric_col is None:
+            raise InputError(f"--metric: --target {target} needs the column of the task's {target}")
+        from labcoat.stats.readers import read_table
+
+        metric = read_table(columns["file"]).scores(metric_col)
+        result = fit(N, D, L, target=target, metric=metric, level=level, ledger=False)
+    else:
+        result = fit(
+            N,
+            D,
+            L,
+            form=form,
+            n_resamples=n_resamples,
+            seed=seed,
+            level=level,
+            ledger=ledger_target(ledger, no_ledger),
+        )
+    _page(result, html)
+    return result
+
+
+def _page(result: Any, html: str | None) -> None:
+    """--html: the result's page, written after the answer is printed."""
+    if html is not None:  # checked before the work (html_option)
+        click.get_current_context().call_on_close(lambda: result.to_html(html, name="scale"))
+
+
+def target_options(fn):
+    """--target and --metric: a downstream metric instead of the loss."""
+    fn = click.option(
+        "--metric",
+        "metric_col",
+        default=None,
+        help="Column with the downstream metric (accuracy or error, in [0, 1]) for --target.",
+    )(fn)
+    return click.option(
+        "--target",
+        type=click.Choice(["loss", "accuracy", "error"]),
+        default="loss",
+        show_default=True,
+        help="Fit the loss, or a downstream accuracy or error (with --metric) through it.",
+    )(fn)
 
 
 def _views(*names: str, **arguments: Any) -> Callable[[], Any]:
@@ -144,9 +194,13 @@ def scale() -> None:
 
 @scale.command("fit")
 @data_options()
+@target_options
 def fit_cmd(level, as_json, interval, **runs):
     """Fit the law (Huber on log loss, every grid start) with intervals and diagnostics."""
-    result = _fit(**runs)
+    result = _fit(level=level, **runs)
+    if runs["target"] != "loss":
+        respond(as_json, result, _views("downstream_view", downstream_view=(result,)))
+        return
     respond(as_json, result.to_dict(level), _views("fit_view", fit_view=(result, level)))
 
 
@@ -172,23 +226,36 @@ def _point(text: str, form: str) -> tuple[float, float | None]:
     required=True,
     help="Where to predict: N,D (or X for --form curve); repeatable.",
 )
+@target_options
 def predict_cmd(level, as_json, at, **runs):
     """Predicted loss at new sizes, with the law's interval and a prediction interval."""
     import numpy as np
 
     form = runs["form"]
     points = [_point(p, "curve" if D_is_none(form) else form) for p in at]
-    result = _fit(**runs)
+    result = _fit(level=level, **runs)
     N = np.array([p[0] for p in points])
     D = None if D_is_none(form) else np.array([p[1] for p in points])
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        prediction = result.predict(N, D, level=level, interval=runs["interval"])
+        if runs["target"] != "loss":
+            prediction = result.predict(N, D)
+        else:
+            prediction = result.predict(N, D, level=level, interval=runs["interval"])
     for w in caught:
-        if w.category.__name__ == "ExtrapolationWarning":
+        if w.category.__name__ in ("ExtrapolationWarning", "PredictabilityWarning"):
             click.echo(f"labcoat: warning: {w.message}", err=True)
+    if runs["target"] != "loss":
+        render = _views(
+            "downstream_prediction_view",
+            "downstream_view",
+            downstream_prediction_view=(prediction,),
+            downstream_view=(result,),
+        )
+        respond(as_json, prediction, render)
+        return
     render = _views(
         "prediction_view", "fit_view", prediction_view=(prediction,), fit_view=(result, level)
     )
@@ -213,7 +280,7 @@ def optimal_cmd(level, as_json, budgets, interval, **runs):
     """Compute-optimal N and D for FLOP budgets (C ≈ 6·N·D), with intervals."""
     if runs["form"] != "chinchilla":
         raise InputError("--form: optimal allocation needs the chinchilla form (loss in N and D)")
-    result = _fit(**runs)
+    result = _fit(level=level, **runs)
     allocation = result.optimal(list(budgets), level=level)
     render = _views(
         "allocation_view", "fit_view", allocation_view=(allocation,), fit_view=(result, level)
@@ -244,7 +311,7 @@ def optimal_cmd(level, as_json, budgets, interval, **runs):
     default=None,
     help="Column naming each run's curve (a task, a model): one backtest per group.",
 )
-def backtest_cmd(level, as_json, top, holdout, by_col, **runs):
+def backtest_cmd(level, as_json, top, holdout, by_col, html, **runs):
     """Fit the smaller runs, predict the K largest: per-run error, RMSE, interval coverage and
     width, and error against extrapolation distance (per group with --by)."""
     from labcoat.scale import backtest
@@ -269,7 +336,19 @@ def backtest_cmd(level, as_json, top, holdout, by_col, **runs):
         raise InputError(
             f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
         )
-    result = backtest(
+    try:
+        result = _backtest(backtest, N, D, L, holdout, top, by, level, runs)
+    except InputError as exc:  # name the option, not the argument, where it is at fault
+        text = str(exc)
+        for arg, option in (("`top`", "--holdout-top"), ("holdout:", "--holdout-by:")):
+            text = text.replace(arg, option)
+        raise InputError(text) from None
+    _page(result, html)
+    respond(as_json, result, lambda: result)
+
+
+def _backtest(backtest, N, D, L, holdout, top, by, level, runs):
+    return backtest(
         N,
         D,
         L,
@@ -282,4 +361,3 @@ def backtest_cmd(level, as_json, top, holdout, by_col, **runs):
         interval=runs["interval"],
         by=by,
     )
-    respond(as_json, result, lambda: result)

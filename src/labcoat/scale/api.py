@@ -131,7 +131,7 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.
     runs; the lowest RMSE of log loss over the extrapolations of the later half of the origins
     wins (ties: the simpler form). On 21 ColPret curves (the last quarter held out) that choice
     matched the best single form, where the RMSE over every origin lost 22 % to it."""
-    from labcoat.scale.calibrate import plausible_forms, rolling_pairs
+    from labcoat.scale.calibrate import rolling_pairs
     from labcoat.scale.curves import AUTO_CANDIDATES, CURVES
 
     if D is not None:
@@ -145,45 +145,126 @@ def choose_form(N: Any, D: Any, L: Any, delta: float, p0: Any, level: float = 0.
     scores: dict[str, float] = {}
     found: dict[str, Any] = {}
     thetas: dict[str, np.ndarray] = {}
+    sizes = np.unique(x[0]).size  # seeds at one size are one point of the curve
     for name in AUTO_CANDIDATES:
         form = CURVES[name]
-        if loss.size < len(form.names) + 1:
+        if sizes < len(form.names) + 1:
             continue
         thetas[name] = grid_search(form, x, loss, delta).theta
         found[name] = rolling_pairs(form, x, loss, delta, thetas[name])
         scores[name] = found[name].late_rmse
-    name, why = pick_form(found)
-    plausible, ratio = plausible_forms(found, name, level)
-    selection = {
-        "chosen": name,
-        "why": why,
-        "backtest_rmse": scores,
-        "indistinguishable": plausible,
-        "indistinguishable_within": ratio,
-    }
-    if plausible:
-        selection["why"] += (
-            f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the backtest at "
-            f"{level:.0%}), so the calibrated interval covers their predictions too"
-        )
+    selection = select_form(found, level)
+    selection["backtest_rmse"] = scores
+    name, plausible = selection["chosen"], selection["indistinguishable"]
     alternatives = {k: thetas[k] for k in plausible}
     return CURVES[name], selection, found.get(name), alternatives
 
 
-def pick_form(found: Mapping[str, Any]) -> tuple[str, str]:
-    """The candidate ``form="auto"`` picks from each one's rolling-origin pairs, and why."""
+def select_form(found: Mapping[str, Any], level: float) -> dict[str, Any]:
+    """``form="auto"``'s choice from each candidate's rolling-origin pairs: the forms refused
+    (a floor above runs already seen), the winner (or the rule, where the evidence is thin),
+    the forms it cannot tell apart with their evidence weights, and why, in words. The one
+    rule the benchmarks score too."""
+    from labcoat.scale import calibrate
+    from labcoat.scale.calibrate import choice_weights, plausible_forms
+
+    refused = floors_above_runs(found)
+    usable = {k: v for k, v in found.items() if k not in refused} or dict(found)
+    name, why, thin = pick_form(usable)
+    if thin:  # no evidence to tell the forms apart: the band holds every fitted form's
+        plausible = [k for k in usable if k != name]
+        ratio = float("nan")
+    else:
+        plausible, ratio = plausible_forms(usable, name, level)
+    weights = choice_weights(usable, name, plausible, thin)
+    if refused:
+        why += "; refused " + ", ".join(
+            f"{k} (an origin's refit put its floor {v:.1%} above the later runs' loss, beyond "
+            "their scatter)"
+            for k, v in refused.items()
+        )
+    if plausible:
+        shown = ", ".join(f"{k} {weights[k]:.2f}" for k in plausible)
+        why += (
+            (
+                f"; {', '.join(plausible)} cannot be told from it"
+                if thin
+                else f"; {', '.join(plausible)} within ×{ratio:.3g} of it (not worse by the "
+                f"backtest at {level:.0%})"
+            )
+            + (
+                ": the interval covers their predictions too"
+                if calibrate.CHOICE_BAND == "union"
+                else ": the interval widens by their predictions' spread weighted by evidence"
+            )
+            + f" (evidence: {name} {weights[name]:.2f}, {shown})"
+        )
+    return {
+        "chosen": name,
+        "why": why,
+        "evidence": "thin" if thin else "backtest",
+        "origins": {k: v.n_origins for k, v in found.items()},
+        "refused": refused,
+        "indistinguishable": plausible,
+        "indistinguishable_within": ratio,
+        "weights": weights,
+    }
+
+
+#: a candidate whose refit at a later origin puts its floor above the mean log loss of the
+#: largest later runs by more than this many standard errors (their own scatter and the fit's
+#: residual scatter, combined) is refused for the curve: it cannot reach runs already seen
+FLOOR_REFUSAL_Z = 3.0
+
+
+def floors_above_runs(found: Mapping[str, Any]) -> dict[str, float]:
+    """The candidates refused for a floor above the runs, and by how much (relative)."""
+    out = {}
+    for name, pairs in found.items():
+        gaps = getattr(pairs, "floor_gaps", None)
+        if gaps is None or not len(gaps) or not np.isfinite(FLOOR_REFUSAL_Z):
+            continue
+        late = gaps[len(gaps) // 2 :]  # the later half: refits that saw most of the runs
+        noise = float(np.sqrt(np.mean(pairs.residuals**2))) if pairs.residuals.size else 0.0
+        margin = FLOOR_REFUSAL_Z * np.sqrt(late[:, 1] ** 2 + noise**2 + pairs.seed_sd**2)
+        excess = late[:, 0] - margin
+        if (excess > 0).any():
+            out[name] = float(np.expm1(late[:, 0].max()))
+    return out
+
+
+#: a form is compared only on at least this many rolling origins, and a choice needs at least
+#: this many such forms (one form with the origins is no comparison)
+CHOICE_MIN_ORIGINS, CHOICE_MIN_FORMS = 3, 2
+
+
+def pick_form(found: Mapping[str, Any]) -> tuple[str, str, bool]:
+    """The candidate ``form="auto"`` picks from each one's rolling-origin pairs, why, and
+    whether the evidence was too thin to choose: then the rule, m2 (the simplest form with a
+    floor), never a form chosen on fewer than ``MIN_ORIGINS`` origins or the only form that
+    had them."""
     from labcoat.scale.curves import AUTO_CANDIDATES
 
-    finite = {k: p.late_rmse for k, p in found.items() if np.isfinite(p.late_rmse)}
-    if not finite:
+    finite = {
+        k: p.late_rmse
+        for k, p in found.items()
+        if np.isfinite(p.late_rmse) and p.n_origins >= CHOICE_MIN_ORIGINS
+    }
+    if len(finite) < CHOICE_MIN_FORMS:
+        most = max((p.n_origins for p in found.values()), default=0)
         name = "m2" if "m2" in found else "m1"
         return (
             name,
-            "too few runs for rolling-origin backtests; m2 (power law with a floor) by default",
+            f"too few runs to choose: {len(finite)} form(s) with the {CHOICE_MIN_ORIGINS} rolling "
+            f"origins a comparison needs (at most {most}); {name} by rule (the simplest form "
+            "with a floor), not by evidence",
+            True,
         )
     name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))
     pairs = found[name]
-    return name, (
+    return (
+        name,
         f"lowest rolling-origin RMSE of log loss, {finite[name]:.3g}, over the extrapolations "
-        f"of the later {pairs.n_origins - pairs.n_origins // 2} of {pairs.n_origins} origins"
+        f"of the later {pairs.n_origins - pairs.n_origins // 2} of {pairs.n_origins} origins",
+        False,
     )

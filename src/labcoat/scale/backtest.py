@@ -18,10 +18,11 @@ from labcoat._validation import PROBABILITY, Interval, Seed, fail, renamed, vali
 from labcoat.errors import InputError
 from labcoat.findings import Finding
 from labcoat.result import Result
-from labcoat.scale.calibrate import ExtrapolationWarning, error_by_distance
+from labcoat.scale.calibrate import ExtrapolationWarning, error_by_distance, point_means
 from labcoat.scale.data import as_losses, as_points
 from labcoat.scale.forms import resolve_form
 from labcoat.scale.result import ScalingFit
+from labcoat.scale.score import interval_score
 
 HOLDOUTS = ("n", "compute")
 
@@ -53,6 +54,11 @@ class BacktestResult(Result):
     median_width: float = float("nan")  # median (high − low) / predicted loss, held-out runs
     error_by_distance: list[dict[str, float]] = field(default_factory=list)
     calibration: dict[str, Any] | None = None
+    #: mean interval score (Gneiting & Raftery 2007) over the held-out points, divided by the
+    #: observed value (:func:`labcoat.scale.score.interval_score`): width plus 2/α × misses
+    interval_score: float = float("nan")
+    #: "runs", or "seed means" when held-out sizes have several runs (scored as their mean)
+    scored: str = "runs"
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(
@@ -62,10 +68,12 @@ class BacktestResult(Result):
                 "n_holdout": self.n_holdout,
                 "level": self.level,
                 "interval": self.interval,
+                "scored": self.scored,
                 "mape": self.mape,
                 "rmse": self.rmse,
                 "coverage": self.coverage,
                 "median_width": self.median_width,
+                "interval_score": self.interval_score,
                 "error_by_distance": self.error_by_distance,
                 "calibration": self.calibration,
                 "form": self.fit.form.name,
@@ -160,31 +168,46 @@ def backtest(
         ledger=fit_options.pop("ledger", False),
         **fit_options,
     )
+    # seeds at one held-out size are one measurement: scored as their (geometric) mean
+    held, log_mean, seeds = point_means(x[:, mask], loss[mask])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
-        prediction = fitted.predict(*_split(x, mask, chosen), level=level, interval=interval)
-    observed = loss[mask]
+        prediction = fitted.predict(
+            *_split(held, np.ones(held.shape[1], bool), chosen), level=level, interval=interval
+        )
+    replicated = bool((seeds > 1).any())
+    scored_band = prediction.interval
+    if replicated and prediction.mean_interval is not None:
+        scored_band = prediction.mean_interval
+    observed = np.exp(log_mean)
     error = prediction.loss - observed
-    covered = prediction.covers(observed) if prediction.interval is not None else None
-    log_error = np.log(observed) - np.log(prediction.loss)
+    covered = score = None
+    if scored_band is not None:
+        covered = (observed >= scored_band[0]) & (observed <= scored_band[1])
+        score = interval_score(scored_band[0], scored_band[1], observed, level)
+    log_error = log_mean - np.log(prediction.loss)
     width = (
         float("nan")
-        if prediction.interval is None
-        else float(np.median((prediction.interval[1] - prediction.interval[0]) / prediction.loss))
+        if scored_band is None
+        else float(np.median((scored_band[1] - scored_band[0]) / prediction.loss))
     )
     points = []
     for i, row in enumerate(prediction.rows()):
         row.update(
             observed=float(observed[i]),
+            seeds=int(seeds[i]),
             error=float(error[i]),
             percent_error=float(100 * error[i] / observed[i]),
             covered=None if covered is None else bool(covered[i]),
+            interval_score=None if score is None else float(score[i]),
         )
         points.append(row)
     key = (
-        0 if described.startswith("mask") else (6 * x[0] * x[1] if "compute" in described else x[0])
+        0
+        if described.startswith("mask")
+        else (6 * held[0] * held[1] if "compute" in described else held[0])
     )
-    order = np.argsort(np.broadcast_to(key, mask.shape)[mask], kind="stable")
+    order = np.argsort(np.broadcast_to(key, seeds.shape), kind="stable")
     return BacktestResult(
         holdout=described,
         points=[points[i] for i in order],  # smallest held-out run first
@@ -199,6 +222,8 @@ def backtest(
         median_width=width,
         error_by_distance=error_by_distance(prediction.distance, log_error, bins=3),
         calibration=prediction.calibration,
+        interval_score=float("nan") if score is None else float(np.mean(score)),
+        scored="seed means" if replicated else "runs",
     )
 
 
@@ -235,6 +260,19 @@ class BacktestSet(Result):
         return float(np.nanmedian(widths)) if widths else float("nan")
 
     @property
+    def interval_score(self) -> float:
+        """Mean interval score (relative to the observed value) over every held-out point."""
+        values = [p["interval_score"] for r in self.results.values() for p in r.points]
+        values = [v for v in values if v is not None]
+        return float(np.mean(values)) if values else float("nan")
+
+    @property
+    def mape(self) -> float:
+        """Mean absolute percentage error over every held-out point of every group."""
+        values = [abs(p["percent_error"]) for r in self.results.values() for p in r.points]
+        return float(np.mean(values)) if values else float("nan")
+
+    @property
     def median_rmse(self) -> float:
         values = [r.rmse for r in self.results.values()]
         return float(np.median(values)) if values else float("nan")
@@ -247,6 +285,8 @@ class BacktestSet(Result):
                 "groups": len(self.results),
                 "coverage": self.coverage,
                 "median_width": self.median_width,
+                "interval_score": self.interval_score,
+                "mape": self.mape,
                 "median_rmse": self.median_rmse,
                 "results": {k: r.to_dict() for k, r in self.results.items()},
                 "failures": self.failures,

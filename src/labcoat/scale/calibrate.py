@@ -48,7 +48,13 @@ class Pairs:
     errors: np.ndarray  # log observed − log predicted
     origins: np.ndarray  # origin index per pair
     n_origins: int
-    residuals: np.ndarray  # the full fit's residuals (d = 0)
+    residuals: np.ndarray  # the full fit's residuals (d = 0), of each size's mean over seeds
+    #: per origin, how far (log) its refit's floor sat above the mean of the largest later
+    #: size's runs, and that size's standard error (log): the evidence a floor is too high
+    floor_gaps: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
+    #: pooled spread (SD of log loss) of the seeds at one size, and its degrees of freedom
+    seed_sd: float = 0.0
+    seed_df: int = 0
 
     @property
     def rmse(self) -> float:
@@ -83,17 +89,26 @@ class Calibration:
     #: the backtest band is multiplied by this (see :func:`frontier_factor`); 1: not at all
     factor: float = 1.0
 
-    def band(self, distance: Any, shifts: Any = ()) -> tuple[np.ndarray, np.ndarray]:
-        """(lower, upper) log-error offsets at each distance; ``shifts`` (form="auto": each
-        indistinguishable form's log prediction minus the chosen one's) widen the backtest band
-        by :func:`widen_for_choice` before the prior's floor applies."""
+    def band(
+        self, distance: Any, shifts: Any = (), weights: Any = None, new_run: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) log-error offsets at each distance, for the curve (the mean over
+        seeds where a size has several); ``shifts`` (form="auto": each indistinguishable
+        form's log prediction minus the chosen one's) with their evidence ``weights`` widen
+        it by :func:`widen_for_choice` before the prior's floor applies. ``new_run``: for one
+        new run, the seeds' own spread (noise a new run shows again) is added in quadrature."""
         d = np.maximum(np.asarray(distance, dtype=float), 0.0)
         lo, hi = self.lower[0] - self.lower[1] * d, self.upper[0] + self.upper[1] * d
         lo, hi = self.factor * lo, self.factor * hi
-        lo, hi = widen_for_choice(lo, hi, shifts)
+        if isinstance(weights, dict):
+            weights = list(weights.values())
+        lo, hi = widen_for_choice(lo, hi, shifts, weights, self.level)
         if self.floor is not None:
             reach = self.floor[0] + self.floor[1] * d
             lo, hi = np.minimum(lo, -reach), np.maximum(hi, reach)
+        if new_run and self.pairs is not None and self.pairs.seed_df > 0:
+            q = stats.t.ppf(0.5 + self.level / 2, self.pairs.seed_df) * self.pairs.seed_sd
+            lo, hi = -np.sqrt(lo**2 + q**2), np.sqrt(hi**2 + q**2)
         return lo, hi
 
     def error_by_distance(self, bins: int = 5) -> list[dict[str, float]]:
@@ -117,6 +132,7 @@ class Calibration:
                 "max_distance": self.max_distance,
                 "n_origins": self.n_origins,
                 "n_pairs": self.n_pairs,
+                "seed_sd": None if self.pairs is None else self.pairs.seed_sd,
                 "error_by_distance": self.error_by_distance(),
             }
         )
@@ -189,6 +205,34 @@ def orderings(x: np.ndarray) -> list[np.ndarray]:
     return [np.log(x[0]), np.log(x).sum(axis=0)]
 
 
+def replicates(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct points (k, m) of the runs and each run's point: seeds at one size are
+    replicates of one measurement, not separate evidence about the law."""
+    uniq, inverse = np.unique(x, axis=1, return_inverse=True)
+    return uniq, np.asarray(inverse).ravel()
+
+
+def point_means(x: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct points, mean log loss at each, seeds at each); the runs as given when no two
+    share a point."""
+    uniq, inverse = replicates(x)
+    if uniq.shape[1] == x.shape[1]:
+        return x, np.log(loss), np.ones(x.shape[1], dtype=int)
+    counts = np.bincount(inverse)
+    return uniq, np.bincount(inverse, np.log(loss)) / counts, counts
+
+
+def seed_spread(x: np.ndarray, loss: np.ndarray) -> tuple[float, int]:
+    """Pooled SD of log loss among runs at the same point, and its degrees of freedom."""
+    uniq, inverse = replicates(x)
+    df = x.shape[1] - uniq.shape[1]
+    if df <= 0:
+        return 0.0, 0
+    logy = np.log(loss)
+    means = np.bincount(inverse, logy) / np.bincount(inverse)
+    return float(np.sqrt(((logy - means[inverse]) ** 2).sum() / df)), int(df)
+
+
 def rolling_pairs(
     form,
     x: np.ndarray,
@@ -198,38 +242,77 @@ def rolling_pairs(
     *,
     n_origins: int = N_ORIGINS,
 ) -> Pairs:
-    """Errors of the form refitted at each origin and extrapolated to every larger run."""
+    """Errors of the form refitted at each origin and extrapolated to every larger point (the
+    mean of its seeds, where a point has several runs)."""
     need = len(form.names) + EXTRA_POINTS
-    distances, errors, origin_ids = [], [], []
+    distances, errors, origin_ids, gaps = [], [], [], []
     seen: set[bytes] = set()
-    k = 0
+    masks = []
     for key in orderings(x):
         lo, hi = float(key.min()), float(key.max())
         for share in np.linspace(FIRST_ORIGIN, LAST_ORIGIN, n_origins):
             fitted = key <= lo + share * (hi - lo) + 1e-12
-            if fitted.sum() < need or fitted.all():
+            if _distinct(x[:, fitted]) < need or fitted.all():
                 continue
             tag = np.packbits(fitted).tobytes()
-            if tag in seen:
-                continue
-            seen.add(tag)
+            if tag not in seen:
+                seen.add(tag)
+                masks.append(fitted)
+    if hasattr(form, "search_many") and masks:  # every origin's refit in one batch
+        subs = list(form.search_many(x, loss, delta, np.array(masks), warm=theta))
+    else:
+        subs = []
+        for fitted in masks:
             try:
-                sub = fit_theta(form, x[:, fitted], loss[fitted], delta, warm=theta)
+                subs.append(fit_theta(form, x[:, fitted], loss[fitted], delta, warm=theta))
             except Exception:  # an origin whose fit fails contributes nothing
-                continue
-            target = ~fitted
-            predicted = form.log_predict(sub, x[:, target])[0]
-            error = np.log(loss[target]) - predicted
-            good = np.isfinite(error)
-            if not good.any():
-                continue
-            distances.append(distance(x[:, fitted], x[:, target])[good])
-            errors.append(error[good])
-            origin_ids.append(np.full(int(good.sum()), k))
-            k += 1
-    residuals = np.log(loss) - form.log_predict(theta, x)[0]
+                subs.append(None)
+    k = 0
+    for fitted, sub in zip(masks, subs):
+        if sub is None or not np.all(np.isfinite(sub)):
+            continue
+        points, observed, _ = point_means(x[:, ~fitted], loss[~fitted])
+        predicted = form.log_predict(sub, points)[0]
+        error = observed - predicted
+        good = np.isfinite(error)
+        if not good.any():
+            continue
+        if hasattr(form, "log_floor"):
+            gaps.append(_floor_gap(form.log_floor(sub)[0], x[:, ~fitted], loss[~fitted]))
+        distances.append(distance(x[:, fitted], points)[good])
+        errors.append(error[good])
+        origin_ids.append(np.full(int(good.sum()), k))
+        k += 1
+    points, observed, _ = point_means(x, loss)
+    residuals = observed - form.log_predict(theta, points)[0]
+    sd, df = seed_spread(x, loss)
     cat = lambda parts, dtype=float: np.concatenate(parts) if parts else np.empty(0, dtype)
-    return Pairs(cat(distances), cat(errors), cat(origin_ids, int), k, residuals)
+    floor_gaps = np.array(gaps, dtype=float).reshape(-1, 2)
+    return Pairs(
+        cat(distances), cat(errors), cat(origin_ids, int), k, residuals, floor_gaps, sd, df
+    )
+
+
+#: the later runs a floor is compared with: the largest this share of the unfitted log range
+FLOOR_TAIL = 0.25
+
+
+def _floor_gap(log_floor: float, x: np.ndarray, loss: np.ndarray) -> tuple[float, float]:
+    """(gap, standard error): how far a law's floor sits above the mean log loss of the
+    largest later runs (the last quarter of their log range, at least two runs), and the
+    standard error of that mean from the runs' own scatter."""
+    key = np.log(x).sum(axis=0)
+    top = key >= key.max() - FLOOR_TAIL * (key.max() - key.min())
+    if top.sum() < 2:
+        top = key >= np.sort(key)[-min(2, key.size)]
+    logy = np.log(loss[top])
+    se = float(np.std(logy, ddof=1) / np.sqrt(logy.size)) if logy.size > 1 else 0.0
+    return float(log_floor - logy.mean()), se
+
+
+def _distinct(x: np.ndarray) -> int:
+    """How many distinct points the runs are at (seeds at one size count once)."""
+    return int(np.unique(x, axis=1).shape[1]) if x.shape[1] else 0
 
 
 def _quantile_line(d, e, tau: float, sign: int) -> tuple[float, float]:
@@ -397,19 +480,55 @@ def plausible_forms(found: dict[str, Pairs], chosen: str, level: float) -> tuple
     return out, ratio
 
 
-def widen_for_choice(lo, hi, shifts) -> tuple[np.ndarray, np.ndarray]:
-    """The band moved onto each plausible form's prediction (``shifts``: its log prediction
-    minus the chosen one's) and joined: the interval holds the error of the choice too."""
+def choice_weights(
+    found: dict[str, Pairs], chosen: str, plausible: list[str], thin: bool = False
+) -> dict[str, float]:
+    """Evidence weights of the chosen form and each plausible one, summing to 1.
+
+    A form's late-origin errors, taken as normal with its own RMSE, have likelihood
+    ``∝ RMSE^(−k)`` over ``k`` late origins (an origin's extrapolations share one fit, so an
+    origin, not a pair, is the unit of evidence): a form 2× worse on 4 origins weighs 1/16.
+    With no evidence (``thin``) every form weighs the same."""
+    names = [chosen, *plausible]
+    pairs = found[chosen]
+    if thin or not np.isfinite(pairs.late_rmse) or pairs.late_rmse <= 0:
+        return {k: 1.0 / len(names) for k in names}
+    k = max(pairs.n_origins - pairs.n_origins // 2, 1)
+    raw = [1.0] + [float((pairs.late_rmse / found[n].late_rmse) ** k) for n in plausible]
+    total = sum(raw)
+    return {n: w / total for n, w in zip(names, raw)}
+
+
+#: how the forms ``form="auto"`` cannot tell apart widen its band: "spread" (their
+#: evidence-weighted spread about the chosen prediction, in quadrature) or "union" (the band
+#: moved onto each one's prediction, joined)
+CHOICE_BAND = "union"
+
+
+def widen_for_choice(lo, hi, shifts, weights=None, level: float = 0.95):
+    """The band widened for the choice of form. ``shifts``: each plausible form's log
+    prediction minus the chosen one's; ``weights``: the chosen form's weight, then theirs
+    (None: equal). "spread": half-widths grow in quadrature by ``z·√(Σ wᵢ·shiftᵢ²)``, so
+    where the forms agree the band is the chosen form's own and a form with little evidence
+    moves it little; "union": the band holds every form's prediction's band."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
-    for shift in shifts:
-        shift = np.where(np.isfinite(shift), shift, 0.0)
-        lo, hi = np.minimum(lo, shift + lo), np.maximum(hi, shift + hi)
-    return lo, hi
+    shifts = [np.where(np.isfinite(s), s, 0.0) for s in shifts]
+    if not shifts:
+        return lo, hi
+    if CHOICE_BAND == "union":
+        for shift in shifts:
+            lo, hi = np.minimum(lo, shift + lo), np.maximum(hi, shift + hi)
+        return lo, hi
+    w = np.full(len(shifts) + 1, 1.0) if weights is None else np.asarray(weights, float)
+    w = w / w.sum()
+    second = sum(wi * s**2 for wi, s in zip(w[1:], shifts))
+    spread = float(stats.norm.ppf(0.5 + level / 2)) ** 2 * second
+    return -np.sqrt(lo**2 + spread), np.sqrt(hi**2 + spread)
 
 
 def warn_if_beyond(calibration: Calibration, distances: np.ndarray) -> None:
     far = float(np.max(distances, initial=0.0))
-    if far > calibration.max_distance:
+    if far > calibration.max_distance + 1e-9:
         warnings.warn(
             f"predicting {far:.2f} log units beyond the fitted runs (×{np.exp(far):.3g}); the "
             f"calibration saw at most {calibration.max_distance:.2f} (×"

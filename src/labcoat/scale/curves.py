@@ -12,9 +12,10 @@ and Vision"), plus one smoothly broken power law (Caballero et al. 2022):
 * ``broken``: ``L = ε∞ + β·x^(−c0)·(1 + (x/d)^(1/s))^(−c1·s)``, whose exponent changes from
   ``c0`` to ``c0 + c1`` around ``x = d`` (sharpness ``s``).
 
-Every form is fitted the same way: Huber (``δ``) on log loss, as for the power-law sums, with
-scipy's trust-region least squares from a few starts read off the data, the lowest objective
-winning. A form's internal parameters are the least-squares variables (log coefficients, raw
+Every form is fitted the same way: Huber (``δ``) on log loss, as for the power-law sums, by a
+batched Levenberg–Marquardt (:mod:`labcoat.scale.lm`) from a few starts read off the data, the
+lowest objective winning; a rolling origin's refits and the bootstrap's run as one batch each.
+A form's internal parameters are the least-squares variables (log coefficients, raw
 exponents); ``natural`` maps them to the published ones.
 """
 
@@ -24,12 +25,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import least_squares
 
 #: Newton steps for M4's implicit equation (it converges in well under 20 from our start)
 M4_NEWTON_STEPS = 40
-#: least-squares iterations per start; flat directions (M4's α against ε0) stop here
-MAX_NFEV = 200
+#: Levenberg–Marquardt iterations per start; flat directions (M4's α against ε0) stop here
+MAX_NFEV = 100
 #: starts that go on from plain least squares to the Huber objective
 HUBER_FINALISTS = 2
 
@@ -62,14 +62,20 @@ def _m4(theta: np.ndarray, logx: np.ndarray) -> np.ndarray:
     t = np.broadcast_to(t, np.broadcast_shapes(t.shape, alpha.shape)).copy()
     alpha_b = np.broadcast_to(alpha, t.shape)
     z = np.where(t < 0, t, t / np.maximum(alpha_b, 1.0))
+    shape = z.shape
+    z, t, a = z.ravel(), t.ravel(), np.ascontiguousarray(alpha_b).ravel()
+    todo = np.arange(z.size)  # only the elements still moving are iterated on
     for _ in range(M4_NEWTON_STEPS):
-        s = 1.0 / (1.0 + np.exp(-z))
-        h = -np.logaddexp(0.0, -z) + alpha_b * np.logaddexp(0.0, z)
-        slope = 1.0 - (1.0 - alpha_b) * s
-        step = np.clip((h - t) / np.maximum(slope, 1e-12), -20.0, 20.0)
-        z = z - step
-        if np.abs(step).max() < 1e-9:
+        zt, at = z[todo], a[todo]
+        s = 1.0 / (1.0 + np.exp(-zt))
+        h = -np.logaddexp(0.0, -zt) + at * np.logaddexp(0.0, zt)
+        slope = 1.0 - (1.0 - at) * s
+        step = np.clip((h - t[todo]) / np.maximum(slope, 1e-12), -20.0, 20.0)
+        z[todo] = zt - step
+        todo = todo[np.abs(step) >= 1e-9]
+        if todo.size == 0:
             break
+    z = z.reshape(shape)
     u = 1.0 / (1.0 + np.exp(-z))
     return np.log(e_inf + span * u)
 
@@ -93,6 +99,8 @@ class CurveForm:
     _natural: Callable[[np.ndarray], np.ndarray]
     _starts: Callable[[np.ndarray, np.ndarray], np.ndarray]
     _bounds: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    #: log of the loss the form tends to as x grows (−inf: none), per row of theta
+    _log_floor: Callable[[np.ndarray], np.ndarray] | None = None
 
     variables = ("x",)
     batched = True  # one process fits its resamples fast; no joblib workers
@@ -106,6 +114,14 @@ class CurveForm:
         with np.errstate(all="ignore"):
             return self._log_predict(theta, np.log(np.asarray(x, dtype=float)[0])[None])
 
+    def log_floor(self, theta: np.ndarray) -> np.ndarray:
+        """``log`` of the loss the law approaches as x grows, one per row of ``theta``."""
+        theta = np.atleast_2d(np.asarray(theta, dtype=float))
+        if self._log_floor is None:
+            return np.full(theta.shape[0], -np.inf)
+        with np.errstate(all="ignore"):
+            return self._log_floor(theta)
+
     def grid(self) -> np.ndarray:  # the starts depend on the data; see ``starts``
         return np.empty((0, len(self.names)))
 
@@ -116,92 +132,119 @@ class CurveForm:
         """The lowest Huber objective from every start (and ``warm``, a previous fit)."""
         from labcoat.scale.objective import SearchResult
 
-        logx, logy = np.log(x[0]), np.log(loss)
-        starts = self._starts(logx, logy)
-        if warm is not None:
-            starts = np.vstack([np.asarray(warm, dtype=float)[None], starts])
-        lows, highs = self._bounds(logx, logy)
-        near = []  # plain least squares from every start; Huber from the best of them
-        for start in starts:
-            result = self._solve(
-                np.clip(start, lows, highs), logx, logy, delta, lows, highs, loss="linear"
-            )
-            if result is not None:
-                near.append((result[1], result[0], start))
-        near.sort(key=lambda item: item[0])
-        best = None
-        for _, theta, start in near[:HUBER_FINALISTS]:
-            result = self._solve(theta, logx, logy, delta, lows, highs)
-            if result is not None and (best is None or result[1] < best[1]):
-                best = (result[0], result[1], start)
-        if best is None:
+        theta, value, start, n_starts = self._search_masks(
+            x, loss, delta, np.ones((1, loss.size), bool), warm
+        )
+        if not np.isfinite(value[0]):
             from labcoat.errors import InputError
 
             raise InputError(f"form {self.name!r}: no start reached a finite fit of these runs")
         return SearchResult(
-            theta=best[0],
-            objective=best[1],
-            start=best[2],
-            n_starts=len(starts),
+            theta=theta[0],
+            objective=float(value[0]),
+            start=start[0],
+            n_starts=n_starts,
             converged=True,
         )
 
-    def refit(self, theta, x, loss, delta, counts) -> np.ndarray:
-        """Warm-started refits on resamples given as per-point counts (rows of ``counts``)."""
+    def search_many(self, x, loss, delta, masks, warm=None) -> np.ndarray:
+        """The best fit on each subset of the runs (rows of the boolean ``masks``), all in one
+        batch: a rolling origin's refits. Rows whose every start failed are NaN."""
+        theta, value, _, _ = self._search_masks(x, loss, delta, np.asarray(masks, bool), warm)
+        theta[~np.isfinite(value)] = np.nan
+        return theta
+
+    def _search_masks(self, x, loss, delta, masks, warm):
+        """Plain least squares from every start of every subset (starts and bounds read off
+        that subset), then Huber from each subset's best ``HUBER_FINALISTS``."""
+        from labcoat.scale.lm import minimize_lm
+
         logx, logy = np.log(x[0]), np.log(loss)
-        lows, highs = self._bounds(logx, logy)
-        out = np.empty((len(counts), theta.size))
-        for i, w in enumerate(counts):
-            keep = w > 0
-            result = self._solve(
-                np.clip(theta, lows, highs), logx[keep], logy[keep], delta, lows, highs, w[keep]
-            )
-            out[i] = theta if result is None else result[0]
-        return out
-
-    def _solve(self, start, logx, logy, delta, lows, highs, weights=None, loss="huber"):
-        root = None if weights is None else np.sqrt(weights)
-
-        def batch(thetas):
-            with np.errstate(all="ignore"):
-                r = self._log_predict(thetas, logx[None]) - logy
-            r = np.where(np.isfinite(r), r, 1e3)
-            return r if root is None else r * root
+        starts, lows, highs, owner = [], [], [], []
+        for m, keep in enumerate(masks):
+            rows = self._starts(logx[keep], logy[keep])
+            if warm is not None:
+                rows = np.vstack([np.asarray(warm, dtype=float)[None], rows])
+            lo, hi = self._bounds(logx[keep], logy[keep])
+            starts.append(rows)
+            lows.append(np.broadcast_to(lo, rows.shape))
+            highs.append(np.broadcast_to(hi, rows.shape))
+            owner.append(np.full(len(rows), m))
+        starts, lows, highs = np.vstack(starts), np.vstack(lows), np.vstack(highs)
+        owner = np.concatenate(owner)
+        weights = masks[owner].astype(float)
 
         def residuals(theta):
-            return batch(theta[None])[0]
+            with np.errstate(all="ignore"):
+                return self._log_predict(theta, logx[None]) - logy
 
-        def jacobian(theta):  # forward differences, all columns in one batched evaluation
-            step = 1e-7 * np.maximum(np.abs(theta), 1.0)
-            step = np.where(theta + step > highs, -step, step)
-            rows = np.vstack([theta[None], theta[None] + np.diag(step)])
-            values = batch(rows)
-            return ((values[1:] - values[0]) / step[:, None]).T
-
-        # Huber on log loss: least_squares's 'huber' with f_scale δ is δ²·ρ(r²/δ²), our loss
-        # times 2; weights enter as √w on residuals, exact inside the band, close outside.
-        # ``loss="linear"``: plain least squares, which converges in few steps; with δ far
-        # below the scatter, Huber from a cold start creeps like least absolute deviations
-        options = {} if loss == "linear" else {"f_scale": delta, "ftol": 1e-12, "xtol": 1e-12}
-        try:
-            run = least_squares(
+        plain, _ = minimize_lm(residuals, starts, weights, lows, highs, max_iter=MAX_NFEV)
+        ranked = _ranked(residuals(plain), weights, delta)
+        finalists = []
+        for m in range(len(masks)):
+            mine = np.flatnonzero(owner == m)
+            mine = mine[np.argsort(ranked[mine], kind="stable")][:HUBER_FINALISTS]
+            finalists.extend(mine[np.isfinite(ranked[mine])])
+        finalists = np.array(finalists, dtype=int)
+        theta = np.full((len(masks), starts.shape[1]), np.nan)
+        value = np.full(len(masks), np.inf)
+        start = np.full((len(masks), starts.shape[1]), np.nan)
+        if finalists.size:
+            fitted, values = minimize_lm(
                 residuals,
-                start,
-                jac=jacobian,
-                bounds=(lows, highs),
-                loss=loss,
-                method="trf",
-                x_scale="jac",
-                max_nfev=MAX_NFEV,
-                **options,
+                plain[finalists],
+                weights[finalists],
+                lows[finalists],
+                highs[finalists],
+                delta=delta,
+                max_iter=MAX_NFEV,
+                ftol=1e-12,
+                xtol=1e-12,
             )
-        except ValueError:
-            return None
-        r = residuals(run.x)
-        if not np.all(np.abs(r) < 1e2):
-            return None
-        c = np.clip(r, -delta, delta)
-        return run.x, float((c * (r - 0.5 * c)).sum())
+            values = _ranked(residuals(fitted), weights[finalists], delta)
+            for i, row in enumerate(finalists):
+                m = owner[row]
+                if values[i] < value[m]:
+                    theta[m], value[m], start[m] = fitted[i], values[i], starts[row]
+        return theta, value, start, len(starts) // max(len(masks), 1)
+
+    def refit(self, theta, x, loss, delta, counts) -> np.ndarray:
+        """Warm-started refits on resamples given as per-point counts (rows of ``counts``)."""
+        from labcoat.scale.lm import minimize_lm
+
+        logx, logy = np.log(x[0]), np.log(loss)
+        lows, highs = self._bounds(logx, logy)
+        counts = np.asarray(counts, dtype=float)
+        k = len(counts)
+
+        def residuals(rows):
+            with np.errstate(all="ignore"):
+                return self._log_predict(rows, logx[None]) - logy
+
+        out, _ = minimize_lm(
+            residuals,
+            np.repeat(np.asarray(theta, float)[None], k, axis=0),
+            counts,
+            np.broadcast_to(lows, (k, theta.size)),
+            np.broadcast_to(highs, (k, theta.size)),
+            delta=delta,
+            max_iter=MAX_NFEV,
+            ftol=1e-12,
+            xtol=1e-12,
+        )
+        bad = ~np.all(np.isfinite(out), axis=1)
+        out[bad] = theta
+        return out
+
+
+def _ranked(r: np.ndarray, weights: np.ndarray, delta: float) -> np.ndarray:
+    """Each row's Huber objective on its own runs; inf where the fit failed on them (a
+    residual of 100 or more in log, or none at all)."""
+    from labcoat.scale.lm import objective
+
+    bad = (((np.abs(r) >= 1e2) | ~np.isfinite(r)) & (weights > 0)).any(axis=1)
+    value = objective(np.where(weights > 0, r, 0.0), weights, delta)
+    return np.where(bad, np.inf, value)
 
 
 def _exp_columns(*columns: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -311,6 +354,7 @@ M2 = CurveForm(
     _exp_columns(0, 2),
     _m2_starts,
     _free(3, [-np.inf, 0.0, -np.inf], [np.inf, 10.0, np.inf]),
+    lambda t: t[:, 2],
 )
 M3 = CurveForm(
     "m3",
@@ -321,6 +365,7 @@ M3 = CurveForm(
     _exp_columns(0, 2),
     _m3_starts,
     _free(3, [-np.inf, 0.0, -200.0], [np.inf, 10.0, 50.0]),
+    lambda t: t[:, 0] + t[:, 1] * t[:, 2],
 )
 M4 = CurveForm(
     "m4",
@@ -331,6 +376,7 @@ M4 = CurveForm(
     _exp_columns(0),
     _m4_starts,
     _m4_bounds,
+    lambda t: np.log(np.maximum(t[:, 3], 0.0)),
 )
 BROKEN = CurveForm(
     "broken",
@@ -341,6 +387,7 @@ BROKEN = CurveForm(
     _exp_columns(0, 3, 4, 5),
     _broken_starts,
     _broken_bounds,
+    lambda t: t[:, 4],
 )
 CURVES: dict[str, CurveForm] = {f.name: f for f in (M1, M2, M3, M4, BROKEN)}
 #: the forms ``form="auto"`` chooses among, cheapest first (ties go to the simpler)

@@ -70,6 +70,12 @@ def training_data(N: Any, D: Any, L: Any, form: Any) -> tuple[np.ndarray, np.nda
     """Inputs (k, n) and losses (n,) for a fit, with at least one more point than parameters."""
     x = as_points(N, D, form)
     loss = as_losses(L, x.shape[1])
+    for name, values in zip(form.variables, x):
+        if loss.size > 1 and np.unique(values).size < 2:
+            raise InputError(
+                f"`{name}`: all {loss.size} runs are at one size ({values[0]:.4g}); a law in "
+                f"{name} needs runs at 2 or more sizes (5 or more to extrapolate)"
+            )
     needed = len(form.names) + 1
     if loss.size < needed:
         raise fail(
@@ -97,27 +103,39 @@ def read_runs(
     from labcoat.stats.readers import read_table
 
     table = read_table(file)
-    loss = table.scores(loss_col)
+
+    def column(name: str) -> np.ndarray:  # positive, named by file, column and row (from 1)
+        values = table.scores(name)
+        bad = np.flatnonzero(values <= 0)
+        if bad.size:
+            raise InputError(
+                f"{file}: column {name!r} row {int(bad[0]) + 1} is {values[bad[0]]:g}; scaling "
+                f"laws need positive values ({bad.size} such row(s)); drop those runs first"
+            )
+        return values
+
+    loss = column(loss_col)
+    if x_col is not None and form != "curve":
+        raise InputError(
+            f"--x: {x_col!r} is a learning curve's column, which --form {form} does not take; "
+            "add --form auto (or curve, m1…m4, broken)"
+        )
     if form == "curve":
         if x_col is None:
             raise InputError("--form curve: give --x COL, the column the loss is a curve of")
-        return table.scores(x_col), None, loss
+        return column(x_col), None, loss
     if n_col is None:
         raise InputError(
             "--n: give the model-size column (and --d, or --flops to derive D = FLOPs / 6N)"
         )
-    n = table.scores(n_col)
+    n = column(n_col)
     if d_col is not None and flops_col is not None:
         raise InputError(
             "--d and --flops: give one; D is derived from FLOPs only when there is no D column"
         )
     if d_col is not None:
-        return n, table.scores(d_col), loss
+        return n, column(d_col), loss
     if flops_col is not None:
-        flops = table.scores(flops_col)
-        if (n <= 0).any():
-            raise InputError(
-                f"{file}: column {n_col!r} has a value <= 0; model sizes must be positive"
-            )
+        flops = column(flops_col)
         return n, flops / (6.0 * n), loss
     raise InputError("--d: give the data column, or --flops COL to derive D = FLOPs / (6 N)")

@@ -322,6 +322,35 @@ def _residual_trend(fit) -> Outcome:
     )
 
 
+def _chose(fit) -> str | None:
+    return None if fit.selection else "only for form='auto'"
+
+
+@CHECKS.check(
+    "scale.choice",
+    layer="scale",
+    severity="warn",
+    falsifies="form='auto' had the evidence to choose its form",
+    predicts="at least two candidates backtested from 3 or more rolling origins each",
+    applies=_chose,
+)
+def _choice(fit) -> Outcome:
+    sel = fit.selection
+    evidence = {
+        "chosen": sel["chosen"],
+        "origins": sel.get("origins", {}),
+        "refused": sel.get("refused", {}),
+        "weights": sel.get("weights", {}),
+    }
+    if sel.get("evidence") == "thin":
+        return warned(
+            f"form='auto' could not choose: {sel['why']}; its interval does not reflect a choice "
+            "among forms. Add runs at more sizes, or name the form you expect",
+            **evidence,
+        )
+    return passed(f"form='auto' chose {sel['chosen']} on its backtests: {sel['why']}", **evidence)
+
+
 def polynomial_trend(values: np.ndarray, residuals: np.ndarray) -> dict[str, float]:
     """R² and F-test p-value of residuals on (z, z²), outliers clipped at 3 robust SDs."""
     n = residuals.size

@@ -66,7 +66,16 @@ def _starts(link: str, u, err):
         ]
     mid = float(np.median(u))
     span = float(err.max() - err.min()) or 0.1
-    return [np.array([float(err.min()), span, k, mid]) for k in (1.0, 5.0, -1.0, -5.0)]
+    starts = [np.array([float(err.min()), span, k, mid]) for k in (1.0, 5.0, -1.0, -5.0)]
+    # steep ones too, centred along the runs: a jump is a sigmoid narrow against their range
+    width = float(np.ptp(u)) or 1.0
+    for centre in np.quantile(u, [0.25, 0.5, 0.75]):
+        for k in (-20.0 / width, 20.0 / width):
+            low = float(err[u <= centre].mean()) if (u <= centre).any() else float(err.mean())
+            high = float(err[u > centre].mean()) if (u > centre).any() else float(err.mean())
+            lo, hi = (low, high) if k > 0 else (high, low)
+            starts.append(np.array([lo, hi - lo, k, float(centre)]))
+    return starts
 
 
 LINK_FUNCTIONS = {"exponential": _exponential, "sigmoid": _sigmoid_link}
@@ -219,6 +228,14 @@ class DownstreamFit(Result):
                 PredictabilityWarning,
                 stacklevel=2,
             )
+        refused = (low <= 0.0) & (high >= 1.0)
+        if refused.any() and self.predictable:
+            warnings.warn(
+                f"{int(refused.sum())} of {refused.size} interval(s) span all of [0, 1]: there "
+                "the fit refuses to predict (the band is wider than the metric's range)",
+                PredictabilityWarning,
+                stacklevel=2,
+            )
         warn_if_beyond(self.calibration, far)
         value, interval = err, (low, high)
         if self.target == "accuracy":
@@ -268,7 +285,6 @@ def fit_downstream(
         Pairs,
         band,
         calibrate,
-        distance,
         frontier_factor,
         orderings,
     )
@@ -303,46 +319,48 @@ def fit_downstream(
         raise fail("metric", f"at least {need} runs to backtest a downstream law", x.shape[1])
     chain = _fit_chain(via, link, form, x, loss, err, huber_delta)
     key = orderings(x)[-1]  # compute (or x)
-    lo, hi = float(key.min()), float(key.max())
-    distances, errors, baseline, origin_ids = [], [], [], []
-    k = 0
-    for share in np.linspace(0.5, 0.9, N_ORIGINS):
-        fitted = key <= lo + share * (hi - lo) + 1e-12
-        if fitted.sum() < 6 or fitted.all():
-            continue
-        try:
-            sub = _fit_chain(
-                via,
-                link,
-                form,
-                x[:, fitted],
-                loss[fitted],
-                err[fitted],
-                huber_delta,
-                warm=chain.theta,
-            )
-        except InputError:
-            continue
-        target_rows = ~fitted
-        predicted = sub.predict(x[:, target_rows])
-        distances.append(distance(x[:, fitted], x[:, target_rows]))
-        errors.append(err[target_rows] - predicted)
-        baseline.append(err[target_rows] - err[fitted].mean())
-        origin_ids.append(np.full(int(target_rows.sum()), k))
-        k += 1
-    if k == 0:
+    run = _rolling(via, chain.link, form, x, loss, err, huber_delta, key, chain.theta)
+    smooth = err - chain.predict(x)
+    jump = find_jump(key, err, smooth)
+    if jump is not None:
+        # the step is in the runs: a sigmoid through it, against compute, is a candidate law
+        stepped = _Chain("compute", "sigmoid", form, None, jump.pop("params"))
+        run_s = _rolling("compute", "sigmoid", form, x, loss, err, huber_delta, key, None)
+        if run_s is not None and (run is None or run_s["mae"] < run["mae"]):
+            chain, run = stepped, run_s
+            jump["used"] = True
+    if run is None:
         raise InputError("metric: no rolling origin had enough runs to backtest the downstream law")
-    d, e = np.concatenate(distances), np.concatenate(errors)
-    base = np.concatenate(baseline)
-    u = loss if via == "loss" else key
+    d, e, k = run["d"], run["e"], run["k"]
+    u = loss if chain.via == "loss" else key
     residuals = err - LINK_FUNCTIONS[chain.link](chain.link_params, u)
     trend = polynomial_trend(u, residuals) if np.unique(u).size >= 4 else {"r2": 0.0, "pvalue": 1}
-    mae, constant_mae = float(np.mean(np.abs(e))), float(np.mean(np.abs(base)))
-    trending = trend["pvalue"] < TREND_P and trend["r2"] >= TREND_R2
+    mae, constant_mae = run["mae"], run["constant_mae"]
+    used = jump is not None and jump["used"]
+    trending = trend["pvalue"] < TREND_P and trend["r2"] >= TREND_R2 and not used
+    pairs = Pairs(d, e, run["origins"], k, residuals)
+    calibration = calibrate(pairs, level, "downstream", use_prior=False)
+    if calibration.method == "prior":  # too few for the band: the backtest's own spread
+        (a, b), _ = band(d, e, level)
+        calibration.upper, calibration.lower, calibration.method = (a, b), (-a, b), "backtest"
+        calibration.max_distance = float(d.max())
+    calibration.factor = frontier_factor(level)
+    if calibration.factor > 1:
+        calibration.method += "×frontier"
+    lo_off, hi_off = calibration.band(np.median(d))
+    span = float(hi_off - lo_off)
+    where = "" if jump is None else f"; {jump_text(jump, chain.via == 'compute')}"
     if mae >= constant_mae:
         predictable, reason = (
             False,
-            (f"backtest error {mae:.3g} is no better than a constant's {constant_mae:.3g}"),
+            f"backtest error {mae:.3g} is no better than a constant's {constant_mae:.3g}{where}",
+        )
+    elif span >= 1.0:
+        predictable, reason = (
+            False,
+            f"refused: its {level:.0%} interval at the backtested distances is {span:.2f} wide, "
+            f"all of [0, 1], so it says nothing (backtest error {mae:.3g}, a constant's "
+            f"{constant_mae:.3g}){where}",
         )
     elif trending:
         predictable, reason = (
@@ -357,22 +375,13 @@ def fit_downstream(
             True,
             (
                 f"backtest error {mae:.3g} against a constant's {constant_mae:.3g} over "
-                f"{e.size} extrapolations from {k} origins"
+                f"{e.size} extrapolations from {k} origins{where}"
             ),
         )
-    pairs = Pairs(d, e, np.concatenate(origin_ids), k, residuals)
-    calibration = calibrate(pairs, level, "downstream", use_prior=False)
-    if calibration.method == "prior":  # too few for the band: the backtest's own spread
-        (a, b), _ = band(d, e, level)
-        calibration.upper, calibration.lower, calibration.method = (a, b), (-a, b), "backtest"
-        calibration.max_distance = float(d.max())
-    calibration.factor = frontier_factor(level)
-    if calibration.factor > 1:
-        calibration.method += "×frontier"
     names = {"exponential": ("E", "log_k", "gamma"), "sigmoid": ("b", "a", "k", "u0")}
     result = DownstreamFit(
         target=target,
-        via=via,
+        via=chain.via,
         link=chain.link,
         params=dict(zip(names[chain.link], map(float, chain.link_params))),
         predictable=predictable,
@@ -383,6 +392,8 @@ def fit_downstream(
             "trend": trend,
             "origins": k,
             "pairs": int(e.size),
+            "jump": jump,
+            "interval_span": span,
         },
         calibration=calibration,
         n_points=int(x.shape[1]),
@@ -391,6 +402,102 @@ def fit_downstream(
     )
     result._findings = [PREDICTABLE.evaluate(result)]
     return result
+
+
+def _rolling(via, link, form, x, loss, err, delta, key, warm) -> dict[str, Any] | None:
+    """The chain refitted at rolling origins by ``key`` and scored on the larger runs, beside
+    the constant (the fitted runs' mean); None when no origin had enough runs."""
+    from labcoat.scale.calibrate import distance
+
+    lo, hi = float(key.min()), float(key.max())
+    distances, errors, baseline, origin_ids = [], [], [], []
+    k = 0
+    for share in np.linspace(0.5, 0.9, N_ORIGINS):
+        fitted = key <= lo + share * (hi - lo) + 1e-12
+        if fitted.sum() < 6 or fitted.all():
+            continue
+        try:
+            sub = _fit_chain(
+                via, link, form, x[:, fitted], loss[fitted], err[fitted], delta, warm=warm
+            )
+        except InputError:
+            continue
+        target_rows = ~fitted
+        predicted = sub.predict(x[:, target_rows])
+        distances.append(distance(x[:, fitted], x[:, target_rows]))
+        errors.append(err[target_rows] - predicted)
+        baseline.append(err[target_rows] - err[fitted].mean())
+        origin_ids.append(np.full(int(target_rows.sum()), k))
+        k += 1
+    if k == 0:
+        return None
+    e, base = np.concatenate(errors), np.concatenate(baseline)
+    return {
+        "d": np.concatenate(distances),
+        "e": e,
+        "base": base,
+        "origins": np.concatenate(origin_ids),
+        "k": k,
+        "mae": float(np.mean(np.abs(e))),
+        "constant_mae": float(np.mean(np.abs(base))),
+    }
+
+
+#: a jump: a sigmoid in log compute (or log x) whose 10–90 % rise spans at most this share of
+#: the runs' log range, centred with JUMP_SIDE runs on each side, beating the smooth law's
+#: BIC by JUMP_BIC and taller than JUMP_HEIGHT times its own residual SD
+JUMP_WIDTH, JUMP_SIDE, JUMP_BIC, JUMP_HEIGHT = 0.5, 3, 10.0, 4.0
+
+
+def find_jump(key: np.ndarray, err: np.ndarray, smooth: np.ndarray) -> dict[str, Any] | None:
+    """A step in the metric inside the fitted runs, or None.
+
+    A sigmoid ``b + a·σ(k·(u − u0))`` of ``u`` = log compute (log x) is fitted and compared
+    with the smooth law's in-sample residuals ``smooth`` by BIC; it is a jump when it wins by
+    :data:`JUMP_BIC`, rises over a narrow part of the runs' range and has runs on both sides."""
+    n = err.size
+    if n < 2 * JUMP_SIDE + 2:
+        return None
+    try:
+        params = fit_link("sigmoid", key, err)
+    except InputError:
+        return None
+    b, a, k, u0 = (float(v) for v in params)
+    fitted = _sigmoid_link(params, key)
+    sse_step = float(((err - fitted) ** 2).sum())
+    sse_smooth = float((smooth**2).sum())
+    tiny = 1e-12 * max(float((err**2).sum()), 1e-300)
+    bic = lambda sse, p: n * np.log(max(sse, tiny) / n) + p * np.log(n)
+    gain = float(bic(sse_smooth, 3) - bic(sse_step, 4))
+    rise = 2 * np.log(9.0) / max(abs(k), 1e-12)  # log units from 10 % to 90 % of the step
+    span = float(np.ptp(key)) or 1.0
+    sides = min(int((key < u0).sum()), int((key > u0).sum()))
+    noise = np.sqrt(sse_step / max(n - 4, 1))
+    if (
+        gain < JUMP_BIC
+        or rise > JUMP_WIDTH * span
+        or sides < JUMP_SIDE
+        or abs(a) < JUMP_HEIGHT * noise
+    ):
+        return None
+    return {
+        "at": float(np.exp(u0)),
+        "log_width": float(rise),
+        "before": b if k > 0 else b + a,
+        "after": b + a if k > 0 else b,
+        "bic_gain": gain,
+        "used": False,
+        "params": params,
+    }
+
+
+def jump_text(jump: dict[str, Any], used: bool) -> str:
+    """One clause saying where the jump is and what became of it."""
+    text = (
+        f"a jump inside the fitted runs at {jump['at']:.3g} (compute, or x): the error moves from "
+        f"{jump['before']:.3g} to {jump['after']:.3g} within {jump['log_width']:.2f} log units"
+    )
+    return text + ("; the sigmoid through it is the law" if used else "")
 
 
 def overtrain_backtest(path, *, verbose: bool = False, level: float = 0.95) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class Prediction:
     method: str = "bootstrap"
     distance: np.ndarray | None = None  # log distance beyond the fitted runs
     calibration: dict[str, Any] | None = None  # how the interval was calibrated, its coverage
+    #: calibrated, with seeds at a size: the interval for the mean of the seeds (``interval``
+    #: is for one new run and adds the seeds' own spread); None when no size had replicates
+    mean_interval: tuple[np.ndarray, np.ndarray] | None = None
 
     def covers(self, observed: Any) -> np.ndarray:
         """Whether each observed loss lies inside its prediction interval."""
@@ -67,6 +70,11 @@ class Prediction:
             )
             if self.distance is not None:
                 row["distance"] = float(self.distance[i])
+            if self.mean_interval is not None:
+                row["mean_interval"] = [
+                    float(self.mean_interval[0][i]),
+                    float(self.mean_interval[1][i]),
+                ]
             out.append(row)
         return out
 
@@ -245,7 +253,7 @@ class ScalingFit(Result):
         x = as_points(N, D, self.form)
         center = self.form.log_predict(self.theta, x)[0]
         far = distance(self._x, x)
-        ci = band = calibration = None
+        ci = band = calibration = mean_band = None
         if len(self.bootstrap_theta) >= 2:
             laws = self.form.log_predict(self.bootstrap_theta, x)  # (K, m)
             ci = tuple(np.exp(q) for q in _quantiles(laws, level, axis=0))
@@ -263,11 +271,17 @@ class ScalingFit(Result):
                     for name, theta in self._alternatives.items()
                 ]
                 calibration["form_choice"] = sorted(self._alternatives)
-            lo, hi = calibrated.band(far, shifts)
+            weights = (self.selection or {}).get("weights") if shifts else None
+            lo, hi = calibrated.band(far, shifts, weights, new_run=True)
             band = (np.exp(center + lo), np.exp(center + hi))
+            if calibrated.pairs is not None and calibrated.pairs.seed_df > 0:
+                lo, hi = calibrated.band(far, shifts, weights)
+                mean_band = (np.exp(center + lo), np.exp(center + hi))
             warn_if_beyond(calibrated, far)
         points = dict(zip(self.form.variables, x))
-        return Prediction(points, np.exp(center), ci, band, level, interval, far, calibration)
+        return Prediction(
+            points, np.exp(center), ci, band, level, interval, far, calibration, mean_band
+        )
 
     def _prediction_quantiles(
         self, laws: np.ndarray, level: float

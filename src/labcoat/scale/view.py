@@ -31,7 +31,10 @@ def fit_view(fit, level: float = 0.95) -> RenderableType:
         f"objective {fit.objective:.6g}",
         style="dim",
     )
-    return Group(table, note, findings_grid(fit.findings))
+    parts = [table, note]
+    if fit.selection:
+        parts.append(Text(f"form {fit.selection['chosen']}: {fit.selection['why']}"))
+    return Group(*parts, findings_grid(fit.findings))
 
 
 def prediction_view(prediction) -> RenderableType:
@@ -90,23 +93,29 @@ def backtest_view(result) -> RenderableType:
         ),
         title_justify="left",
     )
+    means = result.scored == "seed means"
     for column in (
         *variables,
-        "observed",
+        "seeds",
+        "observed (mean)" if means else "observed",
         "predicted",
-        f"{result.level:.0%} interval",
-        "error %",
+        f"{result.level:.0%} interval" + (" of the mean" if means else ""),
+        "point error %",
+        "interval score %",
         "inside",
     ):
         table.add_column(column, justify="right")
     for p in result.points:
         inside = "–" if p["covered"] is None else ("yes" if p["covered"] else "NO")
+        score = p.get("interval_score")
         table.add_row(
             *(_g(p[v], 3) for v in variables),
+            str(p.get("seeds", 1)),
             _g(p["observed"]),
             _g(p["loss"]),
-            _pair(p["interval"]),
+            _pair(p.get("mean_interval") if means else p["interval"]),
             f"{p['percent_error']:+.2f}",
+            "–" if score is None else f"{100 * score:.2f}",
             inside,
         )
     width = (
@@ -123,11 +132,19 @@ def backtest_view(result) -> RenderableType:
         if calibration
         else f"  ·  {result.interval}"
     )
-    summary = Text(
-        f"MAPE {result.mape:.2f}%  ·  RMSE log {result.rmse:.4f}  ·  coverage "
-        f"{result.coverage:.0%} (nominal {result.level:.0%}){width}{how}"
+    score = (
+        ""
+        if result.interval_score != result.interval_score
+        else f"  ·  interval score {100 * result.interval_score:.2f}% of the value"
     )
-    return Group(table, summary, findings_grid(result.fit.findings))
+    summary = Text(
+        f"point error (MAPE) {result.mape:.2f}%  ·  RMSE log {result.rmse:.4f}  ·  coverage "
+        f"{result.coverage:.0%} (nominal {result.level:.0%}){width}{score}{how}"
+    )
+    parts = [table, summary]
+    if result.fit.selection:
+        parts.append(Text(f"form {result.fit.form.name}: {result.fit.selection['why']}"))
+    return Group(*parts, findings_grid(result.fit.findings))
 
 
 def backtest_set_view(result) -> RenderableType:
@@ -135,7 +152,8 @@ def backtest_set_view(result) -> RenderableType:
         title=f"backtests by group ({result.interval} {result.level:.0%} intervals)",
         title_justify="left",
     )
-    for column in ("group", "form", "fitted", "held out", "RMSE log", "coverage", "width"):
+    columns = ("group", "form", "fitted", "held out", "point error %", "RMSE log", "coverage")
+    for column in (*columns, "width", "interval score %"):
         table.add_column(column, justify="right")
     for label, r in result.results.items():
         table.add_row(
@@ -143,13 +161,17 @@ def backtest_set_view(result) -> RenderableType:
             r.fit.form.name,
             str(r.n_fit),
             str(r.n_holdout),
+            f"{r.mape:.2f}",
             f"{r.rmse:.4f}",
             "–" if r.coverage != r.coverage else f"{r.coverage:.0%}",
             "–" if r.median_width != r.median_width else f"{r.median_width:.1%}",
+            "–" if r.interval_score != r.interval_score else f"{100 * r.interval_score:.2f}",
         )
     lines = [
-        f"coverage {result.coverage:.1%} of every held-out run (nominal {result.level:.0%}); "
-        f"median width {result.median_width:.1%}; median RMSE of log loss {result.median_rmse:.4f}"
+        f"coverage {result.coverage:.1%} of every held-out point (nominal {result.level:.0%}); "
+        f"median width {result.median_width:.1%}; interval score "
+        f"{100 * result.interval_score:.2f}% of the value; point error (MAPE) "
+        f"{result.mape:.2f}%; median RMSE of log loss {result.median_rmse:.4f}"
     ]
     lines += [f"{label}: {why}" for label, why in result.failures.items()]
     return Group(table, Text("\n".join(lines)))
@@ -170,3 +192,25 @@ def downstream_view(result) -> RenderableType:
         style="dim",
     )
     return Group(head, meta, findings_grid(result.findings))
+
+
+def downstream_prediction_view(prediction) -> RenderableType:
+    table = Table(
+        title=f"predicted {prediction.target} ({prediction.level:.0%} intervals)"
+        + ("" if prediction.predictable else " — NOT predictable"),
+        title_justify="left",
+    )
+    for name in prediction.points:
+        table.add_column(name, justify="right")
+    for column in (prediction.target, "interval", "log distance"):
+        table.add_column(column, justify="right")
+    for i in range(prediction.value.size):
+        low, high = prediction.interval[0][i], prediction.interval[1][i]
+        shown = "[0, 1]: refused" if low <= 0 and high >= 1 else _pair((low, high), 3)
+        table.add_row(
+            *(_g(v[i]) for v in prediction.points.values()),
+            _g(prediction.value[i], 3),
+            shown,
+            _g(prediction.distance[i], 3),
+        )
+    return table
