@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent(
         return loss
 
     if how == "record":
-        with labcoat.record(model=model, optimizer=opt, every=1000, ledger=False) as rec:
+        with labcoat.replayable(model=model, optimizer=opt, every=1000, ledger=False) as rec:
             for i, x in rec.enumerate("step", data):
                 train(i, x)
     else:

@@ -12,7 +12,7 @@ factory notes (level, logger, step) and the reader gives those to the line that 
 record's message. A record no handler printed is written as a line of its own (stream ``log``).
 
 The step is what :func:`step` last set or, in a process that never calls it, what
-``labcoat.record``'s loops (the step that begins, exact) or ``labcoat.watch``'s ``observe()``
+``labcoat.replayable``'s loops (the step that begins, exact) or ``labcoat.watch``'s ``observe()``
 (the step it last saw) last knew: at each change the capture notes how many bytes each pipe
 holds, so a printed line carries the step it was written in; a logging record carries the step
 at its creation.
@@ -47,7 +47,7 @@ _lock = threading.Lock()
 
 
 #: who told the step, least to most exact: labcoat.watch's observe() (the step it last saw),
-#: labcoat.record's loops (the step in progress), the user's own step() call
+#: labcoat.replayable's loops (the step in progress), the user's own step() call
 WATCH, RECORD, USER = 1, 2, 3
 _TOLD_BY = 0
 
@@ -56,7 +56,7 @@ def step(n: int | None) -> None:
     """Tell labcoat the training step; later lines and records carry it. Cheap: a store, and
     under capture a note of how many bytes each pipe holds now (those belong to the step
     before), a few microseconds once per step. Once called, it is the step lines carry, whatever
-    ``labcoat.watch`` or ``labcoat.record`` know."""
+    ``labcoat.watch`` or ``labcoat.replayable`` know."""
     note_step(n, USER)
 
 
