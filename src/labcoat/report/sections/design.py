@@ -76,12 +76,12 @@ def verdict_section(v: Any, *, title: str = "Design verdict", **_: Any) -> Secti
     try:
         analysis = v.analysis
     except AttributeError:  # a verdict read back from the ledger: the analysis its record keeps
-        from labcoat.design.analysis import DesignAnalysis
+        from labcoat.engines import load_result
 
         kept = v.to_dict()
-        analysis = DesignAnalysis.from_dict(
+        analysis = load_result(
             {k: kept[k] for k in ("metric", "effects", "df", "noise", "level", "alpha")}
-            | {"kind": DesignAnalysis.KIND, "version": DesignAnalysis.VERSION, "findings": []}
+            | {"kind": "design.analysis", "version": 1, "findings": []}
             | {"headline": kept["headline"], "runs": kept["n"]["runs"]}
         )
     reasons = "".join(f"<li>{esc(r)}</li>" for r in v.reasons)
