@@ -9,8 +9,9 @@ import torch
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.features import flat, inputs_are_ids, not_features, row_hashes
-from labcoat.doctor.losses import ignore_index, skipped_labels
+from labcoat.doctor.losses import ignore_index
 from labcoat.doctor.registry import check
+from labcoat.doctor.targets import skip_probe
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 #: features scanned one by one for a leak; wider inputs are images or embeddings
@@ -119,10 +120,6 @@ def label_range(case: Case) -> Outcome:
     return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs{ignored}", **evidence)
 
 
-#: labels tried for being skipped by the loss: the most frequent ones (padding is frequent)
-SKIP_PROBE_LABELS = 64
-
-
 @check(
     "data.labels.skipped",
     layer="data",
@@ -134,27 +131,10 @@ SKIP_PROBE_LABELS = 64
 )
 def labels_skipped(case: Case) -> Outcome:
     y = case.train.y
-    if torch.is_floating_point(y):
-        return skipped("float targets: there is no label for the loss to skip")
-    try:
-        n_out, out = case.n_outputs, case.output
-    except ProbeFailed as exc:
-        return skipped(f"needs the model's output, but {exc}; see the model layer")
-    limit = 2 if n_out == 1 else int(n_out or 0)
-    values, counts = torch.unique(y, return_counts=True)
-    inside = (values >= 0) & (values < limit)
-    values, counts = values[inside], counts[inside]
-    if len(values) < 2:
-        return skipped("fewer than two labels the model can output")
-    tried = values[counts.argsort(descending=True)][:SKIP_PROBE_LABELS].tolist()
-    # a confident model saturates: a class it is sure of gets no gradient from its own output
-    uniform = torch.full_like(out, -float(np.log(max(limit, 2))))
-    try:
-        found = skipped_labels(
-            case.loss_fn, [out, uniform], case.probe_batch.y.to(out.device), tried
-        )
-    except Exception as exc:  # noqa: BLE001 - the model layer reports a loss that raises
-        return skipped(f"the loss raised {type(exc).__name__} (see model.loss.scalar)")
+    probe = skip_probe(case)
+    if isinstance(probe, str):
+        return skipped(probe)
+    tried, found = probe
     if not found:
         return passed(f"the loss scores every label the targets use ({len(tried)} tried)")
     if len(found) == len(tried):
