@@ -641,7 +641,12 @@ def signal_baseline(case: Case) -> Outcome:
     # predicted by baselines fitted on the other folds, gives the test five times the examples
     xall, yall = np.concatenate([xtr, xva]), np.concatenate([ytr, yva])
     folds = _folds(yall, classification)
+    trials = len(pipelines) * len(columns)
     if folds is None:
+        detectable = _detectable(yva[:, column], classification, trials)
+        evidence["detectable"] = detectable
+        if detectable["too_few"]:
+            return skipped(_too_few(summary, p_best, len(yva), detectable), **evidence)
         return failed(
             f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?",
             **evidence,
@@ -658,6 +663,10 @@ def signal_baseline(case: Case) -> Outcome:
             f"signal; {oof} (p={p_oof:.2g})",
             **evidence,
         )
+    detectable = _detectable(yall[:, column], classification, 2 * trials)
+    evidence["detectable"] = detectable
+    if detectable["too_few"]:
+        return skipped(_too_few(f"{summary}; {oof}", p_oof, len(yall), detectable), **evidence)
     return failed(
         f"{summary}: no better than chance (p={p_best:.2g}; {oof}, p={p_oof:.2g}); are inputs "
         "and labels aligned?",
@@ -667,6 +676,55 @@ def signal_baseline(case: Case) -> Outcome:
 
 #: the p-value below which a baseline's agreement with the labels counts as signal
 SIGNAL_P = 0.05
+#: the data are too few to show signal when a baseline would have to beat chance by more than
+#: this (accuracy, classes) or correlate with the targets above this (regression) for the test
+#: to call it signal: no signal there is no evidence against a modest one. Out of fold over two
+#: balanced classes the margin is 0.08 at 512 rows and 0.10 at 320 (labels scrambled within
+#: batches still fail there), 0.13 at 200 and 0.16 at 120 (not judged); ten classes reach 0.125
+#: at about 75 rows
+DETECTABLE_MARGIN = 0.125
+DETECTABLE_CORRELATION = 0.3
+
+
+def _detectable(y: np.ndarray, classification: bool, trials: int) -> dict:
+    """The weakest signal the test could show on these rows at p < 1e-3 (Bonferroni over
+    ``trials``): the accuracy over the agreement of predictions independent of the labels
+    (classes), or the correlation (regression); ``too_few`` when it is more than a modest
+    one."""
+    from statistics import NormalDist
+
+    n = len(y)
+    z = NormalDist().inv_cdf(1 - 1e-3 / max(trials, 1))
+    if classification:
+        _, counts = np.unique(y, return_counts=True)
+        agree = float(((counts / n) ** 2).sum())  # chance agreement of independent predictions
+        margin = z * float(np.sqrt(agree * (1 - agree) / n))
+        return {
+            "rows": n,
+            "chance_agreement": agree,
+            "accuracy_needed": agree + margin,
+            "margin": margin,
+            "too_few": margin > DETECTABLE_MARGIN,
+        }
+    r = float(np.tanh(z / np.sqrt(max(n - 3, 1))))
+    return {"rows": n, "correlation_needed": r, "too_few": r > DETECTABLE_CORRELATION}
+
+
+def _too_few(summary: str, p: float, rows: int, detectable: dict) -> str:
+    """Why no signal on these rows says nothing: what a signal would have needed to show."""
+    if "margin" in detectable:
+        need = (
+            f"a baseline would need accuracy {detectable['accuracy_needed']:.2f} against "
+            f"{detectable['chance_agreement']:.2f} by chance"
+        )
+    else:
+        need = f"a baseline would need a correlation of {detectable['correlation_needed']:.2f}"
+    return (
+        f"{summary} (p={p:.2g}), but {rows} rows are too few to show a modest signal ({need} "
+        "to count): not judged; the overfit and shuffle controls still are"
+    )
+
+
 #: folds of the out-of-fold baselines, run when the held-out rows show no signal
 SIGNAL_FOLDS = 5
 
