@@ -113,6 +113,12 @@ def label_range(case: Case) -> Outcome:
         else ""
     )
     if n_out > 2 and hi + 1 < n_out / 2 and case.inferred_task == "classification":
+        if case.targets_ignored:  # a self-supervised step: its outputs are no classes
+            evidence["note"] = (
+                f"the model has {n_out} outputs and labels reach {hi}, but the train step does "
+                "not use the targets (see update.step.targets)"
+            )
+            return passed(f"labels in [{lo}, {hi}]; the step does not use them", **evidence)
         return warned(
             f"the model has {n_out} outputs but labels only reach {hi} ({used} classes used)",
             **evidence,
@@ -201,11 +207,30 @@ def labels_degenerate(case: Case) -> Outcome:
     if len(values) == 1:
         return failed(f"every training target is {int(values[0])}: a single class", **evidence)
     top = float(share.max())
-    if top > 0.95:
+    if top > 0.95 and _weights_classes(case.loss_fn):  # the imbalance is known and handled
+        evidence["note"] = (
+            f"class {int(values[share.argmax()])} is {top:.1%} of the targets; the loss weights "
+            "the classes (weight or pos_weight)"
+        )
+    elif top > 0.95:
         return warned(
-            f"class {int(values[share.argmax()])} is {top:.1%} of the targets", **evidence
+            f"class {int(values[share.argmax()])} is {top:.1%} of the targets, and the loss does "
+            "not weight the classes (weight= or pos_weight=): the rest may never be predicted",
+            **evidence,
         )
     return passed(f"{len(values)} classes, largest {top:.1%}", **evidence)
+
+
+def _weights_classes(loss_fn: Any) -> bool:
+    """Whether the loss weights classes (``weight`` or ``pos_weight`` of PyTorch's losses, or a
+    ``functools.partial`` passing one)."""
+    import functools
+
+    while isinstance(loss_fn, functools.partial):
+        if any(loss_fn.keywords.get(k) is not None for k in ("weight", "pos_weight")):
+            return True
+        loss_fn = loss_fn.func
+    return any(getattr(loss_fn, k, None) is not None for k in ("weight", "pos_weight"))
 
 
 def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]:
@@ -227,6 +252,11 @@ def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]
     return out
 
 
+#: one input holding more than this share of the rows is a loader returning one item; repeats
+#: spread over many inputs (repeated sentences, boilerplate) are a note
+MOSTLY_ONE_INPUT = 0.5
+
+
 @check(
     "data.inputs.duplicates",
     layer="data",
@@ -234,15 +264,30 @@ def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]
     predicts="most training inputs are distinct",
 )
 def inputs_duplicates(case: Case) -> Outcome:
+    # labcoat's own split draws identical inputs together: copies may all sit on one side
     hashes = row_hashes(case.train.x)
+    if len(case.val) and tuple(case.val.x.shape[1:]) == tuple(case.train.x.shape[1:]):
+        hashes = hashes + row_hashes(case.val.x)
     unique = len(set(hashes))
     n = len(hashes)
     evidence = {"examples": n, "distinct_inputs": unique}
     if unique == 1 and n > 1:
-        return failed(f"all {n} training inputs are identical", **evidence)
-    if unique < 0.5 * n:
-        return warned(f"only {unique} of {n} training inputs are distinct", **evidence)
-    return passed(f"{unique} of {n} training inputs are distinct", **evidence)
+        return failed(f"all {n} inputs are identical", **evidence)
+    _, counts = np.unique(np.array(hashes, dtype=object), return_counts=True)
+    top = int(counts.max())
+    evidence["most_repeated_input"] = top
+    if top > MOSTLY_ONE_INPUT * n:
+        return warned(
+            f"one input is {top} of the {n} rows ({unique} distinct): a loader that "
+            "returns the same item for most indices?",
+            **evidence,
+        )
+    if unique < 0.5 * n:  # repeats spread over many inputs: a fact of the data, not a bug
+        evidence["note"] = (
+            f"only {unique} of {n} inputs are distinct, each repeated about "
+            f"{n / unique:.1f} times (the most {top}): repeated examples weigh more in training"
+        )
+    return passed(f"{unique} of {n} inputs are distinct", **evidence)
 
 
 #: share of the features that may be constant before that is itself suspicious (a zeroed
