@@ -245,3 +245,19 @@ def custom_function_backward_drops_grad_output() -> Verdict:
 @healthy("custom_function_right_backward", source="a custom autograd.Function (ISRLU), right")
 def custom_function_right_backward():
     return _isrlu_verdict(False)
+
+
+@healthy(
+    "padded_causal_lm_pad_is_ignore_index",
+    source="a causal LM over sequences padded with id 0, cross_entropy(ignore_index=0)",
+)
+def padded_causal_lm_pad_is_ignore_index():
+    """Its padding counted as targets to fit and as a token to draw: overfit.batch and
+    shuffle.random_tokens failed it."""
+    from tests.doctor.helpers import PaddedLM, padded_lm_data
+
+    def loss(out, y):
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), ignore_index=0)
+
+    model = PaddedLM()
+    return doctor_verdict(model, padded_lm_data(), loss, adam(model, 3e-3))

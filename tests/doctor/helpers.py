@@ -95,6 +95,35 @@ def token_data(n=256, length=12, vocab=16, seed=0):
     return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
 
 
+class PaddedLM(nn.Module):
+    """A causal language model whose embedding knows the pad id (0)."""
+
+    def __init__(self, vocab=16, d=16, length=8):
+        torch.manual_seed(0)
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, padding_idx=0)
+        self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
+        self.block = nn.TransformerEncoderLayer(d, 2, 32, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        mask = nn.Transformer.generate_square_subsequent_mask(t)
+        return self.out(
+            self.block(self.embed(tokens) + self.pos[:t], src_mask=mask, is_causal=True)
+        )
+
+
+def padded_lm_data(n=160, length=8):
+    """Counting sequences of tokens 1..15 cut at random lengths and padded with 0."""
+    g = torch.Generator().manual_seed(0)
+    start = torch.randint(1, 15, (n, 1), generator=g)
+    seq = (start + torch.arange(length + 1)) % 15 + 1
+    ends = torch.randint(4, length + 1, (n, 1), generator=g)
+    seq = seq.masked_fill(torch.arange(length + 1) > ends, 0)
+    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
 def lm_loss(out, y):
     return nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 

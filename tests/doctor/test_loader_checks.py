@@ -230,3 +230,29 @@ def test_augmentation_seeded_per_worker_or_drawn_from_torch_passes():
             f.evidence["random_augmentation"] is True
             and f.evidence["workers_with_identical_augmentation"] == 0
         )
+
+
+class Epochs(Stream):
+    """A stream that passes over its (sharded) rows several times: repeats across epochs."""
+
+    def __iter__(self):
+        for _ in range(3):
+            yield from super().__iter__()
+
+
+@pytest.mark.check("doctor.data.loader.workers", healthy=True)
+def test_a_sharded_stream_repeating_its_rows_across_epochs_passes():
+    x, y = digits()
+    f = loader_report(DataLoader(Epochs(x[:200], y[:200]), batch_size=32, num_workers=2))[
+        "data.loader.workers"
+    ]
+    assert f.status == "pass", f.message
+    assert f.evidence["repeated_share_workers"] > 0.5  # the epochs repeat, in one process too
+
+
+@pytest.mark.check("doctor.data.loader.workers", planted=True)
+def test_the_same_stream_unsharded_duplicates_rows_within_an_epoch_and_fails():
+    x, y = digits()
+    loader = DataLoader(Epochs(x[:200], y[:200], shard=False), batch_size=32, num_workers=2)
+    f = loader_report(loader)["data.loader.workers"]
+    assert f.status == "fail", f.message

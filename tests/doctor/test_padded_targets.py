@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from tests.corpus.healthy import Tagger
-from tests.doctor.helpers import diagnose
+from tests.doctor.helpers import PaddedLM, diagnose, padded_lm_data
 
 
 def tagged(pad_tag: int, n: int = 160, length: int = 8):
@@ -40,32 +40,6 @@ def test_padding_tagged_with_a_real_tag_fails():
 def test_padding_tagged_minus_100_passes():
     f = padded_targets(Tagger(), tagged(-100), nn.CrossEntropyLoss())
     assert f.status == "pass", f.message
-
-
-class PaddedLM(nn.Module):
-    def __init__(self, vocab=16, d=16, length=8):
-        torch.manual_seed(0)
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d, padding_idx=0)
-        self.pos = nn.Parameter(torch.randn(length, d) * 0.1)
-        self.block = nn.TransformerEncoderLayer(d, 2, 32, dropout=0.0, batch_first=True)
-        self.out = nn.Linear(d, vocab)
-
-    def forward(self, tokens):
-        t = tokens.shape[1]
-        mask = nn.Transformer.generate_square_subsequent_mask(t)
-        return self.out(
-            self.block(self.embed(tokens) + self.pos[:t], src_mask=mask, is_causal=True)
-        )
-
-
-def padded_lm_data(n=160, length=8):
-    g = torch.Generator().manual_seed(0)
-    start = torch.randint(1, 15, (n, 1), generator=g)
-    seq = (start + torch.arange(length + 1)) % 15 + 1
-    ends = torch.randint(4, length + 1, (n, 1), generator=g)
-    seq = seq.masked_fill(torch.arange(length + 1) > ends, 0)
-    return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
 
 
 def lm_loss(out, y, **kw):

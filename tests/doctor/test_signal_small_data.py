@@ -43,3 +43,21 @@ def test_the_same_rows_with_misaligned_labels_still_fail():
     f = signal(x, y[torch.randperm(len(y), generator=torch.Generator().manual_seed(0))])
     assert f.status == "fail", f.message
     assert f.evidence["pvalue_out_of_fold"] > 1e-3
+
+
+@pytest.mark.check("doctor.data.signal.baseline", healthy=True)
+def test_a_healthy_1024_row_padded_token_classifier_passes_without_a_warning():
+    # it warned before (p = 0.0012, weak signal); weak signal is signal
+    f = signal(*ascents(1024, seed=1))
+    assert f.status == "pass", f.message
+
+
+@pytest.mark.check("doctor.data.signal.baseline", healthy=True)
+def test_rows_too_few_to_show_a_modest_signal_are_not_judged():
+    # 120 rows: out of fold p = 0.21, which failed; a baseline would need accuracy 0.70
+    # against 0.54 by chance to count, so no signal here is no evidence of a bug
+    f = signal(*ascents(120, seed=2))
+    assert f.status == "skip", f.message
+    assert "too few to show a modest signal" in f.message
+    assert f.evidence["pvalue_out_of_fold"] > 1e-3
+    assert f.evidence["detectable"]["too_few"] and f.evidence["detectable"]["margin"] > 0.1

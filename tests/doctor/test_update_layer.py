@@ -342,12 +342,15 @@ class Siamese(nn.Module):
         return self.head(h)
 
 
-def test_a_parameter_the_output_does_not_depend_on_warns_and_one_cut_by_round_still_fails():
+@pytest.mark.check("doctor.update.params.moved", healthy=True)
+@pytest.mark.check("doctor.update.params.moved", planted=True)
+def test_a_parameter_the_output_does_not_depend_on_is_a_note_and_one_cut_by_round_fails():
     x, y = digits()
     pairs = x[:400, ::2].reshape(200, 64)  # two digits a row, every other pixel of each
     same = (y[:400:2] == y[1:400:2]).long()
     healthy = update_report(Siamese(), data=(pairs, same))["update.params.moved"]
-    assert healthy.status == "warn" and healthy.evidence["without_effect"] == ["enc.2.bias"]
+    assert healthy.status == "pass" and healthy.evidence["without_effect"] == ["enc.2.bias"]
+    assert "could be removed" in healthy.evidence["note"]
     broken = update_report(Siamese(rounded=True), data=(pairs, same))["update.params.moved"]
     assert broken.status == "fail" and "head.weight" in broken.evidence["did_not_move"]
     assert broken.evidence["without_effect"] == ["enc.2.bias"]

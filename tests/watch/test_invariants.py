@@ -53,6 +53,7 @@ def test_every_builtin_kind_is_registered_once_with_its_declaration():
             "no_step",
             "repeat_batch",
             "eval_mode",
+            "resume_jump",
         )
     )
     assert len(set(INVARIANTS.ids())) == len(INVARIANTS.ids())

@@ -43,19 +43,59 @@ def load_checkpoint(checkpoint: Any) -> Mapping[str, Any]:
     return checkpoint
 
 
+#: batches of ``data`` the loss check reads
+RESUME_BATCHES = 8
+
+
+def _batches(data: Any) -> list[tuple[Any, Any]] | None:
+    """Up to :data:`RESUME_BATCHES` ``(inputs, targets)`` tensor pairs from ``data``."""
+    import itertools
+
+    import torch
+
+    if data is None:
+        return None
+
+    def pair(batch: Any) -> tuple[Any, Any] | None:
+        if isinstance(batch, (tuple, list)) and len(batch) == 2:
+            if all(isinstance(t, torch.Tensor) for t in batch) and len(batch[0]) == len(batch[1]):
+                return batch[0], batch[1]
+        return None
+
+    one = pair(data)
+    if one is not None:
+        return [one]
+    try:
+        taken = list(itertools.islice(iter(data), RESUME_BATCHES))
+    except TypeError:
+        taken = []
+    batches = [pair(b) for b in taken]
+    if not batches or any(b is None for b in batches):
+        raise InputError(
+            "data: expected an (inputs, targets) pair of tensors or an iterable of them (a "
+            f"DataLoader); got {type(data).__name__}"
+        )
+    return batches  # type: ignore[return-value]
+
+
 def check_resume(
     model: Any,
     optimizer: Any = None,
     scheduler: Any = None,
     checkpoint: Any = None,
     *,
+    data: Any = None,
+    loss_fn: Any = None,
     ledger: Any = None,
 ) -> Any:
     """Check that ``model`` (and ``optimizer``, ``scheduler``) as your resume code left them
     hold what ``checkpoint`` (a dict or a path) holds: every parameter and buffer, the
-    optimizer's moments and step counts, the scheduler's position. Returns a doctor Diagnosis whose
-    findings are ``update.resume.model``, ``.optimizer`` and ``.scheduler``; ``ledger`` as in
-    :func:`labcoat.diagnose` (``False``: record nowhere)."""
+    optimizer's moments and step counts, the scheduler's position; with ``data`` (an
+    ``(inputs, targets)`` batch or an iterable of them, as the resumed run reads them) and
+    ``loss_fn``, that the model's loss there continues the loss the checkpoint recorded (under
+    ``loss``). Returns a doctor Diagnosis whose findings are ``update.resume.model``,
+    ``.optimizer``, ``.scheduler`` and ``.loss``; ``ledger`` as in :func:`labcoat.diagnose`
+    (``False``: record nowhere)."""
     import torch
     from torch import nn
 
@@ -72,7 +112,13 @@ def check_resume(
         raise InputError(f"scheduler: expected an LR scheduler; got {type(scheduler).__name__}")
     if checkpoint is None:
         raise InputError("checkpoint: pass the checkpoint (a dict or a path) the resume read")
-    state = ResumeState(model, optimizer, scheduler, load_checkpoint(checkpoint))
+    if (data is None) != (loss_fn is None):
+        raise InputError("data and loss_fn: pass both (the loss check needs the two) or neither")
+    if loss_fn is not None and not callable(loss_fn):
+        raise InputError(f"loss_fn: expected a callable; got {type(loss_fn).__name__}")
+    state = ResumeState(
+        model, optimizer, scheduler, load_checkpoint(checkpoint), _batches(data), loss_fn
+    )
     target = _Resumed(state)
     findings = [run_check(c, target) for c in REGISTRY if c.id.startswith("update.resume.")]
     report = Diagnosis(findings, ["update"])

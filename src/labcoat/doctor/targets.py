@@ -16,11 +16,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch.nn import functional as F
 
+from labcoat.doctor.case import ProbeFailed
 from labcoat.doctor.features import row_hashes
-from labcoat.doctor.losses import takes_probabilities
+from labcoat.doctor.losses import skipped_labels, takes_probabilities
 
 #: probabilities below this become this in log space, so no output is infinite
 _EPS = 1e-9
@@ -35,6 +37,9 @@ class Layout:
     takes_probabilities: bool = False  # a single-logit model feeding nn.BCELoss
     # sequences: output t is scored against target t + shift (1: the loss shifts labels itself)
     shift: int = 0
+    # labels the model can output that the loss gives no gradient (its ignore_index, when that
+    # is a pad id inside the vocabulary): targets carrying them are not scored
+    skipped: tuple[int, ...] = ()
 
     @property
     def categorical(self) -> bool:
@@ -47,14 +52,63 @@ class Layout:
 
 
 def layout_of(case: Any) -> Layout:
-    """The layout of a doctor case; for sequences, the shift is read off the user's loss."""
+    """The layout of a doctor case; for sequences, the shift is read off the user's loss; the
+    labels the loss skips are read off what it does."""
     layout = Layout(case.inferred_task, case.n_outputs, takes_probabilities(case.loss_fn))
+    if layout.categorical:
+        layout = dataclasses.replace(layout, skipped=tuple(labels_the_loss_skips(case)))
     if layout.task != "sequence":
         return layout
     shift = case.probe_once(
         "loss shift", lambda: loss_shift(case.loss_fn, case.probe_batch.y, case.output, layout)
     )
     return dataclasses.replace(layout, shift=shift)
+
+
+#: labels tried for being skipped by the loss: the most frequent ones (padding is frequent)
+SKIP_PROBE_LABELS = 64
+
+
+def labels_the_loss_skips(case: Any) -> list[int]:
+    """Of the most frequent training labels the model can output, those the loss gives no
+    gradient (read off what it does, so a plain function passing ``ignore_index`` counts); none
+    when it skips every one (nothing then tells them apart) or cannot be asked."""
+    probe = skip_probe(case)
+    if isinstance(probe, str):
+        return []
+    tried, found = probe
+    return [] if len(found) == len(tried) else found
+
+
+def skip_probe(case: Any) -> tuple[list[int], list[int]] | str:
+    """The labels tried and those the loss skips, or why they cannot be tried (run once)."""
+    return case.probe_once("labels the loss skips", lambda: _skip_probe(case))
+
+
+def _skip_probe(case: Any) -> tuple[list[int], list[int]] | str:
+    y = case.train.y
+    if torch.is_floating_point(y):
+        return "float targets: there is no label for the loss to skip"
+    try:
+        n_out, out = case.n_outputs, case.output
+    except ProbeFailed as exc:
+        return f"needs the model's output, but {exc}; see the model layer"
+    limit = 2 if n_out == 1 else int(n_out or 0)
+    values, counts = torch.unique(y, return_counts=True)
+    inside = (values >= 0) & (values < limit)
+    values, counts = values[inside], counts[inside]
+    if len(values) < 2:
+        return "fewer than two labels the model can output"
+    tried = values[counts.argsort(descending=True)][:SKIP_PROBE_LABELS].tolist()
+    # a confident model saturates: a class it is sure of gets no gradient from its own output
+    uniform = torch.full_like(out, -float(np.log(max(limit, 2))))
+    try:
+        found = skipped_labels(
+            case.loss_fn, [out, uniform], case.probe_batch.y.to(out.device), tried
+        )
+    except Exception as exc:  # noqa: BLE001 - the model layer reports a loss that raises
+        return f"the loss raised {type(exc).__name__} (see model.loss.scalar)"
+    return tried, found
 
 
 def aligned(y: torch.Tensor, layout: Layout) -> torch.Tensor:
@@ -127,11 +181,15 @@ def _loss_relates(loss_fn: Callable, out: torch.Tensor, y: torch.Tensor) -> bool
 
 
 def valid_targets(y: torch.Tensor, layout: Layout) -> torch.Tensor:
-    """Targets a classifier can be scored on (padding such as ``ignore_index=-100`` is not)."""
+    """Targets a classifier can be scored on (padding such as ``ignore_index=-100`` is not, nor
+    a pad id inside the vocabulary that the loss skips)."""
     if not layout.categorical:
         return torch.ones_like(y, dtype=torch.bool)
     labels = y.long()
-    return (labels >= 0) & (labels < layout.n_classes) & (labels == y)
+    valid = (labels >= 0) & (labels < layout.n_classes) & (labels == y)
+    if layout.skipped:
+        valid &= ~torch.isin(labels, torch.tensor(layout.skipped, device=labels.device))
+    return valid
 
 
 def contexts(x: torch.Tensor, y: torch.Tensor, layout: Layout) -> torch.Tensor:

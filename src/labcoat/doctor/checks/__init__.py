@@ -7,6 +7,7 @@ from labcoat.doctor.checks import (  # noqa: F401
     model,
     overfit,
     resume,
+    rows,
     sequences,
     shuffle,
     update,

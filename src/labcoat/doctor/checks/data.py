@@ -9,8 +9,9 @@ import torch
 
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.features import flat, inputs_are_ids, not_features, row_hashes
-from labcoat.doctor.losses import ignore_index, skipped_labels
+from labcoat.doctor.losses import ignore_index
 from labcoat.doctor.registry import check
+from labcoat.doctor.targets import skip_probe
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 #: features scanned one by one for a leak; wider inputs are images or embeddings
@@ -112,15 +113,17 @@ def label_range(case: Case) -> Outcome:
         else ""
     )
     if n_out > 2 and hi + 1 < n_out / 2 and case.inferred_task == "classification":
+        if case.targets_ignored:  # a self-supervised step: its outputs are no classes
+            evidence["note"] = (
+                f"the model has {n_out} outputs and labels reach {hi}, but the train step does "
+                "not use the targets (see update.step.targets)"
+            )
+            return passed(f"labels in [{lo}, {hi}]; the step does not use them", **evidence)
         return warned(
             f"the model has {n_out} outputs but labels only reach {hi} ({used} classes used)",
             **evidence,
         )
     return passed(f"labels in [{lo}, {hi}] fit {n_out} outputs{ignored}", **evidence)
-
-
-#: labels tried for being skipped by the loss: the most frequent ones (padding is frequent)
-SKIP_PROBE_LABELS = 64
 
 
 @check(
@@ -134,27 +137,10 @@ SKIP_PROBE_LABELS = 64
 )
 def labels_skipped(case: Case) -> Outcome:
     y = case.train.y
-    if torch.is_floating_point(y):
-        return skipped("float targets: there is no label for the loss to skip")
-    try:
-        n_out, out = case.n_outputs, case.output
-    except ProbeFailed as exc:
-        return skipped(f"needs the model's output, but {exc}; see the model layer")
-    limit = 2 if n_out == 1 else int(n_out or 0)
-    values, counts = torch.unique(y, return_counts=True)
-    inside = (values >= 0) & (values < limit)
-    values, counts = values[inside], counts[inside]
-    if len(values) < 2:
-        return skipped("fewer than two labels the model can output")
-    tried = values[counts.argsort(descending=True)][:SKIP_PROBE_LABELS].tolist()
-    # a confident model saturates: a class it is sure of gets no gradient from its own output
-    uniform = torch.full_like(out, -float(np.log(max(limit, 2))))
-    try:
-        found = skipped_labels(
-            case.loss_fn, [out, uniform], case.probe_batch.y.to(out.device), tried
-        )
-    except Exception as exc:  # noqa: BLE001 - the model layer reports a loss that raises
-        return skipped(f"the loss raised {type(exc).__name__} (see model.loss.scalar)")
+    probe = skip_probe(case)
+    if isinstance(probe, str):
+        return skipped(probe)
+    tried, found = probe
     if not found:
         return passed(f"the loss scores every label the targets use ({len(tried)} tried)")
     if len(found) == len(tried):
@@ -221,11 +207,30 @@ def labels_degenerate(case: Case) -> Outcome:
     if len(values) == 1:
         return failed(f"every training target is {int(values[0])}: a single class", **evidence)
     top = float(share.max())
-    if top > 0.95:
+    if top > 0.95 and _weights_classes(case.loss_fn):  # the imbalance is known and handled
+        evidence["note"] = (
+            f"class {int(values[share.argmax()])} is {top:.1%} of the targets; the loss weights "
+            "the classes (weight or pos_weight)"
+        )
+    elif top > 0.95:
         return warned(
-            f"class {int(values[share.argmax()])} is {top:.1%} of the targets", **evidence
+            f"class {int(values[share.argmax()])} is {top:.1%} of the targets, and the loss does "
+            "not weight the classes (weight= or pos_weight=): the rest may never be predicted",
+            **evidence,
         )
     return passed(f"{len(values)} classes, largest {top:.1%}", **evidence)
+
+
+def _weights_classes(loss_fn: Any) -> bool:
+    """Whether the loss weights classes (``weight`` or ``pos_weight`` of PyTorch's losses, or a
+    ``functools.partial`` passing one)."""
+    import functools
+
+    while isinstance(loss_fn, functools.partial):
+        if any(loss_fn.keywords.get(k) is not None for k in ("weight", "pos_weight")):
+            return True
+        loss_fn = loss_fn.func
+    return any(getattr(loss_fn, k, None) is not None for k in ("weight", "pos_weight"))
 
 
 def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]:
@@ -247,6 +252,11 @@ def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]
     return out
 
 
+#: one input holding more than this share of the rows is a loader returning one item; repeats
+#: spread over many inputs (repeated sentences, boilerplate) are a note
+MOSTLY_ONE_INPUT = 0.5
+
+
 @check(
     "data.inputs.duplicates",
     layer="data",
@@ -254,15 +264,30 @@ def _examples_per_class(case: Case, per_class: int = 2) -> dict[int, list[dict]]
     predicts="most training inputs are distinct",
 )
 def inputs_duplicates(case: Case) -> Outcome:
+    # labcoat's own split draws identical inputs together: copies may all sit on one side
     hashes = row_hashes(case.train.x)
+    if len(case.val) and tuple(case.val.x.shape[1:]) == tuple(case.train.x.shape[1:]):
+        hashes = hashes + row_hashes(case.val.x)
     unique = len(set(hashes))
     n = len(hashes)
     evidence = {"examples": n, "distinct_inputs": unique}
     if unique == 1 and n > 1:
-        return failed(f"all {n} training inputs are identical", **evidence)
-    if unique < 0.5 * n:
-        return warned(f"only {unique} of {n} training inputs are distinct", **evidence)
-    return passed(f"{unique} of {n} training inputs are distinct", **evidence)
+        return failed(f"all {n} inputs are identical", **evidence)
+    _, counts = np.unique(np.array(hashes, dtype=object), return_counts=True)
+    top = int(counts.max())
+    evidence["most_repeated_input"] = top
+    if top > MOSTLY_ONE_INPUT * n:
+        return warned(
+            f"one input is {top} of the {n} rows ({unique} distinct): a loader that "
+            "returns the same item for most indices?",
+            **evidence,
+        )
+    if unique < 0.5 * n:  # repeats spread over many inputs: a fact of the data, not a bug
+        evidence["note"] = (
+            f"only {unique} of {n} inputs are distinct, each repeated about "
+            f"{n / unique:.1f} times (the most {top}): repeated examples weigh more in training"
+        )
+    return passed(f"{unique} of {n} inputs are distinct", **evidence)
 
 
 #: share of the features that may be constant before that is itself suspicious (a zeroed
@@ -661,7 +686,12 @@ def signal_baseline(case: Case) -> Outcome:
     # predicted by baselines fitted on the other folds, gives the test five times the examples
     xall, yall = np.concatenate([xtr, xva]), np.concatenate([ytr, yva])
     folds = _folds(yall, classification)
+    trials = len(pipelines) * len(columns)
     if folds is None:
+        detectable = _detectable(yva[:, column], classification, trials)
+        evidence["detectable"] = detectable
+        if detectable["too_few"]:
+            return skipped(_too_few(summary, p_best, len(yva), detectable), **evidence)
         return failed(
             f"{summary}: no better than chance (p={p_best:.2g}); are inputs and labels aligned?",
             **evidence,
@@ -678,6 +708,10 @@ def signal_baseline(case: Case) -> Outcome:
             f"signal; {oof} (p={p_oof:.2g})",
             **evidence,
         )
+    detectable = _detectable(yall[:, column], classification, 2 * trials)
+    evidence["detectable"] = detectable
+    if detectable["too_few"]:
+        return skipped(_too_few(f"{summary}; {oof}", p_oof, len(yall), detectable), **evidence)
     return failed(
         f"{summary}: no better than chance (p={p_best:.2g}; {oof}, p={p_oof:.2g}); are inputs "
         "and labels aligned?",
@@ -687,6 +721,55 @@ def signal_baseline(case: Case) -> Outcome:
 
 #: the p-value below which a baseline's agreement with the labels counts as signal
 SIGNAL_P = 0.05
+#: the data are too few to show signal when a baseline would have to beat chance by more than
+#: this (accuracy, classes) or correlate with the targets above this (regression) for the test
+#: to call it signal: no signal there is no evidence against a modest one. Out of fold over two
+#: balanced classes the margin is 0.08 at 512 rows and 0.10 at 320 (labels scrambled within
+#: batches still fail there), 0.13 at 200 and 0.16 at 120 (not judged); ten classes reach 0.125
+#: at about 75 rows
+DETECTABLE_MARGIN = 0.125
+DETECTABLE_CORRELATION = 0.3
+
+
+def _detectable(y: np.ndarray, classification: bool, trials: int) -> dict:
+    """The weakest signal the test could show on these rows at p < 1e-3 (Bonferroni over
+    ``trials``): the accuracy over the agreement of predictions independent of the labels
+    (classes), or the correlation (regression); ``too_few`` when it is more than a modest
+    one."""
+    from statistics import NormalDist
+
+    n = len(y)
+    z = NormalDist().inv_cdf(1 - 1e-3 / max(trials, 1))
+    if classification:
+        _, counts = np.unique(y, return_counts=True)
+        agree = float(((counts / n) ** 2).sum())  # chance agreement of independent predictions
+        margin = z * float(np.sqrt(agree * (1 - agree) / n))
+        return {
+            "rows": n,
+            "chance_agreement": agree,
+            "accuracy_needed": agree + margin,
+            "margin": margin,
+            "too_few": margin > DETECTABLE_MARGIN,
+        }
+    r = float(np.tanh(z / np.sqrt(max(n - 3, 1))))
+    return {"rows": n, "correlation_needed": r, "too_few": r > DETECTABLE_CORRELATION}
+
+
+def _too_few(summary: str, p: float, rows: int, detectable: dict) -> str:
+    """Why no signal on these rows says nothing: what a signal would have needed to show."""
+    if "margin" in detectable:
+        need = (
+            f"a baseline would need accuracy {detectable['accuracy_needed']:.2f} against "
+            f"{detectable['chance_agreement']:.2f} by chance"
+        )
+    else:
+        need = f"a baseline would need a correlation of {detectable['correlation_needed']:.2f}"
+    return (
+        f"{summary} (p={p:.2g}), but {rows} rows are too few to show a modest signal ({need} "
+        "to count): not judged; the overfit and shuffle controls still are"
+    )
+
+
 #: folds of the out-of-fold baselines, run when the held-out rows show no signal
 SIGNAL_FOLDS = 5
 

@@ -11,6 +11,7 @@ from torch import nn
 from labcoat._validation import article
 from labcoat.doctor.case import Case, ProbeFailed
 from labcoat.doctor.copies import has_nonzero_grad, optimizer_tensors, perturb_zero_tensors
+from labcoat.doctor.effect import without_effect
 from labcoat.doctor.features import inputs_are_ids
 from labcoat.doctor.losses import takes_probabilities
 from labcoat.doctor.registry import check
@@ -517,9 +518,23 @@ def grad_coverage(case: Case) -> Outcome:
         explained = _explained_by_zero_init(case, zero)
         evidence["explained_by_zero_init"] = explained
         rest = [n for n in zero if n not in explained]
+        inert = without_effect(case, rest)
+        evidence["without_effect"] = inert
+        rest = [n for n in rest if n not in inert]
         if rest:
             return warned(
                 f"{len(rest)} parameters get an all-zero gradient: {', '.join(rest[:5])}",
+                **evidence,
+            )
+        if inert:  # harmless: a fact for the evidence, nothing to act on
+            evidence["note"] = (
+                f"{len(inert)} parameters get an all-zero gradient because the output does not "
+                f"depend on them ({', '.join(inert[:5])}: a bias whose shift cancels, as before "
+                "a difference of two embeddings): they could be removed"
+            )
+            return passed(
+                f"{len(grads) - len(inert)} of {len(grads)} trainable parameters get gradients; "
+                f"the output does not depend on the other {len(inert)}",
                 **evidence,
             )
         return passed(

@@ -10,6 +10,7 @@ with what the checkpoint holds, so it needs no reference run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -18,11 +19,12 @@ from torch import nn
 
 from labcoat.doctor.checks import update as _update  # noqa: F401  (its checks come first)
 from labcoat.doctor.registry import check
-from labcoat.findings import Outcome, failed, passed, warned
+from labcoat.findings import Outcome, failed, passed, skipped, warned
 
 MODEL_KEYS = ("model", "model_state_dict", "state_dict", "model_state", "net")
 OPTIMIZER_KEYS = ("optimizer", "optimizer_state_dict", "optim", "opt", "optimizer_state")
 SCHEDULER_KEYS = ("scheduler", "lr_scheduler", "scheduler_state_dict", "sched")
+LOSS_KEYS = ("loss", "train_loss", "last_loss")
 #: prefixes a state dict's keys carry when saved from a wrapper (DataParallel/DDP, torch.compile)
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 
@@ -35,6 +37,9 @@ class ResumeState:
     optimizer: torch.optim.Optimizer | None
     scheduler: Any
     checkpoint: Mapping[str, Any]
+    #: (inputs, targets) batches of the resumed run's data, and its loss (update.resume.loss)
+    batches: list[tuple[Any, Any]] | None = None
+    loss_fn: Any = None
 
 
 def part(checkpoint: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
@@ -249,3 +254,110 @@ def resume_scheduler(case: Any) -> Outcome:
         )
     step = saved.get("last_epoch")
     return passed(f"the scheduler resumes at step {step}, as the checkpoint left it", **evidence)
+
+
+#: the resumed loss may exceed the checkpoint's by this many of its batch-to-batch standard
+#: deviations, and by this share of it, before the resume counts as not continuing the run
+#: (one-sided: a loss saved as an epoch's running mean sits above the model's loss at its end)
+LOSS_Z = 5.0
+LOSS_REL = 0.1
+#: batches the resumed loss is measured on; one batch is cut in this many parts for the noise
+LOSS_BATCHES = 8
+
+
+def _saved_loss(checkpoint: Mapping[str, Any]) -> tuple[str | None, float | None]:
+    key, value = part(checkpoint, LOSS_KEYS)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return key, float(value)
+    return key, None
+
+
+def _loss_applies(case: Any) -> str | None:
+    reason = _resumed(case)
+    if reason:
+        return reason
+    state: ResumeState = case.resume
+    if state.batches is None or state.loss_fn is None:
+        return "no data and loss_fn given to check_resume"
+    if _saved_loss(state.checkpoint)[1] is None:
+        return f"the checkpoint records no loss (looked under {', '.join(LOSS_KEYS)})"
+    return None
+
+
+def _batch_losses(state: ResumeState) -> tuple[list[float], int]:
+    """The resumed model's loss on each batch (in eval mode, with no gradient, so the model is
+    left as it was), and the rows per batch; a single batch is cut in parts, which show the
+    noise between batches."""
+    model = state.model
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    batches = state.batches or []
+    if len(batches) == 1:
+        x, y = batches[0]
+        parts = min(LOSS_BATCHES, len(y))
+        batches = list(zip(torch.tensor_split(x, parts), torch.tensor_split(y, parts)))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            losses = [float(state.loss_fn(model(x.to(device)), y.to(device))) for x, y in batches]
+    finally:
+        model.train(was_training)
+    return losses, len(state.batches[0][1])  # type: ignore[index]
+
+
+@check(
+    "update.resume.loss",
+    layer="update",
+    falsifies="a resumed run does not continue the run it resumes, though its state dicts match "
+    "(a checkpoint written from the wrong object, inputs prepared differently on resume)",
+    predicts="the resumed model's loss on the run's data is no further above the checkpoint's "
+    "recorded loss than batch-to-batch noise",
+    applies=_loss_applies,
+)
+def resume_loss(case: Any) -> Outcome:
+    state: ResumeState = case.resume
+    key, saved = _saved_loss(state.checkpoint)
+    assert saved is not None
+    try:
+        losses, rows = _batch_losses(state)
+    except Exception as exc:  # noqa: BLE001 - the user's model or loss raised on the batches
+        return skipped(f"the model or loss raised {type(exc).__name__} on the data: {exc}")
+    finite = [v for v in losses if math.isfinite(v)]
+    if not finite:
+        return failed(f"the resumed model's loss is not finite on any of {len(losses)} batches")
+    mean = sum(finite) / len(finite)
+    parts = len(state.batches or []) == 1
+    spread = (
+        math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
+        if len(finite) > 1
+        else 0.0
+    )
+    # the noise of one batch's loss: parts of one batch vary sqrt(parts) times more than it
+    noise = spread / math.sqrt(len(finite)) if parts else spread
+    # the saved loss's noise and the mean's (one batch cut in parts is one batch's loss)
+    sigma = noise * math.sqrt(2 if parts else 1 + 1 / len(finite))
+    excess = mean - saved
+    evidence = {
+        "checkpoint_key": key,
+        "checkpoint_loss": saved,
+        "resumed_loss": mean,
+        "batch_losses": [round(v, 6) for v in losses[:20]],
+        "noise": sigma,
+        "rows_per_batch": rows,
+        "z": excess / sigma if sigma > 0 else None,
+    }
+    if excess > LOSS_Z * sigma and excess > LOSS_REL * abs(saved):
+        return failed(
+            f"the resumed model's loss is {mean:.4g}, the checkpoint recorded {saved:.4g} "
+            f"({excess / max(sigma, 1e-300):.0f} batch-to-batch standard deviations above): the "
+            "run does not continue where it stopped; was the checkpoint written from another "
+            "object than the trained model, or are the inputs prepared differently now?",
+            **evidence,
+        )
+    return passed(
+        f"the resumed model's loss {mean:.4g} continues the checkpoint's {saved:.4g} (noise "
+        f"{sigma:.2g})",
+        **evidence,
+    )

@@ -503,6 +503,20 @@ def through_held_modules(case: Case, r: ShuffleRuns) -> tuple[list[str], Shuffle
     return None if ablated.beats_chance else (names, ablated)
 
 
+#: held-out rows outside the majority class that accuracy needs to tell learning from chance: a
+#: rare class of 1 % leaves one or two in a held-out fifth of a few hundred rows
+MIN_MINORITY_VAL = 10
+
+
+def _minority_val_rows(case: Case) -> int | None:
+    """Held-out targets outside their most frequent class (one class label per row), or None."""
+    y = case.val.y
+    if case.inferred_task != "classification" or y.reshape(len(y), -1).shape[1] != 1:
+        return None
+    _, counts = torch.unique(y.reshape(-1), return_counts=True)
+    return int(counts.sum() - counts.max())
+
+
 def _enough_val(case: Case) -> str | None:
     if len(case.val) < MIN_VAL:
         return f"only {len(case.val)} held-out examples; the controls need at least {MIN_VAL}"
@@ -675,6 +689,14 @@ def real_pvalue(case: Case) -> Outcome:
             f"{r.real_train_chance:.3g}): it learns its labels and nothing of them carries over "
             "to new inputs, as if they were shuffled: are labels aligned with their inputs (a "
             "collate_fn or sampler that reorders one of them, a wrong label file)?",
+            **evidence,
+        )
+    minority = _minority_val_rows(case) if r.scorer == "accuracy" else None
+    if minority is not None and minority < MIN_MINORITY_VAL:
+        return skipped(
+            f"{tie}: the held-out rows hold {minority} outside their majority class, too few for "
+            "accuracy to show learning (pass metric=, as an AUC, or more held-out rows)",
+            minority_val_rows=minority,
             **evidence,
         )
     return warned(

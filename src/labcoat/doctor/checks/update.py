@@ -13,6 +13,7 @@ from labcoat.doctor.copies import (
     optimizer_tensors,
     requires_grad_set_by_train,
 )
+from labcoat.doctor.effect import without_effect
 from labcoat.doctor.registry import check
 from labcoat.findings import Outcome, failed, passed, skipped, warned
 from labcoat.modes import mode_dependent
@@ -213,7 +214,7 @@ def params_moved(case: Case) -> Outcome:
         if all(g.get(n) is None or not bool(g[n].any()) for g in probe.grads_at_step)
     ]
     zero_grads = [n for n in empty if all(g.get(n) is not None for g in probe.grads_at_step)]
-    inert = _without_effect(case, zero_grads)
+    inert = without_effect(case, zero_grads)
     # conditional computation: other batches reach them (see Case.reached_elsewhere)
     elsewhere = [n for n in empty if n not in inert and n in case.reached_elsewhere]
     evidence["without_effect"] = inert
@@ -237,11 +238,15 @@ def params_moved(case: Case) -> Outcome:
             no_gradient_at_step=empty[:50],
             **evidence,
         )
-    if inert:
-        return warned(
+    if inert:  # harmless: a fact for the evidence, nothing to act on
+        evidence["note"] = (
             f"{len(inert)} parameters never move because the output does not depend on them: "
             f"{', '.join(inert[:5])} (changing them leaves the output as it was; a bias whose "
-            "shift cancels, as before a difference of two embeddings): they can be removed",
+            "shift cancels, as before a difference of two embeddings): they could be removed"
+        )
+        return passed(
+            f"{len(expected) - len(inert)} of {len(expected)} parameters moved; the other "
+            f"{len(inert)} do not affect the output ({', '.join(inert[:3])})",
             **evidence,
         )
     note = (
@@ -257,55 +262,6 @@ def params_moved(case: Case) -> Outcome:
             **evidence,
         )
     return passed(f"all {len(expected)} parameters moved{note}", **evidence)
-
-
-#: how far a parameter is moved to see whether the output depends on it, relative to its scale
-EFFECT_PERTURBATION = 1.0
-#: an output that changes less than this, relative to its largest value (at least 1), is taken
-#: as unchanged (float32 rounding of a shift that cancels is about 1e-7)
-EFFECT_TOLERANCE = 1e-5
-
-
-def _without_effect(case: Case, names: list[str]) -> list[str]:
-    """The parameters among ``names`` (each in the graph with an all-zero gradient) that the
-    model's output does not depend on at all: moving one far leaves ``model(x)`` unchanged. A
-    parameter cut off by ``detach`` or ``round()`` still changes the output, so it is not among
-    them; nor is one whose output the loss ignores. The output, not the loss, is compared, so a
-    loss cut off from everything (loss x 0) excuses nothing."""
-    if not names:
-        return []
-    setup = case.blueprint.fresh()
-    setup.model.train()
-    x, _ = case.on_device(case.probe_batch.batch())
-    params = dict(setup.model.named_parameters())
-
-    def output() -> torch.Tensor:
-        torch.manual_seed(case.seed)
-        with torch.no_grad():
-            out = setup.model(x)
-        if not isinstance(out, torch.Tensor):
-            raise TypeError("model.forward reports outputs that are not one tensor")
-        return out.detach().float()
-
-    try:
-        base = output()
-        tolerance = EFFECT_TOLERANCE * max(1.0, float(base.abs().max()))
-        inert = []
-        gen = torch.Generator().manual_seed(case.seed)
-        for n in names:
-            p = params[n]
-            scale = max(float(p.detach().abs().mean()), 0.1) * EFFECT_PERTURBATION
-            kept = p.detach().clone()
-            with torch.no_grad():
-                p.add_(scale * torch.randn(p.shape, generator=gen).to(p))
-            moved = output()
-            with torch.no_grad():
-                p.copy_(kept)
-            if float((moved - base).abs().max()) <= tolerance:
-                inert.append(n)
-    except Exception:  # noqa: BLE001 - when the output cannot be recomputed, nothing is excused
-        return []
-    return inert
 
 
 @check(

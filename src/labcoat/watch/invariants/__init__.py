@@ -11,6 +11,7 @@ from labcoat.watch.invariants.no_step import NoStep
 from labcoat.watch.invariants.no_trend import NoTrend
 from labcoat.watch.invariants.nonfinite import NonFinite
 from labcoat.watch.invariants.repeat_batch import RepeatBatch
+from labcoat.watch.invariants.resume_jump import ResumeJump
 from labcoat.watch.invariants.spike import Spike
 from labcoat.watch.invariants.stale import Stale
 from labcoat.watch.invariants.straggler import Straggler
@@ -29,6 +30,7 @@ __all__ = [
     "NoTrend",
     "NonFinite",
     "RepeatBatch",
+    "ResumeJump",
     "Spike",
     "Stale",
     "Straggler",
