@@ -8,7 +8,6 @@ import pytest
 from labcoat.ledger import Ledger
 from labcoat.report.build import from_ledger
 from tests.logs.conftest import why
-from tests.report.conftest import browser, open_report  # noqa: F401 - the browser fixtures
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
