@@ -77,6 +77,23 @@ def _fit():
     return scale.fit(x, None, loss, form="curve", n_resamples=4, ledger=False)
 
 
+def _prediction():
+    import warnings
+
+    with warnings.catch_warnings():  # beyond the runs on purpose
+        warnings.simplefilter("ignore")
+        return build("scale.fit").predict([1e10])
+
+
+def _allocation():
+    from labcoat import scale
+
+    N = np.logspace(7, 9, 8).repeat(2)
+    D = N * np.tile([10.0, 40.0], 8)
+    L = 1.7 + 400 * N**-0.34 + 410 * D**-0.28
+    return scale.fit(N, D, L, n_resamples=4, ledger=False).optimal([1e20])
+
+
 def _backtest():
     from labcoat import scale
 
@@ -246,6 +263,8 @@ FACTORIES = {
     "audit.duplicates": _audit("duplicates", np.eye(6)[:4], np.eye(6)[2:]),
     "audit.contamination": _contamination,
     "scale.fit": _fit,
+    "scale.prediction": _prediction,
+    "scale.allocation": _allocation,
     "scale.backtest": _backtest,
     "scale.backtest_set": _backtest_set,
     "scale.downstream": _downstream,

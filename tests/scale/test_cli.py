@@ -31,6 +31,11 @@ def _json(res):
     return json.loads(res.out)
 
 
+def _timeless(out):
+    """The findings ``out`` held (popped), without how long each check took."""
+    return [{**f, "duration_s": None} for f in out.pop("findings")]
+
+
 def _one_error_line(res):
     assert res.code == 2, (res.code, res.out, res.err)
     lines = res.err.strip().splitlines()
@@ -111,6 +116,7 @@ def test_curve_from_jsonl_and_parquet(cli, tmp_path, curve_jsonl):
 
     pq.write_table(pa.table({"step": x, "loss": L}), tmp_path / "curve.parquet")
     from_parquet = _json(cli("scale", "predict", tmp_path / "curve.parquet", *args, "--at", "1e6"))
+    assert _timeless(from_parquet) == _timeless(from_jsonl)  # the fit's checks, untimed
     assert from_parquet == from_jsonl
     assert from_jsonl["predictions"][0]["loss"] == pytest.approx(2 + 50 * 1e6**-0.5, rel=0.02)
 

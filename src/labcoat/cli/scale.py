@@ -26,9 +26,10 @@ from labcoat.errors import InputError
 
 
 def data_options(
-    *, flops_name: tuple[str, ...] = ("--flops", "--flops-col")
+    *, flops_name: tuple[str, ...] = ("--flops", "--flops-col"), n_resamples: int = 1000
 ) -> Callable[[Any], Any]:
-    """The options naming the columns of a runs table, shared by every subcommand."""
+    """The options naming the columns of a runs table, shared by every subcommand;
+    ``n_resamples``: the default of --resamples, the library call's own."""
     options = [
         click.argument("file", type=click.Path(dir_okay=False)),
         click.option(
@@ -74,7 +75,7 @@ def data_options(
             "--bootstrap",
             "n_resamples",
             type=click.IntRange(min=0),
-            default=1000,
+            default=n_resamples,
             show_default=True,
             help="Bootstrap refits for the intervals.",
         ),
@@ -178,15 +179,6 @@ def _views(*names: str, **arguments: Any) -> Callable[[], Any]:
     return render
 
 
-def _with_fit(answer: Any, result: Any) -> dict[str, Any]:
-    """An answer's JSON with the fit it came from: its parameters and warnings."""
-    return {
-        **answer.to_dict(),
-        "params": result.params,
-        "warnings": [f.message for f in result.warnings],
-    }
-
-
 @click.group("scale", cls=Group)
 def scale() -> None:
     """Scaling-law fits with honest uncertainty, and backtests on held-out larger runs."""
@@ -201,7 +193,7 @@ def fit_cmd(level, as_json, interval, **runs):
     if runs["target"] != "loss":
         respond(as_json, result, _views("downstream_view", downstream_view=(result,)))
         return
-    respond(as_json, result.to_dict(level), _views("fit_view", fit_view=(result, level)))
+    respond(as_json, result, _views("fit_view", fit_view=(result, level)))
 
 
 def _point(text: str, form: str) -> tuple[float, float | None]:
@@ -259,7 +251,7 @@ def predict_cmd(level, as_json, at, **runs):
     render = _views(
         "prediction_view", "fit_view", prediction_view=(prediction,), fit_view=(result, level)
     )
-    respond(as_json, _with_fit(prediction, result), render)
+    respond(as_json, prediction, render)
 
 
 def D_is_none(form: str) -> bool:
@@ -285,11 +277,11 @@ def optimal_cmd(level, as_json, budgets, interval, **runs):
     render = _views(
         "allocation_view", "fit_view", allocation_view=(allocation,), fit_view=(result, level)
     )
-    respond(as_json, _with_fit(allocation, result), render)
+    respond(as_json, allocation, render)
 
 
 @scale.command("backtest")
-@data_options()
+@data_options(n_resamples=200)  # labcoat.scale.backtest's default: a refit per resample
 @click.option(
     "--holdout-top",
     "top",

@@ -64,7 +64,8 @@ def fit(
     :class:`~labcoat.scale.downstream.DownstreamFit` whose verdict says whether the task is
     predictable from these runs, with intervals calibrated at ``level``. With ``form="auto"``,
     ``level`` is also the level at which the candidates the backtest cannot tell apart from the
-    chosen form are found; the calibrated interval covers their predictions too.
+    chosen form are found; the calibrated interval covers their predictions too. A loss fit's
+    ``to_dict()`` gives its intervals at ``level``.
     """
     if target != "loss":
         from labcoat.scale.downstream import fit_downstream
@@ -116,6 +117,7 @@ def fit(
         _loss=loss,
         _pairs=pairs,
         _alternatives=alternatives,
+        level=level,
     )
     result.findings = diagnose(result)
     from labcoat.ledger import Ledger, record

@@ -27,12 +27,42 @@ MAX_PAIRS = 20_000
 INTERVALS = ("calibrated", "bootstrap")
 
 
+class FromFit(Result):
+    """An answer a fit gives (a prediction, an allocation): its ``to_dict()`` carries the
+    fit's parameters, warnings and findings beside the answer, so ``labcoat scale predict
+    --json`` is one result's ``to_dict()``; ``findings`` are the fit's diagnostics."""
+
+    engine = "scale"
+    section = "labcoat.report.sections.scale:answer_section"
+    fit: Any
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [] if self.fit is None else list(self.fit.findings)
+
+    def _with_fit(self, answer: dict[str, Any]) -> dict[str, Any]:
+        if self.fit is None:
+            return jsonable(answer)
+        return jsonable(
+            {
+                **answer,
+                "params": self.fit.params,
+                "warnings": [f.message for f in self.fit.warnings],
+                "findings": [f.to_dict() for f in self.findings],
+            }
+        )
+
+
 @dataclass
-class Prediction:
+class Prediction(FromFit):
     """Predicted loss at each point, with the law's confidence interval (bootstrap) and a
     prediction interval for one new run: ``method="calibrated"`` from the fit's own
     extrapolation errors against distance (:mod:`labcoat.scale.calibrate`), or
     ``"bootstrap"``, the law's uncertainty plus the scatter of runs around it."""
+
+    KIND = "scale.prediction"
+    view = "labcoat.scale.view:prediction_view"
+    title = "Predicted loss"
 
     points: dict[str, np.ndarray]  # the inputs, by variable name
     loss: np.ndarray
@@ -45,6 +75,7 @@ class Prediction:
     #: calibrated, with seeds at a size: the interval for the mean of the seeds (``interval``
     #: is for one new run and adds the seeds' own spread); None when no size had replicates
     mean_interval: tuple[np.ndarray, np.ndarray] | None = None
+    fit: Any = field(default=None, repr=False)  # the ScalingFit it came from
 
     def covers(self, observed: Any) -> np.ndarray:
         """Whether each observed loss lies inside its prediction interval."""
@@ -79,7 +110,7 @@ class Prediction:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable(
+        return self._with_fit(
             {
                 "level": self.level,
                 "method": self.method,
@@ -90,8 +121,12 @@ class Prediction:
 
 
 @dataclass
-class Allocation:
+class Allocation(FromFit):
     """Compute-optimal model size and data for each FLOP budget (C ≈ 6·N·D), with intervals."""
+
+    KIND = "scale.allocation"
+    view = "labcoat.scale.view:allocation_view"
+    title = "Compute-optimal allocation"
 
     flops: np.ndarray
     N: np.ndarray
@@ -99,6 +134,7 @@ class Allocation:
     loss: np.ndarray
     intervals: dict[str, tuple[np.ndarray, np.ndarray]] | None
     level: float
+    fit: Any = field(default=None, repr=False)  # the ScalingFit it came from
 
     @property
     def tokens_per_parameter(self) -> np.ndarray:
@@ -120,7 +156,7 @@ class Allocation:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return jsonable({"level": self.level, "optimal": self.rows()})
+        return self._with_fit({"level": self.level, "optimal": self.rows()})
 
 
 @dataclass
@@ -155,6 +191,8 @@ class ScalingFit(Result):
     _calibrations: dict = field(default_factory=dict, repr=False)
     #: form="auto": the other forms the backtest could not tell apart (name -> parameters)
     _alternatives: dict = field(default_factory=dict, repr=False)
+    #: the level ``fit(level=...)`` was asked for: ``to_dict()``'s intervals are at it
+    level: float = 0.95
 
     def backtest_pairs(self):
         """Rolling-origin errors of this form on these runs (refits at each origin; cached)."""
@@ -280,7 +318,7 @@ class ScalingFit(Result):
             warn_if_beyond(calibrated, far)
         points = dict(zip(self.form.variables, x))
         return Prediction(
-            points, np.exp(center), ci, band, level, interval, far, calibration, mean_band
+            points, np.exp(center), ci, band, level, interval, far, calibration, mean_band, self
         )
 
     def _prediction_quantiles(
@@ -314,9 +352,11 @@ class ScalingFit(Result):
                 name: _quantiles(np.array([b[j] for b in boot]), level, axis=0)
                 for j, name in enumerate(("N", "D", "loss"))
             }
-        return Allocation(budget, N, D, loss, intervals, level)
+        return Allocation(budget, N, D, loss, intervals, level, self)
 
-    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+    def to_dict(self, level: float | None = None) -> dict[str, Any]:
+        """The fit's figures, its intervals at ``level`` (None: the fit's ``level``)."""
+        level = self.level if level is None else level
         has_boot = len(self.bootstrap_theta) >= 2
         return jsonable(
             {

@@ -124,6 +124,34 @@ def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale")
     return Section(title, "\n".join(body), id=id)
 
 
+def answer_section(result: Any, *, title: str = "", id: str = "scale") -> Section:
+    """A prediction or an allocation (:class:`~labcoat.scale.result.FromFit`): its rows, then
+    the fit it came from when it is at hand (a stored answer keeps its rows only)."""
+    data = result.to_dict()
+    rows = data.get("predictions") or data.get("optimal") or []
+    columns = [k for k in (rows[0] if rows else {}) if k not in ("kind", "version")]
+    table = "".join(
+        "<tr>" + "".join(f"<td>{_cell(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows
+    )
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = [
+        f'<p class="meta">{data["level"]:.0%} intervals</p>',
+        f'<div class="scroll"><table><tr>{head}</tr>{table}</table></div>',
+    ]
+    fit = getattr(result, "fit", None) if "_stored" not in vars(result) else None
+    if fit is not None:
+        body.append("<h3>The fit</h3>" + scale_section(fit).body)
+    return Section(title or result.title, "\n".join(body), id=id)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, list):
+        return f"{value[0]:.4g} – {value[1]:.4g}"
+    return f"{value:.4g}" if isinstance(value, float) else esc(value)
+
+
 def _figure(backtest: Any, name: str) -> Any:
     """One figure of a backtest: live, or the record a stored set keeps for it (its form is
     the name the record keeps, a live one's its fit's)."""
