@@ -22,18 +22,11 @@ import time
 
 import numpy as np
 
+# the world bench/design.py simulates: five factors, two real main effects, one interaction
+from design import FACTORS, NOISE, TRUTH  # bench/ is on the path when run
+
 import labcoat
 from labcoat.design.judge import judge
-
-FACTORS = {
-    "lr": [1e-3, 3e-3],
-    "warmup": [0, 500],
-    "dropout": [0.0, 0.1],
-    "wd": [0.0, 0.01],
-    "aug": [False, True],
-}
-TRUTH = {("lr",): 0.012, ("dropout",): -0.009, ("lr", "warmup"): 0.008}
-NOISE = 0.005
 
 
 def main() -> None:
