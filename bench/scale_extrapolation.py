@@ -7,7 +7,8 @@
    median over tasks of the RMSE of log loss for ``form="auto"`` and for M1–M4 fitted plainly.
    This data is test data only: nothing in labcoat was tuned on it.
 2. The Chinchilla points (5 highest losses dropped), the 42 largest held out by model size and
-   by compute: coverage and width, calibrated and bootstrap.
+   by compute: coverage, width, interval score and point error, calibrated and bootstrap, and
+   scipy ``curve_fit`` of the same form on L with a delta-method interval, on the same split.
 3. The downstream backtest on the over-training grid (ColPret's overtrain_downstreams.csv).
 4. The ColPret curves held out by scale that the calibration and ``auto`` were tuned on
    (bench/scale_colpret.py).
@@ -218,6 +219,7 @@ def run_chinchilla(bootstrap: int) -> None:
     from conftest import chinchilla_points
 
     from labcoat import scale
+    from labcoat.scale.score import interval_score
 
     N, D, L = chinchilla_points()
     print("\n== Chinchilla points, 42 largest held out ==")
@@ -240,6 +242,32 @@ def run_chinchilla(bootstrap: int) -> None:
                 f"point error {r.mape:.2f}%, RMSE log {r.rmse:.4f}"
                 + (f", own coverage {r.calibration['coverage']:.1%}" if r.calibration else "")
             )
+        pred, lo, hi, observed = chinchilla_curve_fit(N, D, L, holdout)
+        print(
+            f"by {holdout:7s} curve_fit + delta: coverage "
+            f"{np.mean((observed >= lo) & (observed <= hi)):.1%} of {observed.size}, median width "
+            f"{np.median((hi - lo) / pred):.2%}, interval score "
+            f"{np.mean(interval_score(lo, hi, observed, LEVEL)):.2%}, point error "
+            f"{np.mean(100 * np.abs(pred - observed) / observed):.2f}%"
+        )
+
+
+def chinchilla_curve_fit(N, D, L, holdout: str, top: int = 42):
+    """scipy ``curve_fit`` of ``E + A·N^−α + B·D^−β`` on L (least squares, starts from a small
+    exponent grid) with a delta-method interval for one new run, on ``scale.backtest``'s split:
+    (prediction, low, high, observed) at the held-out runs."""
+    from scale_families import chinchilla_law, chinchilla_starts, curve_fit_delta
+
+    from labcoat.scale.backtest import _holdout_mask
+    from labcoat.scale.forms import resolve_form
+
+    x = np.vstack([N, D])
+    held, _ = _holdout_mask(holdout, top, None, x, resolve_form("chinchilla", None, 2))
+    xf, yf = x[:, ~held], L[~held]
+    pred, lo, hi = curve_fit_delta(
+        xf, yf, x[:, held], LEVEL, law=chinchilla_law, starts=chinchilla_starts(xf, yf)
+    )
+    return pred, lo, hi, L[held]
 
 
 def run_downstream() -> None:

@@ -203,20 +203,52 @@ def _law(x, a, b, c):
     return a * x ** (-b) + c
 
 
-def curve_fit_delta(x, y, x_new, level=LEVEL):
-    """``a·x^−b + c`` by curve_fit; interval ŷ ± t·√(J Σ Jᵀ + s²) for one new run."""
-    p0 = (max(y[0] - y.min(), 1e-3) * x[0] ** 0.5, 0.5, 0.9 * y.min())
+def chinchilla_law(x, E, A, B, alpha, beta):
+    """``E + A·N^−α + B·D^−β`` with ``x = (N, D)``: the two-variable form for ``curve_fit``."""
+    return E + A * x[0] ** (-alpha) + B * x[1] ** (-beta)
+
+
+def chinchilla_starts(x, y, exponents=(0.2, 0.35, 0.5)) -> list[tuple[float, ...]]:
+    """Starts for ``chinchilla_law``: on a small grid of (α, β), (E, A, B) by linear least
+    squares (the law is linear in them once the exponents are fixed)."""
+    starts = []
+    for alpha in exponents:
+        for beta in exponents:
+            design = np.column_stack([np.ones(y.size), x[0] ** -alpha, x[1] ** -beta])
+            E, A, B = np.linalg.lstsq(design, y, rcond=None)[0]
+            starts.append((E, max(A, 1e-3), max(B, 1e-3), alpha, beta))
+    return starts
+
+
+def curve_fit_delta(x, y, x_new, level=LEVEL, law=_law, starts=None):
+    """``law`` (default ``a·x^−b + c``) by curve_fit from each of ``starts`` (the lowest
+    squared error kept); interval ŷ ± t·√(J Σ Jᵀ + s²) for one new run. ``x`` and ``x_new``
+    are whatever ``law`` takes: one array, or (N, D) rows for ``chinchilla_law``."""
+    if starts is None:
+        starts = [(max(y[0] - y.min(), 1e-3) * x[0] ** 0.5, 0.5, 0.9 * y.min())]
+    best = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theta, cov = curve_fit(_law, x, y, p0=p0, maxfev=20000)
-    pred = _law(x_new, *theta)
+        for p0 in starts:
+            try:
+                theta, cov = curve_fit(law, x, y, p0=p0, maxfev=20000)
+            except RuntimeError:  # this start did not converge
+                continue
+            sse = float(np.sum((y - law(x, *theta)) ** 2))
+            if best is None or sse < best[0]:
+                best = (sse, theta, cov)
+    if best is None:
+        raise RuntimeError("curve_fit converged from no start")
+    sse, theta, cov = best
+    k = theta.size
+    pred = law(x_new, *theta)
     eps = 1e-6 * np.maximum(np.abs(theta), 1e-8)
     J = np.column_stack(
-        [(_law(x_new, *(theta + np.eye(3)[i] * eps[i])) - pred) / eps[i] for i in range(3)]
+        [(law(x_new, *(theta + np.eye(k)[i] * eps[i])) - pred) / eps[i] for i in range(k)]
     )
-    s2 = float(np.sum((y - _law(x, *theta)) ** 2) / max(y.size - 3, 1))
+    s2 = sse / max(y.size - k, 1)
     var = np.einsum("ij,jk,ik->i", J, cov, J) + s2
-    half = stats.t.ppf(0.5 + level / 2, max(y.size - 3, 1)) * np.sqrt(np.maximum(var, 0))
+    half = stats.t.ppf(0.5 + level / 2, max(y.size - k, 1)) * np.sqrt(np.maximum(var, 0))
     return pred, pred - half, pred + half
 
 
