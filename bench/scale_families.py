@@ -7,9 +7,16 @@ Families (generated once on CPU by this script, committed as bench/data/scale_fa
    trained on n = 50·2^k examples (k = 0…9) of one synthetic 3-class task, 3 seeds (each seed
    a different draw of the training examples and of the model's own randomness); test log loss
    and test error on 10,000 fixed examples: 6 curves of 30 runs.
-2. Width family: one-hidden-layer MLPs of width 4…512 regressing a fixed random teacher network
+2. CNN learning curve: a small PyTorch CNN (CPU, one thread) trained on n = 50·2^k (k = 0…9)
+   12×12 one-channel images of smoothed noise, labelled (4 classes) by sampling from the softmax
+   of a fixed random teacher CNN whose global max pool makes the label translation-invariant
+   (Bayes log loss 0.62, Bayes error 25 %); a fifth of each n is the validation split for early
+   stopping, epochs capped at 100 and at about 100,000 examples seen; 3 seeds (training draw,
+   split, initialisation and batch order); test log loss and error on 10,000 fixed images:
+   2 curves of 30 runs, of kind "learning curve" beside the 6 above.
+3. Width family: one-hidden-layer MLPs of width 4…512 regressing a fixed random teacher network
    (tanh, 10 inputs) from 4,000 noisy examples, 3 seeds; test MSE: 24 runs.
-3. Accuracy with a planted jump: a smooth loss law over x = 50·2^k (k = 0…11) and an accuracy
+4. Accuracy with a planted jump: a smooth loss law over x = 50·2^k (k = 0…11) and an accuracy
    that jumps (a steep sigmoid in log x) at k = 3.5, 4.5 or 5.5, measured on 1,000 binomial
    items, 3 seeds each.
 
@@ -27,8 +34,9 @@ point error (mean |%| error). Downstream: labcoat's verdict and held-out MAE aga
 ``curve_fit`` in log x. ``--speed``: ``form="auto"`` on 21 runs (7 sizes × 3 seeds) against
 ``curve_fit``, idle and beside CPU-bound load.
 
-Run: python bench/scale_families.py [--regenerate] [--speed]   (generation a few minutes on two
-cores; the evaluation about two)
+Run: python bench/scale_families.py [--regenerate [FAMILY]] [--speed]   (``--regenerate`` trains
+every family again, ``--regenerate cnn`` that one only; generation a few minutes on two cores,
+the CNN family about five on one busy core; the evaluation about two)
 """
 
 from __future__ import annotations
@@ -101,6 +109,115 @@ def _learning_curves() -> dict[str, dict]:
     return out
 
 
+CNN_SIDE = 12
+CNN_CLASSES = 4
+CNN_TEMPERATURE = 0.15  # the teacher's standardised logits / this: the labels' aleatoric noise
+CNN_SEEN = 100_000  # training examples seen per run at most (epochs = min(100, this / n))
+
+
+def _cnn_images(rng: np.random.Generator, m: int):
+    """Gaussian noise blurred by a 5×5 binomial kernel: structure at the scale of the filters."""
+    import torch
+
+    z = rng.normal(0, 1, (m, 1, CNN_SIDE + 4, CNN_SIDE + 4)).astype(np.float32)
+    k = np.outer([1, 4, 6, 4, 1], [1, 4, 6, 4, 1]).astype(np.float32)
+    k = torch.from_numpy(k / k.sum())[None, None]
+    with torch.no_grad():
+        x = torch.nn.functional.conv2d(torch.from_numpy(z), k)
+    return x / x.std()
+
+
+def _cnn_teacher_labels(X, gen):
+    """Labels sampled from a random two-layer CNN with a global max pool (translation-invariant)."""
+    import torch
+    from torch import nn
+
+    teacher = nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2),
+        nn.ReLU(),
+        nn.Conv2d(6, CNN_CLASSES, 3, padding=1),
+        nn.AdaptiveMaxPool2d(1),
+        nn.Flatten(),
+    )
+    with torch.no_grad():
+        for w in teacher.parameters():
+            scale = 1 / np.sqrt(w[0].numel()) if w.dim() > 1 else 0.3
+            w.copy_(torch.randn(w.shape, generator=gen) * scale)
+        logits = teacher(X)
+    logits = (logits - logits.mean(0)) / logits.std()  # roughly balanced classes
+    return torch.multinomial(torch.softmax(logits / CNN_TEMPERATURE, 1), 1, generator=gen)[:, 0]
+
+
+def _cnn_student():
+    from torch import nn
+
+    return nn.Sequential(
+        nn.Conv2d(1, 12, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(12, 24, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveMaxPool2d(1),
+        nn.Flatten(),
+        nn.Linear(24, CNN_CLASSES),
+    )
+
+
+def _cnn_train(X, y, idx: np.ndarray, seed: int, patience: int = 8):
+    """Adam on all but a fifth of ``idx`` (the early-stopping split); the best epoch's weights."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+    n_val = max(10, idx.size // 5)
+    val, train = torch.from_numpy(idx[:n_val]), torch.from_numpy(idx[n_val:])
+    net = _cnn_student()
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+    best, state, bad = np.inf, None, 0
+    for _ in range(int(min(100, np.ceil(CNN_SEEN / train.numel())))):
+        net.train()
+        perm = train[torch.randperm(train.numel())]
+        for i in range(0, perm.numel(), 64):
+            b = perm[i : i + 64]
+            loss = nn.functional.cross_entropy(net(X[b]), y[b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        net.eval()
+        with torch.no_grad():
+            v = float(nn.functional.cross_entropy(net(X[val]), y[val]))
+        if v < best - 1e-4:
+            best, bad = v, 0
+            state = {k: w.clone() for k, w in net.state_dict().items()}
+        elif (bad := bad + 1) >= patience:
+            break
+    net.load_state_dict(state)
+    return net.eval()
+
+
+def _cnn_curves() -> dict[str, dict]:
+    import torch
+    from torch import nn
+
+    torch.set_num_threads(1)
+    n_test = 10_000
+    X = _cnn_images(np.random.default_rng(0), int(SIZES.max()) + n_test)
+    y = _cnn_teacher_labels(X, torch.Generator().manual_seed(0))
+    X_test, y_test = X[-n_test:], y[-n_test:]
+    rows = {"loss": [], "error": []}
+    for seed in SEEDS:
+        t0 = time.perf_counter()
+        order = np.random.default_rng(seed).permutation(len(y) - n_test)
+        for n in SIZES:
+            net = _cnn_train(X, y, order[:n], seed)
+            with torch.no_grad():
+                out = net(X_test)
+            rows["loss"].append([int(n), seed, float(nn.functional.cross_entropy(out, y_test))])
+            rows["error"].append([int(n), seed, float((out.argmax(1) != y_test).float().mean())])
+        print(f"  cnn seed {seed} done, {time.perf_counter() - t0:.0f} s", flush=True)
+    return {f"cnn/{m}": {"kind": "learning curve", "runs": r} for m, r in rows.items()}
+
+
 def _width_family() -> dict[str, dict]:
     from sklearn.neural_network import MLPRegressor
 
@@ -148,7 +265,12 @@ def _jump_tasks() -> dict[str, dict]:
     return out
 
 
-FAMILIES = {"learning": _learning_curves, "width": _width_family, "jump": _jump_tasks}
+FAMILIES = {
+    "learning": _learning_curves,
+    "cnn": _cnn_curves,
+    "width": _width_family,
+    "jump": _jump_tasks,
+}
 
 
 def read(path: Path = DATA) -> dict:
@@ -179,20 +301,21 @@ def write(data: dict, path: Path = DATA) -> None:
 
 
 def generate(only: str | None = None, fresh: bool = False) -> dict:
-    """Train the families missing from the CSV (``only``: one of :data:`FAMILIES`; ``fresh``:
-    every family again), writing it after each."""
+    """Train the families missing from the CSV, writing it after each; ``only`` (one of
+    :data:`FAMILIES`): that family alone, again; ``fresh``: every family again."""
     data = {} if fresh or not DATA.is_file() else read()
     for name, make in FAMILIES.items():
-        if (only and name != only) or (
-            not fresh and any(v["family"] == name for v in data.values())
-        ):
+        present = any(v["family"] == name for v in data.values())
+        if (only and name != only) or (not only and present):
             continue
         print(f"generating the {name} family (written to {DATA.name})")
+        t0 = time.perf_counter()
         made = make()
         for curve in made.values():
             curve["family"] = name
-        data = {**data, **made}
+        data = {k: v for k, v in data.items() if v["family"] != name} | made
         write(data)
+        print(f"  {name} family: {time.perf_counter() - t0:.0f} s", flush=True)
     return data
 
 
@@ -431,11 +554,20 @@ def speed() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--regenerate", action="store_true", help="train the families again")
+    parser.add_argument(
+        "--regenerate",
+        nargs="?",
+        const="all",
+        choices=("all", *FAMILIES),
+        help="train every family again, or the one named",
+    )
     parser.add_argument("--speed", action="store_true", help="time auto against curve_fit")
     parser.add_argument("--no-jumps", action="store_true")
     args = parser.parse_args()
-    data = generate(fresh=args.regenerate)
+    if args.regenerate in FAMILIES:
+        data = generate(only=args.regenerate)
+    else:
+        data = generate(fresh=args.regenerate == "all")
     report(evaluate_curves(data))
     if not args.no_jumps:
         evaluate_jumps(data)
