@@ -313,3 +313,20 @@ def test_a_downstream_fit_is_recorded_where_ledger_says(cli, seeds_csv, tmp_path
     assert cli("scale", "fit", seeds_csv, *args).code == 0
     found = _json(cli("ledger", "findings", "--ledger", location, "--json"))["findings"]
     assert [f["check"] for f in found] == ["scale.downstream"]
+
+
+def test_a_bad_metric_column_is_named_by_file_and_option(cli, seeds_csv):
+    line = _one_error_line(
+        cli("scale", "fit", seeds_csv, *SEEDS, "--target", "accuracy", "--metric", "size")
+    )
+    assert line.startswith(
+        f"labcoat: error: {seeds_csv}: --metric size: accuracy must lie in [0, 1]"
+    )
+
+
+def test_a_downstream_fit_says_which_loss_law_it_used_when_form_names_another(cli, seeds_csv):
+    args = ("--x", "size", "--loss", "loss", *DOWNSTREAM, "--no-ledger")
+    auto = cli("scale", "fit", seeds_csv, *args, "--form", "auto")
+    assert auto.code == 0 and "fits the loss with m2; --form auto only chose" in auto.err
+    m2 = cli("scale", "fit", seeds_csv, *args, "--form", "m2")
+    assert m2.code == 0 and m2.err == ""

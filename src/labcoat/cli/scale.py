@@ -175,7 +175,20 @@ def _fit(
         from labcoat.stats.readers import read_table
 
         metric = read_table(columns["file"]).scores(metric_col)
-        result = fit(N, D, L, target=target, metric=metric, level=level, ledger=False)
+        if form not in ("chinchilla", "m2"):  # fit_downstream's own loss laws
+            law = "chinchilla" if D is not None else "m2"
+            click.echo(
+                f"labcoat: note: --target {target} fits the loss with {law}; --form {form} "
+                "only chose how the columns are read",
+                err=True,
+            )
+        try:
+            result = fit(N, D, L, target=target, metric=metric, level=level, ledger=False)
+        except InputError as exc:  # name the option and its column, not the argument
+            text = str(exc)
+            if text.startswith("metric:"):
+                text = f"{columns['file']}: --metric {metric_col}:" + text[len("metric:") :]
+            raise InputError(text) from None
         result.record(ledger_target(ledger, no_ledger))  # the library's fit records loss fits only
     else:
         result = fit(
@@ -222,7 +235,10 @@ def target_options(fn):
         type=click.Choice(["loss", "accuracy", "error"]),
         default="loss",
         show_default=True,
-        help="Fit the loss, or a downstream accuracy or error (with --metric) through it.",
+        help=(
+            "Fit the loss, or a downstream accuracy or error (with --metric) through it (the "
+            "loss law: m2 for --x, chinchilla for N and D)."
+        ),
     )(fn)
 
 
