@@ -330,3 +330,19 @@ def test_a_downstream_fit_says_which_loss_law_it_used_when_form_names_another(cl
     assert auto.code == 0 and "fits the loss with m2; --form auto only chose" in auto.err
     m2 = cli("scale", "fit", seeds_csv, *args, "--form", "m2")
     assert m2.code == 0 and m2.err == ""
+
+
+def test_backtest_by_group_where_every_group_is_refused_is_one_line(cli, seeds_csv, tmp_path):
+    runs = seeds_csv.read_text().splitlines()
+    path = tmp_path / "groups.csv"
+    path.write_text(
+        "\n".join(["task," + runs[0]] + [f"{t},{r}" for t in "ab" for r in runs[1:]]) + "\n"
+    )
+    args = (*SEEDS, "--resamples", "0", "--by", "task")
+    line = _one_error_line(cli("scale", "backtest", path, *args, "--holdout-top", "19"))
+    assert "--by task: none of the 2 groups could be backtested (a: " in line
+    # a group that is refused beside one that is not: the backtest of the one, the other named
+    lone = tmp_path / "one_refused.csv"
+    lone.write_text(path.read_text() + "".join(f"c,{50 * 2**k},0,0.5,0.7\n" for k in range(2)))
+    res = cli("scale", "backtest", lone, *args, "--holdout-top", "3")
+    assert res.code == 0 and "c: " in res.out, res.err

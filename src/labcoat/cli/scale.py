@@ -414,6 +414,12 @@ def backtest_cmd(level, as_json, top, holdout, by_col, html, **runs):
         for arg, option in (("`top`", "--holdout-top"), ("holdout:", "--holdout-by:")):
             text = text.replace(arg, option)
         raise InputError(text) from None
+    if by is not None and not result.results:  # every group refused: no backtest to show
+        label, why = next(iter(result.failures.items()))
+        raise InputError(
+            f"--by {by_col}: none of the {len(result.failures)} groups could be backtested "
+            f"({label}: {why})"
+        )
     _page(result, html, runs["file"])
     respond(as_json, result, lambda: _backtest_tables(result, N, D, L))
 
