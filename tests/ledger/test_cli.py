@@ -465,3 +465,27 @@ def test_the_real_command_line(tmp_path, subprocess_env):
         text=True,
     )
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"] is True
+
+
+@pytest.fixture
+def no_drain3(monkeypatch):
+    """drain3 absent, as in `make demo`'s environment: a run notes that its logs are not kept."""
+    import labcoat.extras
+
+    present = labcoat.extras.available
+    monkeypatch.setattr(labcoat.extras, "available", lambda lib: lib != "drain3" and present(lib))
+
+
+@pytest.mark.parametrize("option", [("--seed", "nope"), ("--factor", "lr")])
+def test_a_bad_run_option_is_one_line_before_any_note_or_ledger(cli, tmp_path, no_drain3, option):
+    location = tmp_path / "ledger.db"
+    res = cli("run", "--ledger", location, *option, "--", sys.executable, "-c", "pass")
+    assert res.code == 2 and res.err.count("\n") == 1, res.err
+    assert res.err.startswith(f"labcoat: error: {option[0]}: expected NAME=")
+    assert not location.exists()  # refused before the ledger was created
+
+
+def test_a_good_run_option_without_drain3_notes_it_and_runs(cli, tmp_path, no_drain3, child_env):
+    location = tmp_path / "ledger.db"
+    res = cli("run", "--ledger", location, "--seed", "torch=0", "--", sys.executable, "-c", "pass")
+    assert res.code == 0 and "drain3 is not installed" in res.err and location.exists()

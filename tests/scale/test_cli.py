@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -219,3 +220,129 @@ def test_the_old_by_n_or_compute_still_picks_the_holdout_with_a_note(cli, curve_
     )
     assert old.code == 0 and "use --holdout-by n" in old.err
     assert _json(old)["points"] == _json(new)["points"]
+
+
+@pytest.fixture(scope="module")
+def seeds_csv(tmp_path_factory):
+    """A learning curve as a user trains one: 8 sizes n = 50·2^k, 3 seeds each, the loss and a
+    downstream accuracy that follows it."""
+    rng = np.random.default_rng(0)
+    rows = ["size,seed,loss,accuracy"]
+    for k in range(8):
+        for seed in range(3):
+            loss = (0.3 + 2.0 * (50 * 2**k) ** -0.4) * np.exp(rng.normal(0, 0.02))
+            accuracy = 1 - loss / 2.5 + rng.normal(0, 0.005)
+            rows.append(f"{50 * 2**k},{seed},{float(loss)!r},{float(accuracy)!r}")
+    path = tmp_path_factory.mktemp("scale") / "seeds.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+SEEDS = ("--x", "size", "--loss", "loss", "--form", "m2", "--resamples", "20", "--no-ledger")
+DOWNSTREAM = ("--target", "accuracy", "--metric", "accuracy")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("fit",),
+        ("predict", "--at", "25600"),
+        ("backtest", "--holdout-top", "6"),
+        ("fit", *DOWNSTREAM),
+        ("predict", "--at", "25600", *DOWNSTREAM),
+    ],
+    ids=["fit", "predict", "backtest", "fit-accuracy", "predict-accuracy"],
+)
+def test_html_writes_one_self_contained_page(cli, seeds_csv, tmp_path, command):
+    """--html on fit, predict and backtest writes the answer's page (once an internal error:
+    the page was asked for with an option no section takes)."""
+    pytest.importorskip("matplotlib")
+    page = tmp_path / "page.html"
+    res = cli("scale", command[0], seeds_csv, *SEEDS, *command[1:], "--html", page)
+    assert res.code == 0, res.err
+    html = page.read_text()
+    assert "default-src 'none'" in html and "<script" not in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing fetched
+    if command[0] == "predict":
+        assert "25600" in html.replace(",", "") or "2.56e+04" in html  # the prediction's row
+    if "--target" in command:
+        assert "predictable" in html
+
+
+def test_the_fit_table_says_how_many_seeds_each_size_has(cli, seeds_csv, curve_jsonl):
+    assert "24 runs at 8 sizes, 3 seeds each" in cli("scale", "fit", seeds_csv, *SEEDS).out
+    assert "40 runs at 40 sizes, 1 seed each" in cli("scale", "fit", curve_jsonl, *CURVE).out
+
+
+def test_backtest_shows_each_held_out_run_beside_the_seed_means(cli, seeds_csv, curve_jsonl):
+    out = cli("scale", "backtest", seeds_csv, *SEEDS, "--holdout-top", "6").out
+    runs = out[out.index("held-out runs") :].splitlines()
+    numbered = [line.split("│")[1].strip() for line in runs if line.startswith("│")]
+    assert numbered == ["19", "20", "21", "22", "23", "24"]  # the file's rows, counted from 1
+    once = cli("scale", "backtest", curve_jsonl, *CURVE, "--holdout-top", "5")
+    assert once.code == 0 and "held-out runs" not in once.out  # one run per size: one table
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("fit",), ("predict", "--at", "200"), ("backtest", "--holdout-top", "1")],
+    ids=["fit", "predict", "backtest"],
+)
+@pytest.mark.parametrize("form", ["auto", "m2", "curve"])
+def test_runs_all_at_one_size_are_one_line(cli, tmp_path, command, form):
+    same = tmp_path / "same.csv"
+    same.write_text("size,loss\n" + "".join(f"100,{0.5 + 0.01 * s}\n" for s in range(6)))
+    args = ("--x", "size", "--loss", "loss", "--form", form, "--no-ledger")
+    line = _one_error_line(cli("scale", command[0], same, *args, *command[1:]))
+    assert f"{same}: --x size: all 6 runs are at one size (100)" in line
+
+
+def test_holdout_top_that_leaves_one_size_to_fit_names_the_option_and_its_most(cli, seeds_csv):
+    line = _one_error_line(cli("scale", "backtest", seeds_csv, *SEEDS, "--holdout-top", "19"))
+    assert line.startswith("labcoat: error: --holdout-top: 19 holds out 21 of 24 runs")
+    assert "all at one size (50)" in line and line.endswith("hold out at most 18")
+    ties = _one_error_line(cli("scale", "backtest", seeds_csv, *SEEDS, "--holdout-top", "22"))
+    assert "holds out 24 of 24 runs (size >= 50, ties included)" in ties
+    most = cli("scale", "backtest", seeds_csv, *SEEDS, "--holdout-top", "18", "--resamples", "0")
+    assert most.code == 0, most.err
+
+
+def test_a_downstream_fit_is_recorded_where_ledger_says(cli, seeds_csv, tmp_path):
+    location = tmp_path / "ledger.db"
+    args = (*SEEDS[:-1], *DOWNSTREAM, "--ledger", location)
+    assert cli("scale", "fit", seeds_csv, *args).code == 0
+    found = _json(cli("ledger", "findings", "--ledger", location, "--json"))["findings"]
+    assert [f["check"] for f in found] == ["scale.downstream"]
+
+
+def test_a_bad_metric_column_is_named_by_file_and_option(cli, seeds_csv):
+    line = _one_error_line(
+        cli("scale", "fit", seeds_csv, *SEEDS, "--target", "accuracy", "--metric", "size")
+    )
+    assert line.startswith(
+        f"labcoat: error: {seeds_csv}: --metric size: accuracy must lie in [0, 1]"
+    )
+
+
+def test_a_downstream_fit_says_which_loss_law_it_used_when_form_names_another(cli, seeds_csv):
+    args = ("--x", "size", "--loss", "loss", *DOWNSTREAM, "--no-ledger")
+    auto = cli("scale", "fit", seeds_csv, *args, "--form", "auto")
+    assert auto.code == 0 and "fits the loss with m2; --form auto only chose" in auto.err
+    m2 = cli("scale", "fit", seeds_csv, *args, "--form", "m2")
+    assert m2.code == 0 and m2.err == ""
+
+
+def test_backtest_by_group_where_every_group_is_refused_is_one_line(cli, seeds_csv, tmp_path):
+    runs = seeds_csv.read_text().splitlines()
+    path = tmp_path / "groups.csv"
+    path.write_text(
+        "\n".join(["task," + runs[0]] + [f"{t},{r}" for t in "ab" for r in runs[1:]]) + "\n"
+    )
+    args = (*SEEDS, "--resamples", "0", "--by", "task")
+    line = _one_error_line(cli("scale", "backtest", path, *args, "--holdout-top", "19"))
+    assert "--by task: none of the 2 groups could be backtested (a: " in line
+    # a group that is refused beside one that is not: the backtest of the one, the other named
+    lone = tmp_path / "one_refused.csv"
+    lone.write_text(path.read_text() + "".join(f"c,{50 * 2**k},0,0.5,0.7\n" for k in range(2)))
+    res = cli("scale", "backtest", lone, *args, "--holdout-top", "3")
+    assert res.code == 0 and "c: " in res.out, res.err

@@ -558,6 +558,8 @@ def run_command(
     from labcoat.ledger.wrap import run_wrapped
     from labcoat.provenance.config_file import read_config
 
+    # bad options stop here: before a note is printed or a ledger is created
+    seeds, factors = _parse_seeds(seeds) or None, _parse_factors(factors) or None
     logs = None if no_logs else _log_capture()
     with _open(location, create=True) as book:
         try:
@@ -568,9 +570,9 @@ def run_command(
                 stderr=sys.stderr,
                 config=read_config(config),
                 data=list(data) or None,
-                seeds=_parse_seeds(seeds) or None,
+                seeds=seeds,
                 name=name,
-                factors=_parse_factors(factors) or None,
+                factors=factors,
                 entries=[book.entry(e) for e in entries],  # an unknown id stops here
                 full_hash=full_hash,
                 git=not no_git,

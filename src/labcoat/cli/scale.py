@@ -82,7 +82,7 @@ def data_options(
         seed_options(help="Seed of the bootstrap."),
         level_option,
         recording_options("the fit"),
-        html_option("Also write the fit (or backtest) as an HTML page."),
+        html_option("Also write the answer (its fit included) as one self-contained HTML page."),
         json_option,
     ]
 
@@ -95,11 +95,60 @@ def data_options(
 
 
 def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
-    """(N or x, D or None, L) from the runs table the data options name."""
+    """(N or x, D or None, L) from the runs table the data options name; runs all at one size
+    are one line naming the file, the option and its column."""
+    import numpy as np
+
     from labcoat.scale.data import read_runs
 
     one = "curve" if form in ("curve", "m1", "m2", "m3", "m4", "broken", "auto") else form
-    return read_runs(file, n_col, d_col, flops_col, x_col, loss_col, one)
+    N, D, L = read_runs(file, n_col, d_col, flops_col, x_col, loss_col, one)
+    named = [("--x", x_col, N)] if D is None else [("--n", n_col, N)]
+    if D is not None:
+        named.append(("--d", d_col, D) if d_col is not None else ("--flops", flops_col, D))
+    for option, column, values in named:
+        if L.size > 1 and np.unique(values).size < 2:
+            raise InputError(
+                f"{file}: {option} {column}: all {L.size} runs are at one size ({values[0]:.4g});"
+                " a law needs runs at 2 or more sizes (5 or more to extrapolate)"
+            )
+    return N, D, L
+
+
+def _check_holdout(N, D, top: int, holdout: str, name: str) -> None:
+    """--holdout-top against the runs: the K largest, ties included, must leave runs at two or
+    more sizes to fit, else one line that names the option and the most it can be."""
+    import numpy as np
+
+    n = N.shape[0]
+    if top >= n:
+        raise InputError(f"--holdout-top: {top} of {n} runs leaves none to fit; hold out fewer")
+    if holdout == "compute" and D is None:
+        return  # the library names --holdout-by for this
+    key = N if holdout == "n" else 6.0 * N * D
+    variables = [N] if D is None else [N, D]
+
+    def fitted(k: int) -> np.ndarray:  # the runs left to fit when the top k are held out
+        return key < np.sort(key)[-k]
+
+    def usable(k: int) -> bool:
+        rest = fitted(k)
+        return all(np.unique(v[rest]).size >= 2 for v in variables)
+
+    if usable(top):
+        return
+    low, high = 0, top  # the largest usable k below top, by bisection (usable shrinks with k)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if usable(mid) else (low, mid)
+    rest = fitted(top)
+    cut, kept = np.sort(key)[-top], int(rest.sum())
+    left = f"leaving {kept} to fit" + (
+        f", all at one size ({key[rest][0]:.4g})" if np.unique(key[rest]).size == 1 else ""
+    )
+    held = f"holds out {n - kept} of {n} runs ({name} >= {cut:.4g}, ties included), {left}"
+    fix = f"hold out at most {low}" if low else "a backtest needs runs at 3 or more sizes"
+    raise InputError(f"--holdout-top: {top} {held}; a fit needs runs at 2 or more sizes: {fix}")
 
 
 def _fit(
@@ -110,7 +159,6 @@ def _fit(
     ledger,
     no_ledger,
     interval=None,
-    html=None,
     target="loss",
     metric_col=None,
     level=0.95,
@@ -127,7 +175,21 @@ def _fit(
         from labcoat.stats.readers import read_table
 
         metric = read_table(columns["file"]).scores(metric_col)
-        result = fit(N, D, L, target=target, metric=metric, level=level, ledger=False)
+        if form not in ("chinchilla", "m2"):  # fit_downstream's own loss laws
+            law = "chinchilla" if D is not None else "m2"
+            click.echo(
+                f"labcoat: note: --target {target} fits the loss with {law}; --form {form} "
+                "only chose how the columns are read",
+                err=True,
+            )
+        try:
+            result = fit(N, D, L, target=target, metric=metric, level=level, ledger=False)
+        except InputError as exc:  # name the option and its column, not the argument
+            text = str(exc)
+            if text.startswith("metric:"):
+                text = f"{columns['file']}: --metric {metric_col}:" + text[len("metric:") :]
+            raise InputError(text) from None
+        result.record(ledger_target(ledger, no_ledger))  # the library's fit records loss fits only
     else:
         result = fit(
             N,
@@ -139,14 +201,25 @@ def _fit(
             level=level,
             ledger=ledger_target(ledger, no_ledger),
         )
-    _page(result, html)
     return result
 
 
-def _page(result: Any, html: str | None) -> None:
-    """--html: the result's page, written after the answer is printed."""
+def _page(result: Any, html: str | None, file: str) -> None:
+    """--html: the answer's page (a prediction's carries its fit), written after the answer is
+    printed."""
     if html is not None:  # checked before the work (html_option)
-        click.get_current_context().call_on_close(lambda: result.to_html(html, name="scale"))
+        title = f"labcoat scale · {file}"
+        click.get_current_context().call_on_close(lambda: result.to_html(html, title=title))
+
+
+def _downstream_page(prediction: Any, fit: Any, html: str | None, file: str) -> None:
+    """--html for a downstream prediction: its rows, then the downstream fit it came from."""
+    if html is not None:
+        from labcoat.report.page import Page
+        from labcoat.report.sections.scale import downstream_answer_section
+
+        page = Page(f"labcoat scale · {file}").add(downstream_answer_section(prediction, fit))
+        click.get_current_context().call_on_close(lambda: page.save(html))
 
 
 def target_options(fn):
@@ -162,7 +235,10 @@ def target_options(fn):
         type=click.Choice(["loss", "accuracy", "error"]),
         default="loss",
         show_default=True,
-        help="Fit the loss, or a downstream accuracy or error (with --metric) through it.",
+        help=(
+            "Fit the loss, or a downstream accuracy or error (with --metric) through it (the "
+            "loss law: m2 for --x, chinchilla for N and D)."
+        ),
     )(fn)
 
 
@@ -187,9 +263,10 @@ def scale() -> None:
 @scale.command("fit")
 @data_options()
 @target_options
-def fit_cmd(level, as_json, interval, **runs):
+def fit_cmd(level, as_json, interval, html, **runs):
     """Fit the law (Huber on log loss, every grid start) with intervals and diagnostics."""
     result = _fit(level=level, **runs)
+    _page(result, html, runs["file"])
     if runs["target"] != "loss":
         respond(as_json, result, _views("downstream_view", downstream_view=(result,)))
         return
@@ -219,7 +296,7 @@ def _point(text: str, form: str) -> tuple[float, float | None]:
     help="Where to predict: N,D (or X for --form curve); repeatable.",
 )
 @target_options
-def predict_cmd(level, as_json, at, **runs):
+def predict_cmd(level, as_json, at, html, **runs):
     """Predicted loss at new sizes, with the law's interval and a prediction interval."""
     import numpy as np
 
@@ -240,6 +317,7 @@ def predict_cmd(level, as_json, at, **runs):
         if w.category.__name__ in ("ExtrapolationWarning", "PredictabilityWarning"):
             click.echo(f"labcoat: warning: {w.message}", err=True)
     if runs["target"] != "loss":
+        _downstream_page(prediction, result, html, runs["file"])
         render = _views(
             "downstream_prediction_view",
             "downstream_view",
@@ -248,6 +326,7 @@ def predict_cmd(level, as_json, at, **runs):
         )
         respond(as_json, prediction, render)
         return
+    _page(prediction, html, runs["file"])
     render = _views(
         "prediction_view", "fit_view", prediction_view=(prediction,), fit_view=(result, level)
     )
@@ -268,12 +347,13 @@ def D_is_none(form: str) -> bool:
     required=True,
     help="FLOP budget C; repeatable.",
 )
-def optimal_cmd(level, as_json, budgets, interval, **runs):
+def optimal_cmd(level, as_json, budgets, interval, html, **runs):
     """Compute-optimal N and D for FLOP budgets (C ≈ 6·N·D), with intervals."""
     if runs["form"] != "chinchilla":
         raise InputError("--form: optimal allocation needs the chinchilla form (loss in N and D)")
     result = _fit(level=level, **runs)
     allocation = result.optimal(list(budgets), level=level)
+    _page(allocation, html, runs["file"])
     render = _views(
         "allocation_view", "fit_view", allocation_view=(allocation,), fit_view=(result, level)
     )
@@ -324,10 +404,9 @@ def backtest_cmd(level, as_json, top, holdout, by_col, html, **runs):
             holdout, by_col = by_col, None
         else:
             by = table.labels(by_col)
-    if by_col is None and top >= len(L):
-        raise InputError(
-            f"--holdout-top: {top} of {len(L)} runs leaves none to fit; hold out fewer"
-        )
+    if by_col is None:
+        name = "compute" if holdout == "compute" else runs["x_col"] or runs["n_col"]
+        _check_holdout(N, D, top, holdout, name)
     try:
         result = _backtest(backtest, N, D, L, holdout, top, by, level, runs)
     except InputError as exc:  # name the option, not the argument, where it is at fault
@@ -335,8 +414,25 @@ def backtest_cmd(level, as_json, top, holdout, by_col, html, **runs):
         for arg, option in (("`top`", "--holdout-top"), ("holdout:", "--holdout-by:")):
             text = text.replace(arg, option)
         raise InputError(text) from None
-    _page(result, html)
-    respond(as_json, result, lambda: result)
+    if by is not None and not result.results:  # every group refused: no backtest to show
+        label, why = next(iter(result.failures.items()))
+        raise InputError(
+            f"--by {by_col}: none of the {len(result.failures)} groups could be backtested "
+            f"({label}: {why})"
+        )
+    _page(result, html, runs["file"])
+    respond(as_json, result, lambda: _backtest_tables(result, N, D, L))
+
+
+def _backtest_tables(result: Any, N, D, L) -> Any:
+    """The backtest's tables: a group's set as it is, one backtest with each held-out run."""
+    if not hasattr(result, "points"):
+        return result
+    import numpy as np
+
+    from labcoat.scale.view import backtest_view
+
+    return backtest_view(result, runs=(np.vstack([N] if D is None else [N, D]), L))
 
 
 def _backtest(backtest, N, D, L, holdout, top, by, level, runs):

@@ -32,9 +32,31 @@ def fit_view(fit, level: float = 0.95) -> RenderableType:
         style="dim",
     )
     parts = [table, note]
+    seeds = _seeds(fit)
+    if seeds:
+        parts.append(Text(seeds))
     if fit.selection:
         parts.append(Text(f"form {fit.selection['chosen']}: {fit.selection['why']}"))
     return Group(*parts, findings_grid(fit.findings))
+
+
+def _seeds(fit) -> str:
+    """How many runs (seeds) each size has: seeds at one size are replicates of one point."""
+    import numpy as np
+
+    from labcoat.scale.calibrate import replicates
+
+    x = getattr(fit, "_x", None)
+    if x is None:  # a fit read back from the ledger keeps no runs
+        return ""
+    uniq, inverse = replicates(np.asarray(x, dtype=float))
+    counts = np.bincount(inverse)
+    if counts.min() == counts.max():
+        each = f"{counts[0]} seed{'s' if counts[0] > 1 else ''} each"
+    else:
+        at = ["×".join(_g(v, 3) for v in point) + f": {c}" for point, c in zip(uniq.T, counts)]
+        each = "seeds per size " + ", ".join(at)
+    return f"{counts.sum()} runs at {uniq.shape[1]} sizes, {each}"
 
 
 def prediction_view(prediction) -> RenderableType:
@@ -84,7 +106,10 @@ def allocation_view(allocation) -> RenderableType:
     return table
 
 
-def backtest_view(result) -> RenderableType:
+def backtest_view(result, runs=None) -> RenderableType:
+    """The held-out points, the summary and the fit's diagnostics; ``runs`` (the variables,
+    (k, n), and the losses of every run) adds each held-out run's row where seeds were scored
+    by their mean."""
     variables = result.fit.form.variables
     table = Table(
         title=(
@@ -142,9 +167,38 @@ def backtest_view(result) -> RenderableType:
         f"{result.coverage:.0%} (nominal {result.level:.0%}){width}{score}{how}"
     )
     parts = [table, summary]
+    if runs is not None and means:
+        parts.append(backtest_runs_view(result, *runs))
     if result.fit.selection:
         parts.append(Text(f"form {result.fit.form.name}: {result.fit.selection['why']}"))
     return Group(*parts, findings_grid(result.fit.findings))
+
+
+def backtest_runs_view(result, x, loss) -> RenderableType:
+    """Each held-out run against the interval for one new run (``x``: the runs' variables,
+    (k, n); ``loss``: theirs), numbered as the rows of the file from 1; the backtest itself
+    scores a size's seeds by their mean."""
+    variables = result.fit.form.variables
+    at = {tuple(p[v] for v in variables): p for p in result.points}
+    table = Table(
+        title=f"held-out runs ({result.level:.0%} interval for one run)", title_justify="left"
+    )
+    for column in ("row", *variables, "observed", "predicted", "point error %", "inside"):
+        table.add_column(column, justify="right")
+    for i in range(len(loss)):
+        p = at.get(tuple(float(v) for v in x[:, i]))
+        if p is None:  # a fitted run
+            continue
+        band = p.get("interval")
+        table.add_row(
+            str(i + 1),
+            *(_g(p[v], 3) for v in variables),
+            _g(loss[i]),
+            _g(p["loss"]),
+            f"{100 * (p['loss'] / loss[i] - 1):+.2f}",
+            "–" if band is None else ("yes" if band[0] <= loss[i] <= band[1] else "NO"),
+        )
+    return table
 
 
 def backtest_set_view(result) -> RenderableType:

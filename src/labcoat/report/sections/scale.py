@@ -127,21 +127,34 @@ def scale_section(result: Any, *, title: str = "Scaling law", id: str = "scale")
 def answer_section(result: Any, *, title: str = "", id: str = "scale") -> Section:
     """A prediction or an allocation (:class:`~labcoat.scale.result.FromFit`): its rows, then
     the fit it came from when it is at hand (a stored answer keeps its rows only)."""
-    data = result.to_dict()
+    body = [_answer_rows(result.to_dict())]
+    fit = getattr(result, "fit", None) if "_stored" not in vars(result) else None
+    if fit is not None:
+        body.append("<h3>The fit</h3>" + scale_section(fit).body)
+    return Section(title or result.title, "\n".join(body), id=id)
+
+
+def downstream_answer_section(
+    prediction: Any, fit: Any, *, title: str = "Downstream prediction", id: str = "scale"
+) -> Section:
+    """A downstream prediction (``labcoat scale predict --target``): its rows, then the
+    downstream fit (its verdict and backtest) it came from."""
+    body = [_answer_rows(prediction.to_dict()), "<h3>The fit</h3>" + downstream_section(fit).body]
+    return Section(title, "\n".join(body), id=id)
+
+
+def _answer_rows(data: Mapping[str, Any]) -> str:
+    """An answer's rows (predictions or allocations) as a table, under its level."""
     rows = data.get("predictions") or data.get("optimal") or []
     columns = [k for k in (rows[0] if rows else {}) if k not in ("kind", "version")]
     table = "".join(
         "<tr>" + "".join(f"<td>{_cell(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows
     )
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = [
-        f'<p class="meta">{data["level"]:.0%} intervals</p>',
-        f'<div class="scroll"><table><tr>{head}</tr>{table}</table></div>',
-    ]
-    fit = getattr(result, "fit", None) if "_stored" not in vars(result) else None
-    if fit is not None:
-        body.append("<h3>The fit</h3>" + scale_section(fit).body)
-    return Section(title or result.title, "\n".join(body), id=id)
+    return (
+        f'<p class="meta">{data["level"]:.0%} intervals</p>\n'
+        f'<div class="scroll"><table><tr>{head}</tr>{table}</table></div>'
+    )
 
 
 def _cell(value: Any) -> str:
