@@ -277,7 +277,8 @@ def _family_variants() -> dict:
     from scale_colpret import BEFORE, VARIANTS
 
     keep = (BEFORE, "+ spread band (the chosen form's point)", "+ stacked point")
-    keep += ("+ thin evidence: AICc average", "thin evidence: equal average instead")
+    keep += ("+ thin evidence: average by the partial backtest",)
+    keep += ("thin evidence: AICc average instead", "thin evidence: equal average instead")
     return {k: VARIANTS[k] for k in keep}
 
 

@@ -463,7 +463,8 @@ def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration
     entry = prior["forms"].get(form_name) or prior["forms"]["default"]
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
     a = frontier_reach(pairs, level)
-    b = entry.get("frontier", entry["upper"])  # the slope beyond that same reach
+    # the slope beyond that same reach: the frontier's, or every size's
+    b = entry.get("frontier", entry["upper"]) if FRONTIER_SHARE < 1 else entry["upper"]
     return Calibration(
         level=level,
         method="prior",
