@@ -74,6 +74,32 @@ def collect(data, shares=HOLDOUT_SHARES, records=None) -> list[dict]:
     return records
 
 
+#: the thinned variant: each curve cut to each of these numbers of log-spaced sizes
+THIN_SIZES = (7, 8, 9, 10)
+
+
+def thinned(data) -> dict:
+    """Each curve subsampled to 7, 8, 9 and 10 log-spaced sizes (the run nearest to each of
+    evenly spaced points of its log range): the few-sizes regime of a user's learning curve,
+    where no form has the origins a choice needs, so the rules for thin evidence are tuned
+    here and not on the families they are tested on."""
+    out = {}
+    for name, (x, y) in sorted(data.items()):
+        lx = np.log(x)
+        for k in THIN_SIZES:
+            targets = np.linspace(lx.min(), lx.max(), k)
+            keep = np.unique([int(np.argmin(np.abs(lx - t))) for t in targets])
+            out[f"{name}@{k}"] = (x[keep], y[keep])
+    return out
+
+
+def by_backtest(rec: dict) -> str:
+    """The plain form (M1–M4) its own late-origin backtest picks; m2 (else m1) without one."""
+    late = {k: v["pairs"].late_rmse for k, v in rec["forms"].items() if k != "broken"}
+    late = {k: v for k, v in late.items() if np.isfinite(v)}
+    return min(late, key=late.get) if late else ("m2" if "m2" in rec["forms"] else "m1")
+
+
 def family_priors(records) -> dict[str, dict]:
     """A prior table per family, fitted on the other families' backtest pairs only."""
     from labcoat.scale.prior_table import PRIOR
@@ -101,12 +127,12 @@ def evaluate(records, priors=None, level=LEVEL, widen=True, use_prior=True) -> d
     """Coverage, width, interval score and point error of ``form="auto"``'s calibrated band.
 
     ``priors``: family -> prior table (None: the shipped one); ``widen``: the shipped
-    treatment of the forms auto cannot tell apart (False: none); ``use_prior``: the prior's
-    floor. The band is built by the library's own functions (select_form, calibrate,
-    Calibration.band), as ``fit(form="auto").predict`` builds it."""
+    treatment of the forms auto cannot tell apart (False: the chosen form alone);
+    ``use_prior``: the prior's floor. The point and band are built by the library's own
+    functions (select_form, calibrate, combine), as ``fit(form="auto").predict`` builds them."""
     from labcoat.scale.score import interval_score
 
-    covered, widths, scores, points, fam_cov = [], [], [], [], defaultdict(list)
+    covered, widths, scores, points, plain, fam_cov = [], [], [], [], [], defaultdict(list)
     rmse = defaultdict(list)
     chosen = defaultdict(int)
     for rec in records:
@@ -122,21 +148,23 @@ def evaluate(records, priors=None, level=LEVEL, widen=True, use_prior=True) -> d
             calibration = cal.calibrate(form["pairs"], level, name, use_prior=use_prior)
         finally:
             cal.load_prior = original
-        e = form["error"]
-        # another form's prediction minus the chosen one's, from their held-out errors
-        shifts = [e - rec["forms"][k]["error"] for k in sel["indistinguishable"]] if widen else []
-        lo, hi = calibration.band(rec["distance"], shifts, sel.get("weights"))
-        inside = (e >= lo) & (e <= hi)
+        # log predicted − log observed per form: the held-out observations sit at 0
+        names = [name, *sel["indistinguishable"]] if widen else [name]
+        predictions = {k: -rec["forms"][k]["error"] for k in names}
+        weights = sel.get("weights") if widen else None
+        center, lo, hi = cal.combine(predictions, weights, calibration, rec["distance"])
+        e = -center  # log observed − log point
+        inside = (lo <= 0) & (hi >= 0)
         covered.append(inside)
         fam_cov[rec.get("group", rec["family"])].append(inside)
-        widths.append(np.exp(hi) - np.exp(lo))
-        # observed / predicted = exp(e): the band and the score per unit of the prediction,
-        # divided by exp(e) to put the score per unit of the observed value
-        scores.append(interval_score(np.exp(lo), np.exp(hi), np.exp(e), level))
+        widths.append((np.exp(hi) - np.exp(lo)) / np.exp(center))
+        # the band and the score per unit of the observed value
+        scores.append(interval_score(np.exp(lo), np.exp(hi), np.ones_like(lo), level))
         points.append(100 * np.abs(np.expm1(-e)))
         rmse["auto"].append(np.sqrt(np.mean(e**2)))
         for k, v in rec["forms"].items():
             rmse[k].append(np.sqrt(np.mean(v["error"] ** 2)))
+        plain.append(100 * np.abs(np.expm1(-rec["forms"][by_backtest(rec)]["error"])))
     covered, widths = np.concatenate(covered), np.concatenate(widths)
     return {
         "coverage": float(covered.mean()),
@@ -145,33 +173,35 @@ def evaluate(records, priors=None, level=LEVEL, widen=True, use_prior=True) -> d
         "interval_score": float(np.mean(np.concatenate(scores))),
         "median_interval_score": float(np.median(np.concatenate(scores))),
         "point_error": float(np.mean(np.concatenate(points))),
+        "plain_point_error": float(np.mean(np.concatenate(plain))),
         "by_family": {k: float(np.concatenate(v).mean()) for k, v in sorted(fam_cov.items())},
         "rmse": {k: float(np.median(v)) for k, v in rmse.items()},
         "chosen": dict(chosen),
     }
 
 
+#: the rules before sharpening: the band the union of every indistinguishable form's, the
+#: chosen form's point, m2 by rule on thin evidence, prior intercepts from every fitted size
+BEFORE = "before (union band, chosen form's point, m2 by rule, intercepts from every size)"
 #: the rules evaluated side by side: module constants of labcoat.scale (api, calibrate)
 VARIANTS = {
-    "before (union band, any origins, no floor refusal)": {
+    BEFORE: {
         "CHOICE_BAND": "union",
-        "CHOICE_MIN_ORIGINS": 1,
-        "CHOICE_MIN_FORMS": 1,
-        "FLOOR_REFUSAL_Z": float("inf"),
+        "CHOICE_POINT": "chosen",
+        "THIN_RULE": "rule",
+        "FRONTIER_SHARE": 1.0,
     },
-    "+ floor refusal": {
-        "CHOICE_BAND": "union",
-        "CHOICE_MIN_ORIGINS": 1,
-        "CHOICE_MIN_FORMS": 1,
+    "+ spread band (the chosen form's point)": {
+        "CHOICE_POINT": "chosen",
+        "THIN_RULE": "rule",
+        "FRONTIER_SHARE": 1.0,
     },
-    "+ evidence before choice (3 origins, 2 forms)": {"CHOICE_BAND": "union"},
-    "+ spread band instead of union": {"CHOICE_BAND": "spread"},
-    "spread band alone": {
-        "CHOICE_BAND": "spread",
-        "CHOICE_MIN_ORIGINS": 1,
-        "CHOICE_MIN_FORMS": 1,
-        "FLOOR_REFUSAL_Z": float("inf"),
-    },
+    "+ stacked point": {"THIN_RULE": "rule", "FRONTIER_SHARE": 1.0},
+    "+ thin evidence: average by the partial backtest": {"FRONTIER_SHARE": 1.0},
+    "thin evidence: AICc average instead": {"THIN_RULE": "aicc"},
+    "thin evidence: equal average instead": {"THIN_RULE": "equal"},
+    "stacked point, union band": {"CHOICE_BAND": "union"},
+    "the chosen form's point": {"CHOICE_POINT": "chosen"},
 }
 
 
@@ -194,8 +224,10 @@ def shipped_rules() -> str:
     from labcoat.scale import api
 
     return (
-        f"{cal.CHOICE_BAND} band, {api.CHOICE_MIN_ORIGINS} origins and {api.CHOICE_MIN_FORMS} "
-        f"forms to choose, floor refusal at {api.FLOOR_REFUSAL_Z:g} SE"
+        f"{cal.CHOICE_BAND} band, {cal.CHOICE_POINT} point, {api.CHOICE_MIN_ORIGINS} origins and "
+        f"{api.CHOICE_MIN_FORMS} forms to choose, thin evidence: {cal.THIN_RULE}, prior "
+        f"intercepts from the largest {cal.FRONTIER_SHARE:.0%} of sizes, floor refusal at "
+        f"{api.FLOOR_REFUSAL_Z:g} SE"
     )
 
 
@@ -204,7 +236,8 @@ def report(result: dict) -> None:
         f"calibrated 95% intervals: coverage {result['coverage']:.1%} of {result['n']} held-out "
         f"points, median width {result['median_width']:.1%}, interval score "
         f"{result['interval_score']:.2%} of the value (median {result['median_interval_score']:.2%}"
-        f"), point error {result['point_error']:.2f}%"
+        f"), point error {result['point_error']:.2f}% (best plain form by its own backtest "
+        f"{result['plain_point_error']:.2f}%)"
     )
     print("  by family: " + ", ".join(f"{k} {v:.1%}" for k, v in result["by_family"].items()))
     rmse = result["rmse"]
@@ -219,35 +252,46 @@ def report(result: dict) -> None:
     )
 
 
+def fits(data, cache: Path | None) -> list[dict]:
+    """:func:`collect` on ``data``, through a pickle ``cache`` (read if present, else written)."""
+    records = pickle.loads(cache.read_bytes()) if cache and cache.is_file() else []
+    if {r["curve"] for r in records} != set(data):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            records = collect(data, records=records)
+        if cache:
+            cache.write_bytes(pickle.dumps(records))
+    return records
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--cache", type=Path, help="pickle of the fits: read if present, else written"
     )
+    parser.add_argument(
+        "--thin-cache", type=Path, help="the same for the thinned curves (7–10 sizes each)"
+    )
     args = parser.parse_args()
     if not COLPRET.is_dir():
         sys.exit(f"{COLPRET} not found")
     start = time.perf_counter()
-    records = []
-    if args.cache and args.cache.is_file():
-        records = pickle.loads(args.cache.read_bytes())
     data = {**all_curves(), **olmo_curves()}
-    if {r["curve"] for r in records} != set(data):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            records = collect(data, records=records)
-        if args.cache:
-            args.cache.write_bytes(pickle.dumps(records))
+    records = fits(data, args.cache)
+    thin = fits(thinned(data), args.thin_cache)
     records = [
         r for r in records if any(np.isfinite(f["pairs"].late_rmse) for f in r["forms"].values())
     ]
-    print(f"{len(records)} curve-splits with backtests, {time.perf_counter() - start:.0f} s")
+    print(
+        f"{len(records)} curve-splits with backtests, {len(thin)} thinned, "
+        f"{time.perf_counter() - start:.0f} s"
+    )
+    for label, rules in {"as shipped": {}, **VARIANTS}.items():
+        for kind, recs in (("curves", records), ("thinned to 7–10 sizes", thin)):
+            print(f"\n== {label}, {kind} ==" + (f" ({shipped_rules()})" if not rules else ""))
+            # each family's prior from the other families' full curves, under these rules
+            report(with_rules(rules, lambda: evaluate(recs, family_priors(records))))
     priors = family_priors(records)
-    print(f"\n== as shipped ({shipped_rules()}) ==")
-    report(evaluate(records, priors))
-    for label, rules in VARIANTS.items():
-        print(f"\n== {label} ==")
-        report(with_rules(rules, lambda: evaluate(records, priors)))
     print("\n== without the form-choice widening ==")
     report(evaluate(records, priors, widen=False))
     print("\n== the chosen form's own backtests only (no prior, no widening) ==")

@@ -120,7 +120,6 @@ def run_benchmark_cached(cache: Path, every: int, jobs: int) -> None:
 
     from scale_colpret import VARIANTS, evaluate, report, shipped_rules, with_rules
 
-    from labcoat.scale import calibrate as cal
     from labcoat.scale.score import interval_score
 
     tasks = benchmark_tasks()
@@ -144,12 +143,9 @@ def run_benchmark_cached(cache: Path, every: int, jobs: int) -> None:
     print(f"\n== benchmark (their split), {len(records)} tasks (every {every}), cached fits ==")
     print(f"as shipped ({shipped_rules()}):")
     report(evaluate(records))
-    before = VARIANTS["before (union band, any origins, no floor refusal)"]
-    print("before (union band, any origins, no floor refusal):")
-    report(with_rules(before, lambda: evaluate(records)))
-    if cal.CHOICE_BAND != "union":
-        print("the shipped rules with the union band instead:")
-        report(with_rules({"CHOICE_BAND": "union"}, lambda: evaluate(records)))
+    for label, rules in VARIANTS.items():
+        print(f"{label}:")
+        report(with_rules(rules, lambda: evaluate(records)))
     cf = [r for r in records if r["curve_fit"] is not None]
     pred = np.concatenate([r["curve_fit"][0] for r in cf])
     lo = np.concatenate([r["curve_fit"][1] for r in cf])

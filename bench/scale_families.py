@@ -391,25 +391,25 @@ def plain_forms(x, y, x_new):
     return preds, chosen
 
 
-def labcoat_auto(x, y, x_new, bands=("union", "spread")):
-    """``form="auto"``'s prediction and calibrated interval for one new run, under each way of
-    widening for the forms it cannot tell apart (``calibrate.CHOICE_BAND``): one fit."""
-    from labcoat import scale
-    from labcoat.scale import calibrate
+def labcoat_auto(x, y, x_new, variants=None):
+    """``form="auto"``'s point and calibrated interval for one new run, as shipped and under
+    each variant of its rules (bench/scale_colpret.py's ``VARIANTS``: label -> constants)."""
+    from scale_colpret import with_rules
 
-    fit = scale.fit(x, None, y, form="auto", n_resamples=0, ledger=False)
-    out = {}
-    shipped = getattr(calibrate, "CHOICE_BAND", None)  # None: a version with one band
-    try:
-        for band in bands if shipped is not None else ("one",):
-            calibrate.CHOICE_BAND = band
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                p = fit.predict(x_new, level=LEVEL)
-            out[band] = (p.loss, p.interval[0], p.interval[1])
-    finally:
-        calibrate.CHOICE_BAND = shipped
-    return out, fit.selection["chosen"]
+    from labcoat import scale
+
+    def once():
+        fit = scale.fit(x, None, y, form="auto", n_resamples=0, ledger=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = fit.predict(x_new, level=LEVEL)
+        return (p.loss, p.interval[0], p.interval[1]), fit.selection["chosen"]
+
+    shipped, chosen = once()
+    out = {"shipped": shipped}
+    for label, rules in (variants or {}).items():
+        out[label] = with_rules(rules, once)[0]
+    return out, chosen
 
 
 # ---------------------------------------------------------------- evaluation
@@ -428,7 +428,17 @@ def _scores(lo, hi, pred, obs):
     return out
 
 
+def _family_variants() -> dict:
+    from scale_colpret import BEFORE, VARIANTS
+
+    keep = (BEFORE, "+ spread band (the chosen form's point)", "+ stacked point")
+    keep += ("+ thin evidence: average by the partial backtest",)
+    keep += ("thin evidence: AICc average instead", "thin evidence: equal average instead")
+    return {k: VARIANTS[k] for k in keep}
+
+
 def evaluate_curves(data: dict) -> dict:
+    variants = _family_variants()
     rows: dict[str, dict[str, list]] = {}
     for name, curve in data.items():
         if curve["kind"] == "planted jump":
@@ -440,8 +450,8 @@ def evaluate_curves(data: dict) -> dict:
         xf, yf, xh, yh = x[~held], y[~held], x[held], y[held]
         family = curve["kind"]
         t0 = time.perf_counter()
-        auto, _ = labcoat_auto(xf, yf, xh)
-        results = {f"labcoat auto ({band} band)": v for band, v in auto.items()}
+        auto, _ = labcoat_auto(xf, yf, xh, variants)
+        results = {f"labcoat auto, {label}": v for label, v in auto.items()}
         results["curve_fit + delta"] = curve_fit_delta(xf, yf, xh)
         preds, chosen = plain_forms(xf, yf, xh)
         results["best plain form by its own backtest"] = (preds[chosen], None, None)
@@ -461,7 +471,7 @@ def report(rows: dict) -> None:
     for key, methods in rows.items():
         print(f"\n{key}")
         print(
-            f"  {'':38s} {'coverage':>10s} {'med width':>10s} {'int score':>10s} {'point err':>10s}"
+            f"  {'':66s} {'coverage':>10s} {'med width':>10s} {'int score':>10s} {'point err':>10s}"
         )
         for method, parts in methods.items():
             point = np.concatenate([p["point"] for p in parts])
@@ -472,7 +482,7 @@ def report(rows: dict) -> None:
                 cells = f"{cov.sum():4d}/{cov.size:<5d} {width:10.1%} {score:10.1%}"
             else:
                 cells = f"{'—':>10s} {'—':>10s} {'—':>10s}"
-            print(f"  {method:38s} {cells} {np.mean(point):9.2f}%")
+            print(f"  {method:66s} {cells} {np.mean(point):9.2f}%")
 
 
 def evaluate_jumps(data: dict) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from labcoat.scale.calibrate import rolling_pairs
+from labcoat.scale.calibrate import frontier_reach, rolling_pairs
 from labcoat.scale.curves import CURVES
 from labcoat.scale.forms import CHINCHILLA, CURVE
 from labcoat.scale.search import grid_search
@@ -164,21 +164,32 @@ def chinchilla():
     return np.vstack([N[keep], C[keep] / (6 * N[keep])]), L[keep]
 
 
-def excess_slopes(pairs) -> np.ndarray:
-    """(|error| − the curve's q95 |residual|)⁺ / d for every pair with d > 0."""
-    floor = np.quantile(np.abs(pairs.residuals), LEVEL) if pairs.residuals.size else 0.0
+def excess_slopes(pairs, share: float | None = 1.0) -> np.ndarray:
+    """(|error| − the curve's q95 |residual|)⁺ / d for every pair with d > 0: the residual
+    quantile over every size (``share=1``) or at its frontier (``share=None``: the
+    library's :data:`~labcoat.scale.calibrate.FRONTIER_SHARE`; see ``frontier_reach``)."""
+    floor = frontier_reach(pairs, LEVEL, share)
     d, e = pairs.distances, pairs.errors
     inside = d > 1e-3
     return np.maximum(np.abs(e[inside]) - floor, 0.0) / d[inside], d[inside]
 
 
 def prior_slope(pairs_list) -> dict:
-    """The prior's entry for one form from the backtest pairs of many curves."""
+    """The prior's entry for one form from the backtest pairs of many curves: the slope
+    beyond every size's residual reach (``upper``, the floor of a backtested band) and beyond
+    the frontier's (``frontier``, the band where the prior alone calibrates)."""
     parts = [excess_slopes(p) for p in pairs_list]
     s = np.concatenate([p[0] for p in parts])
     d = np.concatenate([p[1] for p in parts])
     b = float(np.quantile(s, LEVEL))
-    return {"upper": b, "lower": b, "max_distance": float(d.max()), "pairs": s.size}
+    front = np.concatenate([excess_slopes(p, None)[0] for p in pairs_list])
+    return {
+        "upper": b,
+        "lower": b,
+        "frontier": float(np.quantile(front, LEVEL)),
+        "max_distance": float(d.max()),
+        "pairs": s.size,
+    }
 
 
 FRONTIER_LEVELS = (0.8, 0.9, 0.95, 0.99)
@@ -216,6 +227,14 @@ def frontier(records, levels=FRONTIER_LEVELS) -> dict:
     return {"levels": list(levels), "factors": factors, "points": n, "splits": len(records)}
 
 
+def _show(name: str, entry: dict) -> None:
+    print(
+        f"{name:10s} slope {entry['upper']:.4f} per log unit beyond every size's residuals, "
+        f"{entry['frontier']:.4f} beyond the frontier's ({entry['pairs']} pairs, d up to "
+        f"{entry['max_distance']:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write prior_table.py")
@@ -230,37 +249,23 @@ def main() -> None:
     print(f"{len(data)} public curves: {', '.join(sorted(data))}")
     forms = {**CURVES, "curve": CURVE}
     table: dict[str, dict] = {}
-    pooled_slopes, pooled_d = [], []
+    pooled = []
     for name, form in forms.items():
-        slopes, dists = [], []
+        found = []
         for x, y in data.values():
             xs = x[None]
             theta = grid_search(form, xs, y, DELTA).theta
-            s, d = excess_slopes(rolling_pairs(form, xs, y, DELTA, theta))
-            slopes.append(s)
-            dists.append(d)
-        s, d = np.concatenate(slopes), np.concatenate(dists)
-        pooled_slopes.append(s)
-        pooled_d.append(d)
-        b = float(np.quantile(s, LEVEL))
-        table[name] = {"upper": b, "lower": b, "max_distance": float(d.max()), "pairs": s.size}
-        print(f"{name:8s} slope {b:.4f} per log unit ({s.size} pairs, d up to {d.max():.2f})")
+            found.append(rolling_pairs(form, xs, y, DELTA, theta))
+        pooled += found
+        table[name] = prior_slope(found)
+        _show(name, table[name])
     x, y = chinchilla()
     theta = grid_search(CHINCHILLA, x, y, DELTA).theta
-    s, d = excess_slopes(rolling_pairs(CHINCHILLA, x, y, DELTA, theta))
-    b = float(np.quantile(s, LEVEL))
-    table["chinchilla"] = {"upper": b, "lower": b, "max_distance": float(d.max()), "pairs": s.size}
-    print(f"chinchilla slope {b:.4f} per log unit ({s.size} pairs, d up to {d.max():.2f})")
-    s_all = np.concatenate(pooled_slopes)
-    d_all = np.concatenate(pooled_d)
-    b = float(np.quantile(s_all, LEVEL))
-    table["default"] = {
-        "upper": b,
-        "lower": b,
-        "max_distance": float(d_all.max()),
-        "pairs": s_all.size,
-    }
-    print(f"default  slope {b:.4f} per log unit; {time.perf_counter() - start:.0f} s")
+    table["chinchilla"] = prior_slope([rolling_pairs(CHINCHILLA, x, y, DELTA, theta)])
+    _show("chinchilla", table["chinchilla"])
+    table["default"] = prior_slope(pooled)
+    _show("default", table["default"])
+    print(f"{time.perf_counter() - start:.0f} s")
     import pickle
 
     from scale_colpret import collect

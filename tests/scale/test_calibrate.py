@@ -161,17 +161,87 @@ def test_forms_the_backtest_cannot_tell_apart_widen_by_their_weighted_spread(mon
 
     monkeypatch.setattr(calibrate, "CHOICE_BAND", "spread")
     lo, hi = np.array([-0.02, -0.03]), np.array([0.02, 0.03])
-    agree = widen_for_choice(lo, hi, [np.zeros(2)], [0.5, 0.5])  # forms that agree: no wider
+    # shifts: each form's log prediction minus the centre's, the chosen form's first
+    agree = widen_for_choice(lo, hi, [np.zeros(2)] * 2, [0.5, 0.5])  # forms that agree: no wider
     assert agree[1] == pytest.approx(hi) and agree[0] == pytest.approx(lo)
     z = stats.norm.ppf(0.975)
-    wide = widen_for_choice(lo, hi, [np.array([0.1, -0.2])], [0.5, 0.5])
+    wide = widen_for_choice(lo, hi, [np.zeros(2), np.array([0.1, -0.2])], [0.5, 0.5])
     assert wide[1] == pytest.approx(np.sqrt(hi**2 + z**2 * 0.5 * np.array([0.1, -0.2]) ** 2))
     # a form with little evidence moves the band little, far less than the union (0.12, 0.23)
-    weak = widen_for_choice(lo, hi, [np.array([0.1, -0.2])], [0.95, 0.05])
+    weak = widen_for_choice(lo, hi, [np.zeros(2), np.array([0.1, -0.2])], [0.95, 0.05])
     assert weak[1][0] < 0.06 and weak[1][1] < 0.1 and np.all(weak[1] > hi)
     # evidence: RMSE^-k over k late origins; twice the error on 4 late origins weighs 1/16
     weights = choice_weights({"m1": _pairs(0.01), "m2": _pairs(0.02)}, "m1", ["m2"])
     assert list(weights.values()) == pytest.approx([16 / 17, 1 / 17])
+
+
+def test_forms_that_agree_give_the_winners_band_and_disagreeing_ones_a_stacked_point():
+    from labcoat.scale.calibrate import Calibration, combine
+
+    calibration = Calibration(0.95, "backtest", (0.02, 0.01), (-0.02, 0.01), None, 1.0, 4, 40)
+    d = np.array([0.0, 1.0])
+    own_lo, own_hi = calibration.band(d)
+    chosen = np.log([0.5, 0.4])
+    # healthy: the forms agree, so the point is the winner's and so is its calibrated band
+    point, lo, hi = combine(
+        {"m2": chosen, "m4": chosen.copy()}, {"m2": 0.6, "m4": 0.4}, calibration, d
+    )
+    assert point == pytest.approx(chosen)
+    assert lo - point == pytest.approx(own_lo) and hi - point == pytest.approx(own_hi)
+    # planted: a second form 10 % lower: the point is the evidence-weighted mean of the logs,
+    # the band centred on it and wider by the weighted spread, not stretched to hold both
+    other = chosen + np.log(0.9)
+    point, lo, hi = combine({"m2": chosen, "m4": other}, {"m2": 0.75, "m4": 0.25}, calibration, d)
+    assert point == pytest.approx(0.75 * chosen + 0.25 * other)
+    assert np.all(hi - point > own_hi) and np.all(lo - point < own_lo)
+    assert np.all(lo > other + own_lo)  # narrower than the union of the two bands
+    # a form without a prediction at a point weighs nothing there
+    point, _, _ = combine(
+        {"m2": chosen, "m4": np.array([np.nan, other[1]])}, {"m2": 0.5, "m4": 0.5}, calibration, d
+    )
+    assert point[0] == pytest.approx(chosen[0]) and point[1] == pytest.approx(
+        np.mean([chosen[1], other[1]])
+    )
+    alone, lo, hi = combine({"m2": chosen}, None, calibration, d)  # a named form: its own
+    assert alone == pytest.approx(chosen) and hi - alone == pytest.approx(own_hi)
+
+
+def test_thin_evidence_averages_the_supported_forms_by_the_origins_they_have():
+    from labcoat.scale.calibrate import Pairs, thin_weights
+
+    def pairs(rmse, n_origins, sizes=7):
+        origins = np.repeat(np.arange(n_origins), 2)
+        errors = np.full(origins.size, rmse)
+        return Pairs(np.full(origins.size, 0.5), errors, origins, n_origins, np.zeros(sizes))
+
+    # planted: m1 and m2 have two origins each (m2 twice as wrong), m4 none, and broken has 5
+    # parameters on 6 sizes: more than the sizes support (AICc needs n − k − 1 ≥ 1)
+    found = {
+        "m1": pairs(0.01, 2),
+        "m2": pairs(0.02, 2),
+        "m4": pairs(0.0, 0),
+        "broken": pairs(0.0, 0, 6),
+    }
+    w = thin_weights(found)
+    assert w["m1"] == pytest.approx(2 / 3) and w["m2"] == pytest.approx(1 / 3)  # (1/2)^1
+    assert w["m4"] == 0 and w["broken"] == 0
+    # healthy: no form has an origin: every supported form alike, the unsupported one out
+    none = {"m1": pairs(0.0, 0), "m2": pairs(0.0, 0), "broken": pairs(0.0, 0, 6)}
+    assert thin_weights(none) == pytest.approx({"m1": 0.5, "m2": 0.5, "broken": 0.0})
+
+
+def test_the_prior_bands_intercept_comes_from_the_frontier_not_the_worst_size():
+    from labcoat.scale.calibrate import Pairs, frontier_reach, prior_calibration
+
+    # planted: the smallest sizes fit poorly (12 % off), the largest four within 0.5 %
+    residuals = np.array([-0.12, 0.08, -0.03, 0.004, -0.005, 0.003, -0.002])
+    pairs = Pairs(np.empty(0), np.empty(0), np.empty(0, int), 0, residuals)
+    assert frontier_reach(pairs, 0.95) < 0.006
+    band = prior_calibration(pairs, 0.95, "m2")
+    assert band.upper[0] == pytest.approx(-band.lower[0]) and band.upper[0] < 0.006
+    # healthy: a poor fit at the frontier sets a wide intercept
+    worse = Pairs(np.empty(0), np.empty(0), np.empty(0, int), 0, residuals[::-1].copy())
+    assert frontier_reach(worse, 0.95) > 0.05
 
 
 def test_the_frontier_factor_comes_from_the_table_and_multiplies_the_band(monkeypatch):

@@ -64,7 +64,8 @@ def fit(
     :class:`~labcoat.scale.downstream.DownstreamFit` whose verdict says whether the task is
     predictable from these runs, with intervals calibrated at ``level``. With ``form="auto"``,
     ``level`` is also the level at which the candidates the backtest cannot tell apart from the
-    chosen form are found; the calibrated interval covers their predictions too. A loss fit's
+    chosen form are found; ``predict`` then gives their evidence-weighted mean, its band
+    widened by their weighted spread (:func:`labcoat.scale.calibrate.combine`). A loss fit's
     ``to_dict()`` gives its intervals at ``level``.
     """
     if target != "loss":
@@ -168,17 +169,38 @@ def select_form(found: Mapping[str, Any], level: float) -> dict[str, Any]:
     the forms it cannot tell apart with their evidence weights, and why, in words. The one
     rule the benchmarks score too."""
     from labcoat.scale import calibrate
-    from labcoat.scale.calibrate import choice_weights, plausible_forms
+    from labcoat.scale.calibrate import choice_weights, plausible_forms, supported, thin_weights
+    from labcoat.scale.curves import AUTO_CANDIDATES
 
     refused = floors_above_runs(found)
     usable = {k: v for k, v in found.items() if k not in refused} or dict(found)
     name, why, thin = pick_form(usable)
-    if thin:  # no evidence to tell the forms apart: the band holds every fitted form's
-        plausible = [k for k in usable if k != name]
-        ratio = float("nan")
+    ratio = float("nan")
+    if thin:  # no backtest evidence to tell the forms apart: the stated rule
+        weights = thin_weights(usable)
+        if calibrate.THIN_RULE == "rule":
+            why += f"; {name} by rule (the simplest form with a floor), not by evidence"
+        else:
+            name = max(weights, key=lambda k: (weights[k], -AUTO_CANDIDATES.index(k)))
+            unsupported = [k for k in usable if k not in supported(usable)]
+            how = {
+                "partial": "by the rolling origins they have (alike where none has one)",
+                "aicc": "by AICc on the sizes' means",
+            }.get(calibrate.THIN_RULE, "alike")
+            why += (
+                f"; the prediction averages the forms the sizes support, weighted {how}, not a "
+                f"choice; the band is {name}'s (the heaviest)"
+                + (
+                    f"; {', '.join(unsupported)} left out (more parameters than the sizes support)"
+                    if unsupported
+                    else ""
+                )
+            )
+        plausible = [k for k in usable if k != name and weights[k] > 0]
+        weights = {k: weights[k] for k in (name, *plausible)}
     else:
         plausible, ratio = plausible_forms(usable, name, level)
-    weights = choice_weights(usable, name, plausible, thin)
+        weights = choice_weights(usable, name, plausible)
     if refused:
         why += "; refused " + ", ".join(
             f"{k} (an origin's refit put its floor {v:.1%} above the later runs' loss, beyond "
@@ -198,6 +220,11 @@ def select_form(found: Mapping[str, Any], level: float) -> dict[str, Any]:
                 ": the interval covers their predictions too"
                 if calibrate.CHOICE_BAND == "union"
                 else ": the interval widens by their predictions' spread weighted by evidence"
+            )
+            + (
+                ", and the point is their evidence-weighted mean"
+                if calibrate.CHOICE_POINT == "stacked"
+                else ""
             )
             + f" (evidence: {name} {weights[name]:.2f}, {shown})"
         )
@@ -242,9 +269,9 @@ CHOICE_MIN_ORIGINS, CHOICE_MIN_FORMS = 3, 2
 
 def pick_form(found: Mapping[str, Any]) -> tuple[str, str, bool]:
     """The candidate ``form="auto"`` picks from each one's rolling-origin pairs, why, and
-    whether the evidence was too thin to choose: then the rule, m2 (the simplest form with a
-    floor), never a form chosen on fewer than ``MIN_ORIGINS`` origins or the only form that
-    had them."""
+    whether the evidence was too thin to choose (then m2, the simplest form with a floor, stands
+    in, and :func:`select_form` applies ``calibrate.THIN_RULE``): never a form chosen on fewer
+    than ``CHOICE_MIN_ORIGINS`` origins or the only form that had them."""
     from labcoat.scale.curves import AUTO_CANDIDATES
 
     finite = {
@@ -258,8 +285,7 @@ def pick_form(found: Mapping[str, Any]) -> tuple[str, str, bool]:
         return (
             name,
             f"too few runs to choose: {len(finite)} form(s) with the {CHOICE_MIN_ORIGINS} rolling "
-            f"origins a comparison needs (at most {most}); {name} by rule (the simplest form "
-            "with a floor), not by evidence",
+            f"origins a comparison needs (at most {most})",
             True,
         )
     name = min(finite, key=lambda k: (round(finite[k], 6), AUTO_CANDIDATES.index(k)))

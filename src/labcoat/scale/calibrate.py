@@ -48,7 +48,8 @@ class Pairs:
     errors: np.ndarray  # log observed − log predicted
     origins: np.ndarray  # origin index per pair
     n_origins: int
-    residuals: np.ndarray  # the full fit's residuals (d = 0), of each size's mean over seeds
+    #: the full fit's residuals (d = 0), of each size's mean over seeds, smallest size first
+    residuals: np.ndarray
     #: per origin, how far (log) its refit's floor sat above the mean of the largest later
     #: size's runs, and that size's standard error (log): the evidence a floor is too high
     floor_gaps: np.ndarray = field(default_factory=lambda: np.empty((0, 2)))
@@ -94,7 +95,7 @@ class Calibration:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) log-error offsets at each distance, for the curve (the mean over
         seeds where a size has several); ``shifts`` (form="auto": each indistinguishable
-        form's log prediction minus the chosen one's) with their evidence ``weights`` widen
+        form's log prediction minus the centre's) with their evidence ``weights`` widen
         it by :func:`widen_for_choice` before the prior's floor applies. ``new_run``: for one
         new run, the seeds' own spread (noise a new run shows again) is added in quadrature."""
         d = np.maximum(np.asarray(distance, dtype=float), 0.0)
@@ -285,6 +286,7 @@ def rolling_pairs(
         k += 1
     points, observed, _ = point_means(x, loss)
     residuals = observed - form.log_predict(theta, points)[0]
+    residuals = residuals[np.argsort(np.log(points).sum(axis=0), kind="stable")]
     sd, df = seed_spread(x, loss)
     cat = lambda parts, dtype=float: np.concatenate(parts) if parts else np.empty(0, dtype)
     floor_gaps = np.array(gaps, dtype=float).reshape(-1, 2)
@@ -403,13 +405,12 @@ def calibrate(pairs: Pairs, level: float, form_name: str, use_prior: bool = True
 
 
 def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, float]:
-    """The prior's reach ``a + b·d``: the fit's residual quantile plus the prior's slope."""
+    """The prior's reach ``a + b·d``: the fit's residual quantile over every size plus the
+    prior's slope beyond it (``"upper"``)."""
     prior = load_prior()
     entry = prior["forms"].get(form_name) or prior["forms"]["default"]
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
-    r = np.abs(pairs.residuals)
-    a = float(np.quantile(r, level)) if r.size else 0.0
-    return a, float(z * entry["upper"])
+    return frontier_reach(pairs, level, share=1.0), float(z * entry["upper"])
 
 
 def load_prior() -> dict[str, Any]:
@@ -435,21 +436,40 @@ def frontier_factor(level: float) -> float:
     return float(max(np.interp(level, levels, factors, left=1.0, right=factors[-1]), 1.0))
 
 
+#: the share of the fitted sizes, the largest, whose residuals set the prior band's intercepts
+#: (1: every size's); at least :data:`FRONTIER_MIN` sizes
+FRONTIER_SHARE, FRONTIER_MIN = 0.5, 3
+
+
+def frontier_reach(pairs: Pairs, level: float, share: float | None = None) -> float:
+    """The ``level`` quantile of the fit's |residuals| at its largest sizes (the last
+    ``share``, default :data:`FRONTIER_SHARE`, of them, at least :data:`FRONTIER_MIN`; 1:
+    every size): the error at the frontier, where an extrapolation starts; a poor fit at the
+    smallest sizes says little about it. The prior's slopes are measured beyond this same
+    reach (bench/scale_prior.py): ``"frontier"`` beyond the frontier's, ``"upper"`` beyond
+    every size's."""
+    r = np.abs(pairs.residuals)
+    if not r.size:
+        return 0.0
+    share = FRONTIER_SHARE if share is None else share
+    keep = max(int(np.ceil(share * r.size)), min(FRONTIER_MIN, r.size))
+    return float(np.quantile(r[r.size - keep :], level))
+
+
 def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration:
     """Slopes from the prior (scaled from its level by the normal quantile), intercepts from
-    the fit's residuals, widened by the spread of however few backtest errors there are."""
+    the fit's residuals at its largest sizes (:func:`frontier_residuals`)."""
     prior = load_prior()
     entry = prior["forms"].get(form_name) or prior["forms"]["default"]
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
-    r = pairs.residuals
-    tail = (1 - level) / 2
-    a_hi = max(float(np.quantile(r, 1 - tail)), 0.0) if r.size else 0.0
-    a_lo = min(float(np.quantile(r, tail)), 0.0) if r.size else 0.0
+    a = frontier_reach(pairs, level)
+    # the slope beyond that same reach: the frontier's, or every size's
+    b = entry.get("frontier", entry["upper"]) if FRONTIER_SHARE < 1 else entry["upper"]
     return Calibration(
         level=level,
         method="prior",
-        upper=(a_hi, z * entry["upper"]),
-        lower=(a_lo, z * entry["lower"]),
+        upper=(a, z * b),
+        lower=(-a, z * b),
         coverage=entry.get("coverage"),
         max_distance=float(entry["max_distance"]),
         n_origins=pairs.n_origins,
@@ -488,10 +508,12 @@ def choice_weights(
     A form's late-origin errors, taken as normal with its own RMSE, have likelihood
     ``∝ RMSE^(−k)`` over ``k`` late origins (an origin's extrapolations share one fit, so an
     origin, not a pair, is the unit of evidence): a form 2× worse on 4 origins weighs 1/16.
-    With no evidence (``thin``) every form weighs the same."""
+    With no backtest evidence (``thin``) the weights are :func:`thin_weights`'."""
     names = [chosen, *plausible]
     pairs = found[chosen]
-    if thin or not np.isfinite(pairs.late_rmse) or pairs.late_rmse <= 0:
+    if thin:
+        return thin_weights({k: found[k] for k in names})
+    if not np.isfinite(pairs.late_rmse) or pairs.late_rmse <= 0:
         return {k: 1.0 / len(names) for k in names}
     k = max(pairs.n_origins - pairs.n_origins // 2, 1)
     raw = [1.0] + [float((pairs.late_rmse / found[n].late_rmse) ** k) for n in plausible]
@@ -499,18 +521,78 @@ def choice_weights(
     return {n: w / total for n, w in zip(names, raw)}
 
 
+#: where the backtest cannot choose: "partial" (the supported forms weighted by whatever
+#: rolling origins they have, equally where none has one), "aicc" (weighted by AICc on the
+#: sizes' means), "equal" (the supported forms alike) or "rule" (m2; every fitted form alike)
+THIN_RULE = "partial"
+
+
+def supported(found: dict[str, Pairs]) -> list[str]:
+    """The candidates whose parameters the distinct sizes support: at least two sizes more
+    than parameters (AICc's ``n − k − 1 ≥ 1``); where none is, the simplest fitted form."""
+    from labcoat.scale.curves import CURVES
+
+    out = [
+        name
+        for name, p in found.items()
+        if name in CURVES and p.residuals.size >= len(CURVES[name].names) + 2
+    ]
+    return out or list(found)[:1]
+
+
+def thin_weights(found: dict[str, Pairs]) -> dict[str, float]:
+    """The weights of an average where the backtest cannot choose (:data:`THIN_RULE`); forms
+    with more parameters than the distinct sizes support (:func:`supported`) weigh 0.
+
+    "partial": the supported forms that have any rolling origin, weighted as
+    :func:`choice_weights` weighs plausible forms (``RMSE^(−k)``, ``k`` the fewest late
+    origins among them), every supported form alike where none has an origin. "aicc": Akaike
+    weights from the fits to the sizes' means, ``n·log σ̂² + 2k + 2k(k+1)/(n−k−1)``, ``σ̂²``
+    never below the noise of a mean of the seeds."""
+    from labcoat.scale.curves import CURVES
+
+    if THIN_RULE == "rule":  # m2 by rule; nothing told the forms apart: all alike
+        return {k: 1.0 / len(found) for k in found}
+    names = supported(found)
+    if THIN_RULE == "partial":
+        have = [k for k in names if np.isfinite(found[k].late_rmse) and found[k].late_rmse > 0]
+        if have:
+            late = min(max(found[k].n_origins - found[k].n_origins // 2, 1) for k in have)
+            best = min(found[k].late_rmse for k in have)
+            raw = {k: (best / found[k].late_rmse) ** late for k in have}
+            total = sum(raw.values())
+            return {k: raw.get(k, 0.0) / total for k in found}
+    if THIN_RULE != "aicc" or len(names) == 1:
+        return {k: (1.0 / len(names) if k in names else 0.0) for k in found}
+    score = {}
+    for name in names:
+        p = found[name]
+        n, k = p.residuals.size, len(CURVES[name].names)
+        runs = n + p.seed_df
+        noise = p.seed_sd**2 * n / runs if runs else 0.0
+        var = max(float(np.mean(p.residuals**2)), noise, 1e-12)
+        score[name] = n * np.log(var) + 2 * k + 2 * k * (k + 1) / max(n - k - 1, 1)
+    best = min(score.values())
+    raw = {k: float(np.exp(-(v - best) / 2)) for k, v in score.items()}
+    total = sum(raw.values())
+    return {k: raw.get(k, 0.0) / total for k in found}
+
+
 #: how the forms ``form="auto"`` cannot tell apart widen its band: "spread" (their
-#: evidence-weighted spread about the chosen prediction, in quadrature) or "union" (the band
-#: moved onto each one's prediction, joined)
-CHOICE_BAND = "union"
+#: evidence-weighted spread about the centre, in quadrature) or "union" (the band moved onto
+#: each one's prediction, joined)
+CHOICE_BAND = "spread"
+#: the point ``form="auto"`` predicts: "stacked" (the evidence-weighted mean of the forms' log
+#: predictions) or "chosen" (the chosen form's own)
+CHOICE_POINT = "stacked"
 
 
 def widen_for_choice(lo, hi, shifts, weights=None, level: float = 0.95):
-    """The band widened for the choice of form. ``shifts``: each plausible form's log
-    prediction minus the chosen one's; ``weights``: the chosen form's weight, then theirs
-    (None: equal). "spread": half-widths grow in quadrature by ``z·√(Σ wᵢ·shiftᵢ²)``, so
-    where the forms agree the band is the chosen form's own and a form with little evidence
-    moves it little; "union": the band holds every form's prediction's band."""
+    """The band widened for the choice of form. ``shifts``: each form's log prediction minus
+    the centre's (the chosen form's among them); ``weights``: theirs, aligned (None: equal).
+    "spread": half-widths grow in quadrature by ``z·√(Σ wᵢ·shiftᵢ²)``, so where the forms agree
+    the band is the chosen form's own and a form with little evidence moves it little;
+    "union": the band holds every form's prediction's band."""
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     shifts = [np.where(np.isfinite(s), s, 0.0) for s in shifts]
     if not shifts:
@@ -519,11 +601,45 @@ def widen_for_choice(lo, hi, shifts, weights=None, level: float = 0.95):
         for shift in shifts:
             lo, hi = np.minimum(lo, shift + lo), np.maximum(hi, shift + hi)
         return lo, hi
-    w = np.full(len(shifts) + 1, 1.0) if weights is None else np.asarray(weights, float)
-    w = w / w.sum()
-    second = sum(wi * s**2 for wi, s in zip(w[1:], shifts))
+    w = np.full(len(shifts), 1.0) if weights is None else np.asarray(weights, float)
+    w = w / w.sum(axis=0)  # one weight per form, or per form and point
+    second = sum(wi * s**2 for wi, s in zip(w, shifts))
     spread = float(stats.norm.ppf(0.5 + level / 2)) ** 2 * second
     return -np.sqrt(lo**2 + spread), np.sqrt(hi**2 + spread)
+
+
+def combine(
+    predictions: dict[str, np.ndarray],
+    weights: dict[str, float] | None,
+    calibration: Calibration,
+    distance: Any,
+    new_run: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(point, lower, upper)`` in log loss from each form's log prediction (the chosen form's
+    first) and their evidence ``weights`` (None: the chosen form alone): the point is their
+    weighted mean (:data:`CHOICE_POINT`), the band the chosen form's calibrated error about it,
+    widened by the forms' weighted spread about the point (:func:`widen_for_choice`). The one
+    place a prediction and its interval are assembled, for ``predict`` and the benchmarks."""
+    names = list(predictions)
+    chosen = np.asarray(predictions[names[0]], float)
+    if not weights or len(names) == 1:
+        lo, hi = calibration.band(distance, new_run=new_run)
+        return chosen, chosen + lo, chosen + hi
+    w = np.array([float(weights.get(n, 0.0)) for n in names])
+    logs = np.vstack([np.asarray(predictions[n], float) for n in names])
+    usable = np.isfinite(logs) & (w[:, None] > 0)
+    usable[0] |= ~usable.any(axis=0)  # nothing else: the chosen form
+    share = np.where(usable, w[:, None], 0.0)
+    share = share / share.sum(axis=0)
+    safe = np.where(usable, logs, 0.0)
+    center = (share * safe).sum(axis=0) if CHOICE_POINT == "stacked" else chosen
+    shifts = [np.where(usable[i], safe[i] - center, 0.0) for i in range(len(names))]
+    if CHOICE_BAND == "union":
+        shifts = [s for s, wi in zip(shifts, w) if wi > 0]
+        lo, hi = calibration.band(distance, shifts, None, new_run=new_run)
+    else:
+        lo, hi = calibration.band(distance, shifts, share, new_run=new_run)
+    return center, center + lo, center + hi
 
 
 def warn_if_beyond(calibration: Calibration, distances: np.ndarray) -> None:

@@ -344,8 +344,8 @@ def _choice(fit) -> Outcome:
     }
     if sel.get("evidence") == "thin":
         return warned(
-            f"form='auto' could not choose: {sel['why']}; its interval does not reflect a choice "
-            "among forms. Add runs at more sizes, or name the form you expect",
+            f"form='auto' could not choose: {sel['why']}; its prediction is that average, not a "
+            "backtested choice among forms. Add runs at more sizes, or name the form you expect",
             **evidence,
         )
     return passed(f"form='auto' chose {sel['chosen']} on its backtests: {sel['why']}", **evidence)

@@ -281,7 +281,9 @@ class ScalingFit(Result):
         than any distance the calibration saw raises an
         :class:`~labcoat.scale.calibrate.ExtrapolationWarning`. ``interval="bootstrap"``: the
         bootstrap refits plus the residual scatter (needs ``bootstrap > 0``). ``ci`` is the
-        law's bootstrap interval either way.
+        law's bootstrap interval either way. With ``form="auto"``, the calibrated point is the
+        evidence-weighted mean of the forms the backtest could not tell apart
+        (:func:`~labcoat.scale.calibrate.combine`); ``ci`` stays the chosen form's.
         """
         from labcoat.scale.calibrate import distance, warn_if_beyond
         from labcoat.scale.data import as_points
@@ -298,23 +300,25 @@ class ScalingFit(Result):
             if interval == "bootstrap":
                 band = tuple(np.exp(q) for q in self._prediction_quantiles(laws, level))
         if interval == "calibrated":
+            from labcoat.scale.calibrate import combine
+
             calibrated = self.calibration(level)
             calibration = calibrated.to_dict()
-            shifts = []
+            predictions = {self.form.name: center}
+            weights = None
             if self._alternatives:
                 from labcoat.scale.curves import CURVES
 
-                shifts = [
-                    CURVES[name].log_predict(theta, x)[0] - center
-                    for name, theta in self._alternatives.items()
-                ]
+                for name, theta in self._alternatives.items():
+                    predictions[name] = CURVES[name].log_predict(theta, x)[0]
                 calibration["form_choice"] = sorted(self._alternatives)
-            weights = (self.selection or {}).get("weights") if shifts else None
-            lo, hi = calibrated.band(far, shifts, weights, new_run=True)
-            band = (np.exp(center + lo), np.exp(center + hi))
+                weights = (self.selection or {}).get("weights")
+            point, lo, hi = combine(predictions, weights, calibrated, far, new_run=True)
+            band = (np.exp(lo), np.exp(hi))
             if calibrated.pairs is not None and calibrated.pairs.seed_df > 0:
-                lo, hi = calibrated.band(far, shifts, weights)
-                mean_band = (np.exp(center + lo), np.exp(center + hi))
+                _, lo, hi = combine(predictions, weights, calibrated, far)
+                mean_band = (np.exp(lo), np.exp(hi))
+            center = point
             warn_if_beyond(calibrated, far)
         points = dict(zip(self.form.variables, x))
         return Prediction(
