@@ -85,6 +85,12 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def _trees() -> dict[str, ast.Module]:
+    """Every module's syntax tree, parsed once for the tests that read them all."""
+    return {name: ast.parse(path.read_text(), str(path)) for name, path in _modules().items()}
+
+
 def _type_checking_only(tree: ast.AST) -> set[int]:
     """ids of the import nodes under ``if TYPE_CHECKING:``."""
     skip = set()
@@ -121,8 +127,8 @@ def reference_edges() -> tuple[tuple[str, str, int], ...]:
     modules = _modules()
     return tuple(
         (name, target, line)
-        for name, path in modules.items()
-        for target, line in references(ast.parse(path.read_text(), str(path)), modules)
+        for name, tree in _trees().items()
+        for target, line in references(tree, modules)
         if target != name
     )
 
@@ -132,8 +138,8 @@ def import_edges() -> tuple[tuple[str, str, int], ...]:
     """(importer, imported labcoat module, line) for every import that can run."""
     modules = _modules()
     edges = []
-    for name, path in modules.items():
-        tree = ast.parse(path.read_text(), str(path))
+    for name, tree in _trees().items():
+        path = modules[name]
         skip = _type_checking_only(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(tree):
@@ -324,12 +330,14 @@ def test_a_moved_module_keeps_its_old_path_one_release_and_says_where_it_went():
         assert found is getattr(importlib.import_module(new), name)
 
 
-def private_imports(sources: dict[str, str]) -> list[str]:
+def private_imports(sources: dict[str, str | ast.AST]) -> list[str]:
     """``from labcoat.x import _helper`` where ``x`` is not itself a private shared module: a
-    module reaching into another's private helpers (share them from one ``_module`` instead)."""
+    module reaching into another's private helpers (share them from one ``_module`` instead).
+    ``sources``: module name -> its text or its parsed tree."""
     found = []
     for name, text in sources.items():
-        for node in ast.walk(ast.parse(text)):
+        tree = text if isinstance(text, ast.AST) else ast.parse(text)
+        for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
                 "labcoat"
             ):
@@ -347,8 +355,7 @@ def private_imports(sources: dict[str, str]) -> list[str]:
 
 
 def test_no_module_imports_another_modules_private_helpers():
-    sources = {name: path.read_text() for name, path in _modules().items()}
-    assert private_imports(sources) == []
+    assert private_imports(_trees()) == []
     planted = {"labcoat.stats.effects": "from labcoat.stats.compare import _paired_iv\n"}
     assert private_imports(planted) == [
         "labcoat.stats.effects:1 imports labcoat.stats.compare._paired_iv"

@@ -19,16 +19,15 @@ def lm_loss(out, y, ignore_index=-100):
 skip_padding = functools.partial(lm_loss, ignore_index=0)
 
 
-def controls(data, lr=3e-3):
+def controls(data, lr=3e-3, layers=("overfit", "shuffle")):
+    """overfit.batch's and shuffle.random_tokens's findings (None for a layer not run: a
+    planted test runs only the control it plants a bug for)."""
     model = PaddedLM()
     report = diagnose(
-        model,
-        data,
-        skip_padding,
-        torch.optim.Adam(model.parameters(), lr),
-        layers=("overfit", "shuffle"),
+        model, data, skip_padding, torch.optim.Adam(model.parameters(), lr), layers=layers
     )
-    return report["overfit.batch"], report["shuffle.random_tokens"]
+    found = {f.check: f for f in report.findings}
+    return found.get("overfit.batch"), found.get("shuffle.random_tokens")
 
 
 @functools.cache
@@ -53,13 +52,13 @@ def test_a_padded_lm_skipping_its_pad_id_is_at_chance_on_random_tokens():
 
 @pytest.mark.check("doctor.overfit.batch", planted=True)
 def test_the_same_lm_with_a_learning_rate_far_too_small_fails():
-    f, _ = controls(padded_lm_data(), lr=1e-7)
+    f, _ = controls(padded_lm_data(), lr=1e-7, layers=("overfit",))
     assert f.status == "fail", f.message
 
 
 @pytest.mark.check("doctor.shuffle.random_tokens", planted=True)
 def test_the_same_lm_given_its_inputs_as_targets_fails():
     x, _ = padded_lm_data()
-    _, f = controls((x, x.clone()))
+    _, f = controls((x, x.clone()), layers=("shuffle",))
     assert f.status == "fail", f.message
     assert f.evidence["tokens"] == 15

@@ -33,7 +33,12 @@ def test_matches_scikit_learn_exactly_on_an_estimator(iris):
     assert result.pvalue == pvalue == 1 / 31
 
 
-def test_matches_scikit_learn_with_groups_and_parallel_jobs(iris):
+@pytest.mark.parametrize(
+    "n_jobs",
+    # two jobs start a pool of worker processes (seconds): the slow tier
+    [1, pytest.param(2, marks=pytest.mark.slow)],
+)
+def test_matches_scikit_learn_with_groups_in_one_job_and_in_two(iris, n_jobs):
     X, y = iris
     groups = np.arange(len(y)) % 6
     estimator, cv = KNeighborsClassifier(n_neighbors=5), GroupKFold(3)
@@ -41,7 +46,7 @@ def test_matches_scikit_learn_with_groups_and_parallel_jobs(iris):
         estimator, X, y, groups=groups, cv=cv, n_permutations=12, random_state=3
     )
     result = permutation_test(
-        estimator, X, y, groups=groups, cv=cv, n_permutations=12, seed=3, n_jobs=2
+        estimator, X, y, groups=groups, cv=cv, n_permutations=12, seed=3, n_jobs=n_jobs
     )
     assert (result.statistic, result.pvalue) == (score, pvalue)
     np.testing.assert_array_equal(result.null_distribution, null)

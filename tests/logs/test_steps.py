@@ -77,6 +77,24 @@ def test_a_watched_loop_gives_each_line_the_step_last_observed(tmp_path, subproc
     assert steps["forward of batch 0"] is None and steps["forward of batch 3"] == 2
 
 
+def test_a_more_exact_teller_of_the_step_wins_for_the_rest_of_the_process(monkeypatch):
+    """watch < record < the user's own step(): in this process, with the tellers' state put back
+    after (the subprocess tests show the same through a captured script)."""
+    from labcoat.logs import capture, step
+
+    for name, value in (("_STEP", None), ("_TOLD_BY", 0), ("_capture", None)):
+        monkeypatch.setattr(capture, name, value)
+    capture.note_step(3, capture.WATCH)
+    assert capture.current_step() == 3
+    capture.note_step(5, capture.RECORD)
+    capture.note_step(6, capture.WATCH)  # less exact than the loop that spoke: ignored
+    assert capture.current_step() == 5
+    step(100)
+    capture.note_step(7, capture.RECORD)
+    assert capture.current_step() == 100
+
+
+@pytest.mark.slow  # a third interpreter with torch (seconds); the precedence is tested above
 def test_the_scripts_own_step_call_wins(tmp_path, subprocess_env):
     steps = _steps(tmp_path, subprocess_env, "watch", "own")
     assert all(steps[f"observed batch {i}"] == 100 + i for i in range(6)), steps

@@ -65,6 +65,8 @@ def test_optimal_allocation_minimises_the_fitted_loss_along_the_budget(synthetic
     assert allocation.to_dict()["optimal"][0]["tokens_per_parameter"] == pytest.approx(
         allocation.D[0] / allocation.N[0]
     )
+    predicted = synthetic_fit.predict(allocation.N, allocation.D).loss[0]
+    assert allocation.loss[0] == pytest.approx(float(predicted))
 
 
 def test_to_dict_is_plain_json(synthetic_fit):

@@ -50,6 +50,9 @@ def test_keeping_the_five_outliers_shows_as_a_residual_pattern():
     assert "log D" in residuals.message
 
 
+# the allocation is solved again for each of the 200 resamples (tens of seconds on a busy
+# machine); an allocation's fast tests are tests/scale/test_predict.py's and the CLI's --json
+@pytest.mark.slow
 def test_compute_optimal_tokens_per_parameter_near_twenty(replication_fit):
     allocation = replication_fit.optimal([5.76e23])  # Chinchilla's own budget
     lo, hi = allocation.intervals["N"]
