@@ -106,7 +106,8 @@ def test_a_run_still_falling_at_both_learning_rates_is_not_judged_and_says_so():
     assert finding.status == "skip", finding.message
     assert finding.message.startswith("inconclusive, not judged: the loss was still falling")
     assert finding.evidence["inconclusive"] is True
-    assert report.ok
+    assert report.ok and report.inconclusive == [finding]
+    assert report.summary().endswith("; not judged: overfit.batch (inconclusive)")
 
 
 def _frozen(model: nn.Module) -> nn.Module:

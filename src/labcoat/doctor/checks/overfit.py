@@ -126,7 +126,7 @@ class Memorisation:
         Regression has no examples to count as fitted, so its bar is 100x toward the floor; a
         small MLP on a few input features can need several thousand steps to fit noisy targets
         that far, and within the budget its curve looks like that of a bottleneck or a learning
-        rate too small (measured in docs/doctor.md), so neither pass nor fail is earned.
+        rate too small (measured in docs/validation.md), so neither pass nor fail is earned.
         """
         first, last = self.refs.excess(self.curve.losses[0]), self.last_excess
         return (
@@ -318,7 +318,7 @@ def at_larger_lr(case: Case, batch: Examples, m: Memorisation, what: str) -> Mem
     budget: one that memorises there shows graph, targets and data path can; two runs a decade
     of learning rate apart that stop at the same loss show a floor of the model's own."""
     return case.probe_once(
-        f"{what} training at {PROBE_LR:g}x the learning rate",
+        f"overfit training on {what} at {PROBE_LR:g}x the learning rate",
         lambda: memorise(
             case,
             batch,
