@@ -1852,3 +1852,18 @@ def wine_small_table():
     return doctor_verdict(
         model, _standardised_table(load_wine), nn.CrossEntropyLoss(), adam(model, 1e-2)
     )
+
+
+@healthy(
+    "linnerud_small_multi_output",
+    source="linnerud: 20 rows, 3 features, 3 standardised targets; a small MLP with Adam's "
+    "default learning rate",
+)
+def linnerud_small_multi_output():
+    from sklearn.datasets import load_linnerud
+
+    x, y = _standardised_table(load_linnerud)
+    y = y.float()
+    seed()
+    model = nn.Sequential(nn.Linear(3, 16), nn.ReLU(), nn.Linear(16, 3))
+    return doctor_verdict(model, (x, (y - y.mean(0)) / y.std(0)), nn.MSELoss(), adam(model))

@@ -56,6 +56,12 @@ class Diagnosis(Result):
         return [f for f in self.findings if f.status == "warn"]
 
     @property
+    def inconclusive(self) -> list[Finding]:
+        """Skips of a control that ran and could not judge (``"inconclusive"`` in their
+        evidence): the verdict names them, since no pass stands behind them."""
+        return [f for f in self.findings if f.status == "skip" and f.evidence.get("inconclusive")]
+
+    @property
     def selftest_failed(self) -> bool:
         """True when a mutant of the setup got past the checks: a failure of labcoat itself."""
         return self.extras.get("selftest", {}).get("ok") is False
@@ -127,12 +133,16 @@ class Diagnosis(Result):
     def summary(self) -> str:
         if self.ok:
             warned = self.warnings
+            open_ = self.inconclusive
+            unjudged = (
+                f"; not judged: {', '.join(f.check for f in open_)} (inconclusive)" if open_ else ""
+            )
             if not warned:
-                return f"healthy: no check failed in {', '.join(self.layers_run)}"
+                return f"healthy: no check failed in {', '.join(self.layers_run)}{unjudged}"
             count = f"{len(warned)} warning{'s' if len(warned) > 1 else ''}"
             return (
                 f"healthy, with {count}: {', '.join(f.check for f in warned)} (no check failed "
-                f"in {', '.join(self.layers_run)})"
+                f"in {', '.join(self.layers_run)}){unjudged}"
             )
         f = self.first_failure
         if f is None:

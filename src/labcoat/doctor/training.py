@@ -89,9 +89,10 @@ def fit_batch(
     evaluate: Callable[[torch.Tensor], tuple[float, int | None]],
     done: Callable[[Curve], bool],
     advance: Callable[..., None],
+    lr_scale: float = 1.0,
 ) -> Curve:
     """Call the user's step on one fixed batch until ``done`` says so or ``max_steps`` updates
-    pass.
+    pass; ``lr_scale`` multiplies the copy's learning rates (the user's own stay as they are).
 
     ``evaluate`` turns eval-mode outputs on the batch into (loss, examples fitted); ``done`` reads
     the curve so far and says whether to stop. The curve gets a point after each call that
@@ -100,6 +101,9 @@ def fit_batch(
     """
     torch.manual_seed(case.seed)
     setup = case.blueprint.fresh()
+    for group in setup.optimizer.param_groups:
+        if lr_scale != 1.0 and "lr" in group:
+            group["lr"] = group["lr"] * lr_scale
     step = case.fresh_step(setup)
     x, y = case.on_device(batch.batch())
     curve = Curve()

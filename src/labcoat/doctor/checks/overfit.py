@@ -51,6 +51,10 @@ CHECK_EVERY = 10
 #: a loss this many times chance's distance from the floor has not even reached chance
 AT_CHANCE = 0.9
 FAR_ABOVE_CHANCE = 2.0
+#: a regression run still falling at its budget is tried once more at this many times its
+#: learning rate; the two stopping within this fraction of each other's loss is a floor
+PROBE_LR = 10.0
+SAME_FLOOR = 0.1
 RANDOM_LABEL_EXAMPLES = 64
 RANDOM_LABEL_STEPS = 3000
 
@@ -114,6 +118,26 @@ class Memorisation:
     def plateaued(self) -> bool:
         return plateaued([self.refs.excess(l) for l in self.curve.losses])
 
+    @property
+    def still_falling(self) -> bool:
+        """A regression run that ended at its step budget still falling, clearly below chance
+        and below where it started: it has not shown that it cannot memorise.
+
+        Regression has no examples to count as fitted, so its bar is 100x toward the floor; a
+        small MLP on a few input features can need several thousand steps to fit noisy targets
+        that far, and within the budget its curve looks like that of a bottleneck or a learning
+        rate too small (measured in docs/validation.md), so neither pass nor fail is earned.
+        """
+        first, last = self.refs.excess(self.curve.losses[0]), self.last_excess
+        return (
+            self.refs.log_probs is None
+            and not distributions(self.batch.y)
+            and self.curve.steps >= self.max_steps
+            and math.isfinite(last)
+            and last < min(AT_CHANCE, first)
+            and not self.plateaued()
+        )
+
     def evidence(self) -> dict:
         """The loss curve's summary first (the rich view shows the first keys), then the batch."""
         curve = self.curve.summary()
@@ -137,6 +161,18 @@ class Memorisation:
         return ev
 
 
+def distributions(y: torch.Tensor) -> bool:
+    """Float targets whose rows are probability distributions: soft or one-hot class labels,
+    classes to tell apart rather than noisy real values to hit, judged as before."""
+    if not y.is_floating_point() or y.ndim < 2 or y.shape[-1] < 2:
+        return False
+    rows = y.reshape(-1, y.shape[-1]).double()
+    return bool(
+        (rows >= 0).all()
+        and torch.allclose(rows.sum(-1), torch.ones(len(rows)).double(), atol=1e-4)
+    )
+
+
 def memorised(layout: Layout, excess: float, n_fitted: int | None, n: int) -> bool:
     """A 4x drop toward the floor with every example (95% of tokens) fitted; regression: 100x."""
     if layout.task == "classification":
@@ -155,8 +191,11 @@ def plateaued(excess: list[float]) -> bool:
     return before - after < PLATEAU * max(before, 1e-12)
 
 
-def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memorisation:
-    """Train a fresh copy on ``batch`` until it is memorised, with early stopping."""
+def memorise(
+    case: Case, batch: Examples, *, max_steps: int, label: str, lr_scale: float = 1.0
+) -> Memorisation:
+    """Train a fresh copy on ``batch`` until it is memorised, with early stopping; ``lr_scale``
+    multiplies the copy's learning rate."""
     layout = layout_of(case)
     x, y = batch.batch()
     like = predict(case, case.eval_model, x).to(
@@ -191,7 +230,13 @@ def memorise(case: Case, batch: Examples, *, max_steps: int, label: str) -> Memo
 
     with case.progress.task(f"overfit: {label}", total=max_steps) as advance:
         curve = fit_batch(
-            case, batch, max_steps=max_steps, evaluate=evaluate, done=done, advance=advance
+            case,
+            batch,
+            max_steps=max_steps,
+            evaluate=evaluate,
+            done=done,
+            advance=advance,
+            lr_scale=lr_scale,
         )
     return Memorisation(batch, layout, refs, curve, max_steps, n)
 
@@ -243,7 +288,8 @@ def _why_loss(m: Memorisation) -> str:
     falsifies="the setup cannot memorise a handful of examples (broken graph, targets or data "
     "path)",
     predicts="with its own optimizer and step, a copy fits a tiny fixed batch: the loss falls 4x "
-    "toward its floor and every example (95% of tokens) is fitted",
+    "toward its floor and every example (95% of tokens) is fitted; regression: within 1% of the "
+    "floor, or not judged while still falling when the budget runs out",
     applies=incomparable,
 )
 def overfit_batch(case: Case) -> Outcome:
@@ -260,8 +306,74 @@ def overfit_batch(case: Case) -> Outcome:
         return passed(f"memorised {len(batch)} examples: {_describe(m)}", **evidence)
     if case.targets_ignored:
         return skipped(f"{UNUSED_TARGETS} ({_describe(m)})", **evidence)
+    if m.still_falling and not m.curve.lr_collapsed:
+        return _judged_at_larger_lr(case, batch, m, evidence)
     return failed(
         f"could not memorise {len(batch)} examples ({_describe(m)}): {_why(m)}", **evidence
+    )
+
+
+def at_larger_lr(case: Case, batch: Examples, m: Memorisation, what: str) -> Memorisation:
+    """The run again at PROBE_LR x the learning rate, for a regression run still falling at its
+    budget: one that memorises there shows graph, targets and data path can; two runs a decade
+    of learning rate apart that stop at the same loss show a floor of the model's own."""
+    return case.probe_once(
+        f"overfit training on {what} at {PROBE_LR:g}x the learning rate",
+        lambda: memorise(
+            case,
+            batch,
+            max_steps=m.max_steps,
+            label=f"memorising {len(batch)} {what} at {PROBE_LR:g}x the learning rate",
+            lr_scale=PROBE_LR,
+        ),
+    )
+
+
+def same_floor(m: Memorisation, faster: Memorisation) -> bool:
+    """The faster run plateaued within SAME_FLOOR of where the first one ended."""
+    return (
+        math.isfinite(faster.last_excess)
+        and faster.plateaued()
+        and abs(faster.last_excess - m.last_excess) <= SAME_FLOOR * m.last_excess
+    )
+
+
+def _judged_at_larger_lr(case: Case, batch: Examples, m: Memorisation, evidence: dict) -> Outcome:
+    """Pass when memorised at the larger rate, fail at a shared floor, else inconclusive."""
+    faster = at_larger_lr(case, batch, m, "examples")
+    evidence = {**evidence, "larger_lr": {"lr_scale": PROBE_LR, **faster.evidence()}}
+    if faster.succeeded:
+        return passed(
+            f"memorised {len(batch)} examples at {PROBE_LR:g}x your learning rate "
+            f"({_describe(faster)}); at yours the loss was still falling when the "
+            f"{m.max_steps}-step budget ran out ({_describe(m)})",
+            **evidence,
+        )
+    if same_floor(m, faster):
+        return failed(
+            f"could not memorise {len(batch)} examples: the loss stopped "
+            f"{_share(faster.last_excess)} of the way from its floor to chance at {PROBE_LR:g}x "
+            f"your learning rate ({_describe(faster)}), where yours was still falling at the same "
+            f"level ({_describe(m)}): a floor of the model's own, a bottleneck or targets it "
+            "cannot express (a linear model, an output activation that cannot reach them)",
+            **evidence,
+        )
+    return skipped(_inconclusive(m, faster, case.effort), **evidence, inconclusive=True)
+
+
+def _share(excess: float) -> str:
+    return f"{excess:.0%}" if excess >= 0.1 else f"{excess:.1%}"
+
+
+def _inconclusive(m: Memorisation, faster: Memorisation, effort: str) -> str:
+    longer = "; effort='full' trains 3x longer" if effort == "fast" else ""
+    return (
+        f"inconclusive, not judged: the loss was still falling when the {m.max_steps}-step budget "
+        f"ran out ({_describe(m)}, {_share(m.last_excess)} of the way from its floor to chance, "
+        f"and {_describe(faster)} at {PROBE_LR:g}x the learning rate); regression must come "
+        "within 1% of its floor, which a small model on a few input features can need thousands "
+        "of steps for, and so early that curve cannot be told from a bottleneck's or a too-small "
+        f"learning rate's{longer}"
     )
 
 
@@ -325,6 +437,18 @@ def overfit_random_labels(case: Case) -> Outcome:
         return passed(f"memorised {len(batch)} random labels: {_describe(m)}", **evidence)
     if case.targets_ignored:
         return skipped(f"{UNUSED_TARGETS} ({_describe(m)})", **evidence)
+    if m.still_falling and not m.curve.lr_collapsed:
+        faster = at_larger_lr(case, batch, m, "random labels")
+        evidence = {**evidence, "larger_lr": {"lr_scale": PROBE_LR, **faster.evidence()}}
+        if faster.succeeded:
+            return passed(
+                f"memorised {len(batch)} random labels at {PROBE_LR:g}x your learning rate "
+                f"({_describe(faster)}); at yours the loss was still falling after "
+                f"{m.max_steps} steps ({_describe(m)})",
+                **evidence,
+            )
+        if not same_floor(m, faster):
+            return skipped(_inconclusive(m, faster, case.effort), **evidence, inconclusive=True)
     if not math.isfinite(m.curve.losses[-1]) or m.last_excess > 0.9:
         return failed(
             f"learned nothing about {len(batch)} random labels ({_describe(m)}): {_why(m)}",
