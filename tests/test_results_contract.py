@@ -98,7 +98,7 @@ def _backtest():
     from labcoat import scale
 
     x, loss = _curve_points()
-    return scale.backtest(x, None, loss, form="curve", holdout="n", top=3, bootstrap=4)
+    return scale.backtest(x, None, loss, form="curve", holdout="n", top=3, n_resamples=4)
 
 
 def _backtest_set():
