@@ -87,11 +87,13 @@ HEAVY_FIRST = (
     "tests/doctor_controls/test_shuffle.py",
     "tests/doctor_controls/test_healthy.py",
     "tests/logs/test_steps.py",
-    "tests/test_imports.py",
     "tests/doctor/test_padded_lm_controls.py",
     "tests/doctor/test_cli.py",
     "tests/logs/test_why.py",
     "tests/scale/test_downstream.py",
+    "tests/ledger/test_concurrency.py",
+    "tests/scale/test_replication.py",
+    "tests/report/test_stored_results.py",
 )
 
 
