@@ -78,6 +78,25 @@ SPREAD_ACROSS_WORKERS = frozenset(
 )
 
 
+#: files that run long on few tests, sent out first, in this order: xdist sends the files with the
+#: most tests first, which left these to start last and one worker idle while they finished
+#: (their durations are those of ``pytest --durations``; keep the list short, the heaviest only)
+HEAVY_FIRST = (
+    "tests/test_docs.py",  # each document is one test; README.md alone ~50 s
+    "tests/scale/test_cli.py",
+    "tests/doctor_controls/test_shuffle.py",
+    "tests/doctor_controls/test_healthy.py",
+    "tests/logs/test_steps.py",
+    "tests/doctor/test_padded_lm_controls.py",
+    "tests/doctor/test_cli.py",
+    "tests/logs/test_why.py",
+    "tests/scale/test_downstream.py",
+    "tests/ledger/test_concurrency.py",
+    "tests/scale/test_replication.py",
+    "tests/report/test_stored_results.py",
+)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``make test`` runs ``--dist loadfile``: each test file on one worker, so its module- and
@@ -85,7 +104,7 @@ def pytest_xdist_make_scheduler(config, log):
     files in SPREAD_ACROSS_WORKERS are the exception: their tests are work units of their own,
     which xdist hands out last (it sends files with the most tests first), so the corpus's
     cases and the watch's healthy loops fill the workers evenly instead of running one after
-    another on one of them."""
+    another on one of them. The files in HEAVY_FIRST go out before all others."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -94,6 +113,12 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return nodeid if path in SPREAD_ACROSS_WORKERS else path
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in reversed(HEAVY_FIRST):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return LoadFileSpreading(config, log)
 

@@ -156,6 +156,9 @@ def test_syntax_error_in_file_is_one_line(cli, tmp_path):
     assert res.code == 2 and "syntax error" in res.err and "Traceback" not in res.err
 
 
+# slow: six whole doctor runs (~10 s); the fast tier runs README.md's two of them (digits.py
+# healthy, head_not_in_optimizer broken at update) in tests/test_docs.py
+@pytest.mark.slow
 def test_shipped_examples_behave_as_documented(cli):
     sys.path.insert(0, str(EXAMPLES))
     try:
@@ -168,6 +171,9 @@ def test_shipped_examples_behave_as_documented(cli):
         assert res.code == 1 and json.loads(res.out)["failed_layer"] == layer, name
 
 
+# slow: a fresh interpreter with torch (~8 s loaded); the fast tier runs `python -m labcoat --help`
+# (tests/test_cli_main.py) and the doctor's exit codes in-process
+@pytest.mark.slow
 def test_python_m_labcoat_doctor_matches_script(exp_file, subprocess_env):
     out = subprocess.run(
         [sys.executable, "-m", "labcoat", "doctor", f"{exp_file}:broken", "--json"],

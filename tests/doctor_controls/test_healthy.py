@@ -26,7 +26,14 @@ HEALTHY = {
 }
 
 
-@pytest.mark.parametrize("name", list(HEALTHY))
+#: the slowest healthy setup runs in the slow tier; the fast tier keeps a sequence model (the
+#: masked transformer) and a GRU's controls in tests/doctor_controls/test_shuffle.py
+SLOW = {"gru"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in HEALTHY]
+)
 def test_healthy_setup_passes_every_layer(name):
     model, data, loss_fn, lr = HEALTHY[name]()
     report = s.diagnose(model, data, loss_fn, lr=lr, run_all=True)
