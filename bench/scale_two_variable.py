@@ -17,7 +17,8 @@ the Chinchilla figure again.
 Printed per rule variant (the two-variable constants of ``labcoat.scale.calibrate``): coverage
 of the 95 % band, median width ((high − low) / predicted), mean interval score per unit of the
 observed value and point error, by size, by compute and pooled.
-Run: python bench/scale_two_variable.py [--cache FILE]   (about five minutes on two cores)
+Run: python bench/scale_two_variable.py [--cache FILE]   (about fifteen minutes on two cores;
+with a cache written by an earlier run, about three)
 """
 
 from __future__ import annotations
