@@ -10,7 +10,8 @@
    by compute: coverage, width, interval score and point error, calibrated and bootstrap, and
    scipy ``curve_fit`` of the same form on L with a delta-method interval, on the same split;
    and the calibrated band with the prior's floor slope made from the fitted runs alone (the
-   shipped prior's ``chinchilla`` entry saw every Chinchilla point, the held-out ones too).
+   shipped prior's ``chinchilla`` entry is made from the over-training grid, never from these
+   points; the two-variable rules are tuned there too, by bench/scale_two_variable.py).
 3. The downstream backtest on the over-training grid (ColPret's overtrain_downstreams.csv).
 4. The ColPret curves held out by scale that the calibration and ``auto`` were tuned on
    (bench/scale_colpret.py).
@@ -260,9 +261,8 @@ def run_chinchilla(bootstrap: int) -> None:
 
 def with_own_floor(r):
     """The calibrated band at the held-out runs with the prior's floor slope made by
-    bench/scale_prior.py's rule from the fitted runs' own backtest pairs: the shipped prior's
-    ``chinchilla`` entry was made from every Chinchilla point, the held-out ones included.
-    (low, high, prediction, observed)."""
+    bench/scale_prior.py's rule from the fitted runs' own backtest pairs instead of the shipped
+    prior's (made from the over-training grid). (low, high, prediction, observed)."""
     from scale_prior import excess_slopes
 
     band = r.fit.calibration(LEVEL)

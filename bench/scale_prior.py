@@ -6,13 +6,16 @@ per form, the slope that puts the level's share of the errors beyond each curve'
 scatter under ``slope · distance`` (the 95 % quantile of ``(|error| − q95|residual|)⁺ / d``).
 The table is written to ``src/labcoat/scale/prior_table.py``.
 
-Data (ColPret, ../shared/data/scaling/colpret; and the Chinchilla points, ../shared/data/
-chinchilla): GPT-3 training curves, RedPajama-INCITE 2.4B/6.7B, DataBlations single-epoch runs,
-Pile-T5, OPT and OLMo validation loss against steps or tokens, and OLMo's downstream errors
-(1 − accuracy) against steps; the Chinchilla points for the two-variable form. The same curves
-are those bench/scale_colpret.py holds out by scale to evaluate the calibration.
-The 92-task benchmark (benchmark.*.csv) is never read here: it is held-out test data.
-Run: python bench/scale_prior.py [--write]   (about five minutes on two cores)
+Data (ColPret, ../shared/data/scaling/colpret): GPT-3 training curves, RedPajama-INCITE
+2.4B/6.7B, DataBlations single-epoch runs, Pile-T5, OPT and OLMo validation loss against steps
+or tokens, and OLMo's downstream errors (1 − accuracy) against steps; for the two-variable form
+(``chinchilla``), the 24 loss curves of Gadre et al.'s over-training grid
+(:func:`overtrain_curves`). The same curves are those bench/scale_colpret.py and
+bench/scale_two_variable.py hold out by scale to evaluate the calibration.
+The 92-task benchmark (benchmark.*.csv) and the Chinchilla points are never read here: they are
+held-out test data.
+Run: python bench/scale_prior.py [--write] [--forms chinchilla]   (about five minutes on two
+cores; ``--forms``: remake only these entries, the others kept as shipped)
 """
 
 from __future__ import annotations
@@ -153,15 +156,30 @@ def olmo_curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def chinchilla():
-    path = SHARED / "chinchilla" / "svg_extracted_data.csv"
-    with path.open() as fh:
+OVERTRAIN = COLPRET / "raw_data" / "overtrain" / "overtrain_downstreams.csv"
+
+
+def overtrain_curves() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Gadre et al.'s over-training grid, the two-variable curves: per training set
+    (``dataset_name``: C4, RedPajama, RefinedWeb) and evaluation loss (every ``loss_*`` column
+    but the bounds), the runs' (N, D) and that loss: 24 curves of 34–35 runs at 6 model sizes
+    (11M–6.9B) and 5–640 tokens per parameter. Not the Chinchilla points: those are test data."""
+    with OVERTRAIN.open() as fh:
         rows = list(csv.DictReader(fh))
-    N = np.array([float(r["Model Size"]) for r in rows])
-    C = np.array([float(r["Training FLOP"]) for r in rows])
-    L = np.array([float(r["loss"]) for r in rows])
-    keep = np.sort(np.argsort(L, kind="stable")[:-5])
-    return np.vstack([N[keep], C[keep] / (6 * N[keep])]), L[keep]
+    columns = [
+        c
+        for c in rows[0]
+        if c.startswith("loss_") and not c.startswith(("loss_upper", "loss_lower"))
+    ]
+    out = {}
+    for dataset in sorted({r["dataset_name"] for r in rows}):
+        runs = [r for r in rows if r["dataset_name"] == dataset]
+        x = np.array([[float(r["N"]), float(r["D"])] for r in runs]).T
+        for column in columns:
+            y = np.array([float(r[column]) if r[column] else np.nan for r in runs])
+            keep = np.isfinite(y) & (y > 0)
+            out[f"{dataset}/{column[len('loss_') :]}"] = (x[:, keep], y[keep])
+    return out
 
 
 def excess_slopes(pairs, share: float | None = 1.0) -> np.ndarray:
@@ -241,42 +259,60 @@ def main() -> None:
     parser.add_argument(
         "--cache", type=Path, help="bench/scale_colpret.py's pickle of held-out-by-scale fits"
     )
+    parser.add_argument(
+        "--forms",
+        help="comma-separated entries to remake (e.g. chinchilla); the rest and the frontier "
+        "factors are kept from the shipped table",
+    )
     args = parser.parse_args()
     if not COLPRET.is_dir():
         sys.exit(f"{COLPRET} not found: the prior needs ../shared/data")
+    from labcoat.scale.prior_table import PRIOR
+
     start = time.perf_counter()
-    data = {**all_curves(), **olmo_curves()}
-    print(f"{len(data)} public curves: {', '.join(sorted(data))}")
     forms = {**CURVES, "curve": CURVE}
-    table: dict[str, dict] = {}
-    pooled = []
-    for name, form in forms.items():
+    wanted = set(args.forms.split(",")) if args.forms else {*forms, "chinchilla", "default"}
+    unknown = wanted - {*forms, "chinchilla", "default"}
+    if unknown:
+        sys.exit(f"--forms: no entry {', '.join(sorted(unknown))}")
+    table: dict[str, dict] = {k: v for k, v in PRIOR["forms"].items() if k not in wanted}
+    data = {**all_curves(), **olmo_curves()}
+    if wanted - {"chinchilla"}:
+        print(f"{len(data)} public curves: {', '.join(sorted(data))}")
+        pooled = []
+        for name, form in forms.items():
+            found = []
+            for x, y in data.values():
+                xs = x[None]
+                theta = grid_search(form, xs, y, DELTA).theta
+                found.append(rolling_pairs(form, xs, y, DELTA, theta))
+            pooled += found
+            table[name] = prior_slope(found)
+            _show(name, table[name])
+        table["default"] = prior_slope(pooled)
+        _show("default", table["default"])
+    if "chinchilla" in wanted:
         found = []
-        for x, y in data.values():
-            xs = x[None]
-            theta = grid_search(form, xs, y, DELTA).theta
-            found.append(rolling_pairs(form, xs, y, DELTA, theta))
-        pooled += found
-        table[name] = prior_slope(found)
-        _show(name, table[name])
-    x, y = chinchilla()
-    theta = grid_search(CHINCHILLA, x, y, DELTA).theta
-    table["chinchilla"] = prior_slope([rolling_pairs(CHINCHILLA, x, y, DELTA, theta)])
-    _show("chinchilla", table["chinchilla"])
-    table["default"] = prior_slope(pooled)
-    _show("default", table["default"])
+        for x, y in overtrain_curves().values():
+            theta = grid_search(CHINCHILLA, x, y, DELTA).theta
+            found.append(rolling_pairs(CHINCHILLA, x, y, DELTA, theta))
+        table["chinchilla"] = prior_slope(found)
+        _show("chinchilla", table["chinchilla"])
     print(f"{time.perf_counter() - start:.0f} s")
-    import pickle
-
-    from scale_colpret import collect
-
-    if args.cache and args.cache.is_file():
-        records = pickle.loads(args.cache.read_bytes())
+    if args.forms:
+        front = PRIOR["frontier"]
     else:
-        records = collect(data)
-        if args.cache:
-            args.cache.write_bytes(pickle.dumps(records))
-    front = frontier(records)
+        import pickle
+
+        from scale_colpret import collect
+
+        if args.cache and args.cache.is_file():
+            records = pickle.loads(args.cache.read_bytes())
+        else:
+            records = collect(data)
+            if args.cache:
+                args.cache.write_bytes(pickle.dumps(records))
+        front = frontier(records)
     print(
         "frontier factors (held-out error / own backtest band): "
         + ", ".join(f"{lv:.0%} ×{f:.2f}" for lv, f in zip(front["levels"], front["factors"]))
@@ -286,8 +322,9 @@ def main() -> None:
         "frontier": front,
         "level": LEVEL,
         "source": "bench/scale_prior.py: ColPret curves (GPT-3, RedPajama, DataBlations, "
-        "Pile-T5, OPT; OLMo losses and downstream errors) and the Chinchilla points",
-        "forms": {k: {**v, "coverage": None} for k, v in table.items()},
+        "Pile-T5, OPT; OLMo losses and downstream errors; for the two-variable form, the "
+        "over-training grid's loss curves)",
+        "forms": {k: {**v, "coverage": None} for k, v in sorted(table.items())},
     }
     if args.write:
         target = ROOT / "src" / "labcoat" / "scale" / "prior_table.py"

@@ -272,3 +272,64 @@ def test_the_shipped_frontier_factor_widens_downstream_bands_at_95():
     assert table["levels"] == sorted(table["levels"]) and table["splits"] > 50
     assert 1.0 < frontier_factor(0.95) < 5.0
     assert frontier_factor(0.9) <= frontier_factor(0.95) <= frontier_factor(0.99)
+
+
+def grid_runs(sizes=(1e7, 8e7, 1.5e8, 4e8), per_size=8, noise=0.01, seed=0):
+    """An over-training grid: each model size trained at ``per_size`` data sizes (5–640 tokens
+    per parameter), the law of conftest's ``chinchilla_law`` with log-normal noise."""
+    from .conftest import chinchilla_law
+
+    N = np.repeat(np.asarray(sizes, float), per_size)
+    D = N * np.tile(5.0 * 2.0 ** np.arange(per_size), len(sizes))
+    rng = np.random.default_rng(seed)
+    return N, D, chinchilla_law(N, D) * np.exp(rng.normal(0, noise, N.size))
+
+
+def _origins(N, D, L, monkeypatch, levels):
+    from labcoat.scale import calibrate as cal
+    from labcoat.scale.forms import CHINCHILLA
+    from labcoat.scale.search import grid_search
+
+    monkeypatch.setattr(cal, "TWO_VARIABLE_MIN_LEVELS", levels)
+    x = np.vstack([N, D])
+    theta = grid_search(CHINCHILLA, x, L, 1e-3).theta
+    return cal.rolling_pairs(CHINCHILLA, x, L, 1e-3, theta)
+
+
+@pytest.mark.slow
+def test_a_two_variable_origin_needs_three_model_sizes_not_one_size_at_many_data_sizes(
+    monkeypatch,
+):
+    from labcoat.scale.calibrate import _spans
+
+    # planted: the first origins by size hold one or two model sizes (8 runs each): enough
+    # points for five parameters, not for the law's N term; they are skipped
+    N, D, L = grid_runs()
+    loose = _origins(N, D, L, monkeypatch, 1)
+    strict = _origins(N, D, L, monkeypatch, 3)
+    assert strict.variables == 2 and strict.n_origins < loose.n_origins
+    assert not _spans(np.vstack([N[:16], D[:16]])) and _spans(np.vstack([N[:24], D[:24]]))
+    # healthy: model sizes that vary run by run give every origin many sizes: nothing skipped
+    from .conftest import synthetic_runs
+
+    N, D, L = synthetic_runs(n=60, seed=1)
+    assert (
+        _origins(N, D, L, monkeypatch, 3).n_origins == _origins(N, D, L, monkeypatch, 1).n_origins
+    )
+    assert _spans(np.log(np.vstack([np.arange(1.0, 9.0)])))  # one variable: always
+
+
+def test_the_two_variable_band_follows_a_bias_and_the_learning_curve_band_stays_symmetric():
+    from labcoat.scale.calibrate import Pairs, calibrate
+
+    rng = np.random.default_rng(0)
+    d = rng.uniform(0, 2, 120)
+    e = 0.01 + 0.02 * d * rng.uniform(0, 1, 120)  # planted: the refits under-predict
+    o = np.repeat(np.arange(6), 20)
+    residuals = rng.normal(0, 0.005, 12)
+    two = calibrate(Pairs(d, e, o, 6, residuals, variables=2), 0.95, "chinchilla", False)
+    assert two.upper[0] + two.upper[1] > -(two.lower[0] - two.lower[1])  # split: the upper tail
+    assert two.lower[1] == pytest.approx(0.0, abs=1e-9)
+    # healthy twin: the same errors on a learning curve keep one symmetric line
+    one = calibrate(Pairs(d, e, o, 6, residuals), 0.95, "m2", False)
+    assert one.upper[0] == pytest.approx(-one.lower[0]) and one.upper[1] == one.lower[1]

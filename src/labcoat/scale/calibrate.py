@@ -5,7 +5,9 @@ past them. Here the same form is refitted on the runs up to a scale (an *origin*
 every larger run, and each error ``log L_observed − log L_predicted`` is recorded against the
 distance extrapolated, ``d = max_j log(x_j / max fitted x_j)`` (for two variables also the
 compute ``N·D``). Origins run from half the log range of the runs to nine tenths of it; with
-two variables they step by model size and by compute. The fit's own residuals stand at ``d = 0``.
+two variables they step by model size and by compute, and an origin needs 3 distinct values of
+each (the two-variable rules, ``TWO_VARIABLE_*``, are tuned on the over-training grid by
+``bench/scale_two_variable.py``). The fit's own residuals stand at ``d = 0``.
 
 The interval's ends are two lines in ``d``, ``upper(d) = a₊ + b₊·d`` and ``lower(d) = a₋ − b₋·d``
 (``b ≥ 0``: the interval widens with distance, and it always holds the point prediction),
@@ -56,6 +58,8 @@ class Pairs:
     #: pooled spread (SD of log loss) of the seeds at one size, and its degrees of freedom
     seed_sd: float = 0.0
     seed_df: int = 0
+    #: how many variables the law has: 1 (a learning curve) or 2 (N and D)
+    variables: int = 1
 
     @property
     def rmse(self) -> float:
@@ -253,7 +257,7 @@ def rolling_pairs(
         lo, hi = float(key.min()), float(key.max())
         for share in np.linspace(FIRST_ORIGIN, LAST_ORIGIN, n_origins):
             fitted = key <= lo + share * (hi - lo) + 1e-12
-            if _distinct(x[:, fitted]) < need or fitted.all():
+            if _distinct(x[:, fitted]) < need or fitted.all() or not _spans(x[:, fitted]):
                 continue
             tag = np.packbits(fitted).tobytes()
             if tag not in seen:
@@ -291,7 +295,15 @@ def rolling_pairs(
     cat = lambda parts, dtype=float: np.concatenate(parts) if parts else np.empty(0, dtype)
     floor_gaps = np.array(gaps, dtype=float).reshape(-1, 2)
     return Pairs(
-        cat(distances), cat(errors), cat(origin_ids, int), k, residuals, floor_gaps, sd, df
+        cat(distances),
+        cat(errors),
+        cat(origin_ids, int),
+        k,
+        residuals,
+        floor_gaps,
+        sd,
+        df,
+        int(x.shape[0]),
     )
 
 
@@ -310,6 +322,14 @@ def _floor_gap(log_floor: float, x: np.ndarray, loss: np.ndarray) -> tuple[float
     logy = np.log(loss[top])
     se = float(np.std(logy, ddof=1) / np.sqrt(logy.size)) if logy.size > 1 else 0.0
     return float(log_floor - logy.mean()), se
+
+
+def _spans(x: np.ndarray) -> bool:
+    """Whether an origin's runs span enough values of each variable to fit a law of two:
+    :data:`TWO_VARIABLE_MIN_LEVELS` distinct model sizes and data sizes (one variable: always)."""
+    if x.shape[0] < 2:
+        return True
+    return min(np.unique(v).size for v in x) >= TWO_VARIABLE_MIN_LEVELS
 
 
 def _distinct(x: np.ndarray) -> int:
@@ -340,10 +360,26 @@ def _quantile_line(d, e, tau: float, sign: int) -> tuple[float, float]:
 #: "split": each tail's own quantile line (follows a bias, but rests on half the data)
 BAND = "symmetric"
 
+#: the rules for a law of two variables (N and D), tuned on the over-training grid of Gadre et
+#: al. (``bench/scale_two_variable.py``), never on the Chinchilla points (test data).
+#: TWO_VARIABLE_BAND: "symmetric" or "split" as :data:`BAND`, or "prior" (the prior's band
+#: alone, as when the runs are too few). TWO_VARIABLE_FLOOR, the prior's reach the backtest band
+#: never falls inside: "every" (every size's residual quantile plus the prior's slope beyond
+#: it), "frontier" (the quantile at the largest :data:`FRONTIER_SHARE` of the runs by compute,
+#: plus the prior's slope beyond that) or "none"
+TWO_VARIABLE_BAND, TWO_VARIABLE_FLOOR = "split", "every"
+#: a rolling origin of a two-variable law needs this many distinct values of each variable
+#: (one model size cannot pin the law's N term, however many data sizes it was trained at)
+TWO_VARIABLE_MIN_LEVELS = 3
 
-def band(d, e, level: float) -> tuple[tuple[float, float], tuple[float, float]]:
+
+def band(
+    d, e, level: float, kind: str | None = None
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The (upper, lower) lines at ``level`` through errors ``e`` at distances ``d``, of
+    ``kind`` (default :data:`BAND`)."""
     n = max(d.size, 1)
-    if BAND == "symmetric":
+    if (kind or BAND) == "symmetric":
         # a finite-sample nudge toward the tail, as split-conformal quantiles take
         tau = min(level * (1 + 1 / n), 1 - 0.5 / n)
         a, b = _quantile_line(d, np.abs(e), tau, +1)
@@ -372,20 +408,29 @@ def calibrate(pairs: Pairs, level: float, form_name: str, use_prior: bool = True
     ``use_prior``: the band never falls inside the prior's reach at the same distance (the
     fit's residual quantile plus the prior's slope per log unit): runs that all behave alike
     can show less extrapolation error than public scaling data does at the same distance."""
-    if pairs.n_origins < MIN_ORIGINS or pairs.errors.size < MIN_PAIRS:
+    two = pairs.variables == 2
+    if (
+        pairs.n_origins < MIN_ORIGINS
+        or pairs.errors.size < MIN_PAIRS
+        or (two and TWO_VARIABLE_BAND == "prior")
+    ):
         return prior_calibration(pairs, level, form_name)
+    kind = TWO_VARIABLE_BAND if two else BAND
     d = np.concatenate([pairs.distances, np.zeros(pairs.residuals.size)])
     e = np.concatenate([pairs.errors, pairs.residuals])
     o = np.concatenate([pairs.origins, np.full(pairs.residuals.size, -1)])
     d, e, o = _thin(d, e, o)
-    upper, lower = band(d, e, level)
-    floor = _prior_line(pairs, level, form_name) if use_prior else None
+    upper, lower = band(d, e, level, kind)
+    floor = None
+    if use_prior and not (two and TWO_VARIABLE_FLOOR == "none"):
+        frontier = two and TWO_VARIABLE_FLOOR == "frontier"
+        floor = _prior_line(pairs, level, form_name, frontier)
     covered = []
     for k in range(pairs.n_origins):
         held = o == k
         if not held.any() or held.all():
             continue
-        up, low = band(d[~held], e[~held], level)
+        up, low = band(d[~held], e[~held], level, kind)
         left_out = Calibration(level, "", up, low, None, 0.0, 0, 0, floor=floor)
         lo, hi = left_out.band(d[held])
         covered.append((e[held] >= lo) & (e[held] <= hi))
@@ -404,12 +449,17 @@ def calibrate(pairs: Pairs, level: float, form_name: str, use_prior: bool = True
     )
 
 
-def _prior_line(pairs: Pairs, level: float, form_name: str) -> tuple[float, float]:
+def _prior_line(
+    pairs: Pairs, level: float, form_name: str, frontier: bool = False
+) -> tuple[float, float]:
     """The prior's reach ``a + b·d``: the fit's residual quantile over every size plus the
-    prior's slope beyond it (``"upper"``)."""
+    prior's slope beyond it (``"upper"``), or (``frontier``) the quantile at the largest
+    :data:`FRONTIER_SHARE` of the sizes plus the slope beyond that (``"frontier"``)."""
     prior = load_prior()
     entry = prior["forms"].get(form_name) or prior["forms"]["default"]
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
+    if frontier:
+        return frontier_reach(pairs, level), float(z * entry.get("frontier", entry["upper"]))
     return frontier_reach(pairs, level, share=1.0), float(z * entry["upper"])
 
 

@@ -13,11 +13,11 @@ PRIOR = {
         },
         "chinchilla": {
             "coverage": None,
-            "frontier": 0.009221411071503515,
-            "lower": 0.00966678888307529,
-            "max_distance": 4.626751809748789,
-            "pairs": 672,
-            "upper": 0.00966678888307529,
+            "frontier": 0.03913269717191253,
+            "lower": 0.02254220697979443,
+            "max_distance": 7.552468739100412,
+            "pairs": 1888,
+            "upper": 0.02254220697979443,
         },
         "curve": {
             "coverage": None,
@@ -76,5 +76,6 @@ PRIOR = {
     },
     "level": 0.95,
     "source": "bench/scale_prior.py: ColPret curves (GPT-3, RedPajama, DataBlations, Pile-T5, "
-    "OPT; OLMo losses and downstream errors) and the Chinchilla points",
+    "OPT; OLMo losses and downstream errors; for the two-variable form, the "
+    "over-training grid's loss curves)",
 }
