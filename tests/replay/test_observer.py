@@ -134,6 +134,25 @@ def test_the_twin_a_persistent_replay_that_draws_a_new_base_seed_differs(tmp_pat
     assert replayed != [r for r in logged if 12 <= r[0] <= 15]
 
 
+def test_a_persistent_replay_leaves_no_workers_running(tmp_path, monkeypatch):
+    """A replay whose new iterator re-entered the loop's RNGs (a persistent loader's later
+    epoch) frees its loader as the bare script does, when the script returns: its workers have
+    exited without a garbage collection. Kept in a reference cycle instead, the loader waits
+    for the collector, whose shutdown of its workers waits out a 5 s join for each."""
+    import gc
+    import multiprocessing
+
+    _, run = _record("persistent", tmp_path / "runs", every=12)
+    before = {p.pid for p in multiprocessing.active_children()}
+    gc.disable()
+    try:
+        _replay_in_process("persistent", run, 12, 15, tmp_path, monkeypatch)
+        left = [p for p in multiprocessing.active_children() if p.pid not in before]
+    finally:
+        gc.enable()
+    assert left == []
+
+
 def test_worker_states_travel_with_the_batches_and_a_checkpoint_holds_them(tmp_path):
     """With two workers each checkpoint inside an epoch holds both workers' RNG states after
     their last batches; the batches are plain again when the training gets them."""

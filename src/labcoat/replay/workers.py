@@ -169,7 +169,12 @@ class SamplerIter:
         """Start the wrapped sampler now (its draws happen here, as in the recording)."""
         if self.it is None:
             if self.reenter is not None:
-                self.reenter()
+                # once only, and dropped: it holds the loader, which holds this iterator; a
+                # loader left in a reference cycle is freed only by the garbage collector, and
+                # torch's shutdown of persistent workers from there waits out a 5 s join per
+                # worker (the bare loader is freed, its workers stopped, when it goes)
+                reenter, self.reenter = self.reenter, None
+                reenter()
             self.it = iter(self.inner)
             for _ in range(self.skip):
                 if next(self.it, _END) is _END:
