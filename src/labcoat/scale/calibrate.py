@@ -508,7 +508,7 @@ def frontier_reach(pairs: Pairs, level: float, share: float | None = None) -> fl
 
 def prior_calibration(pairs: Pairs, level: float, form_name: str) -> Calibration:
     """Slopes from the prior (scaled from its level by the normal quantile), intercepts from
-    the fit's residuals at its largest sizes (:func:`frontier_residuals`)."""
+    the fit's residuals at its largest sizes (:func:`frontier_reach`)."""
     prior = load_prior()
     entry = prior["forms"].get(form_name) or prior["forms"]["default"]
     z = stats.norm.ppf(0.5 + level / 2) / stats.norm.ppf(0.5 + prior["level"] / 2)
@@ -550,19 +550,15 @@ def plausible_forms(found: dict[str, Pairs], chosen: str, level: float) -> tuple
     return out, ratio
 
 
-def choice_weights(
-    found: dict[str, Pairs], chosen: str, plausible: list[str], thin: bool = False
-) -> dict[str, float]:
+def choice_weights(found: dict[str, Pairs], chosen: str, plausible: list[str]) -> dict[str, float]:
     """Evidence weights of the chosen form and each plausible one, summing to 1.
 
     A form's late-origin errors, taken as normal with its own RMSE, have likelihood
     ``∝ RMSE^(−k)`` over ``k`` late origins (an origin's extrapolations share one fit, so an
     origin, not a pair, is the unit of evidence): a form 2× worse on 4 origins weighs 1/16.
-    With no backtest evidence (``thin``) the weights are :func:`thin_weights`'."""
+    Where the backtest cannot choose, :func:`thin_weights` weighs the forms instead."""
     names = [chosen, *plausible]
     pairs = found[chosen]
-    if thin:
-        return thin_weights({k: found[k] for k in names})
     if not np.isfinite(pairs.late_rmse) or pairs.late_rmse <= 0:
         return {k: 1.0 / len(names) for k in names}
     k = max(pairs.n_origins - pairs.n_origins // 2, 1)
