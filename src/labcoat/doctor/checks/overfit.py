@@ -338,18 +338,35 @@ def same_floor(m: Memorisation, faster: Memorisation) -> bool:
     )
 
 
-def _judged_at_larger_lr(case: Case, batch: Examples, m: Memorisation, evidence: dict) -> Outcome:
-    """Pass when memorised at the larger rate, fail at a shared floor, else inconclusive."""
-    faster = at_larger_lr(case, batch, m, "examples")
+def _retried(
+    case: Case, batch: Examples, m: Memorisation, evidence: dict, what: str
+) -> tuple[Outcome | None, Memorisation, dict]:
+    """The run again at the larger rate (:func:`at_larger_lr`): a pass when it memorises, an
+    inconclusive skip unless both stop at the same floor (then None: the caller judges the
+    floor), with the retry's curve in the evidence."""
+    faster = at_larger_lr(case, batch, m, what)
     evidence = {**evidence, "larger_lr": {"lr_scale": PROBE_LR, **faster.evidence()}}
     if faster.succeeded:
-        return passed(
-            f"memorised {len(batch)} examples at {PROBE_LR:g}x your learning rate "
-            f"({_describe(faster)}); at yours the loss was still falling when the "
-            f"{m.max_steps}-step budget ran out ({_describe(m)})",
-            **evidence,
+        return (
+            passed(
+                f"memorised {len(batch)} {what} at {PROBE_LR:g}x your learning rate "
+                f"({_describe(faster)}); at yours the loss was still falling when the "
+                f"{m.max_steps}-step budget ran out ({_describe(m)})",
+                **evidence,
+            ),
+            faster,
+            evidence,
         )
-    if same_floor(m, faster):
+    if not same_floor(m, faster):
+        inconclusive = _inconclusive(m, faster, case.effort)
+        return skipped(inconclusive, **evidence, inconclusive=True), faster, evidence
+    return None, faster, evidence
+
+
+def _judged_at_larger_lr(case: Case, batch: Examples, m: Memorisation, evidence: dict) -> Outcome:
+    """Pass when memorised at the larger rate, fail at a shared floor, else inconclusive."""
+    outcome, faster, evidence = _retried(case, batch, m, evidence, "examples")
+    if outcome is None:
         return failed(
             f"could not memorise {len(batch)} examples: the loss stopped "
             f"{_share(faster.last_excess)} of the way from its floor to chance at {PROBE_LR:g}x "
@@ -358,7 +375,7 @@ def _judged_at_larger_lr(case: Case, batch: Examples, m: Memorisation, evidence:
             "cannot express (a linear model, an output activation that cannot reach them)",
             **evidence,
         )
-    return skipped(_inconclusive(m, faster, case.effort), **evidence, inconclusive=True)
+    return outcome
 
 
 def _share(excess: float) -> str:
@@ -438,17 +455,9 @@ def overfit_random_labels(case: Case) -> Outcome:
     if case.targets_ignored:
         return skipped(f"{UNUSED_TARGETS} ({_describe(m)})", **evidence)
     if m.still_falling and not m.curve.lr_collapsed:
-        faster = at_larger_lr(case, batch, m, "random labels")
-        evidence = {**evidence, "larger_lr": {"lr_scale": PROBE_LR, **faster.evidence()}}
-        if faster.succeeded:
-            return passed(
-                f"memorised {len(batch)} random labels at {PROBE_LR:g}x your learning rate "
-                f"({_describe(faster)}); at yours the loss was still falling after "
-                f"{m.max_steps} steps ({_describe(m)})",
-                **evidence,
-            )
-        if not same_floor(m, faster):
-            return skipped(_inconclusive(m, faster, case.effort), **evidence, inconclusive=True)
+        outcome, _, evidence = _retried(case, batch, m, evidence, "random labels")
+        if outcome is not None:
+            return outcome
     if not math.isfinite(m.curve.losses[-1]) or m.last_excess > 0.9:
         return failed(
             f"learned nothing about {len(batch)} random labels ({_describe(m)}): {_why(m)}",
