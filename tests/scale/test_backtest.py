@@ -85,3 +85,21 @@ def test_backtest_scores_every_held_out_run():
     assert result.interval_score == pytest.approx(np.mean(expected))
     assert result.to_dict()["interval_score"] == pytest.approx(result.interval_score)
     assert all(np.isfinite(p["percent_error"]) for p in result.points)
+
+
+def test_a_top_that_leaves_one_size_to_fit_names_top_and_its_most_not_the_variable():
+    import numpy as np
+
+    from labcoat import scale
+    from labcoat.errors import InputError
+
+    x = np.repeat(50 * 2.0 ** np.arange(8), 3)
+    loss = 0.3 + 2.0 * x**-0.4 * np.exp(0.01 * np.sin(np.arange(x.size)))
+    with pytest.raises(InputError) as err:
+        scale.backtest(x, None, loss, form="m2", holdout="n", top=19, n_resamples=0)
+    text = str(err.value)
+    assert text.startswith("`top`: 19 holds out 21 of 24 runs (x >= 100, ties included)")
+    assert "all at one size (50)" in text and text.endswith("hold out at most 18")
+    # the most it names runs
+    r = scale.backtest(x, None, loss, form="m2", holdout="n", top=18, n_resamples=0)
+    assert r.n_holdout > 0

@@ -115,40 +115,12 @@ def _read(file, n_col, d_col, flops_col, x_col, loss_col, form, **_):
     return N, D, L
 
 
-def _check_holdout(N, D, top: int, holdout: str, name: str) -> None:
-    """--holdout-top against the runs: the K largest, ties included, must leave runs at two or
-    more sizes to fit, else one line that names the option and the most it can be."""
-    import numpy as np
-
-    n = N.shape[0]
-    if top >= n:
-        raise InputError(f"--holdout-top: {top} of {n} runs leaves none to fit; hold out fewer")
-    if holdout == "compute" and D is None:
-        return  # the library names --holdout-by for this
-    key = N if holdout == "n" else 6.0 * N * D
-    variables = [N] if D is None else [N, D]
-
-    def fitted(k: int) -> np.ndarray:  # the runs left to fit when the top k are held out
-        return key < np.sort(key)[-k]
-
-    def usable(k: int) -> bool:
-        rest = fitted(k)
-        return all(np.unique(v[rest]).size >= 2 for v in variables)
-
-    if usable(top):
-        return
-    low, high = 0, top  # the largest usable k below top, by bisection (usable shrinks with k)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if usable(mid) else (low, mid)
-    rest = fitted(top)
-    cut, kept = np.sort(key)[-top], int(rest.sum())
-    left = f"leaving {kept} to fit" + (
-        f", all at one size ({key[rest][0]:.4g})" if np.unique(key[rest]).size == 1 else ""
-    )
-    held = f"holds out {n - kept} of {n} runs ({name} >= {cut:.4g}, ties included), {left}"
-    fix = f"hold out at most {low}" if low else "a backtest needs runs at 3 or more sizes"
-    raise InputError(f"--holdout-top: {top} {held}; a fit needs runs at 2 or more sizes: {fix}")
+def _check_holdout(N, top: int) -> None:
+    """--holdout-top against the number of runs (the library checks what the rest can fit)."""
+    if top >= N.shape[0]:
+        raise InputError(
+            f"--holdout-top: {top} of {N.shape[0]} runs leaves none to fit; hold out fewer"
+        )
 
 
 def _fit(
@@ -405,13 +377,17 @@ def backtest_cmd(level, as_json, top, holdout, by_col, html, **runs):
         else:
             by = table.labels(by_col)
     if by_col is None:
-        name = "compute" if holdout == "compute" else runs["x_col"] or runs["n_col"]
-        _check_holdout(N, D, top, holdout, name)
+        _check_holdout(N, top)
     try:
         result = _backtest(backtest, N, D, L, holdout, top, by, level, runs)
     except InputError as exc:  # name the option, not the argument, where it is at fault
         text = str(exc)
-        for arg, option in (("`top`", "--holdout-top"), ("holdout:", "--holdout-by:")):
+        variable, column = ("x", runs["x_col"]) if D is None else ("N", runs["n_col"])
+        for arg, option in (
+            ("`top`", "--holdout-top"),
+            ("holdout:", "--holdout-by:"),
+            (f"({variable} >= ", f"({column} >= "),
+        ):
             text = text.replace(arg, option)
         raise InputError(text) from None
     if by is not None and not result.results:  # every group refused: no backtest to show

@@ -153,6 +153,8 @@ def backtest(
     x = as_points(N, D, chosen)
     loss = as_losses(L, x.shape[1])
     mask, described = _holdout_mask(holdout, top, above, x, chosen)
+    if mask.any() and (top is not None or not mask.all()):  # a top that ties may take them all
+        _check_fitted(x, mask, holdout, top, described)
     if not mask.any() or mask.all():
         raise InputError(
             f"holdout: {described} holds out {int(mask.sum())} of {mask.size} runs; "
@@ -323,6 +325,37 @@ def _by_group(N, D, L, by, *, holdout, **options) -> BacktestSet:
 
 def _split(x: np.ndarray, rows: np.ndarray, form) -> tuple[np.ndarray, np.ndarray | None]:
     return (x[0][rows], x[1][rows]) if len(form.variables) == 2 else (x[0][rows], None)
+
+
+def _check_fitted(x: np.ndarray, mask: np.ndarray, holdout, top, described: str) -> None:
+    """The runs left to fit must stand at 2 or more sizes of each variable, else one line that
+    names what held too many out (``top`` and the most it can be, where ``top`` chose them),
+    not the variable the refit would blame."""
+
+    def usable(rest: np.ndarray) -> bool:
+        return all(np.unique(v[rest]).size >= 2 for v in x)
+
+    if usable(~mask):
+        return
+    n, kept = mask.size, int((~mask).sum())
+    key = x[0] if holdout == "n" or x.shape[0] == 1 else 6.0 * x[0] * x[1]
+    one = np.unique(key[~mask]).size == 1
+    left = f"leaving {kept} to fit" + (f", all at one size ({key[~mask][0]:.4g})" if one else "")
+    if isinstance(holdout, str) and top is not None:
+        low, high = 0, int(top)  # the largest top below it that leaves a fit, by bisection
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if usable(key < np.sort(key)[-mid]) else (low, mid)
+        cut = described.split(" (top", 1)[0]
+        fix = f"hold out at most {low}" if low else "a backtest needs runs at 3 or more sizes"
+        raise InputError(
+            f"`top`: {top} holds out {n - kept} of {n} runs ({cut}, ties included), {left}; "
+            f"a fit needs runs at 2 or more sizes: {fix}"
+        )
+    raise InputError(
+        f"holdout: {described} holds out {n - kept} of {n} runs, {left}; a fit needs runs at 2 "
+        "or more sizes"
+    )
 
 
 def _holdout_mask(holdout, top, above, x, form) -> tuple[np.ndarray, str]:
