@@ -157,3 +157,15 @@ def test_unscaled_targets_on_twenty_rows_fail():
     finding = report["overfit.batch"]
     assert finding.status == "fail"
     assert "far above chance" in finding.message
+
+
+@pytest.mark.slow
+@pytest.mark.check("doctor.overfit.random_labels", healthy=True)
+def test_random_labels_still_falling_are_memorised_at_ten_times_the_learning_rate():
+    """The same retry for overfit.random_labels (effort='full'): at Adam's default rate the
+    small MLP is still falling on random targets when the budget ends; at 10x it memorises."""
+    report = s.diagnose(small_mlp(3, 3), linnerud(), MSE, layers=OVERFIT, effort="full")
+    finding = report["overfit.random_labels"]
+    assert finding.status == "pass", finding.message
+    assert "random labels at 10x your learning rate" in finding.message
+    assert finding.evidence["larger_lr"]["excess_vs_chance"] <= 0.01
